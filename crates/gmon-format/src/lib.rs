@@ -1,0 +1,66 @@
+//! Read and write gmon.out profiles, and the process-labeled profile sets of pkgprof.
+//!
+//! gmon.out is what `gcc -pg` programs and profiling kernels write and what `gprof` reads: a PC
+//! histogram, call-graph arcs and (rarely) basic-block counts. This crate reads and writes its
+//! three layouts — the GNU tagged format, the 4.4BSD `gmonhdr` and the old BSD header — with
+//! either address width and byte order, byte for byte: reading a file and writing its records
+//! back gives the same bytes.
+//!
+//! Using it takes three steps:
+//!
+//! 1. Learn the address width and byte order from the profiled image (gprof takes them from the
+//!    ELF header; a gmon file does not record them) and put them in [`ReadOptions`].
+//! 2. [`Profile::parse`] the bytes. This reads only the header and borrows the input.
+//! 3. Iterate [`Profile::records`]: histograms (with bins borrowed, not copied), arcs and
+//!    basic-block counts, each with its byte offset. Or add profiles into a [`Sum`] with gprof's
+//!    rules, and write results with a [`Writer`].
+//!
+//! ```
+//! use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Record};
+//!
+//! # fn main() -> gmon_format::Result<()> {
+//! // A GNU header followed by one arc: 0x1220 called 0x11d7 twenty times.
+//! let mut data = b"gmon\x01\0\0\0".to_vec();
+//! data.extend([0; 12]);
+//! data.push(1);
+//! data.extend(0x1220u64.to_le_bytes());
+//! data.extend(0x11d7u64.to_le_bytes());
+//! data.extend(20u32.to_le_bytes());
+//!
+//! let profile = Profile::parse(&data, &ReadOptions::new(AddressSize::U64, Endian::Little))?;
+//! for record in profile.records() {
+//!     if let (_offset, Record::Arc(arc)) = record? {
+//!         assert_eq!((arc.from_pc, arc.self_pc, arc.count), (0x1220, 0x11d7, 20));
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors name the byte offset of the problem; [`Error::with_path`] adds the file name. No input
+//! makes the reader panic or allocate more than the input backs.
+//!
+//! What this crate does not do: map addresses to symbols, build call graphs or print gprof's
+//! reports (that is the `callgraph` crate), or collect profiles (`collect-perf`).
+
+#![deny(missing_docs)]
+
+mod dump;
+mod error;
+mod layout;
+mod read;
+mod sum;
+mod write;
+
+pub use dump::{Summary, dump};
+pub use error::{Error, ErrorKind, Result};
+pub use layout::{
+    AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,
+    GNU_MAGIC, Layout, ReadOptions, TAG_ARC, TAG_BASIC_BLOCKS, TAG_HISTOGRAM,
+};
+pub use read::{
+    Arc, BasicBlocks, Bins, Header, Histogram, HistogramHeader, OLD_BSD_PROF_RATE, Profile, Record,
+    Records, SECONDS,
+};
+pub use sum::{HistogramUnit, Sum, SumHistogram};
+pub use write::{Writer, write_profile};

@@ -1,0 +1,608 @@
+//! Reading: a borrowing parser that yields records without copying histogram bins.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{
+    AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,
+    GNU_MAGIC, Layout, ReadOptions, TAG_ARC, TAG_BASIC_BLOCKS, TAG_HISTOGRAM,
+};
+
+/// The file header, less what BSD headers share with the histogram.
+///
+/// BSD headers also hold the histogram's range and size; those are reported through the first
+/// [`Record::Histogram`] so that both families read alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Header {
+    /// GNU `struct gmon_hdr`.
+    Gnu {
+        /// `version`: 1 from any modern glibc, 0 from very old ones.
+        version: u32,
+        /// `spare`: unused; kept so that writing gives back the same bytes.
+        spare: [u8; 12],
+    },
+    /// 4.4BSD `struct gmonhdr`.
+    Bsd44 {
+        /// `histcounter_type` and `spare[2]`: unused; kept for byte-exact writing.
+        spare: [u8; 12],
+    },
+    /// 4.2/4.3BSD `struct phdr` (low, high, ncnt).
+    OldBsd,
+}
+
+/// The profiling rate gprof assumes for old BSD files, which do not store one (its `hertz()`,
+/// `CLK_TCK` = 100 on Linux).
+pub const OLD_BSD_PROF_RATE: u32 = 100;
+
+/// The histogram's unit name and abbreviation as glibc writes them.
+pub const SECONDS: ([u8; DIMENSION_LEN], u8) = (*b"seconds\0\0\0\0\0\0\0\0", b's');
+
+/// The fixed part of a histogram record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistogramHeader {
+    /// `lpc`: address of the first byte bin 0 covers.
+    pub low_pc: u64,
+    /// `hpc`: end of the covered range (exclusive).
+    pub high_pc: u64,
+    /// `prof_rate`: samples per second. For old BSD files, which do not store it, gprof's
+    /// default of [`OLD_BSD_PROF_RATE`].
+    pub prof_rate: u32,
+    /// `dimen`: the unit, NUL padded (`seconds`); synthesised for BSD files.
+    pub dimension: [u8; DIMENSION_LEN],
+    /// `dimen_abbrev`: the unit's one-letter abbreviation (`s`).
+    pub dimension_abbrev: u8,
+}
+
+impl HistogramHeader {
+    /// The dimension as text, up to its first NUL (at most 15 bytes, as gprof reads it).
+    pub fn dimension_str(&self) -> String {
+        dimension_text(&self.dimension)
+    }
+}
+
+/// A dimension field as text, up to its first NUL.
+pub(crate) fn dimension_text(d: &[u8; DIMENSION_LEN]) -> String {
+    let end = d.iter().position(|&b| b == 0).unwrap_or(DIMENSION_LEN);
+    String::from_utf8_lossy(&d[..end]).into_owned()
+}
+
+/// A histogram record: program-counter samples over an address range.
+#[derive(Debug, Clone, Copy)]
+pub struct Histogram<'data> {
+    /// Range, rate and unit.
+    pub header: HistogramHeader,
+    /// The counters, borrowed from the file.
+    pub bins: Bins<'data>,
+}
+
+/// Histogram counters borrowed from the file: `u16` each in the file's byte order.
+#[derive(Clone, Copy)]
+pub struct Bins<'data> {
+    bytes: &'data [u8],
+    endian: Endian,
+}
+
+impl std::fmt::Debug for Bins<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bins").field("len", &self.len()).finish()
+    }
+}
+
+impl<'data> Bins<'data> {
+    /// Wraps `bytes` (an even number of them) as counters in `endian` order.
+    pub fn new(bytes: &'data [u8], endian: Endian) -> Self {
+        debug_assert!(bytes.len() % 2 == 0);
+        Bins { bytes, endian }
+    }
+
+    /// Number of bins.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / 2
+    }
+
+    /// Whether there are no bins.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The counter of bin `index`, if there is one.
+    pub fn get(&self, index: usize) -> Option<u16> {
+        let b = self.bytes.get(index * 2..index * 2 + 2)?;
+        Some(self.endian.u16([b[0], b[1]]))
+    }
+
+    /// The raw bytes, in the file's byte order.
+    pub fn as_bytes(&self) -> &'data [u8] {
+        self.bytes
+    }
+
+    /// Byte order of the counters.
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    /// Iterates over the counters.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = u16> + 'data {
+        let endian = self.endian;
+        self.bytes
+            .chunks_exact(2)
+            .map(move |b| endian.u16([b[0], b[1]]))
+    }
+
+    /// Adds every counter to the matching element of `totals` (which must be as long).
+    ///
+    /// This is the hot loop of summing and of histogram assignment, so it is monomorphised per
+    /// byte order rather than branching per bin.
+    pub fn add_to(&self, totals: &mut [u64]) {
+        fn add(bytes: &[u8], totals: &mut [u64], read: fn([u8; 2]) -> u16) {
+            for (total, b) in totals.iter_mut().zip(bytes.chunks_exact(2)) {
+                *total += u64::from(read([b[0], b[1]]));
+            }
+        }
+        match self.endian {
+            Endian::Little => add(self.bytes, totals, u16::from_le_bytes),
+            Endian::Big => add(self.bytes, totals, u16::from_be_bytes),
+        }
+    }
+}
+
+/// A call-graph arc: `count` calls from a site in the caller to the callee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Arc {
+    /// `from_pc`: an address inside the caller (glibc writes the return address, quantised).
+    pub from_pc: u64,
+    /// `self_pc`: an address inside the callee (just after its `mcount` call).
+    pub self_pc: u64,
+    /// `count`: number of traversals. 32-bit in GNU files, address-sized in BSD files.
+    pub count: u64,
+}
+
+/// A basic-block count record: (address, count) pairs, both address-sized.
+#[derive(Debug, Clone, Copy)]
+pub struct BasicBlocks<'data> {
+    bytes: &'data [u8],
+    address_size: AddressSize,
+    endian: Endian,
+}
+
+impl<'data> BasicBlocks<'data> {
+    /// Number of (address, count) pairs.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / (2 * self.address_size.bytes())
+    }
+
+    /// Whether the record has no pairs.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Iterates over the (address, count) pairs.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (u64, u64)> + 'data {
+        let (a, endian) = (self.address_size.bytes(), self.endian);
+        self.bytes
+            .chunks_exact(2 * a)
+            .map(move |pair| (endian.address(&pair[..a]), endian.address(&pair[a..])))
+    }
+}
+
+/// One record of a profile.
+#[derive(Debug, Clone, Copy)]
+pub enum Record<'data> {
+    /// Tag 0, or the header and samples of a BSD file.
+    Histogram(Histogram<'data>),
+    /// Tag 1, or one BSD `rawarc`.
+    Arc(Arc),
+    /// Tag 2.
+    BasicBlocks(BasicBlocks<'data>),
+}
+
+/// A parsed profile: the header, and records read lazily from the borrowed bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Profile<'data> {
+    data: &'data [u8],
+    layout: Layout,
+    header: Header,
+    /// Offset of the first record (GNU) or of the samples (BSD).
+    body: usize,
+}
+
+impl<'data> Profile<'data> {
+    /// Parses the header of `data` and detects its format as GNU gprof does.
+    ///
+    /// Records are checked as they are iterated with [`Profile::records`]; use
+    /// [`Profile::validate`] to check the whole file at once.
+    ///
+    /// Returns an error if the file is shorter than a header, the header is not one the options
+    /// accept, or (BSD) the header's sample count cannot be right.
+    pub fn parse(data: &'data [u8], options: &ReadOptions) -> Result<Self> {
+        let endian = options.endian;
+        let a = options.address_size.bytes();
+        // gprof first reads 20 bytes whatever the format; fewer is always an error.
+        if data.len() < GNU_HEADER_SIZE {
+            return Err(Error::at(
+                0,
+                ErrorKind::FileTooShort {
+                    len: data.len() as u64,
+                },
+            ));
+        }
+        let is_gnu = data[..4] == GNU_MAGIC;
+        let format = match options.format {
+            FormatChoice::Auto | FormatChoice::Gnu if is_gnu => Format::Gnu,
+            FormatChoice::Gnu => return Err(Error::at(0, ErrorKind::BadMagic)),
+            FormatChoice::Auto | FormatChoice::Bsd | FormatChoice::Bsd44 => {
+                let version_at = 2 * a + 4;
+                let is_44 = data
+                    .get(version_at..version_at + 4)
+                    .is_some_and(|b| endian.u32([b[0], b[1], b[2], b[3]]) == BSD44_VERSION);
+                match (is_44, options.format) {
+                    (true, _) => Format::Bsd44,
+                    (false, FormatChoice::Bsd44) => {
+                        return Err(Error::at(version_at as u64, ErrorKind::BadMagic));
+                    }
+                    (false, _) => Format::OldBsd,
+                }
+            }
+        };
+        let layout = Layout {
+            format,
+            address_size: options.address_size,
+            endian,
+        };
+        let mut cur = Cursor {
+            data,
+            pos: 0,
+            layout,
+        };
+        let header = match format {
+            Format::Gnu => {
+                cur.pos = 4;
+                let version = cur.u32("file header")?;
+                if version > 1 {
+                    return Err(Error::at(4, ErrorKind::UnsupportedVersion(version)));
+                }
+                let spare = cur.array::<12>("file header")?;
+                Header::Gnu { version, spare }
+            }
+            Format::Bsd44 | Format::OldBsd => {
+                let bsd = cur.bsd_header()?;
+                match format {
+                    Format::Bsd44 => Header::Bsd44 { spare: bsd.spare },
+                    _ => Header::OldBsd,
+                }
+            }
+        };
+        let body = match format {
+            Format::Gnu => GNU_HEADER_SIZE,
+            _ => 0,
+        };
+        Ok(Profile {
+            data,
+            layout,
+            header,
+            body,
+        })
+    }
+
+    /// The format, address width and byte order the file was read with.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The bytes this profile was parsed from.
+    pub fn data(&self) -> &'data [u8] {
+        self.data
+    }
+
+    /// Iterates over the records in file order, each with its byte offset.
+    ///
+    /// After the first error the iterator ends.
+    pub fn records(&self) -> Records<'data> {
+        Records {
+            cur: Cursor {
+                data: self.data,
+                pos: self.body,
+                layout: self.layout,
+            },
+            bsd_header_done: false,
+            failed: false,
+        }
+    }
+
+    /// Reads every record, returning the first error.
+    pub fn validate(&self) -> Result<()> {
+        self.records().try_for_each(|r| r.map(drop))
+    }
+}
+
+/// Iterator over the records of a [`Profile`], yielding `(offset, record)`.
+#[derive(Debug, Clone)]
+pub struct Records<'data> {
+    cur: Cursor<'data>,
+    bsd_header_done: bool,
+    failed: bool,
+}
+
+impl<'data> Iterator for Records<'data> {
+    type Item = Result<(u64, Record<'data>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let start = self.cur.pos as u64;
+        let item = match self.cur.layout.format {
+            Format::Gnu => {
+                if self.cur.pos >= self.cur.data.len() {
+                    return None;
+                }
+                self.cur.gnu_record()
+            }
+            Format::Bsd44 | Format::OldBsd if !self.bsd_header_done => {
+                self.bsd_header_done = true;
+                self.cur.bsd_histogram().map(Record::Histogram)
+            }
+            Format::Bsd44 | Format::OldBsd => {
+                if self.cur.pos >= self.cur.data.len() {
+                    return None;
+                }
+                self.cur.bsd_arc().map(Record::Arc)
+            }
+        };
+        if item.is_err() {
+            self.failed = true;
+        }
+        Some(item.map(|r| (start, r)))
+    }
+}
+
+/// The fields of a BSD header.
+struct BsdHeader {
+    low_pc: u64,
+    high_pc: u64,
+    ncnt: u32,
+    prof_rate: u32,
+    spare: [u8; 12],
+}
+
+/// A position in the data, with the layout to read it by.
+#[derive(Debug, Clone)]
+struct Cursor<'data> {
+    data: &'data [u8],
+    pos: usize,
+    layout: Layout,
+}
+
+impl<'data> Cursor<'data> {
+    fn remaining(&self) -> usize {
+        self.data.len() - self.pos
+    }
+
+    /// Takes `n` bytes, or fails naming `what` and the offset where it started.
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'data [u8]> {
+        if self.remaining() < n {
+            return Err(Error::at(
+                self.pos as u64,
+                ErrorKind::Truncated {
+                    what,
+                    needed: n as u64,
+                    remaining: self.remaining() as u64,
+                },
+            ));
+        }
+        let bytes = &self.data[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(bytes)
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N]> {
+        let bytes = self.take(N, what)?;
+        let mut out = [0; N];
+        out.copy_from_slice(bytes);
+        Ok(out)
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32> {
+        Ok(self.layout.endian.u32(self.array(what)?))
+    }
+
+    fn address(&mut self, what: &'static str) -> Result<u64> {
+        let bytes = self.take(self.layout.address_size.bytes(), what)?;
+        Ok(self.layout.endian.address(bytes))
+    }
+
+    fn gnu_record(&mut self) -> Result<Record<'data>> {
+        let tag_at = self.pos as u64;
+        let tag = self.data[self.pos];
+        self.pos += 1;
+        match tag {
+            TAG_HISTOGRAM => {
+                let header_at = self.pos;
+                // Check the fixed part as a whole so a truncation names the record, not a field.
+                self.take(
+                    self.layout.histogram_header_size(),
+                    "histogram record header",
+                )?;
+                self.pos = header_at;
+                let low_pc = self.address("histogram record header")?;
+                let high_pc = self.address("histogram record header")?;
+                let num_bins = self.u32("histogram record header")?;
+                let prof_rate = self.u32("histogram record header")?;
+                let dimension = self.array::<DIMENSION_LEN>("histogram record header")?;
+                let [dimension_abbrev] = self.array::<1>("histogram record header")?;
+                let header = HistogramHeader {
+                    low_pc,
+                    high_pc,
+                    prof_rate,
+                    dimension,
+                    dimension_abbrev,
+                };
+                let bins = self.bins(u64::from(num_bins), header_at as u64)?;
+                Ok(Record::Histogram(Histogram { header, bins }))
+            }
+            TAG_ARC => {
+                self.take(self.layout.arc_size(), "call-graph arc")?;
+                self.pos -= self.layout.arc_size();
+                let from_pc = self.address("call-graph arc")?;
+                let self_pc = self.address("call-graph arc")?;
+                let count = u64::from(self.u32("call-graph arc")?);
+                Ok(Record::Arc(Arc {
+                    from_pc,
+                    self_pc,
+                    count,
+                }))
+            }
+            TAG_BASIC_BLOCKS => {
+                let n_at = self.pos as u64;
+                let n = u64::from(self.u32("basic-block record")?);
+                let pair = 2 * self.layout.address_size.bytes() as u64;
+                let remaining = self.remaining() as u64;
+                if n * pair > remaining {
+                    return Err(Error::at(
+                        n_at,
+                        ErrorKind::Truncated {
+                            what: "basic-block record",
+                            needed: n * pair,
+                            remaining,
+                        },
+                    ));
+                }
+                let bytes = self.take((n * pair) as usize, "basic-block record")?;
+                let (address_size, endian) = (self.layout.address_size, self.layout.endian);
+                Ok(Record::BasicBlocks(BasicBlocks {
+                    bytes,
+                    address_size,
+                    endian,
+                }))
+            }
+            other => Err(Error::at(tag_at, ErrorKind::BadTag(other))),
+        }
+    }
+
+    /// Borrows `count` bins, refusing counts the file cannot back before touching memory.
+    fn bins(&mut self, count: u64, header_at: u64) -> Result<Bins<'data>> {
+        let remaining = self.remaining() as u64;
+        if count * 2 > remaining {
+            return Err(Error::at(
+                header_at,
+                ErrorKind::TooManyBins {
+                    claimed: count,
+                    remaining,
+                },
+            ));
+        }
+        let bytes = self.take((count * 2) as usize, "histogram bins")?;
+        Ok(Bins::new(bytes, self.layout.endian))
+    }
+
+    fn bsd_header(&mut self) -> Result<BsdHeader> {
+        let size = self.layout.histogram_header_size();
+        if self.remaining() < size {
+            return Err(Error::at(
+                self.pos as u64,
+                ErrorKind::Truncated {
+                    what: "bsd header",
+                    needed: size as u64,
+                    remaining: self.remaining() as u64,
+                },
+            ));
+        }
+        let low_pc = self.address("bsd header")?;
+        let high_pc = self.address("bsd header")?;
+        let ncnt_at = self.pos as u64;
+        let ncnt = self.u32("bsd header")?;
+        let (prof_rate, spare) = match self.layout.format {
+            Format::Bsd44 => {
+                let _version = self.u32("bsd header")?;
+                (self.u32("bsd header")?, self.array::<12>("bsd header")?)
+            }
+            _ => (OLD_BSD_PROF_RATE, [0; 12]),
+        };
+        if (ncnt as usize) < size {
+            return Err(Error::at(
+                ncnt_at,
+                ErrorKind::NotGmon("the header's byte count is smaller than the header"),
+            ));
+        }
+        if (ncnt as usize - size) % 2 != 0 {
+            return Err(Error::at(
+                ncnt_at,
+                ErrorKind::NotGmon("the header's byte count leaves half a sample"),
+            ));
+        }
+        if low_pc > high_pc {
+            return Err(Error::at(0, ErrorKind::NotGmon("low_pc is above high_pc")));
+        }
+        Ok(BsdHeader {
+            low_pc,
+            high_pc,
+            ncnt,
+            prof_rate,
+            spare,
+        })
+    }
+
+    fn bsd_histogram(&mut self) -> Result<Histogram<'data>> {
+        self.pos = 0;
+        let h = self.bsd_header()?;
+        let count = (h.ncnt as usize - self.layout.histogram_header_size()) / 2;
+        let bins = self.bins(count as u64, 0)?;
+        let header = HistogramHeader {
+            low_pc: h.low_pc,
+            high_pc: h.high_pc,
+            prof_rate: h.prof_rate,
+            dimension: SECONDS.0,
+            dimension_abbrev: SECONDS.1,
+        };
+        Ok(Histogram { header, bins })
+    }
+
+    fn bsd_arc(&mut self) -> Result<Arc> {
+        self.take(self.layout.arc_size(), "call-graph arc")?;
+        self.pos -= self.layout.arc_size();
+        let from_pc = self.address("call-graph arc")?;
+        let self_pc = self.address("call-graph arc")?;
+        let count = self.address("call-graph arc")?;
+        Ok(Arc {
+            from_pc,
+            self_pc,
+            count,
+        })
+    }
+}
+
+impl Endian {
+    /// Reads a `u16` in this byte order.
+    #[inline]
+    pub fn u16(self, b: [u8; 2]) -> u16 {
+        match self {
+            Endian::Little => u16::from_le_bytes(b),
+            Endian::Big => u16::from_be_bytes(b),
+        }
+    }
+
+    /// Reads a `u32` in this byte order.
+    #[inline]
+    pub fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        }
+    }
+
+    /// Reads a 4- or 8-byte address in this byte order.
+    #[inline]
+    fn address(self, b: &[u8]) -> u64 {
+        match *b {
+            [a, b, c, d] => u64::from(self.u32([a, b, c, d])),
+            [a, b, c, d, e, f, g, h] => match self {
+                Endian::Little => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+                Endian::Big => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+            },
+            _ => unreachable!("addresses are 4 or 8 bytes"),
+        }
+    }
+}

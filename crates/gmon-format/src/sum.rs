@@ -1,0 +1,334 @@
+//! Summing several profiles with GNU gprof's rules, and writing the sum.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout::{AddressSize, DIMENSION_LEN, Endian, Format, Layout};
+use crate::read::{
+    Arc, Header, HistogramHeader, OLD_BSD_PROF_RATE, Profile, Record, dimension_text,
+};
+use crate::write::Writer;
+
+/// One summed histogram: a range and its counters, held wide so that sums never wrap in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SumHistogram {
+    /// `lpc` of the first record with this range.
+    pub low_pc: u64,
+    /// `hpc` of the first record with this range.
+    pub high_pc: u64,
+    /// Summed counters.
+    pub bins: Vec<u64>,
+}
+
+/// The unit and rate every histogram of a sum shares: the first record's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistogramUnit {
+    /// Samples per second.
+    pub prof_rate: u32,
+    /// Unit name, NUL padded.
+    pub dimension: [u8; DIMENSION_LEN],
+    /// Unit abbreviation.
+    pub dimension_abbrev: u8,
+}
+
+/// Profiles added together as `gprof` adds its input files.
+///
+/// * The profiling rate and unit are the first histogram record's; a later record with another
+///   unit is an error, while a later GNU record's rate is not checked (as in gprof).
+/// * A histogram with the same range as an earlier one is added to it bin by bin; one with a
+///   different scale (bytes per bin) or a range that overlaps without being equal is an error;
+///   otherwise it becomes another record, kept in order of first appearance.
+/// * BSD files must match the first histogram's range and size, and 4.4BSD files its rate.
+/// * Arcs with the same (from_pc, self_pc) add; they are kept in order of first appearance.
+/// * Basic-block counts with the same address add.
+///
+/// Counts are held as `u64`; they are cut to the file's field widths only when written, where
+/// histogram bins wrap modulo 2^16 and GNU arc counts modulo 2^32, exactly as `gprof -s` writes
+/// them.
+#[derive(Debug, Clone, Default)]
+pub struct Sum {
+    histograms: Vec<SumHistogram>,
+    /// Scale of the first histogram record, in 2-byte units per bin.
+    scale: Option<f64>,
+    unit: Option<HistogramUnit>,
+    arcs: Vec<Arc>,
+    arc_index: HashMap<(u64, u64), usize>,
+    basic_blocks: Vec<(u64, u64)>,
+    block_index: HashMap<u64, usize>,
+    /// `hpc` and bin count (BSD: `ncnt`) of the last histogram header read.
+    last_histogram: Option<(u64, u32)>,
+}
+
+impl Sum {
+    /// An empty sum.
+    pub fn new() -> Self {
+        Sum::default()
+    }
+
+    /// Adds every record of `profile`.
+    ///
+    /// Returns an error, with the offset of the offending record, if a record cannot be read or
+    /// breaks one of the rules above. The records before it stay added.
+    pub fn add(&mut self, profile: &Profile<'_>) -> Result<()> {
+        let format = profile.layout().format;
+        for record in profile.records() {
+            let (offset, record) = record?;
+            let located = |kind| Error::at(offset, kind);
+            match record {
+                Record::Histogram(h) => {
+                    let bsd_ncnt = (format != Format::Gnu).then(|| {
+                        (profile.layout().histogram_header_size() + 2 * h.bins.len()) as u32
+                    });
+                    self.add_histogram(&h.header, &h.bins, format)
+                        .map_err(located)?;
+                    let tail = bsd_ncnt.unwrap_or(h.bins.len() as u32);
+                    self.last_histogram = Some((h.header.high_pc, tail));
+                }
+                Record::Arc(arc) => self.add_arc(arc),
+                Record::BasicBlocks(bb) => {
+                    for (address, count) in bb.iter() {
+                        let next = self.basic_blocks.len();
+                        let i = *self.block_index.entry(address).or_insert(next);
+                        if i == next {
+                            self.basic_blocks.push((address, 0));
+                        }
+                        self.basic_blocks[i].1 += count;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add_histogram(
+        &mut self,
+        header: &HistogramHeader,
+        bins: &crate::read::Bins<'_>,
+        format: Format,
+    ) -> Result<(), ErrorKind> {
+        let n = bins.len();
+        if format != Format::Gnu {
+            if let Some(first) = self.histograms.first() {
+                if first.low_pc != header.low_pc
+                    || first.high_pc != header.high_pc
+                    || first.bins.len() != n
+                {
+                    return Err(ErrorKind::IncompatibleWithFirst);
+                }
+            }
+            if format == Format::Bsd44 {
+                if let (Some(unit), false) = (self.unit, self.histograms.is_empty()) {
+                    if unit.prof_rate != header.prof_rate {
+                        return Err(ErrorKind::RateIncompatible);
+                    }
+                }
+            }
+        }
+        let unit = HistogramUnit {
+            prof_rate: if format == Format::OldBsd {
+                OLD_BSD_PROF_RATE
+            } else {
+                header.prof_rate
+            },
+            dimension: header.dimension,
+            dimension_abbrev: header.dimension_abbrev,
+        };
+        // gprof computes the scale in floating point from the integer unit count.
+        let scale = (header.high_pc.wrapping_sub(header.low_pc) / 2) as f64 / n as f64;
+        match (self.unit, self.scale) {
+            (Some(first), Some(first_scale)) => {
+                if first.dimension != unit.dimension {
+                    return Err(ErrorKind::DimensionChanged {
+                        old: dimension_text(&first.dimension),
+                        new: dimension_text(&unit.dimension),
+                    });
+                }
+                if first.dimension_abbrev != unit.dimension_abbrev {
+                    return Err(ErrorKind::AbbrevChanged {
+                        old: char::from(first.dimension_abbrev),
+                        new: char::from(unit.dimension_abbrev),
+                    });
+                }
+                if (scale - first_scale).abs() > 1e-6 {
+                    return Err(ErrorKind::DifferentScales);
+                }
+            }
+            _ => {
+                self.unit = Some(unit);
+                self.scale = Some(scale);
+            }
+        }
+        let same = self
+            .histograms
+            .iter_mut()
+            .find(|h| h.low_pc == header.low_pc && h.high_pc == header.high_pc);
+        if let Some(existing) = same {
+            // Equal range and scale imply an equal bin count; the existing record's count rules.
+            let len = existing.bins.len().min(n);
+            bins.add_to(&mut existing.bins[..len]);
+            return Ok(());
+        }
+        if self
+            .histograms
+            .iter()
+            .any(|h| header.low_pc < h.high_pc && h.low_pc < header.high_pc)
+        {
+            return Err(ErrorKind::OverlappingHistograms);
+        }
+        let mut summed = vec![0; n];
+        bins.add_to(&mut summed);
+        self.histograms.push(SumHistogram {
+            low_pc: header.low_pc,
+            high_pc: header.high_pc,
+            bins: summed,
+        });
+        Ok(())
+    }
+
+    /// Adds `arc.count` to the arc with the same (from_pc, self_pc), creating it if needed.
+    pub fn add_arc(&mut self, arc: Arc) {
+        let next = self.arcs.len();
+        let i = *self
+            .arc_index
+            .entry((arc.from_pc, arc.self_pc))
+            .or_insert(next);
+        if i == next {
+            self.arcs.push(Arc { count: 0, ..arc });
+        }
+        self.arcs[i].count += arc.count;
+    }
+
+    /// The summed histograms, in order of first appearance.
+    pub fn histograms(&self) -> &[SumHistogram] {
+        &self.histograms
+    }
+
+    /// The rate and unit of the first histogram record, if any was read.
+    pub fn unit(&self) -> Option<HistogramUnit> {
+        self.unit
+    }
+
+    /// The summed arcs, in order of first appearance.
+    pub fn arcs(&self) -> &[Arc] {
+        &self.arcs
+    }
+
+    /// The summed basic-block counts, in order of first appearance.
+    pub fn basic_blocks(&self) -> &[(u64, u64)] {
+        &self.basic_blocks
+    }
+
+    /// The 12 spare header bytes `gprof -s` writes.
+    ///
+    /// gprof never initialises them, and in practice they hold the `hpc` and bin count (`ncnt`
+    /// for BSD input) of the last histogram header it read, or zeros if it read none. Writing the
+    /// same bytes is what makes our gmon.sum identical to gprof's.
+    pub fn gnu_spare(&self, address_size: AddressSize, endian: Endian) -> [u8; 12] {
+        let mut spare = [0u8; 12];
+        if let Some((high_pc, count)) = self.last_histogram {
+            let a = address_size.bytes();
+            match (address_size, endian) {
+                (AddressSize::U32, _) => {
+                    spare[..4].copy_from_slice(&endian.u32_bytes(high_pc as u32))
+                }
+                (AddressSize::U64, Endian::Little) => {
+                    spare[..8].copy_from_slice(&high_pc.to_le_bytes())
+                }
+                (AddressSize::U64, Endian::Big) => {
+                    spare[..8].copy_from_slice(&high_pc.to_be_bytes())
+                }
+            }
+            spare[a..a + 4].copy_from_slice(&endian.u32_bytes(count));
+        }
+        spare
+    }
+
+    /// Writes the sum as a GNU gmon file, as `gprof -s` does for the records it keeps.
+    ///
+    /// Histograms get the first record's rate and unit, and their bins wrap modulo 2^16; arc
+    /// counts wrap modulo 2^32.
+    ///
+    /// Returns an error if an address does not fit `address_size` or the output fails.
+    pub fn write_gnu<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+    ) -> Result<W> {
+        let mut w = Writer::new(out, Layout::gnu(address_size, endian));
+        w.header(&Header::Gnu {
+            version: 1,
+            spare: self.gnu_spare(address_size, endian),
+        })?;
+        if let Some(unit) = self.unit {
+            for h in &self.histograms {
+                w.histogram(
+                    &self.histogram_header(h, unit),
+                    h.bins.iter().map(|&b| b as u16),
+                )?;
+            }
+        }
+        for arc in &self.arcs {
+            w.arc(&Arc {
+                count: arc.count & 0xffff_ffff,
+                ..*arc
+            })?;
+        }
+        if !self.basic_blocks.is_empty() {
+            w.basic_blocks(self.basic_blocks.iter().copied())?;
+        }
+        w.finish()
+    }
+
+    /// Writes the sum as a BSD file, as `gprof -s -O b` (or `-O 4`) does: the 4.4BSD header if
+    /// `force_44` or the rate is not 100, else the old header; the first histogram only.
+    ///
+    /// Returns an error if an address does not fit `address_size` or the output fails.
+    pub fn write_bsd<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+        force_44: bool,
+    ) -> Result<W> {
+        let rate = self.unit.map_or(OLD_BSD_PROF_RATE, |u| u.prof_rate);
+        let format = if force_44 || rate != OLD_BSD_PROF_RATE {
+            Format::Bsd44
+        } else {
+            Format::OldBsd
+        };
+        let mut w = Writer::new(
+            out,
+            Layout {
+                format,
+                address_size,
+                endian,
+            },
+        );
+        w.header(&match format {
+            Format::Bsd44 => Header::Bsd44 { spare: [0; 12] },
+            _ => Header::OldBsd,
+        })?;
+        if let (Some(h), Some(unit)) = (self.histograms.first(), self.unit) {
+            w.histogram(
+                &self.histogram_header(h, unit),
+                h.bins.iter().map(|&b| b as u16),
+            )?;
+        }
+        for arc in &self.arcs {
+            w.arc(arc)?;
+        }
+        w.finish()
+    }
+
+    fn histogram_header(&self, h: &SumHistogram, unit: HistogramUnit) -> HistogramHeader {
+        HistogramHeader {
+            low_pc: h.low_pc,
+            high_pc: h.high_pc,
+            prof_rate: unit.prof_rate,
+            dimension: unit.dimension,
+            dimension_abbrev: unit.dimension_abbrev,
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! The command-line front ends of pkgprof: `pkgprof` (gprof's reports) and, later, `pkgmon`.
+//!
+//! The binaries are thin; everything they do lives here so that tests can call it.
+
+mod image;
+pub mod pkgprof;

@@ -1,0 +1,4 @@
+//! The bodies of the fuzz targets. Each `run` is also called by ordinary tests over the
+//! fixtures (they include these files by path), so a crash found by fuzzing becomes a test.
+
+pub mod gmon;
