@@ -127,7 +127,7 @@ pub fn dump<W: Write>(out: &mut W, profile: &Profile<'_>) -> Result<()> {
     }
     writeln!(
         out,
-        "end at {:#010x}: {histograms} histogram, {arcs} arc, {blocks} basic-block records",
+        "end at {:#010x}: histograms {histograms}, arcs {arcs}, basic-block records {blocks}",
         profile.data().len()
     )?;
     Ok(())

@@ -52,6 +52,9 @@ mod read;
 mod sum;
 mod write;
 
+#[cfg(test)]
+mod test_util;
+
 pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
 pub use layout::{

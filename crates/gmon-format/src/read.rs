@@ -606,3 +606,230 @@ impl Endian {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::Builder;
+
+    const LE64: ReadOptions = ReadOptions {
+        address_size: AddressSize::U64,
+        endian: Endian::Little,
+        format: FormatChoice::Auto,
+    };
+
+    fn opts(size: AddressSize, endian: Endian) -> ReadOptions {
+        ReadOptions::new(size, endian)
+    }
+
+    fn records<'a>(data: &'a [u8], o: &ReadOptions) -> Result<Vec<(u64, Record<'a>)>> {
+        Profile::parse(data, o)?.records().collect()
+    }
+
+    fn err(data: &[u8], o: &ReadOptions) -> Error {
+        match Profile::parse(data, o).and_then(|p| p.validate()) {
+            Ok(()) => panic!("expected an error"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn gnu_records_in_every_width_and_order() {
+        for size in [AddressSize::U32, AddressSize::U64] {
+            for endian in [Endian::Little, Endian::Big] {
+                let data = Builder::new(size, endian)
+                    .gnu_header(1)
+                    .hist(0x1000, 0x1010, 100, &[1, 2, 0, 65535])
+                    .arc(0x1004, 0x100c, 7)
+                    .bb(&[(0x1002, 3)])
+                    .bytes;
+                let recs = records(&data, &opts(size, endian)).unwrap();
+                assert_eq!(recs.len(), 3);
+                let Record::Histogram(h) = recs[0].1 else {
+                    panic!()
+                };
+                assert_eq!(recs[0].0, 20);
+                assert_eq!(
+                    (h.header.low_pc, h.header.high_pc, h.header.prof_rate),
+                    (0x1000, 0x1010, 100)
+                );
+                assert_eq!(h.header.dimension_str(), "seconds");
+                assert_eq!(h.bins.iter().collect::<Vec<_>>(), [1, 2, 0, 65535]);
+                let Record::Arc(a) = recs[1].1 else { panic!() };
+                assert_eq!(
+                    a,
+                    Arc {
+                        from_pc: 0x1004,
+                        self_pc: 0x100c,
+                        count: 7
+                    }
+                );
+                let arc_at = 20 + 1 + 2 * size.bytes() as u64 + 24 + 8;
+                assert_eq!(recs[1].0, arc_at);
+                let Record::BasicBlocks(bb) = recs[2].1 else {
+                    panic!()
+                };
+                assert_eq!(bb.iter().collect::<Vec<_>>(), [(0x1002, 3)]);
+            }
+        }
+    }
+
+    #[test]
+    fn bsd_headers_are_detected_by_the_version_word() {
+        let b44 = Builder::new(AddressSize::U64, Endian::Little)
+            .bsd44(0x400000, 0x400008, 1000, &[5, 6])
+            .bsd_arc(0x400002, 0x400004, 1 << 40)
+            .bytes;
+        let p = Profile::parse(&b44, &LE64).unwrap();
+        assert_eq!(p.layout().format, Format::Bsd44);
+        let recs: Vec<_> = p.records().collect::<Result<_>>().unwrap();
+        let Record::Histogram(h) = recs[0].1 else {
+            panic!()
+        };
+        assert_eq!((h.header.prof_rate, h.bins.len()), (1000, 2));
+        let Record::Arc(a) = recs[1].1 else { panic!() };
+        assert_eq!((recs[1].0, a.count), (44, 1 << 40));
+
+        let old = Builder::new(AddressSize::U32, Endian::Little)
+            .old_bsd(0x1000, 0x1004, &[9])
+            .bsd_arc(1, 2, 3)
+            .bytes;
+        let p = Profile::parse(&old, &opts(AddressSize::U32, Endian::Little)).unwrap();
+        assert_eq!(
+            (p.layout().format, *p.header()),
+            (Format::OldBsd, Header::OldBsd)
+        );
+        let recs: Vec<_> = p.records().collect::<Result<_>>().unwrap();
+        let Record::Histogram(h) = recs[0].1 else {
+            panic!()
+        };
+        assert_eq!(
+            (h.header.prof_rate, h.bins.get(0)),
+            (OLD_BSD_PROF_RATE, Some(9))
+        );
+        assert_eq!(recs[1].0, 14);
+    }
+
+    #[test]
+    fn format_choice_follows_gprofs_o_option() {
+        let gnu = Builder::new(AddressSize::U64, Endian::Little)
+            .gnu_header(1)
+            .bytes;
+        let old = Builder::new(AddressSize::U64, Endian::Little)
+            .old_bsd(0, 8, &[0; 4])
+            .bytes;
+        let o = |f| LE64.with_format(f);
+        assert!(matches!(
+            err(&old, &o(FormatChoice::Gnu)).kind(),
+            ErrorKind::BadMagic
+        ));
+        assert!(matches!(
+            err(&old, &o(FormatChoice::Bsd44)).kind(),
+            ErrorKind::BadMagic
+        ));
+        assert_eq!(
+            Profile::parse(&old, &o(FormatChoice::Bsd))
+                .unwrap()
+                .layout()
+                .format,
+            Format::OldBsd
+        );
+        // A GNU file read as BSD: "gmon" as low_pc is above the spare bytes as high_pc.
+        let e = err(&gnu, &o(FormatChoice::Bsd));
+        assert!(matches!(e.kind(), ErrorKind::NotGmon(_)), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_offset_and_what_was_expected() {
+        let b = || Builder::new(AddressSize::U64, Endian::Little).gnu_header(1);
+        let e = err(&b().bytes[..12], &LE64);
+        assert_eq!(
+            e.to_string(),
+            "file too short to be a gmon file (12 bytes) (at offset 0x0)"
+        );
+        let e = err(
+            &Builder::new(AddressSize::U64, Endian::Little)
+                .gnu_header(2)
+                .bytes,
+            &LE64,
+        );
+        assert_eq!(
+            e.to_string(),
+            "unsupported gmon version 2 (versions 0 and 1 are known) (at offset 0x4)"
+        );
+        let e = err(&b().u8(7).bytes, &LE64);
+        assert_eq!(
+            e.to_string(),
+            "found bad tag 7 (file corrupted?) (at offset 0x14)"
+        );
+        let e = err(&b().arc(1, 2, 3).bytes[..30], &LE64);
+        assert_eq!(
+            e.to_string(),
+            "unexpected end of file in call-graph arc: 20 bytes needed but 9 remain (at offset 0x15)"
+        );
+        // A header claiming 2^32 - 1 bins in a tiny file is refused before any allocation.
+        let mut hostile = b().hist(0, 16, 100, &[]).bytes;
+        hostile[37..41].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = err(
+            &hostile.iter().copied().chain([0; 12]).collect::<Vec<_>>(),
+            &LE64,
+        );
+        assert_eq!(
+            e.with_path("gmon.out").to_string(),
+            "gmon.out: histogram record claims 4294967295 bins but 12 bytes remain (at offset 0x15)"
+        );
+        let e = err(&b().u8(2).u32(u32::MAX).bytes, &LE64);
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::Truncated {
+                    what: "basic-block record",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.offset(), Some(21));
+    }
+
+    #[test]
+    fn bsd_headers_that_cannot_be_right_are_refused() {
+        let b = || Builder::new(AddressSize::U64, Endian::Little);
+        let small = b().addr(0).addr(8).u32(4).raw(&[0; 8]).bytes;
+        assert!(matches!(err(&small, &LE64).kind(), ErrorKind::NotGmon(_)));
+        let odd = b().addr(0).addr(8).u32(21).raw(&[0; 8]).bytes;
+        assert!(matches!(err(&odd, &LE64).kind(), ErrorKind::NotGmon(_)));
+        let reversed = b().old_bsd(8, 0, &[]).bytes;
+        assert!(matches!(
+            err(&reversed, &LE64).kind(),
+            ErrorKind::NotGmon(_)
+        ));
+        let mut huge = b().old_bsd(0, 8, &[]).bytes;
+        huge[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = err(&huge, &LE64);
+        assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::NotGmon(_) | ErrorKind::TooManyBins { .. }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_iterator_stops_after_an_error() {
+        let mut data = Builder::new(AddressSize::U64, Endian::Little)
+            .gnu_header(1)
+            .u8(9)
+            .bytes;
+        data.extend(
+            Builder::new(AddressSize::U64, Endian::Little)
+                .arc(1, 2, 3)
+                .bytes,
+        );
+        let p = Profile::parse(&data, &LE64).unwrap();
+        let mut it = p.records();
+        assert!(it.next().unwrap().is_err());
+        assert!(it.next().is_none());
+    }
+}

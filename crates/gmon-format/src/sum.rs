@@ -332,3 +332,110 @@ impl Sum {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::ReadOptions;
+    use crate::test_util::Builder;
+
+    const O: ReadOptions = ReadOptions {
+        address_size: AddressSize::U64,
+        endian: Endian::Little,
+        format: crate::layout::FormatChoice::Auto,
+    };
+
+    fn add(sum: &mut Sum, data: &[u8]) -> Result<()> {
+        sum.add(&Profile::parse(data, &O)?)
+    }
+
+    fn gnu() -> Builder {
+        Builder::new(AddressSize::U64, Endian::Little).gnu_header(1)
+    }
+
+    #[test]
+    fn same_ranges_add_and_wrap_only_when_written() {
+        let data = gnu()
+            .hist(0x100, 0x110, 100, &[40000, 1, 0, 0])
+            .arc(0x104, 0x108, u32::MAX)
+            .bytes;
+        let mut sum = Sum::new();
+        add(&mut sum, &data).unwrap();
+        add(&mut sum, &data).unwrap();
+        assert_eq!(sum.histograms()[0].bins, [80000, 2, 0, 0]);
+        assert_eq!(sum.arcs()[0].count, 2 * u64::from(u32::MAX));
+        let out = sum
+            .write_gnu(Vec::new(), AddressSize::U64, Endian::Little)
+            .unwrap();
+        let p = Profile::parse(&out, &O).unwrap();
+        let recs: Vec<_> = p.records().map(|r| r.unwrap().1).collect();
+        let Record::Histogram(h) = recs[0] else {
+            panic!()
+        };
+        assert_eq!(h.bins.iter().collect::<Vec<_>>(), [14464, 2, 0, 0]);
+        let Record::Arc(a) = recs[1] else { panic!() };
+        assert_eq!(a.count, u64::from(u32::MAX - 1));
+        // The spare bytes hold the last histogram's high_pc and bin count, as gprof leaves them.
+        assert_eq!(
+            p.header(),
+            &Header::Gnu {
+                version: 1,
+                spare: *b"\x10\x01\0\0\0\0\0\0\x04\0\0\0"
+            }
+        );
+    }
+
+    #[test]
+    fn gprofs_histogram_rules() {
+        let mut sum = Sum::new();
+        add(&mut sum, &gnu().hist(0x100, 0x110, 100, &[1; 4]).bytes).unwrap();
+        // Disjoint range with the same scale: a second record.
+        add(&mut sum, &gnu().hist(0x200, 0x208, 50, &[1; 2]).bytes).unwrap();
+        assert_eq!(sum.histograms().len(), 2);
+        assert_eq!(
+            sum.unit().unwrap().prof_rate,
+            100,
+            "later gnu rates are not checked"
+        );
+        let e = add(&mut sum, &gnu().hist(0x108, 0x118, 100, &[1; 4]).bytes).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::OverlappingHistograms));
+        assert_eq!(e.offset(), Some(20));
+        let e = add(&mut sum, &gnu().hist(0x300, 0x310, 100, &[1; 2]).bytes).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::DifferentScales));
+        let mut other_unit = gnu().hist(0x300, 0x310, 100, &[1; 4]).bytes;
+        other_unit[45..52].copy_from_slice(b"minutes");
+        let e = add(&mut sum, &other_unit).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "dimension unit changed between histogram records: from 'seconds' to 'minutes' (at offset 0x14)"
+        );
+    }
+
+    #[test]
+    fn bsd_files_must_match_the_first_histogram() {
+        let b = || Builder::new(AddressSize::U64, Endian::Little);
+        let mut sum = Sum::new();
+        add(&mut sum, &b().bsd44(0x100, 0x110, 1000, &[1; 4]).bytes).unwrap();
+        let e = add(&mut sum, &b().bsd44(0x100, 0x110, 100, &[1; 4]).bytes).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::RateIncompatible));
+        let e = add(&mut sum, &b().old_bsd(0x100, 0x120, &[1; 8]).bytes).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::IncompatibleWithFirst));
+        add(
+            &mut sum,
+            &b().bsd44(0x100, 0x110, 1000, &[2; 4])
+                .bsd_arc(1, 2, 5)
+                .bytes,
+        )
+        .unwrap();
+        assert_eq!(sum.histograms()[0].bins, [3; 4]);
+        // A rate other than 100 keeps the 4.4BSD header when written as BSD.
+        let out = sum
+            .write_bsd(Vec::new(), AddressSize::U64, Endian::Little, false)
+            .unwrap();
+        assert_eq!(out.len(), 40 + 8 + 24);
+        assert_eq!(
+            Profile::parse(&out, &O).unwrap().layout().format,
+            Format::Bsd44
+        );
+    }
+}

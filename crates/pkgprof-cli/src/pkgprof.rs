@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use clap::{ArgAction, Parser};
-use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions};
+use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::image::elf_layout;
 
@@ -97,10 +97,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             "only -i (--file-info) and --dump are implemented so far; the reports come with the callgraph crate"
         );
     }
+    // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
+    // histogram scale, overlapping range) stops the run before anything about it is printed.
+    let mut sum = Sum::new();
     let mut first = true;
     for path in &gmon_files {
         let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
         let profile = Profile::parse(&data, &options).map_err(|e| e.with_path(path))?;
+        sum.add(&profile).map_err(|e| e.with_path(path))?;
         if args.file_info {
             let s = profile.summary().map_err(|e| e.with_path(path))?;
             let plural = |n: u64| if n == 1 { "record" } else { "records" };

@@ -1,0 +1,60 @@
+//! The committed fixtures, with the options each must be read with.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use gmon_format::{AddressSize, Endian, ReadOptions};
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// Every gmon file under fixtures/: the real programs' (64-bit little-endian) and the hand-made
+/// ones listed in fixtures/handmade/MANIFEST with their layout.
+pub fn gmon_fixtures() -> Vec<(PathBuf, ReadOptions)> {
+    let mut out = Vec::new();
+    let programs = fixtures().join("programs/out");
+    let mut dirs: Vec<_> = fs::read_dir(&programs)
+        .expect("fixtures/programs/out exists")
+        .map(|e| e.expect("readable fixtures dir").path())
+        .filter(|p| p.join("gmon.out").exists())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        out.push((
+            dir.join("gmon.out"),
+            ReadOptions::new(AddressSize::U64, Endian::Little),
+        ));
+    }
+    let handmade = fixtures().join("handmade");
+    let manifest =
+        fs::read_to_string(handmade.join("MANIFEST")).expect("fixtures/handmade/MANIFEST");
+    for line in manifest
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+    {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [file, _format, size, endian] = fields[..] else {
+            panic!("bad MANIFEST line: {line}")
+        };
+        let size = match size {
+            "32" | "4" => AddressSize::U32,
+            "64" | "8" => AddressSize::U64,
+            other => panic!("bad address size {other} in MANIFEST"),
+        };
+        let endian = match endian {
+            "le" | "little" => Endian::Little,
+            "be" | "big" => Endian::Big,
+            other => panic!("bad endian {other} in MANIFEST"),
+        };
+        out.push((handmade.join(file), ReadOptions::new(size, endian)));
+    }
+    assert!(
+        out.len() >= 20,
+        "expected the full fixture set, found {}",
+        out.len()
+    );
+    out
+}
