@@ -1,4 +1,4 @@
-//! Parse and write throughput of gmon-format on a ~100 MB GNU profile.
+//! Parse, write and sum throughput of gmon-format on ~100 MB GNU profiles.
 
 use std::hint::black_box;
 
@@ -7,25 +7,25 @@ use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Record, Sum, write_
 use pkgprof_benches::large_gnu_profile;
 
 fn parse_and_write(c: &mut Criterion) {
-    let data = large_gnu_profile(100 << 20);
+    for (name, bin_share) in [("gmon-mixed", 0.5), ("gmon-arcs", 0.0)] {
+        bench_profile(c, name, &large_gnu_profile(100 << 20, bin_share));
+    }
+}
+
+fn bench_profile(c: &mut Criterion, name: &str, data: &[u8]) {
     let options = ReadOptions::new(AddressSize::U64, Endian::Little);
-    let mut group = c.benchmark_group("gmon");
+    let mut group = c.benchmark_group(name);
     group.throughput(Throughput::Bytes(data.len() as u64));
     group.sample_size(10);
 
     // Reading means visiting every value, not just borrowing: bins are summed, arcs folded.
     group.bench_function("parse", |b| {
         b.iter(|| {
-            let profile = Profile::parse(black_box(&data), &options).expect("parse");
+            let profile = Profile::parse(black_box(data), &options).expect("parse");
             let (mut samples, mut calls) = (0u64, 0u64);
-            let mut totals = Vec::new();
             for record in profile.records() {
                 match record.expect("record").1 {
-                    Record::Histogram(h) => {
-                        totals.resize(h.bins.len(), 0);
-                        h.bins.add_to(&mut totals);
-                        samples += totals.iter().sum::<u64>();
-                    }
+                    Record::Histogram(h) => samples += h.bins.iter().map(u64::from).sum::<u64>(),
                     Record::Arc(a) => calls += a.count ^ a.from_pc ^ a.self_pc,
                     Record::BasicBlocks(bb) => calls += bb.len() as u64,
                 }
@@ -34,7 +34,7 @@ fn parse_and_write(c: &mut Criterion) {
         })
     });
     group.bench_function("write", |b| {
-        let profile = Profile::parse(&data, &options).expect("parse");
+        let profile = Profile::parse(data, &options).expect("parse");
         let mut out = Vec::with_capacity(data.len());
         b.iter(|| {
             out.clear();
@@ -42,7 +42,7 @@ fn parse_and_write(c: &mut Criterion) {
         })
     });
     group.bench_function("sum", |b| {
-        let profile = Profile::parse(&data, &options).expect("parse");
+        let profile = Profile::parse(data, &options).expect("parse");
         b.iter(|| {
             let mut sum = Sum::new();
             sum.add(&profile).expect("sum");

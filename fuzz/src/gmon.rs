@@ -5,14 +5,24 @@ use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum, 
 
 /// The first byte picks address width, byte order and format choice; the rest is the file.
 pub fn run(data: &[u8]) {
-    let Some((&selector, file)) = data.split_first() else { return };
+    let Some((&selector, file)) = data.split_first() else {
+        return;
+    };
     run_with(options_for(selector), file);
 }
 
 /// The read options a selector byte stands for (the low 4 bits are used).
 pub fn options_for(selector: u8) -> ReadOptions {
-    let size = if selector & 1 == 0 { AddressSize::U64 } else { AddressSize::U32 };
-    let endian = if selector & 2 == 0 { Endian::Little } else { Endian::Big };
+    let size = if selector & 1 == 0 {
+        AddressSize::U64
+    } else {
+        AddressSize::U32
+    };
+    let endian = if selector & 2 == 0 {
+        Endian::Little
+    } else {
+        Endian::Big
+    };
     let format = match (selector >> 2) & 3 {
         0 => FormatChoice::Auto,
         1 => FormatChoice::Gnu,
@@ -24,7 +34,9 @@ pub fn options_for(selector: u8) -> ReadOptions {
 
 /// Checks one file under one set of options.
 pub fn run_with(options: ReadOptions, file: &[u8]) {
-    let Ok(profile) = Profile::parse(file, &options) else { return };
+    let Ok(profile) = Profile::parse(file, &options) else {
+        return;
+    };
     let mut text = Vec::new();
     let dumped = gmon_format::dump(&mut text, &profile);
     if profile.validate().is_err() {

@@ -1,5 +1,7 @@
 //! Random valid profiles in every layout survive write -> read -> write unchanged.
 
+#![allow(clippy::unwrap_used)] // test helpers: a failure should stop the test
+
 use gmon_format::{
     AddressSize, Arc, Endian, Format, Header, HistogramHeader, Layout, Profile, ReadOptions,
     Record, Writer,
