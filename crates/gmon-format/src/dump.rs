@@ -125,6 +125,15 @@ pub fn dump<W: Write>(out: &mut W, profile: &Profile<'_>) -> Result<()> {
             }
         }
     }
+    let tail = profile.trailing_bytes();
+    if !tail.is_empty() {
+        let at = profile.data().len() - tail.len();
+        writeln!(
+            out,
+            "{at:#010x} ignored {} bytes of a partial arc (gprof ignores them too)",
+            tail.len()
+        )?;
+    }
     writeln!(
         out,
         "end at {:#010x}: histograms {histograms}, arcs {arcs}, basic-block records {blocks}",

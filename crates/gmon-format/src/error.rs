@@ -30,6 +30,11 @@ pub enum ErrorKind {
     },
     /// `-O m` style GNU parsing of a file that does not start with `gmon`.
     BadMagic,
+    /// `-O 4` style 4.4BSD parsing of a file whose header has no 4.4BSD version word.
+    NotBsd44 {
+        /// The word found where the version should be.
+        found: u32,
+    },
     /// A GNU header whose version is neither 0 nor 1.
     UnsupportedVersion(u32),
     /// A BSD header that cannot be one (sample count smaller than the header, or low > high).
@@ -159,6 +164,10 @@ impl fmt::Display for Error {
                 write!(f, "file too short to be a gmon file ({len} bytes)")
             }
             ErrorKind::BadMagic => f.write_str("bad magic: the file does not start with `gmon`"),
+            ErrorKind::NotBsd44 { found } => write!(
+                f,
+                "not a 4.4bsd file: the header's version word is {found:#010x}, not 0x00051879"
+            ),
             ErrorKind::UnsupportedVersion(v) => {
                 write!(
                     f,

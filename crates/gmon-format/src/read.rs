@@ -205,6 +205,8 @@ pub struct Profile<'data> {
     header: Header,
     /// Offset of the first record (GNU) or of the samples (BSD).
     body: usize,
+    /// Where the records end: the file's end, less a partial last BSD arc.
+    end: usize,
 }
 
 impl<'data> Profile<'data> {
@@ -236,10 +238,21 @@ impl<'data> Profile<'data> {
                 let is_44 = data
                     .get(version_at..version_at + 4)
                     .is_some_and(|b| endian.u32([b[0], b[1], b[2], b[3]]) == BSD44_VERSION);
+                // gprof reads the version word whatever the header turns out to be.
+                if data.len() < version_at + 4 {
+                    return Err(Error::at(
+                        0,
+                        ErrorKind::FileTooShort {
+                            len: data.len() as u64,
+                        },
+                    ));
+                }
                 match (is_44, options.format) {
                     (true, _) => Format::Bsd44,
                     (false, FormatChoice::Bsd44) => {
-                        return Err(Error::at(version_at as u64, ErrorKind::BadMagic));
+                        let b = &data[version_at..version_at + 4];
+                        let found = endian.u32([b[0], b[1], b[2], b[3]]);
+                        return Err(Error::at(version_at as u64, ErrorKind::NotBsd44 { found }));
                     }
                     (false, _) => Format::OldBsd,
                 }
@@ -254,7 +267,9 @@ impl<'data> Profile<'data> {
             data,
             pos: 0,
             layout,
+            gnu_version: 1,
         };
+        let mut end = data.len();
         let header = match format {
             Format::Gnu => {
                 cur.pos = 4;
@@ -267,6 +282,11 @@ impl<'data> Profile<'data> {
             }
             Format::Bsd44 | Format::OldBsd => {
                 let bsd = cur.bsd_header()?;
+                // gprof stops at a partial last arc without a word; we stop there too, and keep
+                // the bytes (see `trailing_bytes`) so that nothing is lost.
+                if let Some(arc_bytes) = data.len().checked_sub(bsd.ncnt as usize) {
+                    end -= arc_bytes % layout.arc_size();
+                }
                 match format {
                     Format::Bsd44 => Header::Bsd44 { spare: bsd.spare },
                     _ => Header::OldBsd,
@@ -282,6 +302,7 @@ impl<'data> Profile<'data> {
             layout,
             header,
             body,
+            end,
         })
     }
 
@@ -300,15 +321,26 @@ impl<'data> Profile<'data> {
         self.data
     }
 
+    /// Bytes after the last whole record that are not a record: the start of an arc that a BSD
+    /// file was cut off in. gprof ignores them silently; they are empty for GNU files, whose
+    /// truncated records are errors (as in gprof).
+    pub fn trailing_bytes(&self) -> &'data [u8] {
+        &self.data[self.end..]
+    }
+
     /// Iterates over the records in file order, each with its byte offset.
     ///
     /// After the first error the iterator ends.
     pub fn records(&self) -> Records<'data> {
         Records {
             cur: Cursor {
-                data: self.data,
+                data: &self.data[..self.end],
                 pos: self.body,
                 layout: self.layout,
+                gnu_version: match self.header {
+                    Header::Gnu { version, .. } => version,
+                    _ => 1,
+                },
             },
             bsd_header_done: false,
             failed: false,
@@ -377,6 +409,8 @@ struct Cursor<'data> {
     data: &'data [u8],
     pos: usize,
     layout: Layout,
+    /// The GNU header's version; version 0 laid out basic-block records differently.
+    gnu_version: u32,
 }
 
 impl<'data> Cursor<'data> {
@@ -457,6 +491,12 @@ impl<'data> Cursor<'data> {
                     count: u64::from(count),
                 }))
             }
+            TAG_BASIC_BLOCKS if self.gnu_version == 0 => Err(Error::at(
+                tag_at,
+                ErrorKind::Unsupported(
+                    "basic-block records of version 0 files (an older layout)".into(),
+                ),
+            )),
             TAG_BASIC_BLOCKS => {
                 let n_at = self.pos as u64;
                 let n = u64::from(self.u32("basic-block record")?);
@@ -724,7 +764,7 @@ mod tests {
         ));
         assert!(matches!(
             err(&old, &o(FormatChoice::Bsd44)).kind(),
-            ErrorKind::BadMagic
+            ErrorKind::NotBsd44 { found: 0 }
         ));
         assert_eq!(
             Profile::parse(&old, &o(FormatChoice::Bsd))
@@ -734,8 +774,18 @@ mod tests {
             Format::OldBsd
         );
         // A GNU file read as BSD: "gmon" as low_pc is above the spare bytes as high_pc.
-        let e = err(&gnu, &o(FormatChoice::Bsd));
+        let gnu_arc = Builder::new(AddressSize::U64, Endian::Little)
+            .gnu_header(1)
+            .arc(1, 2, 3)
+            .bytes;
+        let e = err(&gnu_arc, &o(FormatChoice::Bsd));
         assert!(matches!(e.kind(), ErrorKind::NotGmon(_)), "{e}");
+        // gprof reads a 64-bit BSD header's version word before deciding, so 20 bytes are short.
+        let e = err(&gnu, &o(FormatChoice::Bsd));
+        assert!(
+            matches!(e.kind(), ErrorKind::FileTooShort { len: 20 }),
+            "{e}"
+        );
     }
 
     #[test]
@@ -798,21 +848,15 @@ mod tests {
         assert!(matches!(err(&small, &LE64).kind(), ErrorKind::NotGmon(_)));
         let odd = b().addr(0).addr(8).u32(21).raw(&[0; 8]).bytes;
         assert!(matches!(err(&odd, &LE64).kind(), ErrorKind::NotGmon(_)));
-        let reversed = b().old_bsd(8, 0, &[]).bytes;
+        let reversed = b().old_bsd(8, 0, &[0; 2]).bytes;
         assert!(matches!(
             err(&reversed, &LE64).kind(),
             ErrorKind::NotGmon(_)
         ));
-        let mut huge = b().old_bsd(0, 8, &[]).bytes;
-        huge[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut huge = b().old_bsd(0, 8, &[0; 2]).bytes;
+        huge[16..20].copy_from_slice(&(u32::MAX - 1).to_le_bytes());
         let e = err(&huge, &LE64);
-        assert!(
-            matches!(
-                e.kind(),
-                ErrorKind::NotGmon(_) | ErrorKind::TooManyBins { .. }
-            ),
-            "{e}"
-        );
+        assert!(matches!(e.kind(), ErrorKind::TooManyBins { .. }), "{e}");
     }
 
     #[test]

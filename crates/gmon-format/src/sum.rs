@@ -220,25 +220,16 @@ impl Sum {
 
     /// The 12 spare header bytes `gprof -s` writes.
     ///
-    /// gprof never initialises them, and in practice they hold the `hpc` and bin count (`ncnt`
-    /// for BSD input) of the last histogram header it read, or zeros if it read none. Writing the
-    /// same bytes is what makes our gmon.sum identical to gprof's.
-    pub fn gnu_spare(&self, address_size: AddressSize, endian: Endian) -> [u8; 12] {
+    /// gprof never initialises them, and in practice they hold the `hpc` (as 8 bytes) and bin
+    /// count (`ncnt` for BSD input) of the last histogram header it read, in the byte order of
+    /// the machine running gprof (little-endian on x86) whatever the file's order and address
+    /// width; zeros if it read none. Writing the same bytes is what makes our gmon.sum identical
+    /// to gprof's.
+    pub fn gnu_spare(&self) -> [u8; 12] {
         let mut spare = [0u8; 12];
         if let Some((high_pc, count)) = self.last_histogram {
-            let a = address_size.bytes();
-            match (address_size, endian) {
-                (AddressSize::U32, _) => {
-                    spare[..4].copy_from_slice(&endian.u32_bytes(high_pc as u32))
-                }
-                (AddressSize::U64, Endian::Little) => {
-                    spare[..8].copy_from_slice(&high_pc.to_le_bytes())
-                }
-                (AddressSize::U64, Endian::Big) => {
-                    spare[..8].copy_from_slice(&high_pc.to_be_bytes())
-                }
-            }
-            spare[a..a + 4].copy_from_slice(&endian.u32_bytes(count));
+            spare[..8].copy_from_slice(&high_pc.to_le_bytes());
+            spare[8..].copy_from_slice(&count.to_le_bytes());
         }
         spare
     }
@@ -258,7 +249,7 @@ impl Sum {
         let mut w = Writer::new(out, Layout::gnu(address_size, endian));
         w.header(&Header::Gnu {
             version: 1,
-            spare: self.gnu_spare(address_size, endian),
+            spare: self.gnu_spare(),
         })?;
         if let Some(unit) = self.unit {
             for h in &self.histograms {
