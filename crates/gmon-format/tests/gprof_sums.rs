@@ -2,6 +2,8 @@
 //! byte for byte. Only histogram-only inputs can be checked here: gprof writes arcs mapped to
 //! symbol starts, which needs the image's symbols (the callgraph crate's `-s` tests cover those).
 
+#![allow(clippy::unwrap_used)] // test helpers: a failure should stop the test
+
 mod common;
 
 use std::fs;
