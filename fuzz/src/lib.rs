@@ -2,3 +2,5 @@
 //! fixtures (they include these files by path), so a crash found by fuzzing becomes a test.
 
 pub mod gmon;
+pub mod info;
+pub mod name;

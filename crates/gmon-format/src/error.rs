@@ -104,6 +104,17 @@ pub enum ErrorKind {
     },
     /// An I/O error, e.g. while reading a directory or writing output.
     Io(io::Error),
+    /// A command name longer than a process-labeled file name can hold.
+    CommTooLong {
+        /// Bytes in the command name.
+        len: usize,
+        /// Most bytes allowed.
+        max: usize,
+    },
+    /// Measurement info that cannot be written so that it reads back the same.
+    InvalidInfo(String),
+    /// A directory entry with a profile's name that is not a regular file.
+    NotAFile,
 }
 
 impl Error {
@@ -215,6 +226,11 @@ impl fmt::Display for Error {
                 "measurement-info version {found} is newer than this reader (major version {supported}); upgrade pkgprof"
             ),
             ErrorKind::Io(_) => f.write_str("i/o error"),
+            ErrorKind::CommTooLong { len, max } => {
+                write!(f, "command name of {len} bytes is longer than {max}")
+            }
+            ErrorKind::InvalidInfo(why) => write!(f, "cannot write measurement info: {why}"),
+            ErrorKind::NotAFile => f.write_str("not a regular file"),
         }?;
         if let Some(offset) = self.offset {
             write!(f, " (at offset {offset:#x})")?;

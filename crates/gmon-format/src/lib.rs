@@ -40,6 +40,12 @@
 //! Errors name the byte offset of the problem; [`Error::with_path`] adds the file name. No input
 //! makes the reader panic or allocate more than the input backs.
 //!
+//! It also handles pkgprof's process-labeled profile sets (after the pkprof paper): a directory
+//! holding, per process, a user-level and a kernel-level gmon file and a measurement-info file,
+//! named by [`ProfileName`], plus two system-wide kernel profiles. [`scan`] lists such a
+//! directory, and [`MeasurementInfo`] reads and writes the info file, whose format is specified
+//! in [`measurement_info`].
+//!
 //! What this crate does not do: map addresses to symbols, build call graphs or print gprof's
 //! reports (that is the `callgraph` crate), or collect profiles (`collect-perf`).
 
@@ -47,6 +53,7 @@
 
 mod dump;
 mod error;
+mod labeled;
 mod layout;
 mod read;
 mod sum;
@@ -57,6 +64,11 @@ mod test_util;
 
 pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
+pub use labeled::{
+    ArcCounts, Comm, Field, FileKind, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping,
+    Measurement, MeasurementInfo, NAME_PREFIX, ProcessCounters, ProcessFiles, ProcessInfo,
+    ProfileName, SampleRate, SamplingInfo, Section, Skipped, info as measurement_info, scan,
+};
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,
     GNU_MAGIC, Layout, ReadOptions, TAG_ARC, TAG_BASIC_BLOCKS, TAG_HISTOGRAM,
