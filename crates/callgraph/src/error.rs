@@ -1,0 +1,48 @@
+//! The one error type of this crate.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while building the analysis.
+///
+/// Messages are lower case without a trailing period; those about the image name its path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The image could not be read from disk.
+    #[error("{path}: cannot read the image")]
+    ReadImage {
+        /// Path of the image.
+        path: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: io::Error,
+    },
+    /// The image is not an ELF file this crate understands, or its headers are damaged.
+    #[error("{path}: not in executable format")]
+    NotExecutable {
+        /// Path of the image.
+        path: PathBuf,
+        /// What the ELF reader objected to; none when the file is not ELF at all.
+        #[source]
+        source: Option<object::Error>,
+    },
+    /// The image has no `.text` section, which gprof needs to bound the last symbol.
+    #[error("can't find .text section in {path}")]
+    NoTextSection {
+        /// Path of the image.
+        path: PathBuf,
+    },
+    /// The image has no static symbol table (`.symtab`), as after `strip`.
+    #[error("file `{path}' has no symbols")]
+    NoSymbols {
+        /// Path of the image.
+        path: PathBuf,
+    },
+    /// The flat profile was asked for but no histogram record was read.
+    #[error("gmon.out file is missing histogram")]
+    MissingHistogram,
+}

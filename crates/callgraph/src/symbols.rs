@@ -1,0 +1,571 @@
+//! gprof's symbol table: which ELF symbols count as functions, which alias wins, and how far
+//! each symbol reaches.
+
+use std::path::Path;
+
+use gmon_format::{AddressSize, Endian, ReadOptions};
+use object::elf;
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::{FileKind, SymbolIndex};
+
+use crate::error::{Error, Result};
+use crate::sort::glibc_qsort;
+
+/// Which symbols to leave out of the table, mirroring gprof's `-a` and `-D`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SymbolOptions {
+    /// Drop every local (static) text symbol, so that its addresses fall to the preceding
+    /// kept symbol (`-a`, `--no-static`). Default is false.
+    pub no_static: bool,
+    /// Drop local text symbols that are not `STT_FUNC`, such as assembler labels
+    /// (`-D`, `--ignore-non-functions`). Global labels stay. Default is false.
+    pub ignore_non_functions: bool,
+}
+
+/// One entry of gprof's symbol table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// The name as stored in the image (mangled), which is what every sort compares.
+    pub name: Vec<u8>,
+    /// First address (`st_value`; PIE images are not relocated, as gmon files hold link-time
+    /// addresses).
+    pub address: u64,
+    /// Last address the symbol owns, inclusive: the byte before the next symbol, or the last
+    /// byte of `.text` for the last symbol (which can lie below `address`). `st_size` plays no
+    /// part.
+    pub end_address: u64,
+    /// Whether the ELF type is `STT_FUNC`. Labels and objects in code are in the table too;
+    /// they receive histogram time but arcs into them are moved to the preceding function.
+    pub is_function: bool,
+    /// Whether the symbol is local (`t` in `nm`); weak symbols count as global.
+    pub is_static: bool,
+}
+
+impl Symbol {
+    /// The name as text, with invalid UTF-8 replaced; printing uses the raw bytes instead.
+    pub fn name_lossy(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.name)
+    }
+
+    /// The histogram address: gprof works in 2-byte units, so odd addresses round down.
+    pub(crate) fn unit_address(&self) -> u64 {
+        self.address / 2
+    }
+}
+
+/// A symbol as read from the image, before sorting and alias resolution.
+///
+/// Use it with [`SymbolTable::from_symbols`] to build tables for images this crate does not
+/// parse itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawSymbol {
+    /// Name as stored.
+    pub name: Vec<u8>,
+    /// Address (`st_value`).
+    pub address: u64,
+    /// Whether the ELF type is `STT_FUNC`.
+    pub is_function: bool,
+    /// Whether the symbol is local.
+    pub is_static: bool,
+}
+
+/// The symbols gprof attributes time and calls to, sorted by address, one per address.
+#[derive(Debug, Clone)]
+pub struct SymbolTable {
+    symbols: Vec<Symbol>,
+    address_size: AddressSize,
+    endian: Endian,
+}
+
+impl SymbolTable {
+    /// Reads the image at `path` and builds its symbol table.
+    ///
+    /// Returns an error naming `path` if the file cannot be read or is not a usable ELF image
+    /// (see [`SymbolTable::parse`]).
+    pub fn read(path: &Path, options: &SymbolOptions) -> Result<Self> {
+        let data = std::fs::read(path).map_err(|source| Error::ReadImage {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &data, options)
+    }
+
+    /// Builds the symbol table of the ELF image `data`; `path` is only used in error messages.
+    ///
+    /// Symbols come from `.symtab` (never `.dynsym`, so PLT stubs do not appear). A symbol is
+    /// kept when `nm` would class it `T` or `t` (defined, in an executable section, not an
+    /// indirect function or unique symbol) or `W` (a defined weak non-object, in any section).
+    /// Local names that are empty, contain `$`, start with `__gnu_compiled`, or carry a dot
+    /// suffix other than `.N`, `.clone.N` or `.constprop.N` (such as `.part.0` or `.cold`) are
+    /// dropped, so their addresses belong to the preceding symbol. Like gprof, the suffix check
+    /// of a name ending in a dot group reads on into the next `.strtab` string, so that
+    /// `f.constprop.0` followed there by `crtstuff.c` is dropped too.
+    ///
+    /// Returns an error if `data` is not a 32- or 64-bit ELF file, its section or symbol table
+    /// is damaged, it has no `.text` section, or it has no `.symtab`.
+    pub fn parse(path: &Path, data: &[u8], options: &SymbolOptions) -> Result<Self> {
+        let not_exec = |source| Error::NotExecutable {
+            path: path.to_owned(),
+            source: Some(source),
+        };
+        match FileKind::parse(data).map_err(not_exec)? {
+            FileKind::Elf32 => {
+                read_elf::<elf::FileHeader32<object::Endianness>>(path, data, options)
+            }
+            FileKind::Elf64 => {
+                read_elf::<elf::FileHeader64<object::Endianness>>(path, data, options)
+            }
+            _ => Err(Error::NotExecutable {
+                path: path.to_owned(),
+                source: None,
+            }),
+        }
+    }
+
+    /// Builds a table from symbols already read, as gprof finishes its own: sort, keep one
+    /// symbol per address, and set each symbol's extent. `text_end` is the address just past
+    /// `.text`, which bounds the last symbol.
+    pub fn from_symbols(
+        raw: Vec<RawSymbol>,
+        text_end: u64,
+        address_size: AddressSize,
+        endian: Endian,
+    ) -> Self {
+        SymbolTable {
+            symbols: finish(raw, text_end),
+            address_size,
+            endian,
+        }
+    }
+
+    /// The symbols in ascending address order.
+    pub fn symbols(&self) -> &[Symbol] {
+        &self.symbols
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.symbols.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.symbols.is_empty()
+    }
+
+    /// Address width of the image, which is also the width of gmon address fields.
+    pub fn address_size(&self) -> AddressSize {
+        self.address_size
+    }
+
+    /// Byte order of the image, which is also the byte order of its gmon files.
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    /// How to read this image's gmon files: its address width and byte order.
+    pub fn read_options(&self) -> ReadOptions {
+        ReadOptions::new(self.address_size, self.endian)
+    }
+
+    /// The index of the symbol containing `pc`, as gprof resolves arc ends.
+    ///
+    /// That is the last symbol starting at or below `pc`, provided `pc` is not past its
+    /// `end_address`; so addresses before the first symbol, and past the end of a last symbol
+    /// that lies beyond `.text`, belong to nothing.
+    pub fn lookup(&self, pc: u64) -> Option<usize> {
+        let i = self.symbols.partition_point(|s| s.address <= pc);
+        let i = i.checked_sub(1)?;
+        (pc <= self.symbols[i].end_address).then_some(i)
+    }
+
+    /// The function an arc into `pc` counts for: the containing symbol, or if that is not a
+    /// function (a label or an object in code) the nearest function before it.
+    pub fn lookup_callee(&self, pc: u64) -> Option<usize> {
+        let i = self.lookup(pc)?;
+        self.symbols[..=i].iter().rposition(|s| s.is_function)
+    }
+
+    /// Indices of the symbols with any of `names`, in address order.
+    pub fn indices_named<'a>(&'a self, names: &'a [&[u8]]) -> impl Iterator<Item = usize> + 'a {
+        self.symbols
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| names.contains(&s.name.as_slice()))
+            .map(|(i, _)| i)
+    }
+}
+
+fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
+    path: &Path,
+    data: &[u8],
+    options: &SymbolOptions,
+) -> Result<SymbolTable> {
+    let not_exec = |source| Error::NotExecutable {
+        path: path.to_owned(),
+        source: Some(source),
+    };
+    let header = Elf::parse(data).map_err(not_exec)?;
+    let endian = header.endian().map_err(not_exec)?;
+    let sections = header.sections(endian, data).map_err(not_exec)?;
+
+    let text = sections
+        .section_by_name(endian, b".text")
+        .or_else(|| sections.section_by_name(endian, b"$CODE$"))
+        .map(|(_, s)| {
+            let addr: u64 = s.sh_addr(endian).into();
+            let size: u64 = s.sh_size(endian).into();
+            addr.wrapping_add(size)
+        });
+
+    // gprof looks for `.text` before it reads any symbol.
+    let text_end = text.ok_or_else(|| Error::NoTextSection {
+        path: path.to_owned(),
+    })?;
+    let symtab = sections
+        .symbols(endian, data, elf::SHT_SYMTAB)
+        .map_err(not_exec)?;
+    if symtab.len() <= 1 {
+        return Err(Error::NoSymbols {
+            path: path.to_owned(),
+        });
+    }
+
+    let strtab = sections
+        .section(symtab.string_section())
+        .and_then(|s| s.data(endian, data))
+        .map_err(not_exec)?;
+    let mut raw = Vec::new();
+    for (index, sym) in symtab.enumerate() {
+        if index == SymbolIndex(0) {
+            continue;
+        }
+        let st_type = sym.st_type().0;
+        let bind = sym.st_bind().0;
+        if st_type == elf::STT_SECTION.0 || st_type == elf::STT_FILE.0 {
+            continue;
+        }
+        let shndx = sym.st_shndx(endian);
+        if shndx == elf::SHN_UNDEF {
+            continue;
+        }
+        if st_type == elf::STT_GNU_IFUNC.0 || bind == elf::STB_GNU_UNIQUE.0 {
+            continue;
+        }
+        // A defined weak symbol (`W`) counts as global code whatever its section, even an
+        // absolute one; only weak objects (`V`) are left out.
+        let is_static = if bind == elf::STB_WEAK.0 {
+            if st_type == elf::STT_OBJECT.0 {
+                continue;
+            }
+            false
+        } else {
+            if shndx == elf::SHN_ABS || shndx == elf::SHN_COMMON {
+                continue;
+            }
+            let executable = match symtab.symbol_section(endian, sym, index) {
+                Ok(Some(section)) => sections
+                    .section(section)
+                    .is_ok_and(|s| s.sh_flags(endian).0 & elf::SHF_EXECINSTR.0 != 0),
+                // Other reserved indices and damaged extended indices: no code section.
+                Ok(None) | Err(_) => false,
+            };
+            if !executable {
+                continue;
+            }
+            bind != elf::STB_GLOBAL.0
+        };
+        let name = symtab.symbol_name(endian, sym).unwrap_or_default();
+        let is_function = st_type == elf::STT_FUNC.0;
+        if is_static
+            && (options.no_static
+                || (options.ignore_non_functions && !is_function)
+                || !local_name_is_kept(strtab, sym.st_name(endian) as usize))
+        {
+            continue;
+        }
+        raw.push(RawSymbol {
+            name: name.to_vec(),
+            address: sym.st_value(endian).into(),
+            is_function,
+            is_static,
+        });
+    }
+    let address_size = if header.is_type_64() {
+        AddressSize::U64
+    } else {
+        AddressSize::U32
+    };
+    let endian = if endian == object::Endianness::Big {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
+    Ok(SymbolTable::from_symbols(
+        raw,
+        text_end,
+        address_size,
+        endian,
+    ))
+}
+
+/// Whether gprof keeps the local symbol whose name starts at `offset` in the string table
+/// `strtab`.
+///
+/// Compilers mark clones with dot suffixes. Numbered copies (`.N`) and `.clone.N` /
+/// `.constprop.N` are whole functions and stay; other suffixes (`.part.N`, `.cold`,
+/// `.isra.N`, `.lto_priv.N`) are fragments, and dropping them gives their samples to the
+/// function they were split from, which usually precedes them.
+///
+/// gprof's check does not stop at the end of a name that ends in a dot group: it carries on
+/// into the next string of the string table, and rejects the name if that string holds a `$`
+/// or a dot suffix it would reject (so `y.1` followed in `.strtab` by `y.cold` is dropped,
+/// whatever their addresses). Reproducing that needs the table itself, not just the name.
+pub(crate) fn local_name_is_kept(strtab: &[u8], offset: usize) -> bool {
+    let byte = |p: usize| strtab.get(p).copied().unwrap_or(0);
+    let name = strtab.get(offset..).unwrap_or_default();
+    if byte(offset) == 0
+        || name.starts_with(b"__gnu_compiled")
+        || name.starts_with(b"___gnu_compiled")
+    {
+        return false;
+    }
+    let mut p = offset;
+    loop {
+        match byte(p) {
+            0 => return true,
+            b'$' => return false,
+            b'.' => {
+                let rest = &strtab[p..];
+                let len = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+                if rest.starts_with(b".clone.") && len > 7 {
+                    p += 6;
+                } else if rest.starts_with(b".constprop.") && len > 11 {
+                    p += 10;
+                }
+                p += 1;
+                let mut digits = 0;
+                loop {
+                    match byte(p) {
+                        b'0'..=b'9' => digits += 1,
+                        b'.' if digits > 0 => break,
+                        0 => {
+                            // The end of the name: go on with the next string, if any.
+                            if p + 1 >= strtab.len() {
+                                return true;
+                            }
+                            p += 1;
+                            break;
+                        }
+                        _ => return false,
+                    }
+                    p += 1;
+                }
+            }
+            _ => p += 1,
+        }
+    }
+}
+
+/// Sorts raw symbols and resolves aliases and extents, as gprof finalises its table.
+fn finish(mut raw: Vec<RawSymbol>, text_end: u64) -> Vec<Symbol> {
+    glibc_qsort(&mut raw, |a, b| {
+        a.address
+            .cmp(&b.address)
+            .then(b.is_function.cmp(&a.is_function))
+            .then(a.is_static.cmp(&b.is_static))
+    });
+    let mut out: Vec<Symbol> = Vec::with_capacity(raw.len());
+    for s in raw {
+        if let Some(kept) = out.last_mut()
+            && kept.address == s.address
+        {
+            if replaces(&s, kept) {
+                kept.name = s.name;
+                kept.is_function = s.is_function;
+                kept.is_static = s.is_static;
+            }
+            continue;
+        }
+        if let Some(prev) = out.last_mut()
+            && prev.end_address == 0
+        {
+            prev.end_address = s.address.wrapping_sub(1);
+        }
+        out.push(Symbol {
+            name: s.name,
+            address: s.address,
+            end_address: 0,
+            is_function: s.is_function,
+            is_static: s.is_static,
+        });
+    }
+    if let Some(last) = out.last_mut() {
+        last.end_address = text_end.wrapping_sub(1);
+    }
+    out
+}
+
+/// Whether `new` displaces `kept`, a symbol at the same address seen earlier in sorted order.
+fn replaces(new: &RawSymbol, kept: &Symbol) -> bool {
+    if !new.is_static && kept.is_static {
+        return true;
+    }
+    if new.is_static != kept.is_static {
+        return false;
+    }
+    if new.is_function != kept.is_function {
+        return new.is_function;
+    }
+    let (n, k) = (&new.name, &kept.name);
+    let n0 = n.first() == Some(&b'_');
+    let k0 = k.first() == Some(&b'_');
+    if !n0 && k0 {
+        return true;
+    }
+    n0 && k0 && n.get(1) != Some(&b'_') && k.get(1) == Some(&b'_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(name: &str) -> bool {
+        let mut strtab = vec![0];
+        strtab.extend_from_slice(name.as_bytes());
+        strtab.extend_from_slice(b"\0next\0");
+        local_name_is_kept(&strtab, 1)
+    }
+
+    #[test]
+    fn local_name_suffixes() {
+        for name in [
+            "f",
+            "f.1",
+            "f.12.3",
+            "f.constprop.0",
+            "f.clone.3",
+            "f.constprop.0.123",
+        ] {
+            assert!(kept(name), "{name} should be kept");
+        }
+        for name in ["f.1.constprop.2", "foo.", "f.1.", "_"] {
+            assert!(kept(name), "{name} should be kept");
+        }
+        for name in [
+            "",
+            "f.part.0",
+            "f.cold",
+            "f.isra.0",
+            "f.lto_priv.0",
+            "f$x",
+            "a$b.1",
+            "foo..1",
+            "foo.1a",
+            "f.1.cold",
+            "foo.clone.",
+            "foo.constprop.",
+            "__gnu_compiled_c",
+            "___gnu_compiled_cplusplus",
+        ] {
+            assert!(!kept(name), "{name:?} should be dropped");
+        }
+    }
+
+    #[test]
+    fn a_dot_group_at_the_end_of_a_name_reads_on_into_the_next_string() {
+        let strtab = b"\0y.1\0z.2\0q$r\0c\0w.3\0d.cold\0x\0v.4\0";
+        let at = |s: &[u8]| strtab.windows(s.len()).position(|w| w == s).unwrap();
+        // y.1 → z.2 → q$r: both rejected by the `$` two strings on.
+        assert!(!local_name_is_kept(strtab, at(b"y.1")));
+        assert!(!local_name_is_kept(strtab, at(b"z.2")));
+        // A name without dots stops at its own end; one ending in a dot group does not.
+        assert!(local_name_is_kept(strtab, at(b"c\0")));
+        assert!(
+            !local_name_is_kept(strtab, at(b"w.3")),
+            "w.3 is followed by d.cold"
+        );
+        // v.4 is the last string: the end of the table ends the check.
+        assert!(local_name_is_kept(strtab, at(b"v.4")));
+    }
+
+    fn raw(name: &str, address: u64, is_function: bool, is_static: bool) -> RawSymbol {
+        RawSymbol {
+            name: name.as_bytes().to_vec(),
+            address,
+            is_function,
+            is_static,
+        }
+    }
+
+    fn names(t: &SymbolTable) -> Vec<String> {
+        t.symbols()
+            .iter()
+            .map(|s| s.name_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn aliases_resolve_like_gprof() {
+        let t = SymbolTable::from_symbols(
+            vec![
+                raw("fa_alias", 0x10, true, false),
+                raw("fa", 0x10, true, false),
+                raw("stat_al", 0x20, true, true),
+                raw("glob_al", 0x20, false, false),
+                raw("__us2", 0x30, true, false),
+                raw("_us", 0x30, true, false),
+                raw("fx", 0x40, true, false),
+                raw("_fx", 0x40, true, false),
+                raw("lab", 0x50, false, false),
+                raw("fn", 0x50, true, false),
+                raw("_start", 0x0, true, false),
+            ],
+            0x60,
+            AddressSize::U64,
+            Endian::Little,
+        );
+        assert_eq!(
+            names(&t),
+            ["_start", "fa_alias", "glob_al", "_us", "fx", "fn"]
+        );
+        // A global label beats a static function, and is then not a function.
+        assert!(!t.symbols()[2].is_function);
+        let ends: Vec<u64> = t.symbols().iter().map(|s| s.end_address).collect();
+        assert_eq!(ends, [0xf, 0x1f, 0x2f, 0x3f, 0x4f, 0x5f]);
+    }
+
+    #[test]
+    fn lookups_follow_extents_and_move_arcs_off_labels() {
+        let t = SymbolTable::from_symbols(
+            vec![
+                raw("f", 0x100, true, false),
+                raw("lab", 0x110, false, true),
+                raw("data_start", 0x900, false, false),
+            ],
+            0x120,
+            AddressSize::U64,
+            Endian::Little,
+        );
+        assert_eq!(t.lookup(0xff), None);
+        assert_eq!(t.lookup(0x100), Some(0));
+        assert_eq!(t.lookup(0x115), Some(1));
+        assert_eq!(t.lookup(0x8ff), Some(1));
+        // The last symbol ends with .text, below its own address: nothing maps to it.
+        assert_eq!(t.symbols()[2].end_address, 0x11f);
+        assert_eq!(t.lookup(0x900), None);
+        assert_eq!(t.lookup_callee(0x115), Some(0));
+        assert_eq!(t.lookup_callee(0x105), Some(0));
+    }
+
+    #[test]
+    fn non_elf_input_is_an_error_naming_the_path() {
+        let e = SymbolTable::parse(Path::new("x/y"), b"not an elf", &SymbolOptions::default())
+            .unwrap_err();
+        assert_eq!(e.to_string(), "x/y: not in executable format");
+        let e = SymbolTable::read(Path::new("/nonexistent/a.out"), &SymbolOptions::default())
+            .unwrap_err();
+        assert_eq!(e.to_string(), "/nonexistent/a.out: cannot read the image");
+    }
+}

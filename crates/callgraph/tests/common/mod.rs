@@ -1,0 +1,44 @@
+//! Shared by the golden test and the differential example: `gprof -b -p IMAGE GMON...` with
+//! this crate.
+
+use std::path::Path;
+
+use callgraph::{
+    CallCounts, FlatOptions, FlatPrintOptions, FlatProfile, HistogramTimes, SymbolOptions,
+    SymbolTable, default_flat_selection, write_flat,
+};
+
+/// gprof options that change the flat profile.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Flags {
+    /// `-z`
+    pub display_unused: bool,
+    /// `-a`
+    pub no_static: bool,
+    /// `-D`
+    pub ignore_non_functions: bool,
+}
+
+/// Our `gprof -b -p [-z] [-a] [-D] image gmons...` output, or the error text.
+pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let mut symbol_options = SymbolOptions::default();
+    symbol_options.no_static = flags.no_static;
+    symbol_options.ignore_non_functions = flags.ignore_non_functions;
+    let table = SymbolTable::read(image, &symbol_options).map_err(|e| e.to_string())?;
+    let mut sum = gmon_format::Sum::new();
+    for gmon in gmons {
+        let data = std::fs::read(gmon).map_err(|e| format!("{}: {e}", gmon.display()))?;
+        let profile =
+            gmon_format::Profile::parse(&data, &table.read_options()).map_err(|e| e.to_string())?;
+        sum.add(&profile).map_err(|e| e.to_string())?;
+    }
+    let included = default_flat_selection(&table);
+    let times = HistogramTimes::assign(&table, &sum, &included);
+    let calls = CallCounts::from_arcs(&table, sum.arcs());
+    let mut options = FlatOptions::default();
+    options.display_unused = flags.display_unused;
+    let flat = FlatProfile::new(&table, &times, &calls, &[], &included, &options);
+    let mut out = Vec::new();
+    write_flat(&mut out, &flat, &FlatPrintOptions::default()).map_err(|e| e.to_string())?;
+    Ok(out)
+}

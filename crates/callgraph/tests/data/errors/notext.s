@@ -1,0 +1,4 @@
+	.section .code,"ax"
+	.globl _start
+_start:
+	.skip 32
