@@ -2,5 +2,7 @@
 //!
 //! The binaries are thin; everything they do lives here so that tests can call it.
 
+mod getopt;
 mod image;
+mod options;
 pub mod pkgprof;

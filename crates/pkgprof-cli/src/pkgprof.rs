@@ -6,106 +6,62 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::{ArgAction, Parser};
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
+use crate::getopt::UsageError;
 use crate::image::elf_layout;
+use crate::options::{self, Options, Style, USAGE};
 
-const AFTER_HELP: &str = "\
-Examples:
-  pkgprof -i a.out gmon.out            how many records of each kind gmon.out holds
-  pkgprof --dump a.out gmon.out        every record of gmon.out, readable
-  pkgprof --dump --layout 32be x.out   the same for a file from a 32-bit big-endian image
+/// A command line that gprof would refuse; `main` prints it with the usage text, exit 1.
+#[derive(Debug)]
+pub struct Usage(pub UsageError);
 
-Exit status: 0 on success, 1 if a file cannot be read or is not a valid profile (as gprof).";
-
-/// Report on gmon.out profiles, as GNU gprof does.
-#[derive(Debug, Parser)]
-#[command(name = "pkgprof", version, after_help = AFTER_HELP)]
-struct Args {
-    /// Print a summary of each profile file: its version and how many records of each kind it
-    /// holds (gprof's --file-info).
-    #[arg(short = 'i', long = "file-info")]
-    file_info: bool,
-
-    /// Print every record of each profile file as text, with byte offsets.
-    #[arg(long)]
-    dump: bool,
-
-    /// Which gmon formats to accept: `auto` (default), `magic` (GNU only), `bsd` (4.4 or old
-    /// BSD), `4.4bsd`, or `prof`; only the first letter counts, as in gprof.
-    #[arg(short = 'O', long = "file-format", value_name = "FORMAT")]
-    file_format: Option<String>,
-
-    /// Read profiles as coming from an image of this kind instead of reading the image:
-    /// `64le`, `64be`, `32le` or `32be`. All operands are then profile files.
-    #[arg(long, value_name = "KIND")]
-    layout: Option<String>,
-
-    /// Brief: leave out the explanations (accepted for gprof compatibility).
-    #[arg(short = 'b', long = "brief", action = ArgAction::SetTrue)]
-    brief: bool,
-
-    /// The profiled image (default `a.out`), then its profile files (default `gmon.out`).
-    #[arg(value_name = "IMAGE [GMON...]")]
-    operands: Vec<PathBuf>,
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n{USAGE}", self.0.0)
+    }
 }
+
+impl std::error::Error for Usage {}
+
+const VERSION: &str = concat!(
+    "pkgprof ",
+    env!("CARGO_PKG_VERSION"),
+    "\nReports gmon.out profiles as GNU gprof 2.40 does; see README.md.\n"
+);
 
 /// Runs `pkgprof` with `args` (without the program name), writing reports to `out`.
 ///
-/// Returns an error naming the file and what is wrong when an input cannot be used.
+/// Returns [`Usage`] for a command line gprof would refuse, and otherwise an error naming the
+/// file and what is wrong when an input cannot be used.
 pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Result<()> {
-    let args = Args::parse_from(std::iter::once(OsString::from("pkgprof")).chain(args));
-    let format = match args.file_format.as_deref() {
-        None => FormatChoice::Auto,
-        Some(f) => match f.chars().next() {
-            Some('a') => FormatChoice::Auto,
-            Some('m') => FormatChoice::Gnu,
-            Some('b') => FormatChoice::Bsd,
-            Some('4') => FormatChoice::Bsd44,
-            Some('p') => bail!("sorry, file format `prof' is not yet supported"),
-            _ => bail!("{f}: unknown file format"),
-        },
-    };
-    let (options, gmon_files) = match args.layout.as_deref() {
-        Some(kind) => {
-            let (size, endian) = parse_layout(kind)?;
-            let files = if args.operands.is_empty() {
-                vec![PathBuf::from("gmon.out")]
-            } else {
-                args.operands.clone()
-            };
-            (ReadOptions::new(size, endian), files)
-        }
-        None => {
-            let mut operands = args.operands.iter();
-            let image = operands
-                .next()
-                .cloned()
-                .unwrap_or_else(|| PathBuf::from("a.out"));
-            let mut files: Vec<PathBuf> = operands.cloned().collect();
-            if files.is_empty() {
-                files.push(PathBuf::from("gmon.out"));
-            }
-            let (size, endian) = elf_layout(&image)?;
-            (ReadOptions::new(size, endian), files)
-        }
-    };
-    let options = options.with_format(format);
-    if !args.file_info && !args.dump {
+    let o = options::parse(args).map_err(Usage)?;
+    if o.help {
+        out.write_all(USAGE.as_bytes())?;
+        return Ok(());
+    }
+    if o.version {
+        out.write_all(VERSION.as_bytes())?;
+        return Ok(());
+    }
+    let format = file_format(&o)?;
+    let (read_options, gmon_files) = inputs(&o)?;
+    let read_options = read_options.with_format(format);
+    let reports = o.styles & !(Style::FileInfo as u32) != 0 || (o.user_styles == 0 && !o.dump);
+    if reports {
         bail!(
-            "only -i (--file-info) and --dump are implemented so far; the reports come with the callgraph crate"
+            "the flat profile, call graph and other reports are not built yet: this version \
+             prints -i (--file-info) and --dump only"
         );
     }
     // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
     // histogram scale, overlapping range) stops the run before anything about it is printed.
     let mut sum = Sum::new();
-    let mut first = true;
-    for path in &gmon_files {
+    for (n, path) in gmon_files.iter().enumerate() {
         let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
-        let profile = Profile::parse(&data, &options).map_err(|e| e.with_path(path))?;
+        let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
-        if args.file_info {
+        if o.has(Style::FileInfo) {
             let s = profile.summary().map_err(|e| e.with_path(path))?;
             let plural = |n: u64| if n == 1 { "record" } else { "records" };
             writeln!(
@@ -123,16 +79,45 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
                 plural(s.basic_blocks)
             )?;
         }
-        if args.dump {
-            if !first || args.file_info {
+        if o.dump {
+            if n > 0 || o.has(Style::FileInfo) {
                 writeln!(out)?;
             }
             writeln!(out, "file {}", path.display())?;
             dump_one(out, &profile, path)?;
         }
-        first = false;
     }
     Ok(())
+}
+
+/// `-O`: only the first letter counts, as in gprof.
+fn file_format(o: &Options) -> Result<FormatChoice> {
+    Ok(match o.file_format.as_deref() {
+        None => FormatChoice::Auto,
+        Some(f) => match f.chars().next() {
+            Some('a') => FormatChoice::Auto,
+            Some('m') => FormatChoice::Gnu,
+            Some('b') => FormatChoice::Bsd,
+            Some('4') => FormatChoice::Bsd44,
+            Some('p') => bail!("sorry, file format `prof' is not yet supported"),
+            _ => bail!("{f}: unknown file format"),
+        },
+    })
+}
+
+/// The read options and profile files: from the image (default `a.out`) and the operands after
+/// it (default `gmon.out`), or, with `--dump-layout`, from that and all operands.
+fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>)> {
+    let mut operands = o.operands.iter().map(PathBuf::from);
+    let (size, endian) = match o.dump_layout.as_deref() {
+        Some(kind) => parse_layout(kind)?,
+        None => elf_layout(&operands.next().unwrap_or_else(|| PathBuf::from("a.out")))?,
+    };
+    let mut files: Vec<PathBuf> = operands.collect();
+    if files.is_empty() {
+        files.push(PathBuf::from("gmon.out"));
+    }
+    Ok((ReadOptions::new(size, endian), files))
 }
 
 fn dump_one(out: &mut dyn Write, profile: &Profile<'_>, path: &Path) -> Result<()> {

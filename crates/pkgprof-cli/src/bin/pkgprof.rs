@@ -12,7 +12,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("pkgprof: {err:#}");
+            match err.downcast_ref::<pkgprof_cli::pkgprof::Usage>() {
+                // getopt's message, then the usage text, as gprof prints them.
+                Some(usage) => eprint!("pkgprof: {usage}"),
+                None => eprintln!("pkgprof: {err:#}"),
+            }
             // gprof exits 1 on every error; scripts written for gprof rely on it.
             ExitCode::from(1)
         }

@@ -1,0 +1,472 @@
+//! gprof's options, as `pkgprof` accepts them: the same short and long names, arguments and
+//! abbreviations, plus pkgprof's own long options.
+
+use std::ffi::OsString;
+
+use crate::getopt::{self, HasArg, Spec, UsageError};
+
+/// Every option `pkgprof` knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    NoStatic,
+    Annotate,
+    Brief,
+    GraphSynonym,
+    StaticCallGraph,
+    ExecCounts,
+    Debug,
+    IgnoreNonFunctions,
+    ExcludeGraph,
+    ExcludeTime,
+    IncludeGraph,
+    IncludeTime,
+    Help,
+    FileInfo,
+    Directory,
+    NoAnnotate,
+    ExcludeArc,
+    Line,
+    PrintPath,
+    MinCount,
+    Time,
+    NoTime,
+    FileFormat,
+    FlatProfile,
+    NoFlatProfile,
+    Graph,
+    NoGraph,
+    FunctionOrdering,
+    FileOrdering,
+    Sum,
+    ExternalSymbols,
+    TableLength,
+    Traditional,
+    Version,
+    Width,
+    AllLines,
+    SeparateFiles,
+    DisplayUnused,
+    NoExecCounts,
+    InlineFileNames,
+    Demangle,
+    NoDemangle,
+    // pkgprof's own
+    Dump,
+    DumpLayout,
+}
+
+const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
+    Spec {
+        id,
+        short,
+        long,
+        arg,
+        tier: 0,
+    }
+}
+
+const fn ours(id: Opt, long: &'static str, arg: HasArg) -> Spec<Opt> {
+    Spec {
+        id,
+        short: None,
+        long: Some(long),
+        arg,
+        tier: 1,
+    }
+}
+
+use HasArg::{No, Optional, Required};
+
+/// gprof's options. The order of the long names is gprof's own table order, which its
+/// "ambiguous; possibilities:" messages list them in.
+pub const TABLE: &[Spec<Opt>] = &[
+    o(
+        Opt::IgnoreNonFunctions,
+        Some('D'),
+        Some("ignore-non-functions"),
+        No,
+    ),
+    o(Opt::InlineFileNames, None, Some("inline-file-names"), No),
+    o(Opt::Line, Some('l'), Some("line"), No),
+    o(Opt::Annotate, Some('A'), Some("annotated-source"), Optional),
+    o(Opt::AllLines, Some('x'), Some("all-lines"), No),
+    o(Opt::NoStatic, Some('a'), Some("no-static"), No),
+    o(
+        Opt::NoAnnotate,
+        Some('J'),
+        Some("no-annotated-source"),
+        Optional,
+    ),
+    o(Opt::FlatProfile, Some('p'), Some("flat-profile"), Optional),
+    o(
+        Opt::NoFlatProfile,
+        Some('P'),
+        Some("no-flat-profile"),
+        Optional,
+    ),
+    o(Opt::Graph, Some('q'), Some("graph"), Optional),
+    o(Opt::NoGraph, Some('Q'), Some("no-graph"), Optional),
+    o(
+        Opt::ExternalSymbols,
+        Some('S'),
+        Some("external-symbol-table"),
+        Required,
+    ),
+    o(Opt::ExecCounts, Some('C'), Some("exec-counts"), Optional),
+    o(
+        Opt::NoExecCounts,
+        Some('Z'),
+        Some("no-exec-counts"),
+        Optional,
+    ),
+    o(
+        Opt::FunctionOrdering,
+        Some('r'),
+        Some("function-ordering"),
+        No,
+    ),
+    o(
+        Opt::FileOrdering,
+        Some('R'),
+        Some("file-ordering"),
+        Required,
+    ),
+    o(Opt::FileInfo, Some('i'), Some("file-info"), No),
+    o(Opt::FileFormat, Some('O'), Some("file-format"), Required),
+    o(Opt::Demangle, None, Some("demangle"), Optional),
+    o(Opt::NoDemangle, None, Some("no-demangle"), No),
+    o(Opt::Directory, Some('I'), Some("directory-path"), Required),
+    o(
+        Opt::DisplayUnused,
+        Some('z'),
+        Some("display-unused-functions"),
+        No,
+    ),
+    o(Opt::Debug, Some('d'), Some("debug"), Optional),
+    o(Opt::Help, Some('h'), Some("help"), No),
+    o(Opt::MinCount, Some('m'), Some("min-count"), Required),
+    o(Opt::PrintPath, Some('L'), Some("print-path"), No),
+    o(Opt::Sum, Some('s'), Some("sum"), No),
+    o(Opt::SeparateFiles, Some('y'), Some("separate-files"), No),
+    o(
+        Opt::StaticCallGraph,
+        Some('c'),
+        Some("static-call-graph"),
+        No,
+    ),
+    o(Opt::TableLength, Some('t'), Some("table-length"), Required),
+    o(Opt::Time, Some('n'), Some("time"), Required),
+    o(Opt::NoTime, Some('N'), Some("no-time"), Required),
+    o(Opt::Traditional, Some('T'), Some("traditional"), No),
+    o(Opt::Version, Some('v'), Some("version"), No),
+    o(Opt::Width, Some('w'), Some("width"), Required),
+    o(Opt::Brief, Some('b'), Some("brief"), No),
+    // Short-only options.
+    o(Opt::GraphSynonym, Some('B'), None, No),
+    o(Opt::ExcludeGraph, Some('e'), None, Required),
+    o(Opt::ExcludeTime, Some('E'), None, Required),
+    o(Opt::IncludeGraph, Some('f'), None, Required),
+    o(Opt::IncludeTime, Some('F'), None, Required),
+    o(Opt::ExcludeArc, Some('k'), None, Required),
+    ours(Opt::Dump, "dump", No),
+    ours(Opt::DumpLayout, "dump-layout", Required),
+];
+
+/// gprof's usage text (the option summary), printed for `-h` and after a usage error.
+pub const USAGE: &str = "\
+Usage: pkgprof [-[abcDhilLrsTvwxyz]] [-[ABCeEfFJnNOpPqQRStZ][name]] [-I dirs]
+\t[-d[num]] [-k from/to] [-m min-count] [-t table-length]
+\t[--[no-]annotated-source[=name]] [--[no-]exec-counts[=name]]
+\t[--[no-]flat-profile[=name]] [--[no-]graph[=name]]
+\t[--[no-]time=name] [--all-lines] [--brief] [--debug[=level]]
+\t[--function-ordering] [--file-ordering] [--inline-file-names]
+\t[--directory-path=dirs] [--display-unused-functions]
+\t[--file-format=name] [--file-info] [--help] [--line] [--min-count=n]
+\t[--no-static] [--print-path] [--separate-files]
+\t[--static-call-graph] [--sum] [--table-length=len] [--traditional]
+\t[--version] [--width=n] [--ignore-non-functions]
+\t[--demangle[=STYLE]] [--no-demangle] [--external-symbol-table=name] [@FILE]
+\t[--dump] [--dump-layout=64le|64be|32le|32be]
+\t[image-file] [profile-file...]
+";
+
+/// Which symbol table a symspec option adds to (gprof's include/exclude tables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymspecTable {
+    /// `-p spec`: only these get flat-profile credit and are printed.
+    IncludeFlat,
+    /// `-P spec`.
+    ExcludeFlat,
+    /// `-q spec` without `/`, `-f`, `-F`.
+    IncludeGraph,
+    /// `-Q spec` without `/`, `-e`, `-E`.
+    ExcludeGraph,
+    /// `-q from/to`.
+    IncludeArcs,
+    /// `-Q from/to`, `-k from/to`.
+    ExcludeArcs,
+    /// `-n`, `-F`.
+    IncludeTime,
+    /// `-N`, `-E`.
+    ExcludeTime,
+    /// `-A spec`.
+    IncludeAnnotation,
+    /// `-J spec`.
+    ExcludeAnnotation,
+    /// `-C spec`.
+    IncludeExec,
+    /// `-Z spec`.
+    ExcludeExec,
+}
+
+/// One output style, a bit of gprof's style mask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// The flat profile (`-p`).
+    Flat = 1,
+    /// The call graph (`-q`).
+    Graph = 2,
+    /// Basic-block execution counts (`-C`).
+    ExecCounts = 4,
+    /// Annotated source (`-A`).
+    Annotate = 8,
+    /// File info (`-i`).
+    FileInfo = 16,
+    /// Function ordering (`-r`).
+    FunctionOrdering = 32,
+    /// File ordering (`-R`).
+    FileOrdering = 64,
+    /// gmon.sum (`-s`).
+    Sum = 128,
+}
+
+/// The parsed command line.
+#[derive(Debug, Default)]
+pub struct Options {
+    /// Styles selected.
+    pub styles: u32,
+    /// Styles the user mentioned, selected or not; they are kept out of the default.
+    pub user_styles: u32,
+    /// Symspecs with their tables, in command-line order.
+    pub symspecs: Vec<(SymspecTable, String)>,
+    /// `-b`.
+    pub brief: bool,
+    /// `-a`.
+    pub no_static: bool,
+    /// `-D`.
+    pub ignore_non_functions: bool,
+    /// `-c`.
+    pub static_call_graph: bool,
+    /// `-z`.
+    pub display_unused: bool,
+    /// `-l`, also implied by `-s`.
+    pub line: bool,
+    /// `-L`.
+    pub print_path: bool,
+    /// `-T`.
+    pub traditional: bool,
+    /// `-x`.
+    pub all_lines: bool,
+    /// `-y`.
+    pub separate_files: bool,
+    /// `--inline-file-names`.
+    pub inline_file_names: bool,
+    /// `--demangle` (default) or `--no-demangle`.
+    pub demangle: bool,
+    /// `-I`, in order.
+    pub directories: Vec<String>,
+    /// `-m`, as C's atoi reads it.
+    pub min_count: Option<i64>,
+    /// `-t`.
+    pub table_length: Option<i64>,
+    /// `-w`.
+    pub width: Option<i64>,
+    /// `-O`.
+    pub file_format: Option<String>,
+    /// `-S`.
+    pub external_symbols: Option<OsString>,
+    /// `-R`.
+    pub file_ordering_map: Option<OsString>,
+    /// `-h`.
+    pub help: bool,
+    /// `-v`.
+    pub version: bool,
+    /// `--dump`.
+    pub dump: bool,
+    /// `--dump-layout`.
+    pub dump_layout: Option<String>,
+    /// Image and profile files.
+    pub operands: Vec<OsString>,
+}
+
+impl Options {
+    /// Whether `style` is selected.
+    pub fn has(&self, style: Style) -> bool {
+        self.styles & style as u32 != 0
+    }
+}
+
+/// Parses a command line as gprof does.
+///
+/// Returns getopt's message on a usage error.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageError> {
+    let parsed = getopt::parse(TABLE, args)?;
+    let mut o = Options {
+        demangle: true,
+        operands: parsed.operands,
+        ..Options::default()
+    };
+    for (id, arg) in parsed.options {
+        let text = arg.as_ref().map(|a| a.to_string_lossy().into_owned());
+        let select = |o: &mut Options, style: Style, on: bool| {
+            o.user_styles |= style as u32;
+            if on {
+                o.styles |= style as u32;
+            } else {
+                o.styles &= !(style as u32);
+            }
+        };
+        let spec = |o: &mut Options, table: SymspecTable| {
+            if let Some(t) = &text {
+                o.symspecs.push((table, t.clone()));
+            }
+        };
+        match id {
+            Opt::NoStatic => o.no_static = true,
+            Opt::Annotate => {
+                spec(&mut o, SymspecTable::IncludeAnnotation);
+                select(&mut o, Style::Annotate, true);
+            }
+            // The "no" forms with a spec add it to the exclude table and still select the
+            // style; without one they deselect it.
+            Opt::NoAnnotate => {
+                spec(&mut o, SymspecTable::ExcludeAnnotation);
+                select(&mut o, Style::Annotate, text.is_some());
+            }
+            Opt::Brief => o.brief = true,
+            Opt::GraphSynonym => select(&mut o, Style::Graph, true),
+            Opt::StaticCallGraph => o.static_call_graph = true,
+            Opt::ExecCounts => {
+                spec(&mut o, SymspecTable::IncludeExec);
+                select(&mut o, Style::ExecCounts, true);
+            }
+            Opt::NoExecCounts => {
+                spec(&mut o, SymspecTable::ExcludeExec);
+                select(&mut o, Style::ExecCounts, text.is_some());
+            }
+            Opt::Debug => {}
+            Opt::IgnoreNonFunctions => o.ignore_non_functions = true,
+            Opt::ExcludeGraph => spec(&mut o, SymspecTable::ExcludeGraph),
+            Opt::ExcludeTime => {
+                spec(&mut o, SymspecTable::ExcludeTime);
+                spec(&mut o, SymspecTable::ExcludeGraph);
+            }
+            Opt::IncludeGraph => spec(&mut o, SymspecTable::IncludeGraph),
+            Opt::IncludeTime => {
+                spec(&mut o, SymspecTable::IncludeTime);
+                spec(&mut o, SymspecTable::IncludeGraph);
+            }
+            Opt::Help => o.help = true,
+            Opt::FileInfo => select(&mut o, Style::FileInfo, true),
+            Opt::Directory => o.directories.extend(text),
+            Opt::ExcludeArc => spec(&mut o, SymspecTable::ExcludeArcs),
+            Opt::Line => o.line = true,
+            Opt::PrintPath => o.print_path = true,
+            Opt::MinCount => o.min_count = text.as_deref().map(getopt::atoi),
+            Opt::Time => spec(&mut o, SymspecTable::IncludeTime),
+            Opt::NoTime => spec(&mut o, SymspecTable::ExcludeTime),
+            Opt::FileFormat => o.file_format = text,
+            Opt::FlatProfile => {
+                spec(&mut o, SymspecTable::IncludeFlat);
+                select(&mut o, Style::Flat, true);
+            }
+            Opt::NoFlatProfile => {
+                spec(&mut o, SymspecTable::ExcludeFlat);
+                select(&mut o, Style::Flat, text.is_some());
+            }
+            Opt::Graph | Opt::NoGraph => {
+                let arcs = text.as_deref().is_some_and(|t| t.contains('/'));
+                let table = match (id == Opt::Graph, arcs) {
+                    (true, false) => SymspecTable::IncludeGraph,
+                    (true, true) => SymspecTable::IncludeArcs,
+                    (false, false) => SymspecTable::ExcludeGraph,
+                    (false, true) => SymspecTable::ExcludeArcs,
+                };
+                spec(&mut o, table);
+                select(&mut o, Style::Graph, id == Opt::Graph || text.is_some());
+            }
+            Opt::FunctionOrdering => select(&mut o, Style::FunctionOrdering, true),
+            Opt::FileOrdering => {
+                o.file_ordering_map = arg.clone();
+                select(&mut o, Style::FileOrdering, true);
+            }
+            Opt::Sum => {
+                // gprof's -s turns on line granularity so basic-block counts survive.
+                o.line = true;
+                select(&mut o, Style::Sum, true);
+            }
+            Opt::ExternalSymbols => o.external_symbols = arg.clone(),
+            Opt::TableLength => o.table_length = text.as_deref().map(getopt::atoi),
+            Opt::Traditional => o.traditional = true,
+            Opt::Version => o.version = true,
+            Opt::Width => o.width = text.as_deref().map(getopt::atoi),
+            Opt::AllLines => o.all_lines = true,
+            Opt::SeparateFiles => o.separate_files = true,
+            Opt::DisplayUnused => o.display_unused = true,
+            Opt::InlineFileNames => o.inline_file_names = true,
+            Opt::Demangle => o.demangle = true,
+            Opt::NoDemangle => o.demangle = false,
+            Opt::Dump => o.dump = true,
+            Opt::DumpLayout => o.dump_layout = text,
+        }
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(args: &str) -> Options {
+        parse(args.split_whitespace().map(OsString::from)).unwrap()
+    }
+
+    #[test]
+    fn no_forms_with_a_spec_still_select_their_style() {
+        let o = parse_str("-Pmain");
+        assert!(o.has(Style::Flat));
+        assert_eq!(
+            o.symspecs,
+            [(SymspecTable::ExcludeFlat, "main".to_string())]
+        );
+        let o = parse_str("-p -P");
+        assert!(!o.has(Style::Flat));
+        assert_eq!(o.user_styles, Style::Flat as u32);
+        let o = parse_str("-Qa/b");
+        assert!(o.has(Style::Graph));
+        assert_eq!(o.symspecs, [(SymspecTable::ExcludeArcs, "a/b".to_string())]);
+    }
+
+    #[test]
+    fn sum_implies_line_and_numbers_read_like_atoi() {
+        let o = parse_str("-s -w x -t -5 -m 3k");
+        assert!(o.line && o.has(Style::Sum));
+        assert_eq!(
+            (o.width, o.table_length, o.min_count),
+            (Some(0), Some(-5), Some(3))
+        );
+    }
+
+    #[test]
+    fn our_options_never_take_over_gprofs_abbreviations() {
+        let err = parse(["--d".into()]).unwrap_err().0;
+        assert_eq!(
+            err,
+            "option '--d' is ambiguous; possibilities: '--demangle' '--directory-path' \
+             '--display-unused-functions' '--debug'"
+        );
+        assert!(parse_str("--dump a.out").dump);
+        let o = parse_str("--dump-l 32be x");
+        assert_eq!(o.dump_layout.as_deref(), Some("32be"));
+    }
+}
