@@ -18,19 +18,12 @@ use gmon_format::{
     ReadOptions, SECONDS, SampleRate, Section, Writer, scan,
 };
 
-/// xorshift64*: deterministic, so a failure names a case that can be replayed.
-struct Rng(u64);
+mod common;
 
+use common::Rng;
+
+/// Generators only these tests need.
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
     fn chance(&mut self, one_in: u64) -> bool {
         self.below(one_in) == 0
     }

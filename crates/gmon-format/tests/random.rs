@@ -7,20 +7,9 @@ use gmon_format::{
     Record, Writer,
 };
 
-/// xorshift64*: deterministic, so a failure names a case that can be replayed.
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::Rng;
 
 /// What was written, to compare with what is read back.
 #[derive(Debug, PartialEq)]

@@ -79,3 +79,19 @@ pub fn all_gmon_fixtures() -> Vec<(PathBuf, ReadOptions, bool)> {
     );
     out
 }
+
+/// xorshift64*: deterministic, so a failure names a case that can be replayed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
