@@ -1,0 +1,77 @@
+//! Small /proc and /proc/sys readers.
+
+use std::fs;
+
+use crate::recording::ProcCounters;
+
+/// Reads an integer sysctl such as `/proc/sys/kernel/perf_event_paranoid`.
+pub(crate) fn sysctl_i64(path: &str) -> Option<i64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// Online CPUs from `/sys/devices/system/cpu/online` (e.g. `0-3,6`).
+pub(crate) fn online_cpus() -> Vec<i32> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let mut it = part.splitn(2, '-');
+        let a: Option<i32> = it.next().and_then(|s| s.parse().ok());
+        let b: Option<i32> = it.next().and_then(|s| s.parse().ok());
+        match (a, b) {
+            (Some(a), Some(b)) => cpus.extend(a..=b),
+            (Some(a), None) => cpus.push(a),
+            _ => {}
+        }
+    }
+    if cpus.is_empty() {
+        // Safety: sysconf has no preconditions.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+        cpus.extend(0..n as i32);
+    }
+    cpus
+}
+
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|rest| rest.trim_start_matches(':').split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Reads the counters of `pid` (a live process or a zombie); None if `stat` is unreadable.
+pub(crate) fn counters(pid: u32) -> Option<ProcCounters> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
+    let schedstat = fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    // Fields after the parenthesised comm, which may itself contain spaces and parentheses.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state), so field n is f[n - 3].
+    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Some(ProcCounters {
+        utime_ticks: num(14),
+        stime_ticks: num(15),
+        minflt: num(10),
+        majflt: num(12),
+        voluntary_ctxt_switches: field(&status, "voluntary_ctxt_switches"),
+        nonvoluntary_ctxt_switches: field(&status, "nonvoluntary_ctxt_switches"),
+        rchar: field(&io, "rchar"),
+        wchar: field(&io, "wchar"),
+        read_bytes: field(&io, "read_bytes"),
+        write_bytes: field(&io, "write_bytes"),
+        stat,
+        status,
+        io,
+        schedstat,
+    })
+}
+
+/// Thread ids of `pid` from `/proc/PID/task`.
+pub(crate) fn threads(pid: i32) -> std::io::Result<Vec<i32>> {
+    let mut tids: Vec<i32> = fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}

@@ -1,0 +1,621 @@
+//! The owned result of a run: samples and side-band records in a compact layout.
+
+use std::ops::Range;
+
+/// User registers captured with a sample (x86_64: ip, sp, bp), for unwinding the first user
+/// frames from `.eh_frame` on the stack copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UserRegs {
+    /// Instruction pointer.
+    pub ip: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer.
+    pub bp: u64,
+}
+
+/// One cpu-clock sample. Variable-length parts live in the [`Recording`]'s arenas; use
+/// [`Recording::kernel_chain`], [`Recording::user_chain`] and [`Recording::user_stack`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC time in ns.
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// The CPU it ran on.
+    pub cpu: u32,
+    /// CPU time this sample stands for, in ns (cpu-clock's fixed period).
+    pub period: u64,
+    /// The sampled instruction pointer.
+    pub ip: u64,
+    /// Whether the sampled instruction was in user mode.
+    pub user_mode: bool,
+    /// User registers, if the task had a user context.
+    pub regs: Option<UserRegs>,
+    kernel: Range<u32>,
+    user: Range<u32>,
+    stack: Range<u32>,
+}
+
+/// A side-band record: what the replay needs to know processes, names, maps and lifetimes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SideBand {
+    /// An executable mapping (PERF_RECORD_MMAP2).
+    Mmap {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Start address.
+        addr: u64,
+        /// Length in bytes.
+        len: u64,
+        /// File offset of `addr`.
+        pgoff: u64,
+        /// ELF build-id, when the kernel supplied one.
+        build_id: Option<Vec<u8>>,
+        /// `PROT_*` bits.
+        prot: u32,
+        /// `MAP_*` bits.
+        flags: u32,
+        /// Path or pseudo-name (`[vdso]`, `//anon`).
+        filename: String,
+    },
+    /// A name change; `exec` when caused by exec (PERF_RECORD_COMM).
+    Comm {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// The new name (at most 15 bytes).
+        comm: String,
+        /// Set by `exec`, as opposed to `prctl(PR_SET_NAME)`.
+        exec: bool,
+    },
+    /// A new thread (`pid == ppid`) or process (PERF_RECORD_FORK).
+    Fork {
+        /// New process id.
+        pid: u32,
+        /// Parent process id.
+        ppid: u32,
+        /// New thread id.
+        tid: u32,
+        /// Parent thread id.
+        ptid: u32,
+    },
+    /// A thread exited; `tid == pid` is the process (PERF_RECORD_EXIT).
+    Exit {
+        /// Process id.
+        pid: u32,
+        /// Parent process id.
+        ppid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Parent thread id.
+        ptid: u32,
+    },
+    /// Samples dropped because the ring was full (PERF_RECORD_LOST).
+    Lost {
+        /// How many.
+        count: u64,
+    },
+    /// The kernel throttled (or unthrottled) the event.
+    Throttle {
+        /// `true` for UNTHROTTLE.
+        unthrottle: bool,
+    },
+}
+
+/// A side-band record with its time and CPU (from `sample_id_all`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideRecord {
+    /// CLOCK_MONOTONIC time in ns (0 for records synthesized from /proc at attach).
+    pub time: u64,
+    /// The CPU whose buffer delivered it.
+    pub cpu: u32,
+    /// What happened.
+    pub kind: SideBand,
+}
+
+/// Kernel counters of one process, from /proc, kept raw so later stages can parse more.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcCounters {
+    /// User CPU time in clock ticks (`stat` field 14).
+    pub utime_ticks: u64,
+    /// System CPU time in clock ticks (`stat` field 15).
+    pub stime_ticks: u64,
+    /// Minor faults (`stat` field 10).
+    pub minflt: u64,
+    /// Major faults (`stat` field 12).
+    pub majflt: u64,
+    /// Voluntary context switches (`status`).
+    pub voluntary_ctxt_switches: Option<u64>,
+    /// Involuntary context switches (`status`).
+    pub nonvoluntary_ctxt_switches: Option<u64>,
+    /// Bytes read through syscalls (`io` rchar).
+    pub rchar: Option<u64>,
+    /// Bytes written through syscalls (`io` wchar).
+    pub wchar: Option<u64>,
+    /// Bytes fetched from storage (`io` read_bytes).
+    pub read_bytes: Option<u64>,
+    /// Bytes sent to storage (`io` write_bytes).
+    pub write_bytes: Option<u64>,
+    /// `/proc/PID/stat` text.
+    pub stat: String,
+    /// `/proc/PID/status` text.
+    pub status: String,
+    /// `/proc/PID/io` text (empty if unreadable).
+    pub io: String,
+    /// `/proc/PID/schedstat` text (empty if unreadable).
+    pub schedstat: String,
+}
+
+/// How the launched command ended, with its counters read before it was reaped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildExit {
+    /// The child's pid.
+    pub pid: u32,
+    /// Exit code, if it exited normally.
+    pub code: Option<i32>,
+    /// Terminating signal, if it was killed.
+    pub signal: Option<i32>,
+    /// Counters read while it was a zombie (None if /proc could not be read).
+    pub counters: Option<ProcCounters>,
+    /// Peak RSS in KiB from `wait4`.
+    pub max_rss_kib: u64,
+}
+
+/// Everything one run collected, owned and ready for [`replay`](crate::replay).
+///
+/// Samples and side-band records are in buffer order (per CPU), not time order; `replay`
+/// sorts them. To build gmon files later: replay, then for each process and each sample pick
+/// the kernel chain (kernel gmon: pc = chain\[0\], arcs between consecutive frames) and the user
+/// chain (user gmon, resolving addresses through [`Process::mapping_at`](crate::Process) to
+/// (build-id, file offset)), with `period` as the histogram weight.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recording {
+    /// The samples.
+    pub samples: Vec<Sample>,
+    /// MMAP2, COMM, FORK, EXIT, LOST and THROTTLE records.
+    pub side_band: Vec<SideRecord>,
+    /// Total samples reported lost by LOST records.
+    pub lost: u64,
+    /// Lost samples as counted by the events themselves (`PERF_FORMAT_LOST`, read at the end).
+    /// This also covers drops the kernel never got to report in a LOST record.
+    pub lost_reported_by_events: u64,
+    /// Number of THROTTLE records.
+    pub throttled: u64,
+    /// Requested frequency in Hz.
+    pub frequency: u64,
+    /// CLOCK_MONOTONIC ns when the events were set up.
+    pub start_time: u64,
+    /// CLOCK_MONOTONIC ns when draining ended.
+    pub end_time: u64,
+    /// Whether the run ended through the stop flag or the duration rather than by the process
+    /// tree going away.
+    pub stopped: bool,
+    /// The launched command's exit, if it was launched and ended.
+    pub child: Option<ChildExit>,
+    /// Records the parser did not understand (counted, not kept).
+    pub unparsed_records: u64,
+    pub(crate) frames: Vec<u64>,
+    pub(crate) stacks: Vec<u8>,
+}
+
+impl Recording {
+    /// The best count of lost samples: the larger of the LOST records' sum and the events'
+    /// own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never reported,
+    /// e.g. when no sample fits the ring at all).
+    pub fn lost_samples(&self) -> u64 {
+        self.lost.max(self.lost_reported_by_events)
+    }
+
+    /// Kernel callchain of `s`, innermost first (the sample IP when in the kernel).
+    pub fn kernel_chain(&self, s: &Sample) -> &[u64] {
+        &self.frames[s.kernel.start as usize..s.kernel.end as usize]
+    }
+
+    /// User callchain of `s` from frame pointers, innermost first (user IP at entry).
+    pub fn user_chain(&self, s: &Sample) -> &[u64] {
+        &self.frames[s.user.start as usize..s.user.end as usize]
+    }
+
+    /// The valid part of the user stack copy of `s`, starting at `regs.sp`.
+    pub fn user_stack(&self, s: &Sample) -> &[u8] {
+        &self.stacks[s.stack.start as usize..s.stack.end as usize]
+    }
+
+    /// Adds a sample from its parts (used by the parser and by tests building recordings).
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_sample(
+        &mut self,
+        time: u64,
+        pid: u32,
+        tid: u32,
+        cpu: u32,
+        period: u64,
+        ip: u64,
+        user_mode: bool,
+        regs: Option<UserRegs>,
+        kernel: &[u64],
+        user: &[u64],
+        stack: &[u8],
+    ) {
+        let k0 = self.frames.len() as u32;
+        self.frames.extend_from_slice(kernel);
+        let u0 = self.frames.len() as u32;
+        self.frames.extend_from_slice(user);
+        let u1 = self.frames.len() as u32;
+        let s0 = self.stacks.len() as u32;
+        self.stacks.extend_from_slice(stack);
+        let s1 = self.stacks.len() as u32;
+        self.samples.push(Sample {
+            time,
+            pid,
+            tid,
+            cpu,
+            period,
+            ip,
+            user_mode,
+            regs,
+            kernel: k0..u0,
+            user: u0..u1,
+            stack: s0..s1,
+        });
+    }
+
+    /// Parses one raw perf record (as laid out by this crate's attr) into the recording.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn push_raw(&mut self, rec: &[u8]) {
+        if parse::record(self, rec).is_none() {
+            self.unparsed_records += 1;
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod parse {
+    use super::{Recording, SideBand, SideRecord, UserRegs};
+    use crate::sys::*;
+
+    struct Cur<'a> {
+        b: &'a [u8],
+        pos: usize,
+    }
+
+    impl<'a> Cur<'a> {
+        fn u64(&mut self) -> Option<u64> {
+            let v = self.b.get(self.pos..self.pos + 8)?;
+            self.pos += 8;
+            Some(u64::from_ne_bytes(v.try_into().ok()?))
+        }
+        fn u32(&mut self) -> Option<u32> {
+            let v = self.b.get(self.pos..self.pos + 4)?;
+            self.pos += 4;
+            Some(u32::from_ne_bytes(v.try_into().ok()?))
+        }
+        fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+            let v = self.b.get(self.pos..self.pos.checked_add(n)?)?;
+            self.pos += n;
+            Some(v)
+        }
+    }
+
+    fn cstr(b: &[u8]) -> String {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    }
+
+    /// Parses the `sample_id_all` trailer: returns (pid, tid, time, cpu) and the body end.
+    fn trailer(rec: &[u8]) -> Option<(u64, u32, usize)> {
+        let end = rec.len().checked_sub(SAMPLE_ID_LEN)?;
+        let mut c = Cur { b: rec, pos: end };
+        let _pid_tid = c.u64()?;
+        let time = c.u64()?;
+        let cpu = c.u32()?;
+        Some((time, cpu, end))
+    }
+
+    pub(super) fn record(r: &mut Recording, rec: &[u8]) -> Option<()> {
+        let ty = u32::from_ne_bytes(rec.get(0..4)?.try_into().ok()?);
+        let misc = u16::from_ne_bytes(rec.get(4..6)?.try_into().ok()?);
+        let mut c = Cur { b: rec, pos: 8 };
+        if ty == RECORD_SAMPLE {
+            let (f, st) = (r.frames.len(), r.stacks.len());
+            let parsed = sample(r, misc, &mut c);
+            if parsed.is_none() {
+                // Drop the frames of a truncated sample.
+                r.frames.truncate(f);
+                r.stacks.truncate(st);
+            }
+            return parsed;
+        }
+        let (time, cpu, end) = trailer(rec)?;
+        let mut c = Cur {
+            b: &rec[..end],
+            pos: 8,
+        };
+        let kind = match ty {
+            RECORD_MMAP2 => {
+                let pid = c.u32()?;
+                let tid = c.u32()?;
+                let addr = c.u64()?;
+                let len = c.u64()?;
+                let pgoff = c.u64()?;
+                let id = c.bytes(24)?;
+                let build_id = (misc & MISC_MMAP_BUILD_ID != 0).then(|| {
+                    let n = usize::from(id[0]).min(20);
+                    id[4..4 + n].to_vec()
+                });
+                let prot = c.u32()?;
+                let flags = c.u32()?;
+                let filename = cstr(&c.b[c.pos..]);
+                SideBand::Mmap {
+                    pid,
+                    tid,
+                    addr,
+                    len,
+                    pgoff,
+                    build_id,
+                    prot,
+                    flags,
+                    filename,
+                }
+            }
+            RECORD_COMM => SideBand::Comm {
+                pid: c.u32()?,
+                tid: c.u32()?,
+                comm: cstr(&c.b[c.pos..]),
+                exec: misc & MISC_COMM_EXEC != 0,
+            },
+            RECORD_FORK | RECORD_EXIT => {
+                let (pid, ppid, tid, ptid) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+                if ty == RECORD_FORK {
+                    SideBand::Fork {
+                        pid,
+                        ppid,
+                        tid,
+                        ptid,
+                    }
+                } else {
+                    SideBand::Exit {
+                        pid,
+                        ppid,
+                        tid,
+                        ptid,
+                    }
+                }
+            }
+            RECORD_LOST => {
+                let _id = c.u64()?;
+                let count = c.u64()?;
+                r.lost += count;
+                SideBand::Lost { count }
+            }
+            RECORD_THROTTLE | RECORD_UNTHROTTLE => {
+                if ty == RECORD_THROTTLE {
+                    r.throttled += 1;
+                }
+                SideBand::Throttle {
+                    unthrottle: ty == RECORD_UNTHROTTLE,
+                }
+            }
+            _ => return None,
+        };
+        r.side_band.push(SideRecord { time, cpu, kind });
+        Some(())
+    }
+
+    fn sample(r: &mut Recording, misc: u16, c: &mut Cur<'_>) -> Option<()> {
+        let _identifier = c.u64()?;
+        let ip = c.u64()?;
+        let pid = c.u32()?;
+        let tid = c.u32()?;
+        let time = c.u64()?;
+        let cpu = c.u32()?;
+        let _res = c.u32()?;
+        let period = c.u64()?;
+        let nr = c.u64()? as usize;
+        let chain = c.bytes(nr.checked_mul(8)?)?;
+        let mut kernel_end = 0;
+        // Two passes over the chain push the kernel and then the user part straight into the
+        // frame arena, so parsing a sample allocates nothing.
+        let k0 = r.frames.len();
+        for want in [CONTEXT_KERNEL, CONTEXT_USER] {
+            let mut ctx = 0u64;
+            for w in chain.chunks_exact(8) {
+                let a = u64::from_ne_bytes(w.try_into().ok()?);
+                if a >= CONTEXT_MAX {
+                    ctx = a;
+                } else if ctx == want {
+                    r.frames.push(a);
+                }
+            }
+            if want == CONTEXT_KERNEL {
+                kernel_end = r.frames.len();
+            }
+        }
+        let abi = c.u64()?;
+        let regs = if abi != 0 {
+            // Ascending register number: bp (6), sp (7), ip (8).
+            let bp = c.u64()?;
+            let sp = c.u64()?;
+            let ip = c.u64()?;
+            Some(UserRegs { ip, sp, bp })
+        } else {
+            None
+        };
+        let mut stack: &[u8] = &[];
+        if c.pos < c.b.len() {
+            let size = c.u64()? as usize;
+            if size > 0 {
+                let data = c.bytes(size)?;
+                let dyn_size = c.u64()? as usize;
+                stack = &data[..dyn_size.min(size)];
+            }
+        }
+        let u1 = r.frames.len();
+        let s0 = r.stacks.len() as u32;
+        r.stacks.extend_from_slice(stack);
+        r.samples.push(super::Sample {
+            time,
+            pid,
+            tid,
+            cpu,
+            period,
+            ip,
+            user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
+            regs,
+            kernel: k0 as u32..kernel_end as u32,
+            user: kernel_end as u32..u1 as u32,
+            stack: s0..r.stacks.len() as u32,
+        });
+        Some(())
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::sys::*;
+
+    /// Tiny builder for hand-made perf records.
+    #[derive(Default)]
+    struct B(Vec<u8>);
+
+    impl B {
+        fn u64(mut self, v: u64) -> Self {
+            self.0.extend_from_slice(&v.to_ne_bytes());
+            self
+        }
+        fn u32(mut self, v: u32) -> Self {
+            self.0.extend_from_slice(&v.to_ne_bytes());
+            self
+        }
+        fn bytes(mut self, v: &[u8]) -> Self {
+            self.0.extend_from_slice(v);
+            self
+        }
+        /// Appends the sample_id_all trailer and returns the record with its header.
+        fn finish(self, ty: u32, misc: u16, trailer: bool) -> Vec<u8> {
+            let mut body = self;
+            if trailer {
+                body = body.u32(7).u32(8).u64(12345).u32(1).u32(0).u64(99);
+            }
+            let len = (body.0.len() + 8) as u16;
+            let mut out = Vec::new();
+            out.extend_from_slice(&ty.to_ne_bytes());
+            out.extend_from_slice(&misc.to_ne_bytes());
+            out.extend_from_slice(&len.to_ne_bytes());
+            out.extend_from_slice(&body.0);
+            out
+        }
+    }
+
+    #[test]
+    fn sample_fields_and_chains_are_split_at_the_context_markers() {
+        let rec = B::default()
+            .u64(99) // identifier
+            .u64(0xffff_8000_0000_1000) // ip
+            .u32(7)
+            .u32(8) // pid, tid
+            .u64(555) // time
+            .u32(1)
+            .u32(0) // cpu
+            .u64(1_000_000) // period
+            .u64(5)
+            .u64(CONTEXT_KERNEL)
+            .u64(0xffff_8000_0000_1000)
+            .u64(0xffff_8000_0000_2000)
+            .u64(CONTEXT_USER)
+            .u64(0x401000)
+            .u64(2) // abi
+            .u64(0x7ffe_0010)
+            .u64(0x7ffe_0000)
+            .u64(0x401000) // bp, sp, ip
+            .u64(16)
+            .bytes(&[1; 16])
+            .u64(8) // stack: size, data, dyn_size
+            .finish(RECORD_SAMPLE, 1, false);
+        let mut r = Recording::default();
+        r.push_raw(&rec);
+        assert_eq!(r.unparsed_records, 0);
+        let s = &r.samples[0];
+        assert_eq!(
+            (s.pid, s.tid, s.time, s.cpu, s.period),
+            (7, 8, 555, 1, 1_000_000)
+        );
+        assert!(!s.user_mode);
+        assert_eq!(
+            r.kernel_chain(s),
+            &[0xffff_8000_0000_1000, 0xffff_8000_0000_2000]
+        );
+        assert_eq!(r.user_chain(s), &[0x401000]);
+        assert_eq!(
+            s.regs,
+            Some(UserRegs {
+                ip: 0x401000,
+                sp: 0x7ffe_0000,
+                bp: 0x7ffe_0010
+            })
+        );
+        assert_eq!(r.user_stack(s), &[1; 8]);
+    }
+
+    #[test]
+    fn side_band_records_take_time_and_cpu_from_the_trailer() {
+        let mut build_id = [0u8; 24];
+        build_id[0] = 20;
+        build_id[4..24].copy_from_slice(&[0xab; 20]);
+        let mmap = B::default()
+            .u32(7)
+            .u32(7)
+            .u64(0x400000)
+            .u64(0x1000)
+            .u64(0)
+            .bytes(&build_id)
+            .u32(5)
+            .u32(2)
+            .bytes(b"/bin/x\0\0")
+            .finish(RECORD_MMAP2, MISC_MMAP_BUILD_ID, true);
+        let comm = B::default().u32(7).u32(7).bytes(b"x\0\0\0\0\0\0\0").finish(
+            RECORD_COMM,
+            MISC_COMM_EXEC,
+            true,
+        );
+        let lost = B::default().u64(99).u64(42).finish(RECORD_LOST, 0, true);
+        let mut r = Recording::default();
+        for rec in [&mmap, &comm, &lost] {
+            r.push_raw(rec);
+        }
+        assert_eq!(r.unparsed_records, 0);
+        assert_eq!(r.lost, 42);
+        assert!(r.side_band.iter().all(|s| s.time == 12345 && s.cpu == 1));
+        assert_eq!(
+            r.side_band[0].kind,
+            SideBand::Mmap {
+                pid: 7,
+                tid: 7,
+                addr: 0x400000,
+                len: 0x1000,
+                pgoff: 0,
+                build_id: Some(vec![0xab; 20]),
+                prot: 5,
+                flags: 2,
+                filename: "/bin/x".into()
+            }
+        );
+        assert_eq!(
+            r.side_band[1].kind,
+            SideBand::Comm {
+                pid: 7,
+                tid: 7,
+                comm: "x".into(),
+                exec: true
+            }
+        );
+    }
+}

@@ -1,0 +1,407 @@
+//! Rebuilds processes, threads, names and memory maps from a [`Recording`] in time order.
+
+use std::collections::HashMap;
+
+use crate::recording::{Recording, SideBand};
+
+/// Identifies one process: a pid plus a generation that grows each time the pid is reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessKey {
+    /// The pid.
+    pub pid: u32,
+    /// 0 for the first process seen with this pid, then 1, 2, … after each reuse.
+    pub generation: u32,
+}
+
+/// An executable mapping and the time span in which it was valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// Start address.
+    pub start: u64,
+    /// End address (exclusive).
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// Path or pseudo-name.
+    pub filename: String,
+    /// ELF build-id, if known.
+    pub build_id: Option<Vec<u8>>,
+    /// Time it appeared (mmap, fork or 0 for /proc snapshots).
+    pub from: u64,
+    /// Time it disappeared (exec, replacement), None if still mapped at the end.
+    pub to: Option<u64>,
+}
+
+/// One thread of a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    /// Thread id.
+    pub tid: u32,
+    /// Creation time (FORK), None if it existed before the recording.
+    pub start: Option<u64>,
+    /// Exit time.
+    pub exit: Option<u64>,
+    /// Latest name.
+    pub comm: String,
+    /// Number of samples.
+    pub samples: u64,
+}
+
+/// One process generation as rebuilt by [`replay`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Process {
+    /// Pid and generation.
+    pub key: ProcessKey,
+    /// The parent, when a FORK record named it.
+    pub parent: Option<ProcessKey>,
+    /// Creation time (FORK), None if it existed before the first record.
+    pub start: Option<u64>,
+    /// Exit time of the main thread.
+    pub exit: Option<u64>,
+    /// Name history: (time, name, caused by exec).
+    pub comms: Vec<(u64, String, bool)>,
+    /// Times of each exec.
+    pub execs: Vec<u64>,
+    /// Every mapping the process ever had, in order of appearance.
+    pub mappings: Vec<Mapping>,
+    /// Its threads, in order of appearance.
+    pub threads: Vec<Thread>,
+    /// Indices into [`Recording::samples`] of its samples, in time order.
+    pub samples: Vec<usize>,
+}
+
+impl Process {
+    /// The latest name.
+    pub fn comm(&self) -> &str {
+        self.comms.last().map_or("", |c| c.1.as_str())
+    }
+
+    /// The mapping containing `addr` at `time`.
+    pub fn mapping_at(&self, addr: u64, time: u64) -> Option<&Mapping> {
+        self.mappings.iter().rev().find(|m| {
+            m.start <= addr && addr < m.end && m.from <= time && m.to.is_none_or(|t| time < t)
+        })
+    }
+
+    fn thread(&mut self, tid: u32) -> &mut Thread {
+        if let Some(i) = self.threads.iter().position(|t| t.tid == tid) {
+            return &mut self.threads[i];
+        }
+        let comm = self.comm().to_owned();
+        self.threads.push(Thread {
+            tid,
+            start: None,
+            exit: None,
+            comm,
+            samples: 0,
+        });
+        let last = self.threads.len() - 1;
+        &mut self.threads[last]
+    }
+
+    fn close_maps(&mut self, time: u64, range: Option<(u64, u64)>) {
+        for m in &mut self.mappings {
+            if m.to.is_none() && range.is_none_or(|(a, b)| m.start < b && a < m.end) {
+                m.to = Some(time);
+            }
+        }
+    }
+}
+
+/// The result of [`replay`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// All process generations, in order of first appearance.
+    pub processes: Vec<Process>,
+}
+
+impl Replay {
+    /// The processes with this pid, one per generation.
+    pub fn by_pid(&self, pid: u32) -> impl Iterator<Item = &Process> {
+        self.processes.iter().filter(move |p| p.key.pid == pid)
+    }
+
+    /// The process with this key.
+    pub fn get(&self, key: ProcessKey) -> Option<&Process> {
+        self.processes.iter().find(|p| p.key == key)
+    }
+}
+
+struct State {
+    out: Replay,
+    /// pid → index of its current generation.
+    live: HashMap<u32, usize>,
+}
+
+impl State {
+    fn new_process(&mut self, pid: u32, start: Option<u64>) -> usize {
+        let generation = self.out.by_pid(pid).count() as u32;
+        self.out.processes.push(Process {
+            key: ProcessKey { pid, generation },
+            parent: None,
+            start,
+            exit: None,
+            comms: Vec::new(),
+            execs: Vec::new(),
+            mappings: Vec::new(),
+            threads: Vec::new(),
+            samples: Vec::new(),
+        });
+        let i = self.out.processes.len() - 1;
+        self.live.insert(pid, i);
+        i
+    }
+
+    /// The current generation of `pid`; a pid whose process exited starts a new one.
+    fn current(&mut self, pid: u32) -> usize {
+        match self.live.get(&pid) {
+            Some(&i) if self.out.processes[i].exit.is_none() => i,
+            _ => self.new_process(pid, None),
+        }
+    }
+}
+
+/// Replays the recording in time order (records from different CPUs are merged by timestamp).
+///
+/// Rules: FORK of a new process copies the parent's current mappings; FORK of a thread adds a
+/// thread; COMM with exec clears the mappings; MMAP replaces overlapping mappings; EXIT of the
+/// main thread ends the process. A FORK or record for a pid whose process already exited (or a
+/// FORK for a pid still considered live) starts a new generation.
+pub fn replay(rec: &Recording) -> Replay {
+    // (time, kind, index): side-band before samples at equal times so maps exist first.
+    let mut order: Vec<(u64, u8, usize)> = rec
+        .side_band
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.time, 0, i))
+        .chain(rec.samples.iter().enumerate().map(|(i, s)| (s.time, 1, i)))
+        .collect();
+    order.sort_unstable();
+    let mut st = State {
+        out: Replay::default(),
+        live: HashMap::new(),
+    };
+    for (time, kind, i) in order {
+        if kind == 1 {
+            let s = &rec.samples[i];
+            let p = st.current(s.pid);
+            let proc_ = &mut st.out.processes[p];
+            proc_.samples.push(i);
+            proc_.thread(s.tid).samples += 1;
+            continue;
+        }
+        match &rec.side_band[i].kind {
+            SideBand::Fork {
+                pid,
+                ppid,
+                tid,
+                ptid: _,
+            } => {
+                if pid == ppid {
+                    let p = st.current(*pid);
+                    let t = st.out.processes[p].thread(*tid);
+                    t.start = Some(time);
+                    t.exit = None;
+                } else {
+                    let parent = st.current(*ppid);
+                    let child = st.new_process(*pid, Some(time));
+                    let (pkey, comms, maps) = {
+                        let pp = &st.out.processes[parent];
+                        let maps: Vec<Mapping> = pp
+                            .mappings
+                            .iter()
+                            .filter(|m| m.to.is_none())
+                            .map(|m| Mapping {
+                                from: time,
+                                ..m.clone()
+                            })
+                            .collect();
+                        (pp.key, pp.comm().to_owned(), maps)
+                    };
+                    let c = &mut st.out.processes[child];
+                    c.parent = Some(pkey);
+                    c.comms.push((time, comms, false));
+                    c.mappings = maps;
+                    c.thread(*tid).start = Some(time);
+                }
+            }
+            SideBand::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => {
+                let p = st.current(*pid);
+                let pr = &mut st.out.processes[p];
+                if *exec {
+                    pr.execs.push(time);
+                    pr.close_maps(time, None);
+                }
+                pr.comms.push((time, comm.clone(), *exec));
+                pr.thread(*tid).comm = comm.clone();
+            }
+            SideBand::Mmap {
+                pid,
+                addr,
+                len,
+                pgoff,
+                build_id,
+                filename,
+                ..
+            } => {
+                let p = st.current(*pid);
+                let pr = &mut st.out.processes[p];
+                let end = addr.saturating_add(*len);
+                pr.close_maps(time, Some((*addr, end)));
+                pr.mappings.push(Mapping {
+                    start: *addr,
+                    end,
+                    pgoff: *pgoff,
+                    filename: filename.clone(),
+                    build_id: build_id.clone(),
+                    from: time,
+                    to: None,
+                });
+            }
+            SideBand::Exit { pid, tid, .. } => {
+                let p = st.current(*pid);
+                let pr = &mut st.out.processes[p];
+                pr.thread(*tid).exit = Some(time);
+                if pid == tid {
+                    pr.exit = Some(time);
+                    pr.close_maps(time, None);
+                }
+            }
+            SideBand::Lost { .. } | SideBand::Throttle { .. } => {}
+        }
+    }
+    st.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::SideRecord;
+
+    fn side(time: u64, kind: SideBand) -> SideRecord {
+        SideRecord { time, cpu: 0, kind }
+    }
+
+    fn mmap(pid: u32, addr: u64, name: &str) -> SideBand {
+        SideBand::Mmap {
+            pid,
+            tid: pid,
+            addr,
+            len: 0x1000,
+            pgoff: 0,
+            build_id: None,
+            prot: 5,
+            flags: 2,
+            filename: name.into(),
+        }
+    }
+
+    fn fork(pid: u32, ppid: u32) -> SideBand {
+        SideBand::Fork {
+            pid,
+            ppid,
+            tid: pid,
+            ptid: ppid,
+        }
+    }
+
+    fn exit(pid: u32, tid: u32) -> SideBand {
+        SideBand::Exit {
+            pid,
+            ppid: 1,
+            tid,
+            ptid: 1,
+        }
+    }
+
+    #[test]
+    fn fork_copies_maps_exec_clears_and_pid_reuse_starts_a_generation() {
+        // Deliberately out of order, as from two CPU buffers.
+        let mut rec = Recording {
+            side_band: vec![
+                side(50, exit(11, 11)),
+                side(10, mmap(10, 0x1000, "/bin/parent")),
+                side(20, fork(11, 10)),
+                side(
+                    30,
+                    SideBand::Comm {
+                        pid: 11,
+                        tid: 11,
+                        comm: "child".into(),
+                        exec: true,
+                    },
+                ),
+                side(31, mmap(11, 0x5000, "/bin/child")),
+                side(60, fork(11, 10)),
+                side(25, fork(10, 10)),
+            ],
+            ..Recording::default()
+        };
+        rec.push_sample(22, 11, 11, 0, 1, 0x1010, true, None, &[], &[0x1010], &[]);
+        rec.push_sample(40, 11, 11, 0, 1, 0x5010, true, None, &[], &[0x5010], &[]);
+        rec.push_sample(70, 11, 11, 0, 1, 0x1010, true, None, &[], &[0x1010], &[]);
+        let r = replay(&rec);
+        let gens: Vec<&Process> = r.by_pid(11).collect();
+        assert_eq!(gens.len(), 2);
+        let (g0, g1) = (gens[0], gens[1]);
+        assert_eq!(g0.key.generation, 0);
+        assert_eq!(g0.parent.map(|k| k.pid), Some(10));
+        assert_eq!(g0.samples, vec![0, 1]);
+        assert_eq!(g0.execs, vec![30]);
+        assert_eq!(g0.comm(), "child");
+        assert_eq!(g0.exit, Some(50));
+        assert_eq!(
+            g0.mapping_at(0x1010, 22).map(|m| m.filename.as_str()),
+            Some("/bin/parent")
+        );
+        assert!(g0.mapping_at(0x1010, 40).is_none());
+        assert_eq!(
+            g0.mapping_at(0x5010, 40).map(|m| m.filename.as_str()),
+            Some("/bin/child")
+        );
+        assert_eq!(g1.key.generation, 1);
+        assert_eq!(g1.samples, vec![2]);
+        assert_eq!(g1.exit, None);
+        assert_eq!(
+            g1.mapping_at(0x1010, 70).map(|m| m.filename.as_str()),
+            Some("/bin/parent")
+        );
+        let parent = r.by_pid(10).next().expect("parent");
+        assert_eq!(parent.threads.len(), 1);
+        assert_eq!(parent.threads[0].start, Some(25));
+    }
+
+    #[test]
+    fn thread_exit_does_not_end_the_process() {
+        let mut rec = Recording {
+            side_band: vec![
+                side(
+                    1,
+                    SideBand::Fork {
+                        pid: 5,
+                        ppid: 5,
+                        tid: 6,
+                        ptid: 5,
+                    },
+                ),
+                side(2, exit(5, 6)),
+            ],
+            ..Recording::default()
+        };
+        rec.push_sample(3, 5, 5, 0, 1, 1, true, None, &[], &[], &[]);
+        let r = replay(&rec);
+        assert_eq!(r.processes.len(), 1);
+        let p = &r.processes[0];
+        assert_eq!(p.exit, None);
+        assert_eq!(
+            p.threads.iter().find(|t| t.tid == 6).and_then(|t| t.exit),
+            Some(2)
+        );
+        assert_eq!(p.samples, vec![0]);
+    }
+}

@@ -1,0 +1,604 @@
+//! The public sampling API: launch or attach, drain the rings, return a [`Recording`].
+
+use std::ffi::{CString, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::procfs;
+use crate::recording::{ChildExit, Recording, SideBand, SideRecord};
+use crate::ring::{Ring, page_size};
+use crate::sys;
+
+/// Sampling options.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// Samples per second of CPU time per thread. Default is 1000.
+    pub frequency: u64,
+    /// Bytes of user stack copied with each sample, for unwinding the first user frames from
+    /// `.eh_frame`. 0 turns the copy off. Default is 2048.
+    pub user_stack_bytes: u32,
+    /// Maximum callchain depth (at most `kernel.perf_event_max_stack`). Default is 127.
+    pub max_stack: u16,
+    /// Data pages per CPU ring buffer (a power of two). Default is 256 (1 MiB with 4 KiB pages).
+    pub mmap_pages: usize,
+    /// Sample user space only (works with `perf_event_paranoid=2`). Default is false.
+    pub user_only: bool,
+    /// Stop after this long even if processes remain. Default is None (run to the end).
+    pub duration: Option<Duration>,
+    /// Longest wait between drains of the rings. Default is 100 ms.
+    pub poll_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            frequency: 1000,
+            user_stack_bytes: 2048,
+            max_stack: 127,
+            mmap_pages: 256,
+            user_only: false,
+            duration: None,
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What [`preflight`] found out about this machine's perf settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Permissions {
+    /// `kernel.perf_event_paranoid` (-9 if unreadable).
+    pub paranoid: i32,
+    /// `kernel.kptr_restrict` (-9 if unreadable).
+    pub kptr_restrict: i32,
+    /// Whether we run with euid 0.
+    pub is_root: bool,
+    /// Whether `/proc/kallsyms` shows real addresses.
+    pub kernel_addresses_visible: bool,
+    /// Problems that do not prevent sampling, as sentences for the user.
+    pub warnings: Vec<String>,
+}
+
+fn paranoid() -> i32 {
+    procfs::sysctl_i64("/proc/sys/kernel/perf_event_paranoid").map_or(-9, |v| v as i32)
+}
+
+/// Checks, before opening anything, that sampling with `config` is permitted here.
+///
+/// Returns an error with an actionable message if `perf_event_paranoid` forbids it, the
+/// frequency or stack depth exceed the kernel's limits, or the ring buffers exceed the
+/// locked-memory limit. Hidden kernel addresses only produce a warning.
+pub fn preflight(config: &Config) -> Result<Permissions> {
+    let paranoid = paranoid();
+    let kptr_restrict =
+        procfs::sysctl_i64("/proc/sys/kernel/kptr_restrict").map_or(-9, |v| v as i32);
+    // Safety: geteuid has no preconditions.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    if !is_root && (paranoid > 2 || (paranoid > 1 && !config.user_only)) {
+        return Err(Error::Refused {
+            paranoid,
+            hint: if paranoid > 2 {
+                ""
+            } else {
+                " (or sample user space only)"
+            },
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        });
+    }
+    check_limits(config)?;
+    if !is_root {
+        let ncpu = procfs::online_cpus().len() as u64;
+        let kib = ncpu * ((config.mmap_pages + 1) * page_size()) as u64 / 1024;
+        let mlock_kb = procfs::sysctl_i64("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or(516);
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // Safety: `rl` is a valid out-pointer.
+        unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
+        let limit_kib = mlock_kb.max(0) as u64 * ncpu + rl.rlim_cur / 1024;
+        if kib > limit_kib {
+            return Err(Error::MlockLimit {
+                kib,
+                limit_kib,
+                source: None,
+            });
+        }
+    }
+    let first = std::fs::read_to_string("/proc/kallsyms")
+        .ok()
+        .and_then(|t| t.lines().next().map(str::to_owned))
+        .unwrap_or_default();
+    let kernel_addresses_visible = first
+        .split_whitespace()
+        .next()
+        .and_then(|a| u64::from_str_radix(a, 16).ok())
+        .is_some_and(|a| a != 0);
+    let mut warnings = Vec::new();
+    if !kernel_addresses_visible && !config.user_only {
+        warnings.push(format!(
+            "kernel addresses are hidden (kptr_restrict={kptr_restrict}, perf_event_paranoid={paranoid}); kernel frames will be shown as raw addresses"
+        ));
+    }
+    Ok(Permissions {
+        paranoid,
+        kptr_restrict,
+        is_root,
+        kernel_addresses_visible,
+        warnings,
+    })
+}
+
+fn check_limits(config: &Config) -> Result<()> {
+    if let Some(max) = procfs::sysctl_i64("/proc/sys/kernel/perf_event_max_sample_rate")
+        && config.frequency > max.max(0) as u64
+    {
+        return Err(Error::FrequencyTooHigh {
+            freq: config.frequency,
+            max: max as u64,
+        });
+    }
+    if let Some(max) = procfs::sysctl_i64("/proc/sys/kernel/perf_event_max_stack")
+        && u64::from(config.max_stack) > max.max(0) as u64
+    {
+        return Err(Error::MaxStackTooHigh {
+            requested: config.max_stack,
+            max: max as u64,
+        });
+    }
+    Ok(())
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Turns an errno from `perf_event_open` into an explained error.
+fn open_error(e: io::Error, pid: i32, cpu: i32, config: &Config) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => Error::Refused {
+            paranoid: paranoid(),
+            hint: if config.user_only {
+                ""
+            } else {
+                " (or sample user space only)"
+            },
+            source: e,
+        },
+        Some(libc::EMFILE | libc::ENFILE) => Error::TooManyFiles(e),
+        Some(libc::ESRCH) => Error::NoSuchProcess { pid },
+        Some(libc::EINVAL | libc::EOVERFLOW) => match check_limits(config) {
+            Err(limit) => limit,
+            Ok(()) => Error::Open {
+                pid,
+                cpu,
+                kernel: kernel_release(),
+                source: e,
+            },
+        },
+        _ => Error::Open {
+            pid,
+            cpu,
+            kernel: kernel_release(),
+            source: e,
+        },
+    }
+}
+
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // Safety: `fds` has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: pipe2 just created both descriptors and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A set of per-CPU cpu-clock events with their rings, following a command or processes.
+#[derive(Debug)]
+pub struct Sampler {
+    config: Config,
+    events: Vec<OwnedFd>,
+    rings: Vec<Ring>,
+    child: Option<u32>,
+    recording: Recording,
+}
+
+impl Sampler {
+    fn open_events(pids: &[i32], config: &Config, on_exec: bool) -> Result<Sampler> {
+        let pages = config.mmap_pages.max(1).next_power_of_two();
+        let spec = sys::EventSpec {
+            freq: config.frequency,
+            stack_user: config.user_stack_bytes.next_multiple_of(8),
+            max_stack: config.max_stack,
+            user_only: config.user_only,
+            enable_on_exec: on_exec,
+            wakeup_watermark: (pages * page_size() / 4) as u32,
+        };
+        let mut events = Vec::new();
+        let mut rings = Vec::new();
+        for cpu in procfs::online_cpus() {
+            let mut owner: Option<usize> = None;
+            for &pid in pids {
+                let mut attr = sys::cpu_clock_attr(&spec);
+                let fd =
+                    sys::open(&mut attr, pid, cpu).map_err(|e| open_error(e, pid, cpu, config))?;
+                match owner {
+                    None => {
+                        let ring = Ring::map(&fd, pages).map_err(|e| {
+                            if e.raw_os_error() == Some(libc::EPERM) {
+                                Error::MlockLimit {
+                                    kib: ((pages + 1) * page_size() / 1024) as u64,
+                                    limit_kib: procfs::sysctl_i64(
+                                        "/proc/sys/kernel/perf_event_mlock_kb",
+                                    )
+                                    .unwrap_or(0)
+                                    .max(0) as u64,
+                                    source: Some(e),
+                                }
+                            } else {
+                                Error::io(format!("cannot map the ring buffer of cpu {cpu}"), e)
+                            }
+                        })?;
+                        rings.push(ring);
+                        owner = Some(events.len());
+                    }
+                    Some(i) => sys::set_output(&fd, &events[i]).map_err(|e| {
+                        Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
+                    })?,
+                }
+                events.push(fd);
+            }
+        }
+        let recording = Recording {
+            frequency: config.frequency,
+            start_time: monotonic_ns(),
+            ..Recording::default()
+        };
+        Ok(Sampler {
+            config: config.clone(),
+            events,
+            rings,
+            child: None,
+            recording,
+        })
+    }
+
+    /// Starts `argv` stopped, opens the events on it and lets it `exec`, which enables them.
+    ///
+    /// The child resets SIGINT to its default so Ctrl-C reaches it even if the caller ignores
+    /// it. Returns an error if the command cannot be run (errno from `execvp`) or the events
+    /// cannot be opened (see [`preflight`] for the messages).
+    pub fn launch(argv: &[OsString], config: &Config) -> Result<Sampler> {
+        let program = argv
+            .first()
+            .ok_or(Error::EmptyCommand)?
+            .to_string_lossy()
+            .into_owned();
+        let spawn_err = |source| Error::Spawn {
+            program: program.clone(),
+            source,
+        };
+        let cargs: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_bytes()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| spawn_err(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let (go_r, go_w) = pipe().map_err(spawn_err)?;
+        let (err_r, err_w) = pipe().map_err(spawn_err)?;
+        // Safety: the child only calls async-signal-safe functions (close, read, signal,
+        // execvp, write, _exit) on memory prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(spawn_err(io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // Safety: see above; all pointers point to data owned by this (copied) process.
+            unsafe {
+                libc::close(go_w.as_raw_fd());
+                libc::close(err_r.as_raw_fd());
+                let mut b = 0u8;
+                if libc::read(go_r.as_raw_fd(), (&raw mut b).cast(), 1) != 1 {
+                    libc::_exit(127);
+                }
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                let errno = *libc::__errno_location();
+                libc::write(err_w.as_raw_fd(), (&raw const errno).cast(), 4);
+                libc::_exit(127);
+            }
+        }
+        drop(go_r);
+        drop(err_w);
+        let reap = |pid: i32| {
+            // Safety: `pid` is our child; killing and reaping it has no memory effects.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+        };
+        let mut sampler = match Sampler::open_events(&[pid], config, true) {
+            Ok(s) => s,
+            Err(e) => {
+                reap(pid);
+                return Err(e);
+            }
+        };
+        sampler.child = Some(pid as u32);
+        // Safety: writing one byte from a live local to our end of the pipe.
+        let w = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        if w != 1 {
+            sampler.child = None;
+            reap(pid);
+            return Err(spawn_err(io::Error::last_os_error()));
+        }
+        drop(go_w);
+        let mut errno = [0u8; 4];
+        let n = loop {
+            // Safety: reading at most 4 bytes into a 4-byte local.
+            let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
+            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            break n;
+        };
+        if n == 4 {
+            sampler.child = None;
+            reap(pid);
+            return Err(spawn_err(io::Error::from_raw_os_error(i32::from_ne_bytes(
+                errno,
+            ))));
+        }
+        Ok(sampler)
+    }
+
+    /// Attaches to running processes: every current thread of each pid, and (through
+    /// `inherit`) everything they start from now on.
+    ///
+    /// Existing executable mappings and thread names are synthesized from /proc with time 0.
+    /// Threads created while attaching may be missed. Returns an error if a pid does not exist
+    /// or the events cannot be opened.
+    pub fn attach(pids: &[i32], config: &Config) -> Result<Sampler> {
+        let mut tids = Vec::new();
+        for &pid in pids {
+            tids.extend(procfs::threads(pid).map_err(|_| Error::NoSuchProcess { pid })?);
+        }
+        let mut s = Sampler::open_events(&tids, config, false)?;
+        for fd in &s.events {
+            sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
+        }
+        // Read /proc only after enabling, so a mapping made meanwhile shows up in at least one
+        // of the two; records from the rings override these snapshots (time 0) in replay.
+        let mut synth = Vec::new();
+        for &pid in pids {
+            for tid in procfs::threads(pid).unwrap_or_default() {
+                let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                    .unwrap_or_default();
+                synth.push(SideBand::Comm {
+                    pid: pid as u32,
+                    tid: tid as u32,
+                    comm: comm.trim_end().to_owned(),
+                    exec: false,
+                });
+            }
+            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+            synth.extend(parse_maps(pid as u32, &maps));
+        }
+        s.recording
+            .side_band
+            .extend(synth.into_iter().map(|kind| SideRecord {
+                time: 0,
+                cpu: 0,
+                kind,
+            }));
+        Ok(s)
+    }
+
+    /// The pid of the launched command, if any.
+    pub fn child_pid(&self) -> Option<u32> {
+        self.child
+    }
+
+    fn drain(&mut self) {
+        let rec = &mut self.recording;
+        for ring in &mut self.rings {
+            ring.drain(|r| rec.push_raw(r));
+        }
+    }
+
+    /// Reaps the launched child if it exited (or waits for it if `block`), reading its /proc
+    /// counters first while it is a zombie.
+    fn collect_child(&mut self, block: bool) {
+        let Some(pid) = self.child else { return };
+        // Safety: zeroed siginfo_t is a valid out-buffer for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+        // Safety: `info` is a valid out-pointer; `pid` is our child.
+        let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, flags) };
+        // Safety: after a successful waitid the pid field is initialized (0 if none exited).
+        if r < 0 || unsafe { info.si_pid() } == 0 {
+            return;
+        }
+        let counters = procfs::counters(pid);
+        let mut status = 0;
+        // Safety: zeroed rusage is a valid out-buffer.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // Safety: valid out-pointers; reaping our own child.
+        unsafe { libc::wait4(pid as i32, &mut status, 0, &mut ru) };
+        self.child = None;
+        self.recording.child = Some(ChildExit {
+            pid,
+            code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
+            signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
+            counters,
+            max_rss_kib: ru.ru_maxrss as u64,
+        });
+    }
+
+    /// Drains the rings until every ring reports POLLHUP (the whole process tree is gone),
+    /// `stop` becomes true, or the configured duration passes.
+    ///
+    /// When stopped early, the events are disabled, the rings drained once more, and a launched
+    /// command that is still running is killed (SIGKILL) and reaped. Returns an error only if
+    /// `poll` fails.
+    pub fn run(mut self, stop: &AtomicBool) -> Result<Recording> {
+        let started = Instant::now();
+        let timeout = self.config.poll_interval.as_millis().clamp(1, 10_000) as i32;
+        let mut pfds: Vec<libc::pollfd> = self
+            .events
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        loop {
+            // Safety: `pfds` is a valid array of pollfd of the given length.
+            let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(Error::io("cannot poll the perf events", e));
+                }
+            }
+            self.drain();
+            self.collect_child(false);
+            let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
+            if all_hup {
+                break;
+            }
+            let expired = self.config.duration.is_some_and(|d| started.elapsed() >= d);
+            if stop.load(Ordering::Relaxed) || expired {
+                self.recording.stopped = true;
+                for fd in &self.events {
+                    let _ = sys::set_enabled(fd, false);
+                }
+                if let Some(pid) = self.child {
+                    // Safety: `pid` is our unreaped child.
+                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                }
+                break;
+            }
+        }
+        self.drain();
+        self.recording.lost_reported_by_events = self
+            .events
+            .iter()
+            .filter_map(|fd| sys::read_lost(fd).ok())
+            .sum();
+        self.collect_child(true);
+        self.recording.end_time = monotonic_ns();
+        Ok(std::mem::take(&mut self.recording))
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(pid) = self.child.take() {
+            // Safety: `pid` is our unreaped child; kill and reap it so it does not linger.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+                libc::waitpid(pid as i32, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+}
+
+/// Executable mappings of `/proc/PID/maps` as MMAP side-band records.
+fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms), Some(off)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if perms.as_bytes().get(2) != Some(&b'x') {
+            continue;
+        }
+        let (_dev, _ino) = (f.next(), f.next());
+        let filename = f.collect::<Vec<_>>().join(" ");
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b), Ok(off)) = (
+            u64::from_str_radix(a, 16),
+            u64::from_str_radix(b, 16),
+            u64::from_str_radix(off, 16),
+        ) else {
+            continue;
+        };
+        out.push(SideBand::Mmap {
+            pid,
+            tid: pid,
+            addr: a,
+            len: b - a,
+            pgoff: off,
+            build_id: None,
+            prot: (libc::PROT_READ | libc::PROT_EXEC) as u32,
+            flags: libc::MAP_PRIVATE as u32,
+            filename,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_and_refusals_are_explained() {
+        let c = Config {
+            frequency: 100_000_000,
+            ..Config::default()
+        };
+        let e = preflight(&c).expect_err("frequency above the kernel limit");
+        assert!(
+            e.to_string()
+                .starts_with("frequency 100000000 Hz exceeds kernel.perf_event_max_sample_rate="),
+            "{e}"
+        );
+        let refused = Error::Refused {
+            paranoid: 2,
+            hint: "",
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "perf_event_open was refused (perf_event_paranoid=2): run as root or set kernel.perf_event_paranoid to 1 or lower"
+        );
+    }
+
+    #[test]
+    fn proc_maps_executable_lines_become_mappings() {
+        let maps = "00400000-00401000 r-xp 00001000 08:01 12 /bin/a b\n\
+                    00600000-00601000 rw-p 00000000 08:01 12 /bin/a b\n\
+                    7fff0000-7fff2000 r-xp 00000000 00:00 0 [vdso]\n";
+        let m = parse_maps(3, maps);
+        assert_eq!(m.len(), 2);
+        assert!(
+            matches!(&m[0], SideBand::Mmap { addr: 0x400000, len: 0x1000, pgoff: 0x1000, filename, .. } if filename == "/bin/a b")
+        );
+    }
+}

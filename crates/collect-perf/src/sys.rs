@@ -1,0 +1,164 @@
+//! The raw kernel ABI: attr construction, the syscall, ioctls and record constants.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use perf_event_open_sys as pe;
+
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+
+pub(crate) const SAMPLE_IP: u64 = 1 << 0;
+pub(crate) const SAMPLE_TID: u64 = 1 << 1;
+pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
+pub(crate) const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub(crate) const SAMPLE_CPU: u64 = 1 << 7;
+pub(crate) const SAMPLE_PERIOD: u64 = 1 << 8;
+pub(crate) const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub(crate) const SAMPLE_STACK_USER: u64 = 1 << 13;
+pub(crate) const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+
+/// x86_64 `PERF_REG_X86_{BP,SP,IP}`; the kernel dumps them in ascending bit order.
+pub(crate) const REGS_MASK_X86_64: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+
+pub(crate) const RECORD_LOST: u32 = 2;
+pub(crate) const RECORD_COMM: u32 = 3;
+pub(crate) const RECORD_EXIT: u32 = 4;
+pub(crate) const RECORD_THROTTLE: u32 = 5;
+pub(crate) const RECORD_UNTHROTTLE: u32 = 6;
+pub(crate) const RECORD_FORK: u32 = 7;
+pub(crate) const RECORD_SAMPLE: u32 = 9;
+pub(crate) const RECORD_MMAP2: u32 = 10;
+
+pub(crate) const MISC_CPUMODE_MASK: u16 = 7;
+pub(crate) const MISC_USER: u16 = 2;
+pub(crate) const MISC_COMM_EXEC: u16 = 1 << 13;
+pub(crate) const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+
+pub(crate) const CONTEXT_KERNEL: u64 = -128i64 as u64;
+pub(crate) const CONTEXT_USER: u64 = -512i64 as u64;
+pub(crate) const CONTEXT_MAX: u64 = -4095i64 as u64;
+
+/// `sample_id_all` trailer for our sample_type: {pid,tid}, time, {cpu,res}, identifier.
+pub(crate) const SAMPLE_ID_LEN: usize = 32;
+
+/// `read()` returns `{value, lost}` (Linux 6.0+).
+pub(crate) const FORMAT_LOST: u64 = 1 << 4;
+
+const FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// What to put into the cpu-clock attr.
+#[derive(Debug, Clone)]
+pub(crate) struct EventSpec {
+    pub freq: u64,
+    pub stack_user: u32,
+    pub max_stack: u16,
+    pub user_only: bool,
+    /// Turn on at exec (launch mode); otherwise the caller enables the events.
+    pub enable_on_exec: bool,
+    pub wakeup_watermark: u32,
+}
+
+/// The sample_type every event uses; `ring`/`recording` parse exactly this layout.
+pub(crate) fn sample_type(stack_user: u32) -> u64 {
+    let mut t = SAMPLE_IDENTIFIER
+        | SAMPLE_IP
+        | SAMPLE_TID
+        | SAMPLE_TIME
+        | SAMPLE_CPU
+        | SAMPLE_PERIOD
+        | SAMPLE_CALLCHAIN
+        | SAMPLE_REGS_USER;
+    if stack_user > 0 {
+        t |= SAMPLE_STACK_USER;
+    }
+    t
+}
+
+/// Builds the cpu-clock sampling attr with all side-band records switched on.
+pub(crate) fn cpu_clock_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
+    let mut a = pe::bindings::perf_event_attr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_type: sample_type(spec.stack_user),
+        read_format: FORMAT_LOST,
+        sample_regs_user: REGS_MASK_X86_64,
+        sample_stack_user: spec.stack_user,
+        sample_max_stack: spec.max_stack,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Default::default()
+    };
+    a.__bindgen_anon_1.sample_freq = spec.freq;
+    a.__bindgen_anon_2.wakeup_watermark = spec.wakeup_watermark;
+    a.set_freq(1);
+    a.set_disabled(1);
+    a.set_enable_on_exec(u64::from(spec.enable_on_exec));
+    a.set_inherit(1);
+    a.set_mmap(1);
+    a.set_mmap2(1);
+    a.set_build_id(1);
+    a.set_comm(1);
+    a.set_comm_exec(1);
+    a.set_task(1);
+    a.set_sample_id_all(1);
+    a.set_use_clockid(1);
+    a.set_watermark(1);
+    a.set_exclude_hv(1);
+    a.set_exclude_guest(1);
+    a.set_exclude_kernel(u64::from(spec.user_only));
+    a
+}
+
+/// Calls `perf_event_open` with `PERF_FLAG_FD_CLOEXEC` so the workload never inherits the fd.
+pub(crate) fn open(
+    attr: &mut pe::bindings::perf_event_attr,
+    pid: i32,
+    cpu: i32,
+) -> io::Result<OwnedFd> {
+    // Safety: `attr` is a valid, initialized attr of the size stored in `attr.size`; the kernel
+    // only reads it (and may write the supported size back on E2BIG, which is in bounds).
+    let fd = unsafe { pe::perf_event_open(attr, pid, cpu, -1, FLAG_FD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Safety: the kernel just returned this descriptor and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Redirects `fd`'s records into the ring buffer mapped on `target`.
+pub(crate) fn set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    // Safety: both are open perf event descriptors; SET_OUTPUT takes an fd by value.
+    let r = unsafe { pe::ioctls::SET_OUTPUT(fd.as_raw_fd(), target.as_raw_fd()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Enables (`true`) or disables the event.
+pub(crate) fn set_enabled(fd: &OwnedFd, on: bool) -> io::Result<()> {
+    // Safety: `fd` is an open perf event descriptor; the argument 0 means "this event only".
+    let r = unsafe {
+        if on {
+            pe::ioctls::ENABLE(fd.as_raw_fd(), 0)
+        } else {
+            pe::ioctls::DISABLE(fd.as_raw_fd(), 0)
+        }
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads the `PERF_FORMAT_LOST` count of an event: samples it could not write to its ring.
+pub(crate) fn read_lost(fd: &OwnedFd) -> io::Result<u64> {
+    let mut v = [0u64; 2];
+    // Safety: reading at most 16 bytes into a 16-byte local; the layout is {value, lost}.
+    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), 16) };
+    if n != 16 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(v[1])
+}

@@ -1,0 +1,460 @@
+//! End-to-end tests: C workloads compiled with `cc`, sampled with perf_event_open.
+//!
+//! These need perf_event_open with kernel sampling (root here). If it is refused the tests
+//! fail with the reason; they never skip.
+
+#![cfg(target_os = "linux")]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use collect_perf::{Config, Error, Recording, Sampler, preflight, replay};
+
+fn workload(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("collect-perf-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&d).expect("create temp dir");
+        d
+    });
+    let out = dir.join(name);
+    if !out.exists() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/workloads/{name}.c"));
+        let tmp = dir.join(format!("{name}.tmp"));
+        let st = Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .expect("run cc");
+        assert!(st.success(), "cc failed for {}", src.display());
+        std::fs::rename(&tmp, &out).expect("rename workload");
+    }
+    out
+}
+
+/// The machine has 2 CPUs: tests run one at a time so CPU-bound workloads get their CPU time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn config() -> Config {
+    let c = Config::default();
+    if let Err(e) = preflight(&c) {
+        panic!("perf_event_open is not usable here: {e}");
+    }
+    c
+}
+
+fn record(argv: &[OsString], c: &Config) -> Recording {
+    let s = match Sampler::launch(argv, c) {
+        Ok(s) => s,
+        Err(e) => panic!("launch failed: {e} ({:?})", std::error::Error::source(&e)),
+    };
+    s.run(&AtomicBool::new(false)).expect("run")
+}
+
+fn args(v: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
+    v.iter().map(|a| a.as_ref().to_owned()).collect()
+}
+
+/// Tiny /proc/kallsyms lookup: address → symbol name.
+struct Kallsyms(Vec<(u64, String)>);
+
+impl Kallsyms {
+    fn load() -> Kallsyms {
+        let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+        let mut v: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let a = u64::from_str_radix(f.next()?, 16).ok()?;
+                let t = f.next()?;
+                if !matches!(t, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                Some((a, f.next()?.to_owned()))
+            })
+            .collect();
+        v.sort();
+        assert!(
+            v.last().is_some_and(|l| l.0 != 0),
+            "kallsyms addresses hidden"
+        );
+        Kallsyms(v)
+    }
+
+    fn name(&self, addr: u64) -> Option<&str> {
+        let i = self.0.partition_point(|(a, _)| *a <= addr);
+        (i > 0).then(|| self.0[i - 1].1.as_str())
+    }
+}
+
+fn samples_by_pid(r: &Recording) -> BTreeMap<u32, usize> {
+    let mut m = BTreeMap::new();
+    for s in &r.samples {
+        *m.entry(s.pid).or_default() += 1;
+    }
+    m
+}
+
+#[test]
+fn cpu_loop_samples_at_the_requested_rate_without_loss() {
+    let _serial = serial();
+    let c = config();
+    let started = Instant::now();
+    let r = record(&args(&[&workload("cpu"), &"500"]), &c);
+    let wall = started.elapsed();
+    let child = r.child.as_ref().expect("child exit");
+    assert_eq!(child.code, Some(0));
+    let n = r.samples.iter().filter(|s| s.pid == child.pid).count();
+    eprintln!(
+        "cpu loop: {} samples in {wall:?}, lost {}, throttled {}",
+        r.samples.len(),
+        r.lost,
+        r.throttled
+    );
+    // The workload burns 500 ms of its own CPU time; the kernel's accounting must agree.
+    let counters = child
+        .counters
+        .as_ref()
+        .expect("counters read from the zombie");
+    let hz = 100.0; // USER_HZ, fixed at 100 on Linux
+    let cpu_ms = (counters.utime_ticks + counters.stime_ticks) as f64 * 1000.0 / hz;
+    assert!(
+        (400..=600).contains(&n)
+            && (n as f64) >= cpu_ms * 0.85
+            && (n as f64) <= cpu_ms * 1.15 + 20.0,
+        "{n} samples at 1 kHz for {cpu_ms} ms of cpu time"
+    );
+    assert_eq!(r.lost_samples(), 0, "lost samples at 1 kHz");
+    assert!(
+        r.samples
+            .iter()
+            .all(|s| s.pid == child.pid && s.tid == child.pid)
+    );
+    assert!(r.samples.iter().all(|s| s.period == 1_000_000));
+    let user = r.samples.iter().filter(|s| s.user_mode).count();
+    assert!(
+        user * 10 >= n * 8,
+        "cpu loop mostly in user mode: {user}/{n}"
+    );
+    let with_stack = r
+        .samples
+        .iter()
+        .filter(|s| s.user_mode && s.regs.is_some() && !r.user_stack(s).is_empty())
+        .count();
+    assert!(
+        with_stack * 10 >= user * 9,
+        "user regs and stack copies present"
+    );
+    for s in r.samples.iter().filter(|s| s.user_mode).take(20) {
+        let regs = s.regs.expect("regs");
+        assert_eq!(regs.ip, s.ip);
+        assert_eq!(r.user_chain(s).first(), Some(&s.ip));
+    }
+    let counters = child
+        .counters
+        .as_ref()
+        .expect("counters read from the zombie");
+    assert!(counters.voluntary_ctxt_switches.is_some());
+    let rep = replay(&r);
+    let p = rep.by_pid(child.pid).next().expect("process");
+    assert_eq!(p.comm(), "cpu");
+    assert!(p.exit.is_some());
+    let exe = workload("cpu");
+    let exe = exe.to_str().expect("utf-8 path");
+    let mapped = r
+        .samples
+        .iter()
+        .filter(|s| s.user_mode)
+        .filter(|s| {
+            p.mapping_at(s.ip, s.time)
+                .is_some_and(|m| m.filename == exe)
+        })
+        .count();
+    assert!(
+        mapped * 10 >= user * 8,
+        "user samples map to the executable"
+    );
+}
+
+#[test]
+fn syscall_loop_kernel_chains_show_the_read_path() {
+    let _serial = serial();
+    let c = config();
+    let r = record(&args(&[&workload("syscall"), &"400"]), &c);
+    let k = Kallsyms::load();
+    let kernel: Vec<_> = r.samples.iter().filter(|s| !s.user_mode).collect();
+    assert!(
+        kernel.len() * 2 >= r.samples.len(),
+        "{} of {} samples in the kernel",
+        kernel.len(),
+        r.samples.len()
+    );
+    let read_path = kernel
+        .iter()
+        .filter(|s| {
+            r.kernel_chain(s)
+                .iter()
+                .any(|&a| matches!(k.name(a), Some("ksys_read" | "vfs_read")))
+        })
+        .count();
+    assert!(
+        read_path >= 20,
+        "only {read_path} kernel samples in the read path"
+    );
+    for s in &kernel {
+        assert_eq!(r.kernel_chain(s).first(), Some(&s.ip));
+        let user = r.user_chain(s);
+        assert!(!user.is_empty(), "syscall samples have user frames");
+        // The user registers of a kernel sample are those at kernel entry: the leaf fix unwinds
+        // the frameless syscall wrapper from them and the stack copy.
+        let regs = s.regs.expect("user regs at kernel entry");
+        assert_eq!(regs.ip, user[0]);
+        assert!(!r.user_stack(s).is_empty());
+    }
+    let counters = r
+        .child
+        .as_ref()
+        .and_then(|c| c.counters.clone())
+        .expect("counters");
+    assert!(counters.rchar.unwrap_or(0) > 100 << 20, "{counters:?}");
+    assert!(counters.wchar.unwrap_or(0) > 100 << 20, "{counters:?}");
+}
+
+#[test]
+fn forked_children_are_followed_and_replayed() {
+    let _serial = serial();
+    let c = config();
+    let r = record(&args(&[&workload("forker")]), &c);
+    let main = r.child.as_ref().expect("child").pid;
+    let rep = replay(&r);
+    let by = samples_by_pid(&r);
+    let kids: Vec<_> = rep
+        .processes
+        .iter()
+        .filter(|p| p.parent.map(|k| k.pid) == Some(main))
+        .collect();
+    assert_eq!(kids.len(), 2, "{:#?}", rep.processes);
+    for k in &kids {
+        assert!(by.get(&k.key.pid).copied().unwrap_or(0) >= 50, "{by:?}");
+        assert!(k.exit.is_some());
+        assert_eq!(k.comm(), "forker");
+        assert!(!k.mappings.is_empty(), "fork copies the parent's maps");
+        for &i in &k.samples {
+            let s = &r.samples[i];
+            assert_eq!(s.tid, k.key.pid);
+            if s.user_mode {
+                assert!(k.mapping_at(s.ip, s.time).is_some());
+            }
+        }
+    }
+    assert!(by.get(&main).copied().unwrap_or(0) >= 50, "{by:?}");
+}
+
+#[test]
+fn every_thread_is_sampled() {
+    let _serial = serial();
+    let c = config();
+    let r = record(&args(&[&workload("threads")]), &c);
+    let main = r.child.as_ref().expect("child").pid;
+    let rep = replay(&r);
+    assert_eq!(rep.processes.len(), 1);
+    let p = &rep.processes[0];
+    assert_eq!(p.key.pid, main);
+    let sampled: BTreeSet<u32> = p
+        .threads
+        .iter()
+        .filter(|t| t.samples >= 5)
+        .map(|t| t.tid)
+        .collect();
+    assert_eq!(sampled.len(), 5, "{:#?}", p.threads);
+    assert!(
+        p.threads
+            .iter()
+            .filter(|t| t.tid != main)
+            .all(|t| t.start.is_some() && t.exit.is_some())
+    );
+    assert!(r.samples.iter().all(|s| s.pid == main));
+}
+
+#[test]
+fn exec_replaces_name_and_maps() {
+    let _serial = serial();
+    let c = config();
+    let cpu = workload("cpu");
+    let r = record(&args(&[&workload("execer"), &cpu, &"200"]), &c);
+    let main = r.child.as_ref().expect("child").pid;
+    let rep = replay(&r);
+    let gens: Vec<_> = rep.by_pid(main).collect();
+    assert_eq!(gens.len(), 1, "exec keeps the generation");
+    let p = gens[0];
+    assert_eq!(p.comm(), "cpu");
+    let exec_time = *p.execs.last().expect("exec seen");
+    let cpu = cpu.to_str().expect("utf-8");
+    let (mut before, mut after) = (0, 0);
+    for &i in &p.samples {
+        let s = &r.samples[i];
+        if !s.user_mode {
+            continue;
+        }
+        let m = p.mapping_at(s.ip, s.time).map(|m| m.filename.as_str());
+        // Samples also land in libc and the vDSO (clock_gettime); the executable's own
+        // mapping must be the one of the image running at that time.
+        let m = m.unwrap_or_else(|| panic!("unmapped user ip {:#x}", s.ip));
+        if s.time < exec_time {
+            assert_ne!(m, cpu);
+            before += usize::from(m.ends_with("/execer"));
+        } else {
+            assert!(!m.ends_with("/execer"), "{m}");
+            after += usize::from(m == cpu);
+        }
+    }
+    assert!(
+        before >= 50 && after >= 80,
+        "before {before}, after {after}"
+    );
+}
+
+#[test]
+fn short_lived_child_storm_is_followed() {
+    let _serial = serial();
+    let c = config();
+    let r = record(&args(&[&workload("storm")]), &c);
+    let main = r.child.as_ref().expect("child").pid;
+    let rep = replay(&r);
+    let kids: Vec<_> = rep
+        .processes
+        .iter()
+        .filter(|p| p.parent.map(|k| k.pid) == Some(main))
+        .collect();
+    assert_eq!(kids.len(), 50);
+    assert!(kids.iter().all(|k| k.exit.is_some() && k.start.is_some()));
+    let sampled = kids.iter().filter(|k| !k.samples.is_empty()).count();
+    assert!(sampled >= 25, "only {sampled} of 50 children have samples");
+    assert_eq!(r.lost, 0);
+}
+
+#[test]
+fn stop_flag_ends_the_run_with_a_complete_recording() {
+    let _serial = serial();
+    let c = config();
+    let s = Sampler::launch(&args(&[&workload("cpu"), &"10000"]), &c).expect("launch");
+    let pid = s.child_pid().expect("pid");
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let r = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            std::thread::sleep(Duration::from_millis(400));
+            stop.store(true, Ordering::Relaxed);
+        });
+        s.run(&stop).expect("run")
+    });
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(r.stopped);
+    let child = r.child.as_ref().expect("child reaped");
+    assert_eq!(child.pid, pid);
+    assert_eq!(child.signal, Some(9));
+    assert!(child.counters.is_some());
+    assert!(r.samples.len() >= 50, "{} samples", r.samples.len());
+    let rep = replay(&r);
+    let p = rep.by_pid(pid).next().expect("process");
+    assert_eq!(p.comm(), "cpu");
+    assert!(p.mappings.iter().any(|m| m.build_id.is_some()));
+}
+
+#[test]
+fn duration_stops_an_attached_process() {
+    let _serial = serial();
+    let c0 = config();
+    let mut child = Command::new(workload("cpu"))
+        .arg("3000")
+        .spawn()
+        .expect("spawn");
+    let mut c = c0.clone();
+    c.duration = Some(Duration::from_millis(300));
+    let s = Sampler::attach(&[child.id() as i32], &c).expect("attach");
+    let r = s.run(&AtomicBool::new(false)).expect("run");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(r.stopped);
+    assert!(r.samples.len() >= 50, "{} samples", r.samples.len());
+    let rep = replay(&r);
+    let p = rep.by_pid(child.id()).next().expect("process");
+    assert_eq!(p.comm(), "cpu");
+    let user = r.samples.iter().filter(|s| s.user_mode).collect::<Vec<_>>();
+    assert!(
+        user.iter().all(|s| p.mapping_at(s.ip, s.time).is_some()),
+        "maps from /proc"
+    );
+}
+
+#[test]
+fn exec_failure_is_reported() {
+    let _serial = serial();
+    let c = config();
+    match Sampler::launch(&["/nonexistent/program".into()], &c) {
+        Err(Error::Spawn { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound)
+        }
+        other => panic!("expected a spawn error, got {other:?}"),
+    }
+}
+
+#[test]
+fn lost_samples_are_counted() {
+    let _serial = serial();
+    let mut c = config();
+    // One 4 KiB data page holds a single 2 KiB-stack sample; at 10 kHz some must be dropped,
+    // and the samples kept plus the samples lost must add up to the CPU time at 10 kHz.
+    c.mmap_pages = 1;
+    c.frequency = 10_000;
+    let r = record(&args(&[&workload("cpu"), &"300"]), &c);
+    eprintln!(
+        "tiny ring at 10 kHz: {} samples, {} lost",
+        r.samples.len(),
+        r.lost
+    );
+    assert!(
+        r.lost > 0 && (2500..=3300).contains(&(r.lost + r.samples.len() as u64)),
+        "lost {} with {} samples",
+        r.lost,
+        r.samples.len()
+    );
+    assert!(
+        r.side_band
+            .iter()
+            .any(|s| matches!(s.kind, collect_perf::SideBand::Lost { .. }))
+    );
+}
+
+#[test]
+fn samples_larger_than_the_ring_are_all_counted_lost() {
+    let _serial = serial();
+    let mut c = config();
+    c.mmap_pages = 1;
+    c.user_stack_bytes = 4096;
+    // forker: three processes burning 300 ms of CPU each.
+    let r = record(&args(&[&workload("forker")]), &c);
+    eprintln!(
+        "no sample fits: {} samples, {} lost in LOST records, {} by PERF_FORMAT_LOST",
+        r.samples.len(),
+        r.lost,
+        r.lost_reported_by_events
+    );
+    assert!(r.samples.is_empty());
+    // The events' own counters include inherited children that exited.
+    assert!(
+        (850..=1000).contains(&r.lost_reported_by_events),
+        "{}",
+        r.lost_reported_by_events
+    );
+}
