@@ -6,12 +6,14 @@
 //! sparse counts, arcs, random rates), runs `gprof -b -p [-z]` and compares its stdout with
 //! ours byte for byte.
 //!
-//! Arcs only go from non-callees into leaf functions, so no function with calls has
-//! children's time: the flat profile is then fully determined without call-graph
-//! propagation, which this crate does not do yet.
+//! In the default mode arcs only go from non-callees into leaf functions (the flat profile
+//! alone). With the fourth argument `report` the whole `gprof -b [-z] [-a] [-D] [-T]` report is
+//! compared (flat profile, call graph, index), and arcs join any two blocks: forward edges of
+//! a random DAG, back edges that close cycles, dense cycles, self-recursion, zero counts,
+//! calls from labels and objects, arcs into non-functions.
 //!
-//! Run: `PKGPROF_DIFF=1 cargo run -p callgraph --example flat_diff -- [CASES] [SEED] [SECONDS]`
-//! (defaults 300 cases, seed 1, 600 s). Needs `gprof` and `gcc` (with `-m32` for 32-bit
+//! Run: `PKGPROF_DIFF=1 cargo run -p callgraph --example flat_diff -- [CASES] [SEED] [SECONDS]
+//! [flat|report]` (defaults 300 cases, seed 1, 600 s, flat). Needs `gprof` and `gcc` (with `-m32` for 32-bit
 //! cases) on PATH. Failing cases are kept under the printed directory; `PKGPROF_DIFF_KEEP=1`
 //! keeps all of them.
 
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
     let cases: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(300);
     let seed: u64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1);
     let seconds: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(600);
+    let report = args.get(3).is_some_and(|a| a == "report");
     let dir = std::env::temp_dir().join(format!("pkgprof-flat-diff-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("{}: {e}", dir.display());
@@ -100,7 +103,7 @@ fn main() -> ExitCode {
         }
         let case_dir = dir.join(format!("case-{case}"));
         let _ = std::fs::create_dir_all(&case_dir);
-        match run_case(&mut rng, &case_dir) {
+        match run_case(&mut rng, &case_dir, report) {
             Outcome::Same => {
                 same += 1;
                 run += 1;
@@ -122,7 +125,8 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "flat_diff seed {seed}: {same}/{run} identical ({} differ, {gprof_errors} skipped because gprof failed)",
+        "flat_diff {} seed {seed}: {same}/{run} identical ({} differ, {gprof_errors} skipped because gprof failed)",
+        if report { "report" } else { "flat" },
         failures.len()
     );
     if !failures.is_empty() {
@@ -162,7 +166,7 @@ fn name(rng: &mut Rng, used: &mut Vec<String>) -> String {
     }
 }
 
-fn run_case(rng: &mut Rng, dir: &Path) -> Outcome {
+fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
     let bits32 = rng.chance(15);
     let mut used = Vec::new();
     let nblocks = rng.range(1, 25) as usize;
@@ -430,7 +434,11 @@ fn run_case(rng: &mut Rng, dir: &Path) -> Outcome {
                 return Outcome::Setup("writing gmon".into());
             }
         }
-        if !callees.is_empty() {
+        if report {
+            if random_arcs(rng, &mut w, &blocks, &starts, text_start).is_err() {
+                return Outcome::Setup("writing gmon".into());
+            }
+        } else if !callees.is_empty() {
             let narcs = rng.below(12);
             for _ in 0..narcs {
                 let to = *rng.pick(&callees);
@@ -474,12 +482,14 @@ fn run_case(rng: &mut Rng, dir: &Path) -> Outcome {
         display_unused: rng.chance(25),
         no_static: rng.chance(12),
         ignore_non_functions: rng.chance(12),
+        traditional: report && rng.chance(30),
     };
-    let mut args = vec!["-b", "-p"];
+    let mut args = if report { vec!["-b"] } else { vec!["-b", "-p"] };
     for (on, flag) in [
         (flags.display_unused, "-z"),
         (flags.no_static, "-a"),
         (flags.ignore_non_functions, "-D"),
+        (flags.traditional, "-T"),
     ] {
         if on {
             args.push(flag);
@@ -500,7 +510,12 @@ fn run_case(rng: &mut Rng, dir: &Path) -> Outcome {
         return Outcome::GprofFailed;
     }
     let gmon_refs: Vec<&Path> = gmons.iter().map(PathBuf::as_path).collect();
-    let ours = match common::flat_output(&img, &gmon_refs, flags) {
+    let output = if report {
+        common::report_output
+    } else {
+        common::flat_output
+    };
+    let ours = match output(&img, &gmon_refs, flags) {
         Ok(o) => o,
         Err(e) => e.into_bytes(),
     };
@@ -522,6 +537,58 @@ fn run_case(rng: &mut Rng, dir: &Path) -> Outcome {
     } else {
         Outcome::Differs
     }
+}
+
+/// Arcs for the full-report mode: a random DAG over the blocks (forward edges), back edges
+/// that close cycles, sometimes a dense strongly connected core, self-recursion, zero and
+/// huge counts, and a few arcs from outside every symbol (dropped by gprof).
+fn random_arcs(
+    rng: &mut Rng,
+    w: &mut Writer<Vec<u8>>,
+    blocks: &[Block],
+    starts: &[u64],
+    text_start: u64,
+) -> Result<(), gmon_format::Error> {
+    let n = blocks.len() as u64;
+    let dense = rng.chance(20);
+    let narcs = if dense {
+        rng.range(10, 60)
+    } else {
+        rng.below(30)
+    };
+    let back = rng.below(40);
+    let pc = |rng: &mut Rng, b: usize| starts[b] + rng.below(blocks[b].size);
+    for _ in 0..narcs {
+        let (mut from, mut to) = (rng.below(n) as usize, rng.below(n) as usize);
+        if dense {
+            let core = (n / 2).max(1);
+            from = rng.below(core) as usize;
+            to = rng.below(core) as usize;
+        } else if from > to && !rng.chance(back) {
+            std::mem::swap(&mut from, &mut to);
+        }
+        if rng.chance(10) {
+            to = from;
+        }
+        let self_pc = pc(rng, to);
+        let from_pc = if rng.chance(5) {
+            text_start.saturating_sub(rng.range(1, 64))
+        } else {
+            pc(rng, from)
+        };
+        let count = match rng.below(100) {
+            0..=9 => 0,
+            10..=12 => u64::from(u32::MAX),
+            13..=40 => rng.range(1, 5),
+            _ => rng.range(1, 3000),
+        };
+        w.arc(&Arc {
+            from_pc,
+            self_pc,
+            count,
+        })?;
+    }
+    Ok(())
 }
 
 /// The address of `.text` in the linked image.

@@ -45,4 +45,7 @@ pub enum Error {
     /// The flat profile was asked for but no histogram record was read.
     #[error("gmon.out file is missing histogram")]
     MissingHistogram,
+    /// The call graph was asked for but no arc was read.
+    #[error("gmon.out file is missing call-graph data")]
+    MissingCallGraph,
 }

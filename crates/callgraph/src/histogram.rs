@@ -129,7 +129,19 @@ impl HistogramTimes {
     /// Bytes one histogram bin covers as gprof reports it ("each sample hit covers N
     /// byte(s)"): the scale truncated to whole units, times 2.
     pub fn granularity_bytes(&self) -> i64 {
-        (self.scale as i64).wrapping_mul(2)
+        x86_truncate(self.scale).wrapping_mul(2)
+    }
+}
+
+/// Truncates as x86's `cvttsd2si` does, which gprof's float-to-integer casts compile to: NaN and
+/// out-of-range values (the infinite scale of a histogram with no bins) become `i64::MIN`, the
+/// "integer indefinite" value, where Rust's `as` would saturate.
+fn x86_truncate(value: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if !(-LIMIT..LIMIT).contains(&value) {
+        i64::MIN
+    } else {
+        value as i64
     }
 }
 
@@ -153,6 +165,13 @@ pub(crate) fn credit(overlap: u64, count: u64, scale: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn infinite_scales_truncate_as_on_x86() {
+        assert_eq!(x86_truncate(f64::INFINITY).wrapping_mul(2), 0);
+        assert_eq!(x86_truncate(f64::NAN), i64::MIN);
+        assert_eq!([x86_truncate(2.9), x86_truncate(-2.9)], [2, -2]);
+    }
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions};
 

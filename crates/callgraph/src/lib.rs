@@ -1,20 +1,21 @@
 //! gprof's analysis as a library: symbols from an ELF image, histogram samples assigned to
-//! functions, call counts, and the flat profile in GNU gprof's exact layout.
+//! functions, the call graph with gprof's cycles and time propagation, and the flat profile,
+//! call graph and function index in GNU gprof's exact `-b` layouts.
 //!
 //! Using it takes three steps:
 //!
 //! 1. Build the [`SymbolTable`] of the profiled image; it also says how to read the image's
 //!    gmon files ([`SymbolTable::read_options`]).
-//! 2. Add the gmon files to a [`gmon_format::Sum`], then spread its histograms over the
-//!    symbols with [`HistogramTimes::assign`] and count calls with [`CallCounts::from_arcs`].
-//! 3. Compute the [`FlatProfile`] and print it with [`write_flat`].
+//! 2. Add the gmon files to a [`gmon_format::Sum`] and run the [`Analysis`]: self times
+//!    ([`HistogramTimes`]), call counts ([`CallCounts`]), the [`CallGraph`] (its [`Node`]s
+//!    are functions and cycles with self/child time, calls, parent and child [`GraphArc`]s
+//!    carrying their time shares) and the [`FlatProfile`] that uses the propagated times.
+//! 3. Print what gprof prints by default with [`write_report`] (flat profile, call graph,
+//!    index), or read the model directly.
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use callgraph::{
-//!     CallCounts, FlatOptions, FlatPrintOptions, FlatProfile, HistogramTimes, SymbolOptions,
-//!     SymbolTable, default_flat_selection, write_flat,
-//! };
+//! use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let table = SymbolTable::read(Path::new("a.out"), &SymbolOptions::default())?;
@@ -22,32 +23,43 @@
 //! let mut sum = gmon_format::Sum::new();
 //! sum.add(&gmon_format::Profile::parse(&data, &table.read_options())?)?;
 //!
-//! let included = default_flat_selection(&table);
-//! let times = HistogramTimes::assign(&table, &sum, &included);
-//! let calls = CallCounts::from_arcs(&table, sum.arcs());
-//! let flat = FlatProfile::new(&table, &times, &calls, &[], &included, &FlatOptions::default());
-//! write_flat(std::io::stdout().lock(), &flat, &FlatPrintOptions::default())?;
+//! let analysis = Analysis::new(table, &sum);
+//! // The model: every function gprof would print, with its propagated times in ticks.
+//! for &node in &analysis.graph.order {
+//!     let n = &analysis.graph.nodes[node];
+//!     println!("[{}] self {} children {}", n.index, n.prop_self, n.prop_child);
+//! }
+//! // `gprof -b`:
+//! let mut options = ReportOptions::default();
+//! options.brief = true;
+//! write_report(std::io::stdout().lock(), &analysis, &options)?;
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! What it does not do yet: the call graph (cycles, time propagation — so the flat profile's
-//! "total per call" column only counts self time unless the caller supplies child times),
-//! demangling, symspecs, line-level (`-l`) tables, DWARF, and the BSD (`-T`) layouts.
+//! What it does not do yet: the explanatory texts (only `-b` output), symspecs (`-p NAME`,
+//! `-q NAME`, `-k`, `-n`, `-N`, …), line-level (`-l`) tables, DWARF file names, demangling in
+//! the listings, static call graphs (`-c`), and the BSD (`-T`) layouts.
 
 #![deny(missing_docs)]
 
+mod analysis;
 mod calls;
+mod demangle;
 mod error;
 mod flat;
+mod graph;
 mod histogram;
 mod report;
 mod sort;
 mod symbols;
 
+pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
 pub use calls::CallCounts;
+pub use demangle::demangle;
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
+pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};

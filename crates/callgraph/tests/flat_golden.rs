@@ -12,8 +12,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use callgraph::{CallCounts, SymbolOptions, SymbolTable};
-
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
@@ -78,44 +76,6 @@ fn own_cases_match_gprof_byte_for_byte() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Whether some function that has calls itself calls another function: only then can the
-/// "total per call" column depend on time propagated from children, which this crate does not
-/// compute yet.
-fn needs_child_time(image: &Path, gmons: &[PathBuf]) -> bool {
-    let table = SymbolTable::read(image, &SymbolOptions::default()).expect("image");
-    let mut sum = gmon_format::Sum::new();
-    for g in gmons {
-        let data = std::fs::read(g).expect("gmon file");
-        let profile = gmon_format::Profile::parse(&data, &table.read_options()).expect("gmon");
-        sum.add(&profile).expect("gmon records");
-    }
-    let calls = CallCounts::from_arcs(&table, sum.arcs());
-    sum.arcs().iter().any(|arc| {
-        match (table.lookup(arc.from_pc), table.lookup_callee(arc.self_pc)) {
-            (Some(parent), Some(child)) => parent != child && calls.calls[parent] != 0,
-            _ => false,
-        }
-    })
-}
-
-/// The columns that do not depend on child time: %, cumulative, self, calls and name; the
-/// per-call columns and their unit (chosen from self + children) are left out.
-fn without_per_call(text: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(text)
-        .lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            match f.as_slice() {
-                ["time", ..] => "time header".to_owned(),
-                [pct, cum, own, calls, _, _, name] if pct.parse::<f64>().is_ok() => {
-                    format!("{pct} {cum} {own} {calls} {name}")
-                }
-                _ => line.to_owned(),
-            }
-        })
-        .collect()
-}
-
 #[test]
 fn shared_fixtures_match_gprof() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/programs/out");
@@ -124,28 +84,20 @@ fn shared_fixtures_match_gprof() {
         .map(|e| e.unwrap().path())
         .collect();
     expected.sort();
-    let (mut exact, mut partial) = (0, 0);
+    let mut exact = 0;
     let mut failures = Vec::new();
     for path in expected {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let prog = name.rsplit_once('-').unwrap().0;
         let dir = fixtures.join(&name);
         assert!(dir.is_dir(), "{}: fixture missing", dir.display());
-        let (ours, image, gmons) = run_cmd(&dir, &format!("{prog} gmon.out"));
+        let (ours, _, _) = run_cmd(&dir, &format!("{prog} gmon.out"));
         let gprof = std::fs::read(&path).unwrap();
-        if needs_child_time(&image, &gmons) {
-            partial += 1;
-            if without_per_call(&ours) != without_per_call(&gprof) {
-                failures.push(check(&name, &ours, &gprof).unwrap_err());
-            }
-        } else {
-            exact += 1;
-            if let Err(e) = check(&name, &ours, &gprof) {
-                failures.push(e);
-            }
+        exact += 1;
+        if let Err(e) = check(&name, &ours, &gprof) {
+            failures.push(e);
         }
     }
-    println!("{exact} fixtures compared exactly, {partial} without the per-call columns");
-    assert!(exact + partial >= 12, "expected the 12 shared fixtures");
+    assert!(exact >= 12, "expected the 12 shared fixtures");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -61,6 +61,12 @@ pub(crate) fn right_cut(out: &mut Vec<u8>, text: &[u8], width: usize) {
     right(out, &text[..text.len().min(width)], width);
 }
 
+/// `%-{width}s` of bytes: left-aligned, padded with spaces, never truncated.
+pub(crate) fn left(out: &mut Vec<u8>, text: &[u8], width: usize) {
+    out.extend_from_slice(text);
+    out.extend(std::iter::repeat_n(b' ', width.saturating_sub(text.len())));
+}
+
 /// `%-{width}.{width}s`: left-aligned and cut to `width` bytes.
 pub(crate) fn left_cut(out: &mut Vec<u8>, text: &[u8], width: usize) {
     let text = &text[..text.len().min(width)];

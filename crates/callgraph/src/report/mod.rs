@@ -1,4 +1,7 @@
 //! Text listings in GNU gprof's layouts.
 
 pub(crate) mod flat;
+pub(crate) mod flat_bsd;
 pub(crate) mod format;
+pub(crate) mod graph;
+pub(crate) mod index;

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use callgraph::{
-    CallCounts, FlatOptions, FlatPrintOptions, FlatProfile, HistogramTimes, SymbolOptions,
-    SymbolTable, default_flat_selection, write_flat,
+    CallCounts, CallGraph, FlatOptions, FlatPrintOptions, FlatProfile, HistogramTimes,
+    SymbolOptions, SymbolTable, default_flat_selection, write_flat,
 };
 
 /// gprof options that change the flat profile.
@@ -17,6 +17,8 @@ pub struct Flags {
     pub no_static: bool,
     /// `-D`
     pub ignore_non_functions: bool,
+    /// `-T` (full report only)
+    pub traditional: bool,
 }
 
 /// Our `gprof -b -p [-z] [-a] [-D] image gmons...` output, or the error text.
@@ -35,10 +37,44 @@ pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8
     let included = default_flat_selection(&table);
     let times = HistogramTimes::assign(&table, &sum, &included);
     let calls = CallCounts::from_arcs(&table, sum.arcs());
+    // The "total per call" column needs the time propagated through the call graph.
+    let graph = CallGraph::build(&table, sum.arcs(), &times);
     let mut options = FlatOptions::default();
     options.display_unused = flags.display_unused;
-    let flat = FlatProfile::new(&table, &times, &calls, &[], &included, &options);
+    let flat = FlatProfile::new(
+        &table,
+        &times,
+        &calls,
+        &graph.child_times(),
+        &included,
+        &options,
+    );
     let mut out = Vec::new();
     write_flat(&mut out, &flat, &FlatPrintOptions::default()).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Our `gprof -b [-z] [-a] [-D] [-T] image gmons...` output (the full default report), or the
+/// error text.
+#[allow(dead_code)] // Used by the differential example only.
+pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let mut symbol_options = SymbolOptions::default();
+    symbol_options.no_static = flags.no_static;
+    symbol_options.ignore_non_functions = flags.ignore_non_functions;
+    let table = SymbolTable::read(image, &symbol_options).map_err(|e| e.to_string())?;
+    let mut sum = gmon_format::Sum::new();
+    for gmon in gmons {
+        let data = std::fs::read(gmon).map_err(|e| format!("{}: {e}", gmon.display()))?;
+        let profile =
+            gmon_format::Profile::parse(&data, &table.read_options()).map_err(|e| e.to_string())?;
+        sum.add(&profile).map_err(|e| e.to_string())?;
+    }
+    let analysis = callgraph::Analysis::new(table, &sum);
+    let mut options = callgraph::ReportOptions::default();
+    options.brief = true;
+    options.display_unused = flags.display_unused;
+    options.traditional = flags.traditional;
+    let mut out = Vec::new();
+    callgraph::write_report(&mut out, &analysis, &options).map_err(|e| e.to_string())?;
     Ok(out)
 }

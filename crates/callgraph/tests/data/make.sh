@@ -78,6 +78,14 @@ for dir in "$fixtures"/*/; do
     (cd "$dir" && gprof -b -p "$prog" gmon.out) >"$here/fixtures-flat/$name.stdout"
 done
 
+# graph-cases/<name>/ come from the differential example in `report` mode (img.s is the
+# image's source, linked with `gcc -nostdlib -static -no-pie -Wl,--build-id=none`); only their
+# expected stdout is re-recorded here.
+for dir in "$here"/graph-cases/*/; do
+    # shellcheck disable=SC2046 # cmd holds the argument list
+    (cd "$dir" && gprof $(cat cmd) >stdout)
+done
+
 {
     echo "gcc: $(gcc --version | head -1)"
     echo "gprof: $(gprof --version | head -1)"

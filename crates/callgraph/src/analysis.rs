@@ -1,0 +1,240 @@
+//! The whole analysis in one value, and the default `gprof -b` report sequence.
+
+use std::io::{self, Write};
+
+use gmon_format::Sum;
+
+use crate::calls::CallCounts;
+use crate::error::Error;
+use crate::flat::{FlatOptions, FlatProfile};
+use crate::graph::CallGraph;
+use crate::histogram::{HistogramTimes, default_flat_selection};
+use crate::report::flat::{FlatPrintOptions, write_flat};
+use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
+use crate::report::graph::{GraphPrint, write_graph};
+use crate::report::index::write_index;
+use crate::symbols::SymbolTable;
+
+/// Everything gprof computes before printing: self times, call counts, the call graph with
+/// propagated times, and the flat profile that uses them.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Symbol names, indexed like the table, as the listings print them.
+    pub names: Vec<Vec<u8>>,
+    /// Histogram self time per symbol.
+    pub times: HistogramTimes,
+    /// Call counts per symbol (self-recursive calls apart).
+    pub calls: CallCounts,
+    /// The call graph after cycle detection and time propagation.
+    pub graph: CallGraph,
+    /// The flat profile, with child times from the graph.
+    pub flat: FlatProfile,
+    /// Whether the input had arc records (gprof then selects the call graph by default).
+    pub has_arcs: bool,
+    /// The symbol table the analysis was made from.
+    pub table: SymbolTable,
+    /// Flat-profile selection per symbol (see [`crate::default_flat_selection`]).
+    included: Vec<bool>,
+}
+
+impl Analysis {
+    /// Runs gprof's analysis of `sum` against `table`: histogram self times, call counts, the
+    /// call graph with cycles and propagated times, and the flat profile (without `-z`).
+    pub fn new(table: SymbolTable, sum: &Sum) -> Self {
+        let included = default_flat_selection(&table);
+        let times = HistogramTimes::assign(&table, sum, &included);
+        let calls = CallCounts::from_arcs(&table, sum.arcs());
+        let graph = CallGraph::build(&table, sum.arcs(), &times);
+        let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
+        Analysis {
+            names: table.symbols().iter().map(|s| s.name.clone()).collect(),
+            times,
+            calls,
+            graph,
+            flat,
+            has_arcs: !sum.arcs().is_empty(),
+            table,
+            included,
+        }
+    }
+
+    fn flat_profile(
+        table: &SymbolTable,
+        times: &HistogramTimes,
+        calls: &CallCounts,
+        graph: &CallGraph,
+        included: &[bool],
+        display_unused: bool,
+    ) -> FlatProfile {
+        let options = FlatOptions { display_unused };
+        FlatProfile::new(
+            table,
+            times,
+            calls,
+            &graph.child_times(),
+            included,
+            &options,
+        )
+    }
+
+    /// Whether a histogram was read (gprof then selects the flat profile by default).
+    pub fn has_histogram(&self) -> bool {
+        self.times.has_histogram
+    }
+}
+
+/// Which listings [`write_report`] prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReportOptions {
+    /// Print the flat profile: `Some(true)` as `-p`, `Some(false)` as `-P`. Default is `None`:
+    /// gprof's choice, the flat profile if a histogram was read.
+    pub flat_profile: Option<bool>,
+    /// Print the call graph and the index: `Some(true)` as `-q`, `Some(false)` as `-Q`.
+    /// Default is `None`: gprof's choice, if arcs were read.
+    pub call_graph: Option<bool>,
+    /// Leave out the explanatory texts (`-b`). Only the brief layout is implemented, so this
+    /// must be true. Default is false.
+    pub brief: bool,
+    /// List functions that were neither called nor sampled (`-z`) in every listing. Default
+    /// is false.
+    pub display_unused: bool,
+    /// BSD ("traditional", `-T`) layouts: the call graph first, then the flat profile with
+    /// decorated names and `ms/call`, then a fixed-width index. Default is false.
+    pub traditional: bool,
+    /// Print names as they are mangled (`--no-demangle`). GNU layouts demangle by default as
+    /// gprof does (see [`crate::demangle`]); BSD layouts never demangle. Sorting always uses
+    /// the mangled names. Default is false.
+    pub no_demangle: bool,
+}
+
+/// Why [`write_report`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// The selected listings need data the input lacks, or an option is not supported.
+    #[error(transparent)]
+    Analysis(#[from] Error),
+    /// Writing the report failed.
+    #[error("cannot write the report")]
+    Write(#[source] io::Error),
+    /// The explanatory texts (no `-b`) are not implemented yet.
+    #[error("only the brief (-b) report is implemented")]
+    NotBrief,
+}
+
+/// Writes gprof's `-b` report: the flat profile, then the call graph, then the index by
+/// function name, each selected as gprof selects them (see [`ReportOptions`]).
+///
+/// When nothing at all is selected (no histogram and no arcs) nothing is printed, as gprof
+/// then prints the (empty) execution counts.
+///
+/// Returns an error if a listing explicitly asked for lacks its data (gprof's "gmon.out file
+/// is missing histogram" / "... call-graph data"), if `brief` is false, or if writing fails.
+pub fn write_report<W: Write>(
+    mut out: W,
+    analysis: &Analysis,
+    options: &ReportOptions,
+) -> Result<(), ReportError> {
+    if !options.brief {
+        return Err(ReportError::NotBrief);
+    }
+    let any_explicit = options.flat_profile == Some(true) || options.call_graph == Some(true);
+    let (flat, graph) = if any_explicit {
+        (
+            options.flat_profile == Some(true),
+            options.call_graph == Some(true),
+        )
+    } else {
+        (
+            options.flat_profile.is_none() && analysis.has_histogram(),
+            options.call_graph.is_none() && analysis.has_arcs,
+        )
+    };
+    if flat && !analysis.has_histogram() {
+        return Err(Error::MissingHistogram.into());
+    }
+    if graph && !analysis.has_arcs {
+        return Err(Error::MissingCallGraph.into());
+    }
+    let demangled: Vec<Vec<u8>>;
+    let names: &[Vec<u8>] = if options.no_demangle || options.traditional {
+        &analysis.names
+    } else {
+        demangled = analysis.names.iter().map(|n| demangle_bytes(n)).collect();
+        &demangled
+    };
+    let mut first = true;
+    let graph_print = |after_other_output: bool| GraphPrint {
+        graph: &analysis.graph,
+        names,
+        hz: f64::from(analysis.times.hz),
+        granularity: analysis.times.granularity_bytes(),
+        display_unused: options.display_unused,
+        after_other_output,
+        bsd: options.traditional,
+    };
+    // BSD style prints the call graph before the flat profile.
+    if graph && options.traditional {
+        write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
+        first = false;
+    }
+    if flat {
+        let a = analysis;
+        let unused;
+        let profile = if options.display_unused {
+            unused =
+                Analysis::flat_profile(&a.table, &a.times, &a.calls, &a.graph, &a.included, true);
+            &unused
+        } else {
+            &a.flat
+        };
+        if options.traditional {
+            let bsd = BsdFlat {
+                flat: profile,
+                times: &a.times,
+                graph: &a.graph,
+                names: &a.names,
+                decorate: a.has_arcs,
+                after_other_output: !first,
+            };
+            write_flat_bsd(&mut out, &bsd).map_err(ReportError::Write)?;
+        } else {
+            let o = FlatPrintOptions {
+                after_other_output: !first,
+            };
+            let mut shown = profile.clone();
+            for (name, row) in shown.names.iter_mut().zip(&profile.rows) {
+                if let Some(n) = names.get(row.symbol) {
+                    name.clone_from(n);
+                }
+            }
+            write_flat(&mut out, &shown, &o).map_err(ReportError::Write)?;
+        }
+        first = false;
+    }
+    if graph {
+        if !options.traditional {
+            write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
+        }
+        write_index(
+            &mut out,
+            &analysis.graph,
+            names,
+            &analysis.names,
+            &analysis.times.time,
+            options.display_unused,
+            options.traditional,
+        )
+        .map_err(ReportError::Write)?;
+    }
+    Ok(())
+}
+
+/// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.
+fn demangle_bytes(name: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(name) {
+        Ok(text) => crate::demangle::demangle(text).into_owned().into_bytes(),
+        Err(_) => name.to_vec(),
+    }
+}

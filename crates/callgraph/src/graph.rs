@@ -1,0 +1,502 @@
+//! The call graph: arc ingestion, cycle detection, and time propagation as gprof does them.
+//!
+//! Everything here follows gprof's observable order of operations, because printed digits and
+//! the order of entries depend on it (see the shared behaviour notes, §4).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use gmon_format::Arc;
+
+use crate::histogram::{HistogramTimes, MCOUNT_NAMES};
+use crate::sort::glibc_qsort;
+use crate::symbols::SymbolTable;
+
+mod cycles;
+mod propagate;
+
+/// One caller → callee edge, with the time it carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphArc {
+    /// Calling node (an index into [`CallGraph::nodes`]; always a symbol).
+    pub parent: usize,
+    /// Called node (always a symbol).
+    pub child: usize,
+    /// Number of calls, summed over all input files.
+    pub count: u64,
+    /// Callee self time (ticks) propagated along this arc, already scaled by the caller's
+    /// fraction.
+    pub time: f64,
+    /// Callee descendants' time (ticks) propagated along this arc, scaled likewise.
+    pub child_time: f64,
+}
+
+/// A function or a cycle as a whole ("cycle header").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Index in the symbol table, or `None` for a cycle header.
+    pub symbol: Option<usize>,
+    /// Calls from other functions (for a cycle: from outside the cycle).
+    pub ncalls: u64,
+    /// Calls to itself (for a cycle: calls between different members).
+    pub self_calls: u64,
+    /// Self time in ticks.
+    pub time: f64,
+    /// Descendants' time in ticks, unscaled (what the flat profile's "total" column uses).
+    pub child_time: f64,
+    /// Self time as printed in the call graph (ticks).
+    pub prop_self: f64,
+    /// Children time as printed in the call graph (ticks).
+    pub prop_child: f64,
+    /// Share of the function's time that propagates to its callers.
+    pub fract: f64,
+    /// Whether the call graph prints an entry for it.
+    pub print_flag: bool,
+    /// DFS number: callees get smaller numbers than callers; cycle members share one.
+    pub top_order: u64,
+    /// Cycle number (1-based), 0 when not in a cycle.
+    pub cycle: usize,
+    /// Arcs into this node (indices into [`CallGraph::arcs`]), newest first as gprof keeps them.
+    pub parents: Vec<usize>,
+    /// Arcs out of this node, newest first.
+    pub children: Vec<usize>,
+    /// For a cycle header: its members in gprof's chain order (DFS head first).
+    pub members: Vec<usize>,
+    /// Position in the printed order, 1-based (gprof's `[index]`).
+    pub index: usize,
+}
+
+impl Node {
+    fn new(symbol: Option<usize>) -> Self {
+        Node {
+            symbol,
+            ncalls: 0,
+            self_calls: 0,
+            time: 0.0,
+            child_time: 0.0,
+            prop_self: 0.0,
+            prop_child: 0.0,
+            fract: 0.0,
+            print_flag: false,
+            top_order: 0,
+            cycle: 0,
+            parents: Vec::new(),
+            children: Vec::new(),
+            members: Vec::new(),
+            index: 0,
+        }
+    }
+}
+
+/// gprof's call graph after assembly and time propagation, not yet printed.
+///
+/// Nodes `0..symbol_count` are the table's symbols in address order; cycle headers follow, in
+/// cycle-number order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallGraph {
+    /// Symbols, then cycle headers.
+    pub nodes: Vec<Node>,
+    /// All arcs, in creation order (first appearance in the input).
+    pub arcs: Vec<GraphArc>,
+    /// Number of symbol nodes (the rest are cycle headers).
+    pub symbol_count: usize,
+    /// Node indices in printed order (sorted by propagated time).
+    pub order: Vec<usize>,
+    /// Sum of all printed self times (ticks), the base of the "% time" column.
+    pub print_time: f64,
+}
+
+pub(crate) const UNNUMBERED: u64 = 0;
+pub(crate) const BUSY: u64 = u64::MAX;
+
+impl CallGraph {
+    /// Builds the call graph from the summed arcs and the histogram's self times.
+    ///
+    /// Arc ends are resolved like [`crate::CallCounts::from_arcs`]; arcs with an end outside
+    /// every symbol are dropped. The mcount helpers are excluded from printing and from time
+    /// propagation, as gprof does by default.
+    pub fn build(table: &SymbolTable, arcs: &[Arc], times: &HistogramTimes) -> Self {
+        let n = table.len();
+        let mut nodes: Vec<Node> = (0..n).map(|i| Node::new(Some(i))).collect();
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.time = times.time.get(i).copied().unwrap_or(0.0);
+        }
+        let mut graph_arcs: Vec<GraphArc> = Vec::new();
+        // Merging repeated caller/callee pairs by a map keeps big profiles linear; the lists
+        // themselves are built oldest first and reversed below, which gives gprof's
+        // newest-first (prepend) order without quadratic inserts.
+        let mut by_pair: HashMap<(usize, usize), usize> = HashMap::new();
+        for arc in arcs {
+            let Some(parent) = table.lookup(arc.from_pc) else {
+                continue;
+            };
+            let Some(child) = table.lookup_callee(arc.self_pc) else {
+                continue;
+            };
+            nodes[child].ncalls = nodes[child].ncalls.wrapping_add(arc.count);
+            if let Some(&a) = by_pair.get(&(parent, child)) {
+                graph_arcs[a].count = graph_arcs[a].count.wrapping_add(arc.count);
+            } else {
+                let id = graph_arcs.len();
+                graph_arcs.push(GraphArc {
+                    parent,
+                    child,
+                    count: arc.count,
+                    time: 0.0,
+                    child_time: 0.0,
+                });
+                by_pair.insert((parent, child), id);
+                nodes[parent].children.push(id);
+                nodes[child].parents.push(id);
+            }
+        }
+        for node in &mut nodes {
+            node.children.reverse();
+            node.parents.reverse();
+        }
+        // A self arc's calls are recursion, not calls from outside: gprof shows them as `+N`.
+        for (i, node) in nodes.iter_mut().enumerate() {
+            let own = node
+                .children
+                .iter()
+                .find(|&&a| graph_arcs[a].child == i)
+                .map(|&a| graph_arcs[a].count);
+            if let Some(c) = own {
+                node.ncalls = node.ncalls.wrapping_sub(c);
+                node.self_calls = c;
+            }
+        }
+        let excluded: Vec<bool> = {
+            let mut v = vec![false; n];
+            for i in table.indices_named(&MCOUNT_NAMES) {
+                v[i] = true;
+            }
+            v
+        };
+        let mut graph = CallGraph {
+            nodes,
+            arcs: graph_arcs,
+            symbol_count: n,
+            order: Vec::new(),
+            print_time: 0.0,
+        };
+        let (head, next) = graph.number_depth_first();
+        graph.number_cycles(&head, &next);
+        let mut top: Vec<usize> = (0..n).collect();
+        glibc_qsort(&mut top, |&a, &b| {
+            graph.nodes[a].top_order.cmp(&graph.nodes[b].top_order)
+        });
+        graph.propagate_flags(&top, &excluded);
+        graph.cycle_times();
+        graph.propagate_time(&top);
+        graph.sort_for_printing(table);
+        graph
+    }
+
+    /// The cycle-header node of symbol `s`, if it is in a cycle.
+    pub fn header_of(&self, s: usize) -> Option<usize> {
+        let c = self.nodes.get(s)?.cycle;
+        (c != 0 && s < self.symbol_count).then(|| self.symbol_count + c - 1)
+    }
+
+    fn sort_for_printing(&mut self, table: &SymbolTable) {
+        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
+        let symbols = table.symbols();
+        let nodes = &self.nodes;
+        glibc_qsort(&mut order, |&a, &b| {
+            let (na, nb) = (&nodes[a], &nodes[b]);
+            let ta = na.prop_self + na.prop_child;
+            let tb = nb.prop_self + nb.prop_child;
+            if ta > tb {
+                return Ordering::Less;
+            }
+            if ta < tb {
+                return Ordering::Greater;
+            }
+            let (Some(sa), Some(sb)) = (na.symbol, nb.symbol) else {
+                // Headers claim to be smaller whenever they are on the left, a deliberately
+                // inconsistent rule that only glibc's merge sequence reproduces.
+                return if na.symbol.is_none() {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+            };
+            let (xa, xb) = (&symbols[sa].name, &symbols[sb].name);
+            let ua = xa.first() == Some(&b'_');
+            let ub = xb.first() == Some(&b'_');
+            if ua != ub {
+                return if ua {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                };
+            }
+            nb.ncalls.cmp(&na.ncalls).then_with(|| xa.cmp(xb))
+        });
+        for (i, &node) in order.iter().enumerate() {
+            self.nodes[node].index = i + 1;
+        }
+        self.order = order;
+    }
+
+    /// Per-symbol child time in ticks, as [`crate::FlatProfile::new`] takes it.
+    pub fn child_times(&self) -> Vec<f64> {
+        self.nodes[..self.symbol_count]
+            .iter()
+            .map(|n| n.child_time)
+            .collect()
+    }
+
+    /// Whether the input had any arcs that resolved to symbols.
+    pub fn has_arcs(&self) -> bool {
+        !self.arcs.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::RawSymbol;
+    use gmon_format::{AddressSize, Endian};
+
+    /// Functions 0x100 bytes apart starting at 0x1000, in the order given.
+    fn table(names: &[&str]) -> SymbolTable {
+        let raw = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| RawSymbol {
+                name: name.as_bytes().to_vec(),
+                address: 0x1000 + 0x100 * i as u64,
+                is_function: true,
+                is_static: false,
+            })
+            .collect();
+        let end = 0x1000 + 0x100 * names.len() as u64;
+        SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+    }
+
+    fn times(ticks: &[f64]) -> HistogramTimes {
+        HistogramTimes {
+            time: ticks.to_vec(),
+            total_time: ticks.iter().sum(),
+            hz: 100,
+            dimension: b"seconds".to_vec(),
+            dimension_abbrev: b's',
+            scale: 2.0,
+            has_histogram: true,
+        }
+    }
+
+    /// Arcs between symbol positions, as a gmon file would record them: from inside the
+    /// caller to the callee's entry.
+    fn arcs(list: &[(usize, usize, u64)]) -> Vec<Arc> {
+        list.iter()
+            .map(|&(from, to, count)| Arc {
+                from_pc: 0x1000 + 0x100 * from as u64 + 0x10,
+                self_pc: 0x1000 + 0x100 * to as u64,
+                count,
+            })
+            .collect()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    fn arc_between(g: &CallGraph, parent: usize, child: usize) -> &GraphArc {
+        g.arcs
+            .iter()
+            .find(|a| a.parent == parent && a.child == child)
+            .expect("arc exists")
+    }
+
+    /// McKusick's "Using gprof to Tune the 4.2BSD Kernel", figure 1: EXAMPLE called 4 times
+    /// by CALLER1 and 6 by CALLER2, 4 times by itself, calling SUB1 (a member of cycle 1, 40
+    /// outside calls) 20 times, SUB2 (5 calls) once and SUB3 never.
+    #[test]
+    fn mckusick_example_entry() {
+        const CALLER1: usize = 0;
+        const CALLER2: usize = 1;
+        const EXAMPLE: usize = 2;
+        const SUB1: usize = 3;
+        const CYC2: usize = 4;
+        const SUB2: usize = 5;
+        const SUB3: usize = 6;
+        const LEAF1: usize = 7;
+        const LEAF2: usize = 8;
+        const OTHER: usize = 9;
+        let t = table(&[
+            "CALLER1", "CALLER2", "EXAMPLE", "SUB1", "CYC2", "SUB2", "SUB3", "LEAF1", "LEAF2",
+            "OTHER", "zend",
+        ]);
+        // Ticks at 100 Hz: EXAMPLE 0.50 s, the cycle 3.00 s (SUB1 2.00 + CYC2 1.00) with 2.00 s
+        // of descendants (LEAF1), SUB2 nothing of its own but 2.50 s in LEAF2.
+        let h = times(&[
+            0.0, 0.0, 50.0, 200.0, 100.0, 0.0, 0.0, 200.0, 250.0, 0.0, 0.0,
+        ]);
+        let a = arcs(&[
+            (CALLER1, EXAMPLE, 4),
+            (CALLER2, EXAMPLE, 6),
+            (EXAMPLE, EXAMPLE, 4),
+            (EXAMPLE, SUB1, 20),
+            (EXAMPLE, SUB2, 1),
+            (EXAMPLE, SUB3, 0),
+            (SUB1, CYC2, 3),
+            (CYC2, SUB1, 2),
+            (CYC2, LEAF1, 1),
+            (SUB2, LEAF2, 1),
+            (OTHER, SUB1, 20),
+            (OTHER, SUB2, 4),
+            (OTHER, SUB3, 5),
+        ]);
+        let g = CallGraph::build(&t, &a, &h);
+
+        // "10+4": outside calls and self-recursive calls are kept apart.
+        assert_eq!(
+            (g.nodes[EXAMPLE].ncalls, g.nodes[EXAMPLE].self_calls),
+            (10, 4)
+        );
+        // SUB1 and CYC2 form cycle 1, entered 40 times from outside, 5 calls inside.
+        let header = g.header_of(SUB1).expect("SUB1 is in a cycle");
+        assert_eq!(g.header_of(CYC2), Some(header));
+        assert_eq!(g.nodes[header].cycle, 1);
+        assert_eq!(g.nodes[header].members, [SUB1, CYC2]);
+        assert_eq!(
+            (g.nodes[header].ncalls, g.nodes[header].self_calls),
+            (40, 5)
+        );
+
+        // EXAMPLE [2]   0.50 self, 3.00 descendants.
+        let e = &g.nodes[EXAMPLE];
+        assert!(
+            close(e.prop_self, 50.0) && close(e.prop_child, 300.0),
+            "{e:?}"
+        );
+        // Parents: 0.20 1.20 4/10 CALLER1, 0.30 1.80 6/10 CALLER2.
+        let c1 = arc_between(&g, CALLER1, EXAMPLE);
+        assert!(
+            close(c1.time, 20.0) && close(c1.child_time, 120.0),
+            "{c1:?}"
+        );
+        let c2 = arc_between(&g, CALLER2, EXAMPLE);
+        assert!(
+            close(c2.time, 30.0) && close(c2.child_time, 180.0),
+            "{c2:?}"
+        );
+        // Children: 1.50 1.00 20/40 SUB1 (half the cycle), 0.00 0.50 1/5 SUB2, 0.00 0.00 0/5.
+        let s1 = arc_between(&g, EXAMPLE, SUB1);
+        assert!(
+            close(s1.time, 150.0) && close(s1.child_time, 100.0),
+            "{s1:?}"
+        );
+        let s2 = arc_between(&g, EXAMPLE, SUB2);
+        assert!(close(s2.time, 0.0) && close(s2.child_time, 50.0), "{s2:?}");
+        let s3 = arc_between(&g, EXAMPLE, SUB3);
+        assert_eq!((s3.count, s3.time, s3.child_time), (0, 0.0, 0.0));
+        assert_eq!(g.nodes[SUB3].ncalls, 5);
+        // Recursion never moves time.
+        let own = arc_between(&g, EXAMPLE, EXAMPLE);
+        assert_eq!((own.count, own.time, own.child_time), (4, 0.0, 0.0));
+        // The flat profile's "total" for EXAMPLE uses the unscaled child time.
+        assert!(close(g.child_times()[EXAMPLE], 300.0));
+    }
+
+    /// Spec §4.11 (`c1.out`): cycle membership order, header counts and the printed order.
+    #[test]
+    fn worked_example_cycle_and_order() {
+        let t = table(&["_start", "fa", "fb", "fc", "fd", "fe", "zend"]);
+        let h = times(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 0.0]);
+        let a = arcs(&[
+            (0, 1, 1),
+            (1, 2, 10),
+            (2, 3, 5),
+            (3, 2, 3),
+            (3, 4, 7),
+            (4, 4, 4),
+            (1, 5, 2),
+            (5, 3, 1),
+        ]);
+        let g = CallGraph::build(&t, &a, &h);
+        assert_eq!((g.nodes[4].ncalls, g.nodes[4].self_calls), (7, 4));
+        let header = g.header_of(3).expect("fc is in a cycle");
+        assert_eq!(g.nodes[header].members, [3, 2], "head fc, then fb");
+        assert_eq!(
+            (g.nodes[header].ncalls, g.nodes[header].self_calls),
+            (11, 8)
+        );
+        // fa [1], _start [2], cycle [3], fc [4], fe [5], fd [6], fb [7]; zend last.
+        let index = |n: usize| g.nodes[n].index;
+        assert_eq!(
+            [
+                index(1),
+                index(0),
+                index(header),
+                index(3),
+                index(5),
+                index(4),
+                index(2)
+            ],
+            [1, 2, 3, 4, 5, 6, 7]
+        );
+        // fa's child line to fb: 0.05 0.04 10/11 (time 5 × 10/11 ticks, children 4 × 10/11).
+        let fab = arc_between(&g, 1, 2);
+        assert!(close(fab.time, 5.0 * (10.0 / 11.0)), "{fab:?}");
+        assert!(close(fab.child_time, 4.0 * (10.0 / 11.0)), "{fab:?}");
+        assert!(close(g.print_time, 15.0));
+    }
+
+    /// A cycle nobody outside calls keeps its header hidden (print flag false, fraction 0).
+    #[test]
+    fn cycle_without_outside_caller_is_not_printed() {
+        let t = table(&["fa", "fb", "fc", "fd", "zend"]);
+        let h = times(&[1.0, 1.0, 1.0, 1.0, 0.0]);
+        let a = arcs(&[(0, 1, 2), (1, 0, 3), (1, 2, 4), (2, 3, 1)]);
+        let g = CallGraph::build(&t, &a, &h);
+        let header = g.header_of(0).expect("fa is in a cycle");
+        assert!(!g.nodes[header].print_flag);
+        assert_eq!(g.nodes[header].fract, 0.0);
+        assert!(g.nodes[0].print_flag && g.nodes[1].print_flag);
+    }
+
+    /// Arcs outside every symbol are dropped and nothing panics on odd input.
+    #[test]
+    fn arcs_outside_the_table_and_empty_input() {
+        let t = table(&["fa", "fb"]);
+        let h = times(&[0.0, 0.0]);
+        let a = vec![
+            Arc {
+                from_pc: 0x10,
+                self_pc: 0x1000,
+                count: 1,
+            },
+            Arc {
+                from_pc: 0x1000,
+                self_pc: u64::MAX,
+                count: 1,
+            },
+        ];
+        let g = CallGraph::build(&t, &a, &h);
+        assert!(g.arcs.is_empty());
+        let empty = table(&[]);
+        let g = CallGraph::build(&empty, &a, &times(&[]));
+        assert!(g.nodes.is_empty() && g.order.is_empty());
+    }
+
+    /// The depth-first walk uses its own stack: a 100,000-deep call chain closed into one
+    /// big cycle must not overflow the thread's stack.
+    #[test]
+    fn deep_chain_and_big_cycle() {
+        let n = 100_000;
+        let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let t = table(&refs);
+        let mut list: Vec<(usize, usize, u64)> = (0..n - 1).map(|i| (i, i + 1, 1)).collect();
+        list.push((n - 1, 1, 1));
+        let g = CallGraph::build(&t, &arcs(&list), &times(&vec![1.0; n]));
+        let header = g.header_of(1).expect("f1..f99999 form a cycle");
+        assert_eq!(g.nodes[header].members.len(), n - 1);
+        assert_eq!(g.nodes[header].members[0], 1, "the DFS head comes first");
+        assert_eq!(g.header_of(0), None);
+    }
+}

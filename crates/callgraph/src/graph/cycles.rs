@@ -1,0 +1,122 @@
+//! Depth-first numbering and cycle detection (gprof's "top order" and cycle membership).
+
+use super::{BUSY, CallGraph, Node, UNNUMBERED};
+
+impl CallGraph {
+    /// Depth-first numbering with cycle detection. Returns each symbol's cycle head and the
+    /// member chain links.
+    pub(super) fn number_depth_first(&mut self) -> (Vec<usize>, Vec<Option<usize>>) {
+        let n = self.symbol_count;
+        let mut head: Vec<usize> = (0..n).collect();
+        let mut next: Vec<Option<usize>> = vec![None; n];
+        let mut counter = 0u64;
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for root in 0..n {
+            if self.nodes[root].top_order != UNNUMBERED {
+                continue;
+            }
+            self.nodes[root].top_order = BUSY;
+            stack.push((root, 0));
+            while let Some(&mut (node, ref mut pos)) = stack.last_mut() {
+                if let Some(&arc) = self.nodes[node].children.get(*pos) {
+                    *pos += 1;
+                    let child = self.arcs[arc].child;
+                    match self.nodes[child].top_order {
+                        UNNUMBERED => {
+                            self.nodes[child].top_order = BUSY;
+                            stack.push((child, 0));
+                        }
+                        BUSY => find_cycle(child, &stack, &mut head, &mut next),
+                        _ => {}
+                    }
+                    continue;
+                }
+                stack.pop();
+                if head[node] == node {
+                    counter += 1;
+                    let mut m = Some(node);
+                    while let Some(x) = m {
+                        self.nodes[x].top_order = counter;
+                        m = next[x];
+                    }
+                }
+            }
+        }
+        (head, next)
+    }
+
+    pub(super) fn number_cycles(&mut self, head: &[usize], next: &[Option<usize>]) {
+        let n = self.symbol_count;
+        for h in 0..n {
+            if head[h] != h || next[h].is_none() {
+                continue;
+            }
+            let number = self.nodes.len() - n + 1;
+            let mut header = Node::new(None);
+            header.print_flag = true;
+            header.cycle = number;
+            header.top_order = self.nodes[h].top_order;
+            let mut m = Some(h);
+            while let Some(x) = m {
+                header.members.push(x);
+                self.nodes[x].cycle = number;
+                m = next[x];
+            }
+            self.nodes.push(header);
+        }
+        for c in n..self.nodes.len() {
+            let cycle = self.nodes[c].cycle;
+            let (mut ncalls, mut self_calls) = (0u64, 0u64);
+            for &m in &self.nodes[c].members {
+                for &a in &self.nodes[m].parents {
+                    let arc = &self.arcs[a];
+                    if self.nodes[arc.parent].cycle != cycle {
+                        ncalls = ncalls.wrapping_add(arc.count);
+                    } else if arc.parent != arc.child {
+                        self_calls = self_calls.wrapping_add(arc.count);
+                    }
+                }
+            }
+            self.nodes[c].ncalls = ncalls;
+            self.nodes[c].self_calls = self_calls;
+        }
+    }
+}
+
+/// A call back into `child`, which is still on the DFS stack: merge everything above it (or
+/// above the head of the cycle it already belongs to) into one cycle.
+fn find_cycle(
+    child: usize,
+    stack: &[(usize, usize)],
+    head: &mut [usize],
+    next: &mut [Option<usize>],
+) {
+    let Some(pos) = stack
+        .iter()
+        .rposition(|&(s, _)| s == child || (head[child] != child && head[child] == s))
+    else {
+        return;
+    };
+    if pos + 1 == stack.len() {
+        return;
+    }
+    let mut cycle_head = stack[pos].0;
+    let mut tail = cycle_head;
+    while let Some(t) = next[tail] {
+        tail = t;
+    }
+    if head[cycle_head] != cycle_head {
+        cycle_head = head[cycle_head];
+    }
+    for &(s, _) in &stack[pos + 1..] {
+        if head[s] == s {
+            next[tail] = Some(s);
+            head[s] = cycle_head;
+            tail = s;
+            while let Some(t) = next[tail] {
+                head[t] = cycle_head;
+                tail = t;
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! pkgprof's own explanations of its listings, printed where gprof prints its explanatory
+//! texts when `-b` is not given. The layout around them (blank lines, form feeds, the notice) is
+//! gprof's, so tools that split gprof's output on form feeds still find every part; the words
+//! are ours.
+
+/// Follows the flat profile listing.
+pub const FLAT: &str = "\
+ Reading the flat profile
+
+ Each line is one function; the lines are sorted by self seconds, then by
+ calls, then by name.
+
+ % time          This function's own share of all sampled time, in percent.
+                 Sampling counts where the program counter was, so only time
+                 spent in the function's own code counts here.
+
+ cumulative      The self seconds of this line and of all lines above it.
+ seconds         The last line's figure is the total sampled time.
+
+ self seconds    Seconds spent in this function's own code: the samples that
+                 fell in it, times the sampling interval. This is the key the
+                 listing is sorted by.
+
+ calls           How many times the function was called, from the call counts
+                 the program recorded. Empty when no call was recorded for it
+                 (it was not compiled for profiling, or never called).
+
+ self ms/call    Self seconds divided by calls, in the unit the header shows
+                 (s, ms, us, ns ...): the average own cost of one call.
+
+ total ms/call   Self plus children's time divided by calls: the average
+                 cost of one call including what it called. Children's time is
+                 shared out in proportion to call counts (see the call graph).
+
+ name            The function. A number in brackets is its entry in the call
+                 graph and the index below; a name with <cycle N> belongs to
+                 a group of functions that call each other.
+";
+
+/// Follows the GNU-style call graph.
+pub const CALL_GRAPH: &str = "\
+ Reading the call graph
+
+ The listing has one entry per function, between dashed lines, sorted by
+ the total time spent in the function and in what it called. In each entry
+ the line starting with [N] is the function itself (the primary line); the
+ lines above it are its callers (parents) and the lines below it the
+ functions it called (children).
+
+ Primary line:
+     index       The entry's number; every mention of the function in the
+                 listing carries it in brackets.
+     % time      Share of the total time spent in this function and in its
+                 children.
+     self        Seconds spent in the function's own code.
+     children    Seconds its children spent on its behalf.
+     called      How many times it was called. With a \"+\", the first number
+                 counts calls from other functions and the second its calls
+                 to itself (recursion), which take no time away from callers.
+     name        The function, with its index.
+
+ Parent lines (callers):
+     self        The part of this function's self seconds charged to that
+                 caller, in proportion to the calls it made.
+     children    The part of this function's children seconds charged to
+                 that caller, in the same proportion.
+     called      Calls from that caller / all calls from outside the cycle
+                 the function is in, if any.
+     name        The caller and its index. <spontaneous> means the function
+                 was entered with no recorded caller (a signal handler, a
+                 function reached before profiling started, or a caller that
+                 was not compiled for profiling).
+
+ Child lines (callees):
+     self        The part of the child's self seconds charged to this
+                 function, in proportion to the calls this function made.
+     children    The part of the child's children seconds charged to it.
+     called      Calls this function made to the child / all calls the child
+                 received from outside its cycle.
+     name        The child and its index.
+
+ Charging time in proportion to calls assumes every call costs the same;
+ when calls differ in cost, these shares are estimates.
+
+ Cycles: functions that call each other, directly or through others, are
+ grouped into a cycle and also listed as a whole (<cycle N as a whole>).
+ Time inside a cycle is not shared out between its members; the cycle's
+ entry shows what it costs and who calls it. For a member, the \"+\" figure
+ counts calls from inside the cycle.
+";
+
+/// Precedes the BSD-style (`-T`) call graph.
+pub const BSD_CALL_GRAPH: &str = "\
+ Reading the call graph
+
+ One entry per function, between dashed lines. The line starting with
+ [N] is the function itself; above it are its callers, below it the
+ functions it called. Columns: index, percentage of total time spent in
+ the function and its children, self seconds, children seconds, calls
+ (callers' lines: calls from that caller / all calls; children's lines:
+ calls to that child / all its calls; \"+\" counts recursive calls), and the
+ name with its index. Time is charged from children to callers in
+ proportion to calls; functions that call each other form cycles, listed
+ as a whole and not shared out among their members.
+";
+
+/// Follows each explanation after a form feed, where gprof prints its notice.
+pub const NOTICE: &str = "\
+These explanations are pkgprof's own text and may be copied and changed
+freely.
+";

@@ -1,0 +1,120 @@
+//! The flat profile in gprof's BSD layout (`-T`).
+
+use std::io::{self, Write};
+
+use crate::flat::FlatProfile;
+use crate::graph::CallGraph;
+use crate::histogram::HistogramTimes;
+use crate::report::format::{fixed, fixed_width, left_cut, right, right_cut};
+
+/// What the BSD flat profile needs beyond the GNU one: per-call times are always in
+/// milli-units, names carry cycle and index decorations, and a granularity line leads.
+pub(crate) struct BsdFlat<'a> {
+    pub flat: &'a FlatProfile,
+    pub times: &'a HistogramTimes,
+    pub graph: &'a CallGraph,
+    pub names: &'a [Vec<u8>],
+    /// Whether the call graph exists, so names get ` <cycle N>` and ` [index]`.
+    pub decorate: bool,
+    pub after_other_output: bool,
+}
+
+/// Writes the flat profile as `gprof -b -T -p` does.
+pub(crate) fn write_flat_bsd<W: Write>(mut out: W, p: &BsdFlat<'_>) -> io::Result<()> {
+    let times = p.times;
+    let hz = f64::from(times.hz);
+    let mut buf = Vec::with_capacity(256 + 80 * p.flat.rows.len());
+    if p.after_other_output {
+        buf.extend_from_slice(b"\x0c\n");
+    }
+    buf.extend_from_slice(
+        format!(
+            "\ngranularity: each sample hit covers {} byte(s)",
+            times.granularity_bytes()
+        )
+        .as_bytes(),
+    );
+    if times.total_time > 0.0 {
+        buf.extend_from_slice(
+            format!(
+                " for {}% of {} ",
+                fixed(100.0 / times.total_time, 2),
+                fixed(times.total_time / hz, 2)
+            )
+            .as_bytes(),
+        );
+        buf.extend_from_slice(&times.dimension);
+        buf.extend_from_slice(b"\n\n");
+    } else {
+        buf.extend_from_slice(b" no time accumulated\n\n");
+    }
+    let dim = &times.dimension;
+    let unit = [b'm', times.dimension_abbrev, b'/', b'c', b'a', b'l', b'l'];
+    right_cut(&mut buf, b"%  ", 5);
+    buf.push(b' ');
+    right_cut(&mut buf, b"cumulative", 10);
+    buf.push(b' ');
+    right_cut(&mut buf, b"self  ", 8);
+    buf.push(b' ');
+    right_cut(&mut buf, b"", 8);
+    buf.push(b' ');
+    right_cut(&mut buf, b"self  ", 8);
+    buf.push(b' ');
+    right_cut(&mut buf, b"total ", 8);
+    buf.extend_from_slice(b"  ");
+    left_cut(&mut buf, b"", 8);
+    buf.push(b'\n');
+    right_cut(&mut buf, b"time", 5);
+    buf.push(b' ');
+    right_cut(&mut buf, dim, 9);
+    buf.extend_from_slice(b"  ");
+    right_cut(&mut buf, dim, 8);
+    buf.push(b' ');
+    right_cut(&mut buf, b"calls", 8);
+    buf.push(b' ');
+    right_cut(&mut buf, &unit, 8);
+    buf.push(b' ');
+    right_cut(&mut buf, &unit, 8);
+    buf.extend_from_slice(b"  ");
+    left_cut(&mut buf, b"name", 8);
+    buf.push(b'\n');
+
+    let child = p.graph.child_times();
+    for row in &p.flat.rows {
+        let i = row.symbol;
+        let t = times.time.get(i).copied().unwrap_or(0.0);
+        buf.extend_from_slice(fixed_width(row.percent, 5, 1).as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(fixed_width(row.cumulative_seconds, 10, 2).as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(fixed_width(row.self_seconds, 8, 2).as_bytes());
+        match row.calls {
+            Some(calls) => {
+                let c = calls as f64;
+                let ch = child.get(i).copied().unwrap_or(0.0);
+                buf.push(b' ');
+                right(&mut buf, calls.to_string().as_bytes(), 8);
+                buf.push(b' ');
+                buf.extend_from_slice(fixed_width(1000.0 * t / hz / c, 8, 2).as_bytes());
+                buf.push(b' ');
+                buf.extend_from_slice(fixed_width(1000.0 * (t + ch) / hz / c, 8, 2).as_bytes());
+                buf.extend_from_slice(b"  ");
+            }
+            None => buf.extend_from_slice(&[b' '; 29]),
+        }
+        buf.extend_from_slice(p.names.get(i).map_or(&[][..], |v| v));
+        if let Some(n) = p.graph.nodes.get(i).filter(|_| p.decorate) {
+            if n.cycle != 0 {
+                buf.extend_from_slice(format!(" <cycle {}>", n.cycle).as_bytes());
+            }
+            let index = if n.print_flag {
+                format!(" [{}]", n.index)
+            } else {
+                format!(" ({})", n.index)
+            };
+            buf.extend_from_slice(index.as_bytes());
+        }
+        buf.push(b'\n');
+    }
+    out.write_all(&buf)
+}

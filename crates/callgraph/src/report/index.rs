@@ -1,0 +1,80 @@
+//! The index by function name that ends gprof's call-graph report.
+
+use std::io::{self, Write};
+
+use crate::graph::CallGraph;
+use crate::report::format::{left_cut, right_cut};
+use crate::sort::glibc_qsort;
+
+/// Writes `\f\nIndex by function name` and the three-column index (GNU layout, width 80, or
+/// with `bsd` the fixed-width BSD layout).
+///
+/// `names` are printed, `mangled` decide the order. `self_time` is the histogram self time per symbol; a symbol is listed if it was called or
+/// sampled (always with `display_unused`), which is not the call graph's own filter.
+pub(crate) fn write_index<W: Write>(
+    mut out: W,
+    graph: &CallGraph,
+    names: &[Vec<u8>],
+    mangled: &[Vec<u8>],
+    self_time: &[f64],
+    display_unused: bool,
+    bsd: bool,
+) -> io::Result<()> {
+    let mut symbols: Vec<usize> = (0..graph.symbol_count)
+        .filter(|&s| {
+            let n = &graph.nodes[s];
+            display_unused || n.ncalls != 0 || self_time.get(s).copied().unwrap_or(0.0) != 0.0
+        })
+        .collect();
+    let empty = Vec::new();
+    let name = |s: usize| names.get(s).unwrap_or(&empty);
+    // gprof sorts by the mangled name whatever it prints.
+    let key = |s: usize| mangled.get(s).unwrap_or(&empty);
+    glibc_qsort(&mut symbols, |&a, &b| key(a).cmp(key(b)));
+    let entries: Vec<usize> = symbols
+        .into_iter()
+        .chain(graph.symbol_count..graph.nodes.len())
+        .collect();
+
+    let mut buf = Vec::with_capacity(64 + 30 * entries.len());
+    buf.extend_from_slice(b"\x0c\nIndex by function name\n\n");
+    // gprof's column width for the default output width of 80.
+    const WIDTH: usize = (80 - 1) / 3;
+    let rows = entries.len().div_ceil(3);
+    for row in 0..rows {
+        let (mut col, mut start) = (0usize, 0usize);
+        for &e in entries.iter().skip(row).step_by(rows.max(1)) {
+            let n = &graph.nodes[e];
+            let label = if n.print_flag {
+                format!("[{}]", n.index)
+            } else {
+                format!("({})", n.index)
+            };
+            let text = match n.symbol {
+                Some(s) => name(s).clone(),
+                None => format!("<cycle {}>", n.cycle).into_bytes(),
+            };
+            if bsd {
+                // Fixed columns: label right-aligned in 6, name cut to 19.
+                right_cut(&mut buf, label.as_bytes(), 6);
+                buf.push(b' ');
+                left_cut(&mut buf, &text, 19);
+                continue;
+            }
+            col += label.len();
+            // The two spaces around the label are not counted, as in gprof, so columns drift.
+            while col < start + 5 {
+                buf.push(b' ');
+                col += 1;
+            }
+            buf.push(b' ');
+            buf.extend_from_slice(label.as_bytes());
+            buf.push(b' ');
+            col += text.len();
+            buf.extend_from_slice(&text);
+            start += WIDTH;
+        }
+        buf.push(b'\n');
+    }
+    out.write_all(&buf)
+}

@@ -1,0 +1,53 @@
+//! Golden tests of the full report: `gprof -b` on every shared fixture program
+//! (`fixtures/programs/out/<name>/gprof-b.txt`, recorded with GNU gprof 2.40).
+
+use std::path::Path;
+
+use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+
+/// Our `gprof -b IMAGE GMON...` output.
+fn report(image: &Path, gmons: &[&Path], options: &ReportOptions) -> Vec<u8> {
+    let table = SymbolTable::read(image, &SymbolOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", image.display()));
+    let mut sum = gmon_format::Sum::new();
+    for gmon in gmons {
+        let data = std::fs::read(gmon).unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
+        let profile = gmon_format::Profile::parse(&data, &table.read_options())
+            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
+        sum.add(&profile)
+            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
+    }
+    let analysis = Analysis::new(table, &sum);
+    let mut out = Vec::new();
+    write_report(&mut out, &analysis, options).unwrap_or_else(|e| panic!("{e}"));
+    out
+}
+
+#[test]
+fn shared_fixtures_full_report_matches_gprof() {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/programs/out");
+    let mut dirs: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("gprof-b.txt").is_file())
+        .collect();
+    dirs.sort();
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let prog = name.rsplit_once('-').unwrap().0;
+        let mut options = ReportOptions::default();
+        options.brief = true;
+        let ours = report(&dir.join(prog), &[&dir.join("gmon.out")], &options);
+        let expected = std::fs::read(dir.join("gprof-b.txt")).unwrap();
+        if ours != expected {
+            failures.push(format!(
+                "{name}: differs\n--- gprof\n{}\n--- ours\n{}",
+                String::from_utf8_lossy(&expected),
+                String::from_utf8_lossy(&ours)
+            ));
+        }
+    }
+    assert!(dirs.len() >= 12, "expected the 12 shared fixtures");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
