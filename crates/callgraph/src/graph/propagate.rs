@@ -4,12 +4,13 @@ use super::CallGraph;
 
 impl CallGraph {
     pub(super) fn propagate_flags(&mut self, top: &[usize], excluded: &[bool]) {
-        let mut done = vec![false; self.nodes.len()];
+        // A cycle's flag and fraction are worked out once, when its first member comes up;
+        // each member then gets its own adjustments (and adds to print_time) at its own turn
+        // in the list, which decides the summation order of print_time.
+        let mut cycle_done = vec![false; self.nodes.len()];
         for &s in top.iter().rev() {
-            if done[s] {
-                continue;
-            }
-            let targets: Vec<usize> = if let Some(h) = self.header_of(s) {
+            if let Some(h) = self.header_of(s).filter(|&h| !cycle_done[h]) {
+                cycle_done[h] = true;
                 let cycle = self.nodes[h].cycle;
                 let (mut flag, mut fract) = (false, 0.0);
                 let ncalls = self.nodes[h].ncalls;
@@ -35,8 +36,7 @@ impl CallGraph {
                     self.nodes[m].print_flag = flag;
                     self.nodes[m].fract = fract;
                 }
-                members
-            } else {
+            } else if self.header_of(s).is_none() {
                 let (mut flag, mut fract) = (false, 0.0);
                 let ncalls = self.nodes[s].ncalls;
                 for &a in &self.nodes[s].parents {
@@ -54,27 +54,23 @@ impl CallGraph {
                 }
                 self.nodes[s].print_flag = flag;
                 self.nodes[s].fract = fract;
-                vec![s]
-            };
-            for t in targets {
-                done[t] = true;
-                let ex = excluded.get(t).copied().unwrap_or(false);
-                let node = &mut self.nodes[t];
-                if !node.print_flag {
-                    node.print_flag = !ex;
-                } else if ex {
-                    node.print_flag = false;
-                }
-                if node.fract == 0.0 {
-                    if !ex {
-                        node.fract = 1.0;
-                    }
-                } else if ex {
-                    node.fract = 0.0;
-                }
-                node.prop_self = node.time * node.fract;
-                self.print_time += node.prop_self;
             }
+            let ex = excluded.get(s).copied().unwrap_or(false);
+            let node = &mut self.nodes[s];
+            if !node.print_flag {
+                node.print_flag = !ex;
+            } else if ex {
+                node.print_flag = false;
+            }
+            if node.fract == 0.0 {
+                if !ex {
+                    node.fract = 1.0;
+                }
+            } else if ex {
+                node.fract = 0.0;
+            }
+            node.prop_self = node.time * node.fract;
+            self.print_time += node.prop_self;
         }
     }
 
