@@ -123,6 +123,8 @@ fn report_options(o: &Options) -> ReportOptions {
     report.call_graph = choice(Style::Graph);
     report.brief = o.brief;
     report.display_unused = o.display_unused;
+    report.traditional = o.traditional;
+    report.no_demangle = !o.demangle;
     report
 }
 
@@ -157,7 +159,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
         ),
         (o.static_call_graph, "-c (static call graph)"),
         (o.line && !o.has(Style::Sum), "-l (line granularity)"),
-        (o.traditional, "-T (BSD layout)"),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
     ];
     missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
