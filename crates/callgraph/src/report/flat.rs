@@ -45,35 +45,7 @@ pub fn write_flat<W: Write>(
         b'l',
     ];
 
-    right_cut(&mut buf, b"%  ", 5);
-    buf.push(b' ');
-    right_cut(&mut buf, b"cumulative", 10);
-    buf.push(b' ');
-    right_cut(&mut buf, b"self  ", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"self  ", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"total ", 8);
-    buf.extend_from_slice(b"  ");
-    left_cut(&mut buf, b"", 8);
-    buf.push(b'\n');
-
-    right_cut(&mut buf, b"time", 5);
-    buf.push(b' ');
-    right_cut(&mut buf, dim, 9);
-    buf.extend_from_slice(b"  ");
-    right_cut(&mut buf, dim, 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"calls", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, &unit, 8);
-    buf.push(b' ');
-    right_cut(&mut buf, &unit, 8);
-    buf.extend_from_slice(b"  ");
-    left_cut(&mut buf, b"name", 8);
-    buf.push(b'\n');
+    write_column_header(&mut buf, dim, &unit);
 
     for (row, name) in profile.rows.iter().zip(&profile.names) {
         buf.extend_from_slice(fixed_width(row.percent, 6, 2).as_bytes());
@@ -97,4 +69,38 @@ pub fn write_flat<W: Write>(
         buf.push(b'\n');
     }
     out.write_all(&buf)
+}
+
+/// The two-line column header of the flat profile, shared by the GNU and BSD layouts: `dim` is
+/// the unit name (`seconds`), `unit` the per-call unit (`ms/call`, `us/call` ...).
+pub(crate) fn write_column_header(buf: &mut Vec<u8>, dim: &[u8], unit: &[u8]) {
+    right_cut(buf, b"%  ", 5);
+    buf.push(b' ');
+    right_cut(buf, b"cumulative", 10);
+    buf.push(b' ');
+    right_cut(buf, b"self  ", 8);
+    buf.push(b' ');
+    right_cut(buf, b"", 8);
+    buf.push(b' ');
+    right_cut(buf, b"self  ", 8);
+    buf.push(b' ');
+    right_cut(buf, b"total ", 8);
+    buf.extend_from_slice(b"  ");
+    left_cut(buf, b"", 8);
+    buf.push(b'\n');
+
+    right_cut(buf, b"time", 5);
+    buf.push(b' ');
+    right_cut(buf, dim, 9);
+    buf.extend_from_slice(b"  ");
+    right_cut(buf, dim, 8);
+    buf.push(b' ');
+    right_cut(buf, b"calls", 8);
+    buf.push(b' ');
+    right_cut(buf, unit, 8);
+    buf.push(b' ');
+    right_cut(buf, unit, 8);
+    buf.extend_from_slice(b"  ");
+    left_cut(buf, b"name", 8);
+    buf.push(b'\n');
 }

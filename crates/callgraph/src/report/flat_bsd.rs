@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use crate::flat::FlatProfile;
 use crate::graph::CallGraph;
 use crate::histogram::HistogramTimes;
-use crate::report::format::{fixed, fixed_width, left_cut, right, right_cut};
+use crate::report::format::{fixed, fixed_width, right};
 
 /// What the BSD flat profile needs beyond the GNU one: per-call times are always in
 /// milli-units, names carry cycle and index decorations, and a granularity line leads.
@@ -50,34 +50,7 @@ pub(crate) fn write_flat_bsd<W: Write>(mut out: W, p: &BsdFlat<'_>) -> io::Resul
     }
     let dim = &times.dimension;
     let unit = [b'm', times.dimension_abbrev, b'/', b'c', b'a', b'l', b'l'];
-    right_cut(&mut buf, b"%  ", 5);
-    buf.push(b' ');
-    right_cut(&mut buf, b"cumulative", 10);
-    buf.push(b' ');
-    right_cut(&mut buf, b"self  ", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"self  ", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"total ", 8);
-    buf.extend_from_slice(b"  ");
-    left_cut(&mut buf, b"", 8);
-    buf.push(b'\n');
-    right_cut(&mut buf, b"time", 5);
-    buf.push(b' ');
-    right_cut(&mut buf, dim, 9);
-    buf.extend_from_slice(b"  ");
-    right_cut(&mut buf, dim, 8);
-    buf.push(b' ');
-    right_cut(&mut buf, b"calls", 8);
-    buf.push(b' ');
-    right_cut(&mut buf, &unit, 8);
-    buf.push(b' ');
-    right_cut(&mut buf, &unit, 8);
-    buf.extend_from_slice(b"  ");
-    left_cut(&mut buf, b"name", 8);
-    buf.push(b'\n');
+    super::flat::write_column_header(&mut buf, dim, &unit);
 
     let child = p.graph.child_times();
     for row in &p.flat.rows {
