@@ -106,6 +106,9 @@ pub struct ReportOptions {
     /// gprof does (see [`crate::demangle`]); BSD layouts never demangle. Sorting always uses
     /// the mangled names. Default is false.
     pub no_demangle: bool,
+    /// Something (such as `-i`'s file summaries) was printed before the report, so its first
+    /// listing opens with a form feed, as every later one does. Default is false.
+    pub after_other_output: bool,
 }
 
 /// Why [`write_report`] failed.
@@ -164,7 +167,7 @@ pub fn write_report<W: Write>(
         demangled = analysis.names.iter().map(|n| demangle_bytes(n)).collect();
         &demangled
     };
-    let mut first = true;
+    let mut first = !options.after_other_output;
     let graph_print = |after_other_output: bool| GraphPrint {
         graph: &analysis.graph,
         names,

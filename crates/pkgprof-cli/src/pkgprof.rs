@@ -46,12 +46,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         return Ok(());
     }
     let format = file_format(&o)?;
-    let (read_options, gmon_files) = inputs(&o)?;
-    let read_options = read_options.with_format(format);
     let reports = !o.dump && (o.styles & !(Style::FileInfo as u32) != 0 || o.styles == 0);
     if reports {
         refuse_unbuilt(&o)?;
     }
+    let (read_options, gmon_files, table) = inputs(&o)?;
+    let read_options = read_options.with_format(format);
     // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
     // histogram scale, overlapping range) stops the run before anything about it is printed.
     let mut sum = Sum::new();
@@ -85,21 +85,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             dump_one(out, &profile, path)?;
         }
     }
-    if reports {
-        let image = o
-            .operands
-            .first()
-            .map_or_else(|| PathBuf::from("a.out"), PathBuf::from);
-        let mut symbol_options = SymbolOptions::default();
-        symbol_options.no_static = o.no_static;
-        symbol_options.ignore_non_functions = o.ignore_non_functions;
-        let table = SymbolTable::read(&image, &symbol_options)?;
+    if let (true, Some(table)) = (reports, table) {
         let analysis = Analysis::new(table, &sum);
-        let report = report_options(&o);
-        // After -i output, the first listing opens with a form feed, as gprof's do.
-        if o.has(Style::FileInfo) && prints_something(&o, &analysis) {
-            out.write_all(b"\x0c\n")?;
-        }
+        let mut report = report_options(&o);
+        report.after_other_output = o.has(Style::FileInfo);
         write_report(out, &analysis, &report)?;
     }
     Ok(())
@@ -126,13 +115,6 @@ fn report_options(o: &Options) -> ReportOptions {
     report.traditional = o.traditional;
     report.no_demangle = !o.demangle;
     report
-}
-
-fn prints_something(o: &Options, analysis: &Analysis) -> bool {
-    let r = report_options(o);
-    let flat = r.flat_profile.unwrap_or(analysis.has_histogram());
-    let graph = r.call_graph.unwrap_or(analysis.has_arcs);
-    flat || graph
 }
 
 /// Options whose reports are not built yet are refused by name, rather than silently printing
@@ -183,19 +165,39 @@ fn file_format(o: &Options) -> Result<FormatChoice> {
     })
 }
 
-/// The read options and profile files: from the image (default `a.out`) and the operands after
-/// it (default `gmon.out`), or, with `--dump-layout`, from that and all operands.
-fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>)> {
+/// The symbol table, the read options and the profile files.
+///
+/// As gprof does, the image (default `a.out`) is loaded first, so a bad image stops the run
+/// before any profile is read or summarised, and its ELF header gives the address width and
+/// byte order of the profiles (default `gmon.out`). `--dump` needs no symbols: it reads only the
+/// ELF header, or takes the layout from `--dump-layout`, in which case every operand is a
+/// profile.
+fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<SymbolTable>)> {
     let mut operands = o.operands.iter().map(PathBuf::from);
-    let (size, endian) = match o.dump_layout.as_deref() {
-        Some(kind) => parse_layout(kind)?,
-        None => elf_layout(&operands.next().unwrap_or_else(|| PathBuf::from("a.out")))?,
+    let (read_options, table) = match o.dump_layout.as_deref() {
+        Some(kind) => {
+            let (size, endian) = parse_layout(kind)?;
+            (ReadOptions::new(size, endian), None)
+        }
+        None => {
+            let image = operands.next().unwrap_or_else(|| PathBuf::from("a.out"));
+            if o.dump {
+                let (size, endian) = elf_layout(&image)?;
+                (ReadOptions::new(size, endian), None)
+            } else {
+                let mut symbol_options = SymbolOptions::default();
+                symbol_options.no_static = o.no_static;
+                symbol_options.ignore_non_functions = o.ignore_non_functions;
+                let table = SymbolTable::read(&image, &symbol_options)?;
+                (table.read_options(), Some(table))
+            }
+        }
     };
     let mut files: Vec<PathBuf> = operands.collect();
     if files.is_empty() {
         files.push(PathBuf::from("gmon.out"));
     }
-    Ok((ReadOptions::new(size, endian), files))
+    Ok((read_options, files, table))
 }
 
 fn dump_one(out: &mut dyn Write, profile: &Profile<'_>, path: &Path) -> Result<()> {
