@@ -5,11 +5,13 @@
 
 use std::path::{Path, PathBuf};
 
-use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+mod common;
+
+use callgraph::{Analysis, ReportOptions, write_report};
 
 /// Our output for gprof arguments `cmd` (`-b`, `-q`, `-p`, `-z`, `-a`, `-D`, `-T`, then files).
 fn run(dir: &Path, cmd: &str) -> Vec<u8> {
-    let mut symbol_options = SymbolOptions::default();
+    let mut flags = common::Flags::default();
     let mut report = ReportOptions::default();
     let mut files: Vec<PathBuf> = Vec::new();
     for arg in cmd.split_whitespace() {
@@ -19,23 +21,16 @@ fn run(dir: &Path, cmd: &str) -> Vec<u8> {
             "-p" => report.flat_profile = Some(true),
             "-z" => report.display_unused = true,
             "-T" => report.traditional = true,
-            "-a" => symbol_options.no_static = true,
-            "-D" => symbol_options.ignore_non_functions = true,
+            "-a" => flags.no_static = true,
+            "-D" => flags.ignore_non_functions = true,
             other if other.starts_with('-') => panic!("{}: unsupported {other}", dir.display()),
             file => files.push(dir.join(file)),
         }
     }
     let (image, gmons) = files.split_first().expect("cmd names no image");
-    let table = SymbolTable::read(image, &symbol_options)
-        .unwrap_or_else(|e| panic!("{}: {e}", image.display()));
-    let mut sum = gmon_format::Sum::new();
-    for gmon in gmons {
-        let data = std::fs::read(gmon).unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-        let profile = gmon_format::Profile::parse(&data, &table.read_options())
-            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-        sum.add(&profile)
-            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-    }
+    let gmons: Vec<&Path> = gmons.iter().map(PathBuf::as_path).collect();
+    let (table, sum) =
+        common::load(image, &gmons, flags).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let analysis = Analysis::new(table, &sum);
     let mut out = Vec::new();
     write_report(&mut out, &analysis, &report).unwrap_or_else(|e| panic!("{e}"));

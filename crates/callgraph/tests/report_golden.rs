@@ -3,20 +3,14 @@
 
 use std::path::Path;
 
-use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+mod common;
+
+use callgraph::{Analysis, ReportOptions, write_report};
 
 /// Our `gprof -b IMAGE GMON...` output.
 fn report(image: &Path, gmons: &[&Path], options: &ReportOptions) -> Vec<u8> {
-    let table = SymbolTable::read(image, &SymbolOptions::default())
+    let (table, sum) = common::load(image, gmons, common::Flags::default())
         .unwrap_or_else(|e| panic!("{}: {e}", image.display()));
-    let mut sum = gmon_format::Sum::new();
-    for gmon in gmons {
-        let data = std::fs::read(gmon).unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-        let profile = gmon_format::Profile::parse(&data, &table.read_options())
-            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-        sum.add(&profile)
-            .unwrap_or_else(|e| panic!("{}: {e}", gmon.display()));
-    }
     let analysis = Analysis::new(table, &sum);
     let mut out = Vec::new();
     write_report(&mut out, &analysis, options).unwrap_or_else(|e| panic!("{e}"));

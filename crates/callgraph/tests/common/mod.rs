@@ -1,6 +1,9 @@
 //! Shared by the golden test and the differential example: `gprof -b -p IMAGE GMON...` with
 //! this crate.
 
+// Each test binary and example that includes this module uses a different part of it.
+#![allow(dead_code)]
+
 use std::path::Path;
 
 use callgraph::{
@@ -21,8 +24,13 @@ pub struct Flags {
     pub traditional: bool,
 }
 
-/// Our `gprof -b -p [-z] [-a] [-D] image gmons...` output, or the error text.
-pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+/// The image's symbols (with `-a`/`-D` from `flags`) and the sum of the gmon files read by its
+/// layout, as gprof loads them; or the error text.
+pub fn load(
+    image: &Path,
+    gmons: &[&Path],
+    flags: Flags,
+) -> Result<(SymbolTable, gmon_format::Sum), String> {
     let mut symbol_options = SymbolOptions::default();
     symbol_options.no_static = flags.no_static;
     symbol_options.ignore_non_functions = flags.ignore_non_functions;
@@ -34,6 +42,12 @@ pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8
             gmon_format::Profile::parse(&data, &table.read_options()).map_err(|e| e.to_string())?;
         sum.add(&profile).map_err(|e| e.to_string())?;
     }
+    Ok((table, sum))
+}
+
+/// Our `gprof -b -p [-z] [-a] [-D] image gmons...` output, or the error text.
+pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let (table, sum) = load(image, gmons, flags)?;
     let included = default_flat_selection(&table);
     let times = HistogramTimes::assign(&table, &sum, &included);
     let calls = CallCounts::from_arcs(&table, sum.arcs());
@@ -56,19 +70,8 @@ pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8
 
 /// Our `gprof -b [-z] [-a] [-D] [-T] image gmons...` output (the full default report), or the
 /// error text.
-#[allow(dead_code)] // Used by the differential example only.
 pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
-    let mut symbol_options = SymbolOptions::default();
-    symbol_options.no_static = flags.no_static;
-    symbol_options.ignore_non_functions = flags.ignore_non_functions;
-    let table = SymbolTable::read(image, &symbol_options).map_err(|e| e.to_string())?;
-    let mut sum = gmon_format::Sum::new();
-    for gmon in gmons {
-        let data = std::fs::read(gmon).map_err(|e| format!("{}: {e}", gmon.display()))?;
-        let profile =
-            gmon_format::Profile::parse(&data, &table.read_options()).map_err(|e| e.to_string())?;
-        sum.add(&profile).map_err(|e| e.to_string())?;
-    }
+    let (table, sum) = load(image, gmons, flags)?;
     let analysis = callgraph::Analysis::new(table, &sum);
     let mut options = callgraph::ReportOptions::default();
     options.brief = true;
