@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use gmon_format::Arc;
 
@@ -121,11 +122,11 @@ impl CallGraph {
         for (i, node) in nodes.iter_mut().enumerate() {
             node.time = times.time.get(i).copied().unwrap_or(0.0);
         }
-        let mut graph_arcs: Vec<GraphArc> = Vec::new();
-        // Merging repeated caller/callee pairs by a map keeps big profiles linear; the lists
-        // themselves are built oldest first and reversed below, which gives gprof's
-        // newest-first (prepend) order without quadratic inserts.
-        let mut by_pair: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut graph_arcs: Vec<GraphArc> = Vec::with_capacity(arcs.len());
+        // Merging repeated caller/callee pairs by a map keeps big profiles linear. The key packs
+        // both symbol indices into one word (tables hold fewer than 2^32 symbols).
+        let mut by_pair: HashMap<u64, usize, PairHash> =
+            HashMap::with_capacity_and_hasher(arcs.len(), PairHash::default());
         for arc in arcs {
             let Some(parent) = table.lookup(arc.from_pc) else {
                 continue;
@@ -134,10 +135,11 @@ impl CallGraph {
                 continue;
             };
             nodes[child].ncalls = nodes[child].ncalls.wrapping_add(arc.count);
-            if let Some(&a) = by_pair.get(&(parent, child)) {
-                graph_arcs[a].count = graph_arcs[a].count.wrapping_add(arc.count);
+            let key = ((parent as u64) << 32) ^ child as u64;
+            let id = *by_pair.entry(key).or_insert(graph_arcs.len());
+            if id < graph_arcs.len() {
+                graph_arcs[id].count = graph_arcs[id].count.wrapping_add(arc.count);
             } else {
-                let id = graph_arcs.len();
                 graph_arcs.push(GraphArc {
                     parent,
                     child,
@@ -145,14 +147,26 @@ impl CallGraph {
                     time: 0.0,
                     child_time: 0.0,
                 });
-                by_pair.insert((parent, child), id);
-                nodes[parent].children.push(id);
-                nodes[child].parents.push(id);
             }
         }
-        for node in &mut nodes {
-            node.children.reverse();
-            node.parents.reverse();
+        drop(by_pair);
+        graph_arcs.shrink_to_fit();
+        // gprof prepends each new arc to both lists, so they hold the newest first: walking
+        // the arcs backwards fills them in that order, each list allocated once at its size.
+        let mut out_degree = vec![0usize; n];
+        let mut in_degree = vec![0usize; n];
+        for arc in &graph_arcs {
+            out_degree[arc.parent] += 1;
+            in_degree[arc.child] += 1;
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.children = Vec::with_capacity(out_degree[i]);
+            node.parents = Vec::with_capacity(in_degree[i]);
+        }
+        drop((out_degree, in_degree));
+        for (id, arc) in graph_arcs.iter().enumerate().rev() {
+            nodes[arc.parent].children.push(id);
+            nodes[arc.child].parents.push(id);
         }
         // A self arc's calls are recursion, not calls from outside: gprof shows them as `+N`.
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -182,15 +196,41 @@ impl CallGraph {
         };
         let (head, next) = graph.number_depth_first();
         graph.number_cycles(&head, &next);
-        let mut top: Vec<usize> = (0..n).collect();
-        glibc_qsort(&mut top, |&a, &b| {
-            graph.nodes[a].top_order.cmp(&graph.nodes[b].top_order)
-        });
+        let top = graph.topological_order();
         graph.propagate_flags(&top, &excluded);
         graph.cycle_times();
         graph.propagate_time(&top);
         graph.sort_for_printing(table);
         graph
+    }
+
+    /// Symbols by ascending DFS number, ties in symbol order: what gprof's merge sort on the
+    /// DFS numbers gives, by counting, as the numbers run from 1 to at most the symbol count.
+    fn topological_order(&self) -> Vec<usize> {
+        let n = self.symbol_count;
+        let key = |i: usize| {
+            let t = self.nodes[i].top_order;
+            usize::try_from(t).ok().filter(|&t| t <= n)
+        };
+        if (0..n).any(|i| key(i).is_none()) {
+            let mut top: Vec<usize> = (0..n).collect();
+            top.sort_by_key(|&i| self.nodes[i].top_order);
+            return top;
+        }
+        let mut start = vec![0usize; n + 2];
+        for i in 0..n {
+            start[key(i).unwrap_or(0) + 1] += 1;
+        }
+        for k in 1..start.len() {
+            start[k] += start[k - 1];
+        }
+        let mut top = vec![0; n];
+        for i in 0..n {
+            let k = key(i).unwrap_or(0);
+            top[start[k]] = i;
+            start[k] += 1;
+        }
+        top
     }
 
     /// The cycle-header node of symbol `s`, if it is in a cycle.
@@ -251,6 +291,33 @@ impl CallGraph {
     /// Whether the input had any arcs that resolved to symbols.
     pub fn has_arcs(&self) -> bool {
         !self.arcs.is_empty()
+    }
+}
+
+/// A multiplicative hash for the (caller, callee) map: the keys are small indices, and the
+/// default SipHash costs more than the rest of arc ingestion.
+type PairHash = BuildHasherDefault<PairHasher>;
+
+#[derive(Debug, Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
