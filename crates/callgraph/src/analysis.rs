@@ -1,5 +1,6 @@
 //! The whole analysis in one value, and the default `gprof -b` report sequence.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use gmon_format::Sum;
@@ -9,7 +10,7 @@ use crate::error::Error;
 use crate::flat::{FlatOptions, FlatProfile};
 use crate::graph::CallGraph;
 use crate::histogram::{HistogramTimes, default_flat_selection};
-use crate::report::flat::{FlatPrintOptions, write_flat};
+use crate::report::flat::{FlatPrintOptions, write_flat_named};
 use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
 use crate::report::graph::{GraphPrint, write_graph};
 use crate::report::index::write_index;
@@ -19,8 +20,6 @@ use crate::symbols::SymbolTable;
 /// propagated times, and the flat profile that uses them.
 #[derive(Debug, Clone)]
 pub struct Analysis {
-    /// Symbol names, indexed like the table, as the listings print them.
-    pub names: Vec<Vec<u8>>,
     /// Histogram self time per symbol.
     pub times: HistogramTimes,
     /// Call counts per symbol (self-recursive calls apart).
@@ -43,16 +42,36 @@ impl Analysis {
     pub fn new(table: SymbolTable, sum: &Sum) -> Self {
         let included = default_flat_selection(&table);
         let times = HistogramTimes::assign(&table, sum, &included);
-        let calls = CallCounts::from_arcs(&table, sum.arcs());
-        let graph = CallGraph::build(&table, sum.arcs(), &times);
+        Self::with_times(table, times, sum.arcs(), included)
+    }
+
+    /// [`Analysis::new`] taking the sum by value, to free it early: the summed histograms
+    /// (8 bytes per bin) and the sum's arc index go as soon as the self times are known, before
+    /// the call graph is built. This is what keeps big profiles within gprof's memory.
+    pub fn from_sum(table: SymbolTable, sum: Sum) -> Self {
+        let included = default_flat_selection(&table);
+        let times = HistogramTimes::assign(&table, &sum, &included);
+        let arcs = sum.arcs().to_vec();
+        drop(sum);
+        Self::with_times(table, times, &arcs, included)
+    }
+
+    /// The rest of the analysis once the self times are known.
+    fn with_times(
+        table: SymbolTable,
+        times: HistogramTimes,
+        arcs: &[gmon_format::Arc],
+        included: Vec<bool>,
+    ) -> Self {
+        let graph = CallGraph::build(&table, arcs, &times);
+        let calls = CallCounts::from_graph(&graph);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
-            names: table.symbols().iter().map(|s| s.name.clone()).collect(),
             times,
             calls,
             graph,
             flat,
-            has_arcs: !sum.arcs().is_empty(),
+            has_arcs: !arcs.is_empty(),
             table,
             included,
         }
@@ -75,6 +94,11 @@ impl Analysis {
             included,
             &options,
         )
+    }
+
+    /// The stored (mangled) name of symbol `i`, as the table holds it; empty past the end.
+    pub fn name(&self, i: usize) -> &[u8] {
+        self.table.symbols().get(i).map_or(&[], |s| &s.name)
     }
 
     /// Whether a histogram was read (gprof then selects the flat profile by default).
@@ -160,11 +184,13 @@ pub fn write_report<W: Write>(
     if graph && !analysis.has_arcs {
         return Err(Error::MissingCallGraph.into());
     }
-    let demangled: Vec<Vec<u8>>;
-    let names: &[Vec<u8>] = if options.no_demangle || options.traditional {
-        &analysis.names
+    let symbols = analysis.table.symbols();
+    let mangled: Vec<Cow<'_, [u8]>> = symbols.iter().map(|s| Cow::Borrowed(&s.name[..])).collect();
+    let demangled: Vec<Cow<'_, [u8]>>;
+    let names: &[Cow<'_, [u8]>] = if options.no_demangle || options.traditional {
+        &mangled
     } else {
-        demangled = analysis.names.iter().map(|n| demangle_bytes(n)).collect();
+        demangled = symbols.iter().map(|s| demangle_bytes(&s.name)).collect();
         &demangled
     };
     let mut first = !options.after_other_output;
@@ -197,7 +223,7 @@ pub fn write_report<W: Write>(
                 flat: profile,
                 times: &a.times,
                 graph: &a.graph,
-                names: &a.names,
+                names: &mangled,
                 decorate: a.has_arcs,
                 after_other_output: !first,
             };
@@ -206,13 +232,11 @@ pub fn write_report<W: Write>(
             let o = FlatPrintOptions {
                 after_other_output: !first,
             };
-            let mut shown = profile.clone();
-            for (name, row) in shown.names.iter_mut().zip(&profile.rows) {
-                if let Some(n) = names.get(row.symbol) {
-                    name.clone_from(n);
-                }
-            }
-            write_flat(&mut out, &shown, &o).map_err(ReportError::Write)?;
+            let name = |row: usize| match profile.rows.get(row).and_then(|r| names.get(r.symbol)) {
+                Some(n) => &n[..],
+                None => &profile.names[row][..],
+            };
+            write_flat_named(&mut out, profile, &o, name).map_err(ReportError::Write)?;
         }
         first = false;
     }
@@ -224,7 +248,7 @@ pub fn write_report<W: Write>(
             &mut out,
             &analysis.graph,
             names,
-            &analysis.names,
+            &mangled,
             &analysis.times.time,
             options.display_unused,
             options.traditional,
@@ -235,9 +259,9 @@ pub fn write_report<W: Write>(
 }
 
 /// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.
-fn demangle_bytes(name: &[u8]) -> Vec<u8> {
-    match std::str::from_utf8(name) {
-        Ok(text) => crate::demangle::demangle(text).into_owned().into_bytes(),
-        Err(_) => name.to_vec(),
+fn demangle_bytes(name: &[u8]) -> Cow<'_, [u8]> {
+    match std::str::from_utf8(name).map(crate::demangle::demangle) {
+        Ok(Cow::Owned(text)) => Cow::Owned(text.into_bytes()),
+        Ok(Cow::Borrowed(_)) | Err(_) => Cow::Borrowed(name),
     }
 }

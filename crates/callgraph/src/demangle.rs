@@ -27,7 +27,9 @@ use std::fmt::Write as _;
 /// (`._Z3fooi` prints as `.foo(int)`, checked with gprof).  Names that are
 /// not mangled, or that cannot be demangled, are returned borrowed and unchanged.
 pub fn demangle(name: &str) -> Cow<'_, str> {
-    let (core, version) = match name.find('@') {
+    // A byte search: `str::find` with a char pattern sets up a searcher per call, and this
+    // runs once per symbol.
+    let (core, version) = match name.bytes().position(|b| b == b'@') {
         Some(at) => name.split_at(at),
         None => (name, ""),
     };

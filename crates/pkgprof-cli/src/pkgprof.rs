@@ -86,7 +86,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         }
     }
     if let (true, Some(table)) = (reports, table) {
-        let analysis = Analysis::new(table, &sum);
+        let analysis = Analysis::from_sum(table, sum);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
         write_report(out, &analysis, &report)?;

@@ -1,9 +1,12 @@
 //! The call graph listing in gprof's GNU layout (`-b -q`) and its BSD variant (`-b -q -T`).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::graph::{CallGraph, GraphArc};
-use crate::report::format::{fixed, fixed_width, left, left_cut, right};
+use crate::report::format::{
+    fixed, left_cut, pad, push_fixed, push_uint, push_uint_left, uint_digits,
+};
 
 const SEPARATOR: &[u8] = b"-----------------------------------------------\n";
 
@@ -18,7 +21,7 @@ const BSD_HEADER: &[u8] = concat!(
 /// What the call-graph printer needs besides the graph itself.
 pub(crate) struct GraphPrint<'a> {
     pub graph: &'a CallGraph,
-    pub names: &'a [Vec<u8>],
+    pub names: &'a [Cow<'a, [u8]>],
     pub hz: f64,
     pub granularity: i64,
     pub display_unused: bool,
@@ -33,24 +36,31 @@ impl GraphPrint<'_> {
     /// printed entries or `(index)` for hidden ones.
     fn decorated(&self, buf: &mut Vec<u8>, node: usize) {
         let n = &self.graph.nodes[node];
+        let mut digits = [0u8; 20];
         if let Some(s) = n.symbol {
             buf.extend_from_slice(self.names.get(s).map_or(&[][..], |v| v));
             if n.cycle != 0 {
-                buf.extend_from_slice(format!(" <cycle {}>", n.cycle).as_bytes());
+                buf.extend_from_slice(b" <cycle ");
+                buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+                buf.push(b'>');
             }
         } else {
-            buf.extend_from_slice(format!("<cycle {} as a whole>", n.cycle).as_bytes());
+            buf.extend_from_slice(b"<cycle ");
+            buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+            buf.extend_from_slice(b" as a whole>");
         }
-        let index = if n.print_flag {
-            format!(" [{}]", n.index)
+        let (open, close) = if n.print_flag {
+            (b" [", b']')
         } else {
-            format!(" ({})", n.index)
+            (b" (", b')')
         };
-        buf.extend_from_slice(index.as_bytes());
+        buf.extend_from_slice(open);
+        buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
+        buf.push(close);
     }
 
     fn seconds(&self, buf: &mut Vec<u8>, ticks: f64) {
-        buf.extend_from_slice(fixed_width(ticks / self.hz, 7, 2).as_bytes());
+        push_fixed(buf, ticks / self.hz, 7, 2);
     }
 
     /// Width of the children column: BSD's header says "descendants" there.
@@ -59,16 +69,15 @@ impl GraphPrint<'_> {
     }
 
     fn child_seconds(&self, buf: &mut Vec<u8>, ticks: f64) {
-        let width = self.child_width();
-        buf.extend_from_slice(fixed_width(ticks / self.hz, width, 2).as_bytes());
+        push_fixed(buf, ticks / self.hz, self.child_width(), 2);
     }
 
     /// `ncalls+self ` or `ncalls        `, the "called" column of primary and member lines.
     fn called(buf: &mut Vec<u8>, ncalls: u64, self_calls: u64) {
-        right(buf, ncalls.to_string().as_bytes(), 7);
+        push_uint(buf, ncalls, 7);
         if self_calls != 0 {
             buf.push(b'+');
-            left(buf, self_calls.to_string().as_bytes(), 7);
+            push_uint_left(buf, self_calls, 7);
         } else {
             buf.extend_from_slice(b"        ");
         }
@@ -77,12 +86,11 @@ impl GraphPrint<'_> {
     fn arc_line(&self, buf: &mut Vec<u8>, arc: &GraphArc, other: usize) {
         let g = self.graph;
         let (p, c) = (&g.nodes[arc.parent], &g.nodes[arc.child]);
-        buf.extend_from_slice(&[b' '; 12]);
+        pad(buf, 12);
         if arc.parent == arc.child || (p.cycle != 0 && p.cycle == c.cycle) {
-            buf.extend(std::iter::repeat_n(b' ', 9 + self.child_width()));
-            buf.push(b' ');
-            right(buf, arc.count.to_string().as_bytes(), 7);
-            buf.extend_from_slice(&[b' '; 8]);
+            pad(buf, 10 + self.child_width());
+            push_uint(buf, arc.count, 7);
+            pad(buf, 8);
         } else {
             let total = match g.header_of(arc.child) {
                 Some(h) => g.nodes[h].ncalls,
@@ -93,9 +101,9 @@ impl GraphPrint<'_> {
             buf.push(b' ');
             self.child_seconds(buf, arc.child_time);
             buf.push(b' ');
-            right(buf, arc.count.to_string().as_bytes(), 7);
+            push_uint(buf, arc.count, 7);
             buf.push(b'/');
-            left(buf, total.to_string().as_bytes(), 7);
+            push_uint_left(buf, total, 7);
         }
         buf.extend_from_slice(b"     ");
         self.decorated(buf, other);
@@ -104,10 +112,16 @@ impl GraphPrint<'_> {
 
     fn primary(&self, buf: &mut Vec<u8>, node: usize, print_time: f64) {
         let n = &self.graph.nodes[node];
-        left_cut(buf, format!("[{}]", n.index).as_bytes(), 6);
+        let mut digits = [0u8; 20];
+        let mut label = [0u8; 22];
+        let index = uint_digits(&mut digits, n.index as u64);
+        label[0] = b'[';
+        label[1..=index.len()].copy_from_slice(index);
+        label[index.len() + 1] = b']';
+        left_cut(buf, &label[..index.len() + 2], 6);
         buf.push(b' ');
         let pct = 100.0 * (n.prop_self + n.prop_child) / print_time;
-        buf.extend_from_slice(fixed_width(pct, 5, 1).as_bytes());
+        push_fixed(buf, pct, 5, 1);
         buf.push(b' ');
         self.seconds(buf, n.prop_self);
         buf.push(b' ');
@@ -116,7 +130,7 @@ impl GraphPrint<'_> {
         if n.symbol.is_none() || n.ncalls.wrapping_add(n.self_calls) != 0 {
             Self::called(buf, n.ncalls, n.self_calls);
         } else {
-            buf.extend_from_slice(&[b' '; 15]);
+            pad(buf, 15);
         }
         buf.push(b' ');
         self.decorated(buf, node);
@@ -154,9 +168,35 @@ fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     }
 }
 
-/// gprof's insertion sort of an arc list; `descending` selects the children's order.
-fn sort_arcs(g: &CallGraph, list: &[usize], descending: bool) -> Vec<usize> {
-    let mut sorted: Vec<usize> = Vec::with_capacity(list.len());
+/// Lists at most this long are sorted by insertion, exactly as gprof does; longer ones by a
+/// stable sort that gives the same order in O(n log n) (see [`sort_arcs`]).
+const INSERTION_LIMIT: usize = 32;
+
+/// gprof's insertion sort of an arc list into `sorted`; `descending` selects the children's
+/// order.
+///
+/// gprof inserts each arc before the first one it is less than or equal to (greater than or
+/// equal to, for children), so the result is ordered with ties in reverse list order. Unless a
+/// time is NaN, [`arc_cmp`] is a total preorder (the only self arc of a list is its least
+/// element), and a stable sort of the reversed list gives that same order without the
+/// quadratic cost on functions with thousands of callers.
+fn sort_arcs(g: &CallGraph, list: &[usize], descending: bool, sorted: &mut Vec<usize>) {
+    sorted.clear();
+    let total = |a: usize| g.arcs[a].time + g.arcs[a].child_time;
+    if list.len() > INSERTION_LIMIT && !list.iter().any(|&a| total(a).is_nan()) {
+        sorted.extend(list.iter().rev());
+        sorted.sort_by(|&a, &b| match (a == b, descending) {
+            (true, _) => std::cmp::Ordering::Equal,
+            (false, true) => arc_cmp(g, &g.arcs[b], &g.arcs[a]),
+            (false, false) => arc_cmp(g, &g.arcs[a], &g.arcs[b]),
+        });
+        return;
+    }
+    insert_arcs(g, list, descending, sorted);
+}
+
+/// gprof's own insertion sort, for short lists and lists with NaN times.
+fn insert_arcs(g: &CallGraph, list: &[usize], descending: bool, sorted: &mut Vec<usize>) {
     for &a in list {
         let pos = sorted
             .iter()
@@ -167,13 +207,64 @@ fn sort_arcs(g: &CallGraph, list: &[usize], descending: bool) -> Vec<usize> {
             .unwrap_or(sorted.len());
         sorted.insert(pos, a);
     }
-    sorted
 }
+
+/// gprof's order of a cycle's members: most time first, then most calls, ties in chain order.
+///
+/// gprof inserts each member before the first one it beats, which is a stable descending
+/// sort; long lists without NaN times use the library's stable sort instead.
+fn sort_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
+    let key = |x: usize| {
+        let y = &g.nodes[x];
+        (
+            y.prop_self + y.prop_child,
+            y.ncalls.wrapping_add(y.self_calls),
+        )
+    };
+    sorted.clear();
+    if members.len() > INSERTION_LIMIT && !members.iter().any(|&m| key(m).0.is_nan()) {
+        sorted.extend_from_slice(members);
+        sorted.sort_by(|&a, &b| {
+            let ((ta, ca), (tb, cb)) = (key(a), key(b));
+            tb.partial_cmp(&ta)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(cb.cmp(&ca))
+        });
+        return;
+    }
+    insert_members(g, members, sorted);
+}
+
+/// gprof's own insertion of cycle members, for short lists and lists with NaN times.
+fn insert_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
+    let key = |x: usize| {
+        let y = &g.nodes[x];
+        (
+            y.prop_self + y.prop_child,
+            y.ncalls.wrapping_add(y.self_calls),
+        )
+    };
+    for &m in members {
+        let (tm, cm) = key(m);
+        let pos = sorted
+            .iter()
+            .position(|&e| {
+                let (te, ce) = key(e);
+                tm > te || (tm == te && cm > ce)
+            })
+            .unwrap_or(sorted.len());
+        sorted.insert(pos, m);
+    }
+}
+
+/// Output is handed to the writer in pieces of about this size, so the listing is never held
+/// whole in memory.
+pub(crate) const CHUNK: usize = 1 << 16;
 
 /// Writes the GNU call graph, `-b` style: title, granularity line, header and entries.
 pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Result<()> {
     let g = p.graph;
-    let mut buf = Vec::with_capacity(4096);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     if p.after_other_output {
         buf.extend_from_slice(b"\x0c\n");
     }
@@ -206,6 +297,7 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
     } else {
         buf.extend_from_slice(b"index % time    self  children    called     name\n");
     }
+    let mut sorted = Vec::new();
     for &node in &g.order {
         let n = &g.nodes[node];
         let all_zero =
@@ -215,29 +307,10 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         }
         if n.symbol.is_none() {
             p.primary(&mut buf, node, print_time);
-            let mut members: Vec<usize> = Vec::with_capacity(n.members.len());
-            for &m in &n.members {
-                let key = |x: usize| {
-                    let y = &g.nodes[x];
-                    (
-                        y.prop_self + y.prop_child,
-                        y.ncalls.wrapping_add(y.self_calls),
-                    )
-                };
-                let (tm, cm) = key(m);
-                let pos = members
-                    .iter()
-                    .position(|&e| {
-                        let (te, ce) = key(e);
-                        tm > te || (tm == te && cm > ce)
-                    })
-                    .unwrap_or(members.len());
-                members.insert(pos, m);
-            }
-            for m in members {
+            sort_members(g, &n.members, &mut sorted);
+            for &m in &sorted {
                 let y = &g.nodes[m];
-                buf.extend_from_slice(&[b' '; 12]);
-                buf.push(b' ');
+                pad(&mut buf, 13);
                 p.seconds(&mut buf, y.prop_self);
                 buf.push(b' ');
                 p.child_seconds(&mut buf, y.prop_child);
@@ -249,15 +322,17 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
             }
         } else {
             if n.parents.is_empty() {
-                buf.extend(std::iter::repeat_n(b' ', 42 + p.child_width()));
+                pad(&mut buf, 42 + p.child_width());
                 buf.extend_from_slice(b"<spontaneous>\n");
             } else {
-                for a in sort_arcs(g, &n.parents, false) {
+                sort_arcs(g, &n.parents, false, &mut sorted);
+                for &a in &sorted {
                     p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].parent);
                 }
             }
             p.primary(&mut buf, node, print_time);
-            for a in sort_arcs(g, &n.children, true) {
+            sort_arcs(g, &n.children, true, &mut sorted);
+            for &a in &sorted {
                 p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].child);
             }
         }
@@ -267,6 +342,10 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
             buf.push(b'\n');
         } else {
             buf.extend_from_slice(SEPARATOR);
+        }
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
         }
     }
     out.write_all(&buf)
@@ -278,6 +357,106 @@ mod tests {
     use crate::histogram::HistogramTimes;
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
+
+    /// Long lists take the stable sort; it must give exactly the order of gprof's insertion
+    /// sort, whatever the ties: arcs inside and outside cycles, a self arc, equal times with
+    /// equal and different counts, zero times.
+    #[test]
+    fn long_lists_sort_as_gprofs_insertion() {
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut long_cycles = 0;
+        for case in 0..40 {
+            let n = 40 + next(80) as usize;
+            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+            let raw = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| RawSymbol {
+                    name: name.as_bytes().to_vec(),
+                    address: 0x1000 + 0x100 * i as u64,
+                    is_function: true,
+                    is_static: false,
+                })
+                .collect();
+            let end = 0x1000 + 0x100 * n as u64;
+            let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+            let at = |i: usize| 0x1000 + 0x100 * i as u64;
+            // Node 0 calls everyone, everyone calls node 1, node 1 calls half of them back
+            // (one big cycle), and random edges add more.
+            let mut arcs = Vec::new();
+            for i in 0..n {
+                arcs.push(Arc {
+                    from_pc: at(0) + 4,
+                    self_pc: at(i),
+                    count: 1 + next(3),
+                });
+                arcs.push(Arc {
+                    from_pc: at(i) + 4,
+                    self_pc: at(1),
+                    count: 1 + next(3),
+                });
+                if next(2) == 0 {
+                    // Back to a caller of node 1: node 1 and i form a cycle.
+                    arcs.push(Arc {
+                        from_pc: at(1) + 12,
+                        self_pc: at(i),
+                        count: 1 + next(2),
+                    });
+                }
+                if next(4) == 0 {
+                    arcs.push(Arc {
+                        from_pc: at(i) + 8,
+                        self_pc: at(next(n as u64) as usize),
+                        count: next(3),
+                    });
+                }
+            }
+            let time = (0..n)
+                .map(|_| [0.0, 1.0, 2.0, 0.5][next(4) as usize])
+                .collect();
+            let times = HistogramTimes {
+                time,
+                total_time: 100.0,
+                hz: 100,
+                dimension: b"seconds".to_vec(),
+                dimension_abbrev: b's',
+                scale: 2.0,
+                has_histogram: true,
+            };
+            let g = CallGraph::build(&table, &arcs, &times);
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            for node in 0..g.nodes.len() {
+                for (list, descending) in [
+                    (&g.nodes[node].parents, false),
+                    (&g.nodes[node].children, true),
+                ] {
+                    sort_arcs(&g, list, descending, &mut fast);
+                    slow.clear();
+                    insert_arcs(&g, list, descending, &mut slow);
+                    assert_eq!(
+                        fast, slow,
+                        "case {case}, node {node}, descending {descending}"
+                    );
+                }
+                sort_members(&g, &g.nodes[node].members, &mut fast);
+                slow.clear();
+                insert_members(&g, &g.nodes[node].members, &mut slow);
+                assert_eq!(fast, slow, "case {case}, cycle node {node}");
+            }
+            assert!(g.nodes[1].parents.len() > INSERTION_LIMIT);
+            long_cycles += g.nodes[g.symbol_count..]
+                .iter()
+                .filter(|c| c.members.len() > INSERTION_LIMIT)
+                .count();
+        }
+        assert!(long_cycles > 10, "only {long_cycles} long cycles");
+    }
 
     const NAMES: [&str; 11] = [
         "CALLER1", "CALLER2", "EXAMPLE", "SUB1", "SUB1B", "SUB2", "SUB3", "LEAF", "LEAF2", "OTHER",
@@ -362,7 +541,7 @@ mod tests {
             (40, 10)
         );
 
-        let names: Vec<Vec<u8>> = NAMES.iter().map(|n| n.as_bytes().to_vec()).collect();
+        let names: Vec<Cow<'_, [u8]>> = NAMES.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
         let print = GraphPrint {
             graph: &graph,
             names: &names,
