@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use gmon_format::Arc;
 
 use crate::histogram::{HistogramTimes, MCOUNT_NAMES};
-use crate::sort::glibc_qsort;
+use crate::sort::glibc_qsort_fast;
 use crate::symbols::SymbolTable;
 
 mod cycles;
@@ -240,40 +240,30 @@ impl CallGraph {
     }
 
     fn sort_for_printing(&mut self, table: &SymbolTable) {
-        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         let symbols = table.symbols();
-        let nodes = &self.nodes;
-        glibc_qsort(&mut order, |&a, &b| {
-            let (na, nb) = (&nodes[a], &nodes[b]);
-            let ta = na.prop_self + na.prop_child;
-            let tb = nb.prop_self + nb.prop_child;
-            if ta > tb {
-                return Ordering::Less;
-            }
-            if ta < tb {
-                return Ordering::Greater;
-            }
-            let (Some(sa), Some(sb)) = (na.symbol, nb.symbol) else {
-                // Headers claim to be smaller whenever they are on the left, a deliberately
-                // inconsistent rule that only glibc's merge sequence reproduces.
-                return if na.symbol.is_none() {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                };
-            };
-            let (xa, xb) = (&symbols[sa].name, &symbols[sb].name);
-            let ua = xa.first() == Some(&b'_');
-            let ub = xb.first() == Some(&b'_');
-            if ua != ub {
-                return if ua {
-                    Ordering::Greater
-                } else {
-                    Ordering::Less
-                };
-            }
-            nb.ncalls.cmp(&na.ncalls).then_with(|| xa.cmp(xb))
-        });
+        // The keys sit side by side, so the sort does not chase 176-byte nodes.
+        let mut keys: Vec<PrintKey<'_>> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let name = n.symbol.map_or(&[][..], |s| &symbols[s].name[..]);
+                PrintKey {
+                    total: n.prop_self + n.prop_child,
+                    header: n.symbol.is_none(),
+                    underscore: name.first() == Some(&b'_'),
+                    ncalls: n.ncalls,
+                    name,
+                    node: i,
+                }
+            })
+            .collect();
+        // Without NaN times the comparator is consistent, and any stable sort gives glibc's
+        // order.
+        let consistent = !keys.iter().any(|k| k.total.is_nan());
+        glibc_qsort_fast(&mut keys, consistent, print_order);
+        let order: Vec<usize> = keys.iter().map(|k| k.node).collect();
+        drop(keys);
         for (i, &node) in order.iter().enumerate() {
             self.nodes[node].index = i + 1;
         }
@@ -292,6 +282,47 @@ impl CallGraph {
     pub fn has_arcs(&self) -> bool {
         !self.arcs.is_empty()
     }
+}
+
+/// What the printed order of the call graph compares, per node.
+#[derive(Debug, Clone, Copy)]
+struct PrintKey<'a> {
+    total: f64,
+    header: bool,
+    underscore: bool,
+    ncalls: u64,
+    name: &'a [u8],
+    node: usize,
+}
+
+/// gprof's order of call-graph entries: most propagated time first; on a tie cycle headers
+/// before functions, names without a leading underscore before those with one, then most
+/// calls, then by name.
+///
+/// gprof's comparator calls the left one of two tied headers the smaller, whichever it is;
+/// its merge sort only asks whether the left element is less or equal, so that is the same
+/// as calling them equal, which keeps this comparator consistent.
+fn print_order(a: &PrintKey<'_>, b: &PrintKey<'_>) -> Ordering {
+    if a.total > b.total {
+        return Ordering::Less;
+    }
+    if a.total < b.total {
+        return Ordering::Greater;
+    }
+    match (a.header, b.header) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Less,
+        (false, true) => return Ordering::Greater,
+        (false, false) => {}
+    }
+    if a.underscore != b.underscore {
+        return if a.underscore {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+    }
+    b.ncalls.cmp(&a.ncalls).then_with(|| a.name.cmp(b.name))
 }
 
 /// A multiplicative hash for the (caller, callee) map: the keys are small indices, and the

@@ -83,19 +83,14 @@ impl GraphPrint<'_> {
         }
     }
 
-    fn arc_line(&self, buf: &mut Vec<u8>, arc: &GraphArc, other: usize) {
-        let g = self.graph;
-        let (p, c) = (&g.nodes[arc.parent], &g.nodes[arc.child]);
+    fn arc_line(&self, buf: &mut Vec<u8>, arc: &GraphArc, other: usize, c: &Compact) {
         pad(buf, 12);
-        if arc.parent == arc.child || (p.cycle != 0 && p.cycle == c.cycle) {
+        if arc.parent == arc.child || c.intra_cycle(arc) {
             pad(buf, 10 + self.child_width());
             push_uint(buf, arc.count, 7);
             pad(buf, 8);
         } else {
-            let total = match g.header_of(arc.child) {
-                Some(h) => g.nodes[h].ncalls,
-                None => c.ncalls,
-            };
+            let total = c.called_total[arc.child];
             buf.push(b' ');
             self.seconds(buf, arc.time);
             buf.push(b' ');
@@ -106,11 +101,11 @@ impl GraphPrint<'_> {
             push_uint_left(buf, total, 7);
         }
         buf.extend_from_slice(b"     ");
-        self.decorated(buf, other);
+        buf.extend_from_slice(c.label(other));
         buf.push(b'\n');
     }
 
-    fn primary(&self, buf: &mut Vec<u8>, node: usize, print_time: f64) {
+    fn primary(&self, buf: &mut Vec<u8>, node: usize, print_time: f64, c: &Compact) {
         let n = &self.graph.nodes[node];
         let mut digits = [0u8; 20];
         let mut label = [0u8; 22];
@@ -133,14 +128,14 @@ impl GraphPrint<'_> {
             pad(buf, 15);
         }
         buf.push(b' ');
-        self.decorated(buf, node);
+        buf.extend_from_slice(c.label(node));
         buf.push(b'\n');
     }
 }
 
 /// Ordering of two arcs inside an entry (gprof's arc comparator): self arcs, then arcs inside a
 /// cycle by count, then the rest by propagated time and count.
-fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
+fn arc_cmp(c: &Compact, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     use std::cmp::Ordering::*;
     if a.parent == a.child {
         return Less;
@@ -148,11 +143,7 @@ fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     if b.parent == b.child {
         return Greater;
     }
-    let intra = |x: &GraphArc| {
-        let c = g.nodes[x.parent].cycle;
-        c != 0 && c == g.nodes[x.child].cycle
-    };
-    match (intra(a), intra(b)) {
+    match (c.intra_cycle(a), c.intra_cycle(b)) {
         (true, true) => return a.count.cmp(&b.count),
         (true, false) => return Less,
         (false, true) => return Greater,
@@ -180,28 +171,40 @@ const INSERTION_LIMIT: usize = 32;
 /// time is NaN, [`arc_cmp`] is a total preorder (the only self arc of a list is its least
 /// element), and a stable sort of the reversed list gives that same order without the
 /// quadratic cost on functions with thousands of callers.
-fn sort_arcs(g: &CallGraph, list: &[usize], descending: bool, sorted: &mut Vec<usize>) {
+fn sort_arcs(
+    g: &CallGraph,
+    c: &Compact,
+    list: &[usize],
+    descending: bool,
+    sorted: &mut Vec<usize>,
+) {
     sorted.clear();
     let total = |a: usize| g.arcs[a].time + g.arcs[a].child_time;
     if list.len() > INSERTION_LIMIT && !list.iter().any(|&a| total(a).is_nan()) {
         sorted.extend(list.iter().rev());
         sorted.sort_by(|&a, &b| match (a == b, descending) {
             (true, _) => std::cmp::Ordering::Equal,
-            (false, true) => arc_cmp(g, &g.arcs[b], &g.arcs[a]),
-            (false, false) => arc_cmp(g, &g.arcs[a], &g.arcs[b]),
+            (false, true) => arc_cmp(c, &g.arcs[b], &g.arcs[a]),
+            (false, false) => arc_cmp(c, &g.arcs[a], &g.arcs[b]),
         });
         return;
     }
-    insert_arcs(g, list, descending, sorted);
+    insert_arcs(g, c, list, descending, sorted);
 }
 
 /// gprof's own insertion sort, for short lists and lists with NaN times.
-fn insert_arcs(g: &CallGraph, list: &[usize], descending: bool, sorted: &mut Vec<usize>) {
+fn insert_arcs(
+    g: &CallGraph,
+    c: &Compact,
+    list: &[usize],
+    descending: bool,
+    sorted: &mut Vec<usize>,
+) {
     for &a in list {
         let pos = sorted
             .iter()
             .position(|&e| {
-                let o = arc_cmp(g, &g.arcs[a], &g.arcs[e]);
+                let o = arc_cmp(c, &g.arcs[a], &g.arcs[e]);
                 if descending { o.is_ge() } else { o.is_le() }
             })
             .unwrap_or(sorted.len());
@@ -257,6 +260,57 @@ fn insert_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
     }
 }
 
+/// What the entries need of every node they mention, laid out compactly: the listing visits
+/// callers and callees all over the graph, and reading 176-byte nodes and scattered names
+/// for each of them was most of its cost.
+struct Compact {
+    /// Decorated names (name, cycle tag, index) of all nodes, back to back.
+    labels: Vec<u8>,
+    /// Where each node's label starts in `labels`; one more entry than there are nodes.
+    label_start: Vec<usize>,
+    /// Cycle number per node, 0 outside cycles.
+    cycle: Vec<usize>,
+    /// Per node, the calls its "called/total" shows as total: those of its cycle's header
+    /// for cycle members, its own otherwise.
+    called_total: Vec<u64>,
+}
+
+impl Compact {
+    fn new(p: &GraphPrint<'_>) -> Self {
+        let g = p.graph;
+        let mut labels = Vec::with_capacity(g.nodes.len() * 24);
+        let mut label_start = Vec::with_capacity(g.nodes.len() + 1);
+        for node in 0..g.nodes.len() {
+            label_start.push(labels.len());
+            p.decorated(&mut labels, node);
+        }
+        label_start.push(labels.len());
+        let cycle = g.nodes.iter().map(|n| n.cycle).collect();
+        let called_total = (0..g.nodes.len())
+            .map(|i| match g.header_of(i) {
+                Some(h) => g.nodes[h].ncalls,
+                None => g.nodes[i].ncalls,
+            })
+            .collect();
+        Compact {
+            labels,
+            label_start,
+            cycle,
+            called_total,
+        }
+    }
+
+    fn label(&self, node: usize) -> &[u8] {
+        &self.labels[self.label_start[node]..self.label_start[node + 1]]
+    }
+
+    /// Whether both ends of `arc` are in the same cycle.
+    fn intra_cycle(&self, arc: &GraphArc) -> bool {
+        let c = self.cycle[arc.parent];
+        c != 0 && c == self.cycle[arc.child]
+    }
+}
+
 /// Output is handed to the writer in pieces of about this size, so the listing is never held
 /// whole in memory.
 pub(crate) const CHUNK: usize = 1 << 16;
@@ -297,6 +351,8 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
     } else {
         buf.extend_from_slice(b"index % time    self  children    called     name\n");
     }
+    let compact = Compact::new(p);
+    let c = &compact;
     let mut sorted = Vec::new();
     for &node in &g.order {
         let n = &g.nodes[node];
@@ -306,7 +362,7 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
             continue;
         }
         if n.symbol.is_none() {
-            p.primary(&mut buf, node, print_time);
+            p.primary(&mut buf, node, print_time, c);
             sort_members(g, &n.members, &mut sorted);
             for &m in &sorted {
                 let y = &g.nodes[m];
@@ -317,7 +373,7 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
                 buf.push(b' ');
                 GraphPrint::called(&mut buf, y.ncalls, y.self_calls);
                 buf.extend_from_slice(b"     ");
-                p.decorated(&mut buf, m);
+                buf.extend_from_slice(c.label(m));
                 buf.push(b'\n');
             }
         } else {
@@ -325,15 +381,15 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
                 pad(&mut buf, 42 + p.child_width());
                 buf.extend_from_slice(b"<spontaneous>\n");
             } else {
-                sort_arcs(g, &n.parents, false, &mut sorted);
+                sort_arcs(g, c, &n.parents, false, &mut sorted);
                 for &a in &sorted {
-                    p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].parent);
+                    p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].parent, c);
                 }
             }
-            p.primary(&mut buf, node, print_time);
-            sort_arcs(g, &n.children, true, &mut sorted);
+            p.primary(&mut buf, node, print_time, c);
+            sort_arcs(g, c, &n.children, true, &mut sorted);
             for &a in &sorted {
-                p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].child);
+                p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].child, c);
             }
         }
         if p.bsd {
@@ -430,15 +486,27 @@ mod tests {
                 has_histogram: true,
             };
             let g = CallGraph::build(&table, &arcs, &times);
+            let shown: Vec<Cow<'_, [u8]>> =
+                names.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
+            let print = GraphPrint {
+                graph: &g,
+                names: &shown,
+                hz: 100.0,
+                granularity: 4,
+                display_unused: false,
+                after_other_output: false,
+                bsd: false,
+            };
+            let c = Compact::new(&print);
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
             for node in 0..g.nodes.len() {
                 for (list, descending) in [
                     (&g.nodes[node].parents, false),
                     (&g.nodes[node].children, true),
                 ] {
-                    sort_arcs(&g, list, descending, &mut fast);
+                    sort_arcs(&g, &c, list, descending, &mut fast);
                     slow.clear();
-                    insert_arcs(&g, list, descending, &mut slow);
+                    insert_arcs(&g, &c, list, descending, &mut slow);
                     assert_eq!(
                         fast, slow,
                         "case {case}, node {node}, descending {descending}"

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::graph::CallGraph;
 use crate::report::format::{left_cut, right_cut, uint_digits};
 use crate::report::graph::CHUNK;
-use crate::sort::glibc_qsort;
+use crate::sort::glibc_qsort_fast;
 
 /// Writes `\f\nIndex by function name` and the three-column index (GNU layout, width 80, or
 /// with `bsd` the fixed-width BSD layout).
@@ -31,7 +31,8 @@ pub(crate) fn write_index<W: Write>(
     let name = |s: usize| names.get(s).map_or(&[][..], |n| &n[..]);
     // gprof sorts by the mangled name whatever it prints.
     let key = |s: usize| mangled.get(s).map_or(&[][..], |n| &n[..]);
-    glibc_qsort(&mut symbols, |&a, &b| key(a).cmp(key(b)));
+    // Byte-wise name order is consistent, so a stable sort gives glibc's order.
+    glibc_qsort_fast(&mut symbols, true, |&a, &b| key(a).cmp(key(b)));
     let entries: Vec<usize> = symbols
         .into_iter()
         .chain(graph.symbol_count..graph.nodes.len())
