@@ -1023,3 +1023,160 @@ fn write_gmon(
     }
     Ok(w.finish()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gmon_format::{Comm, Mapping, SECONDS};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
+    }
+
+    fn gmon(bins: &[(u64, u16)], arcs: &[(u64, u64, u64)]) -> Vec<u8> {
+        let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, Endian::Little));
+        w.header(&Header::Gnu {
+            version: 1,
+            spare: [0; 12],
+        })
+        .unwrap();
+        for &(at, count) in bins {
+            let low = at & !0xfff;
+            let header = HistogramHeader {
+                low_pc: low,
+                high_pc: low + 0x1000,
+                prof_rate: 100,
+                dimension: SECONDS.0,
+                dimension_abbrev: SECONDS.1,
+            };
+            let mut v = vec![0u16; 2048];
+            v[((at - low) / 2) as usize] = count;
+            w.histogram(&header, v.into_iter()).unwrap();
+        }
+        for &(from_pc, self_pc, count) in arcs {
+            w.arc(&Arc {
+                from_pc,
+                self_pc,
+                count,
+            })
+            .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn names(s: &Seamless) -> Vec<String> {
+        s.table
+            .symbols()
+            .iter()
+            .map(|s| s.name_lossy().into_owned())
+            .collect()
+    }
+
+    /// One process whose address 0x7000_1000 held `reader`'s code, then (after it was
+    /// unmapped) `libfake.so`'s; a hidden kallsyms snapshot.
+    fn measurement(dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut info = MeasurementInfo::default();
+        info.process.pid = 7;
+        info.process.comm = Some(Comm::new("x").unwrap());
+        info.kernel.symbols_file = Some("kallsyms.00000000".into());
+        let mut old = Mapping::new(0x7000_1000, 0x7000_2000);
+        old.file_offset = Some(0x1000);
+        old.path = Some(
+            fixtures()
+                .join("reader")
+                .to_string_lossy()
+                .as_bytes()
+                .to_vec(),
+        );
+        old.unmapped_ns = Some(5);
+        let mut new = Mapping::new(0x7000_1000, 0x7000_2000);
+        new.file_offset = Some(0x1000);
+        new.path = Some(
+            fixtures()
+                .join("libfake.so")
+                .to_string_lossy()
+                .as_bytes()
+                .to_vec(),
+        );
+        info.mappings = vec![old, new];
+        let mut text = Vec::new();
+        info.write(&mut text).unwrap();
+        std::fs::write(dir.join("gmon.out.7.x"), text).unwrap();
+        // 0x7000_1004 is `write` in libfake.so (and would be `compute` in reader).
+        std::fs::write(dir.join("gmon.out.7u.x"), gmon(&[(0x7000_1004, 3)], &[])).unwrap();
+        let kernel = 0xffff_ffff_8100_0010;
+        std::fs::write(
+            dir.join("gmon.out.7k.x"),
+            gmon(
+                &[(kernel, 2)],
+                &[(0x7000_1000, kernel, 1), (0x7000_1000, kernel + 0x100, 1)],
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kallsyms.00000000"),
+            "0000000000000000 T _stext\n0000000000000000 T entry_SYSCALL_64\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_latest_mapping_wins_and_hidden_kernel_symbols_are_reported() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-labeled-{}", std::process::id()));
+        measurement(&dir);
+        let m = gmon_format::scan(&dir).unwrap();
+        let s = Seamless::build(&m, &Selection::Pids(vec![7]), &SeamlessOptions::default());
+        std::fs::remove_dir_all(&dir).unwrap();
+        let s = s.unwrap();
+        assert_eq!(names(&s), ["7u:read", "7u:write", "7k:[kernel]", "[end]"]);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].ends_with(
+                "kallsyms.00000000: every address is 0 (kernel.kptr_restrict \
+                 hid them when it was taken); kernel symbols are unavailable"
+            ),
+            "{}",
+            s.warnings[0]
+        );
+        assert_eq!(s.processes[0].user_samples, 3);
+        assert_eq!(s.processes[0].kernel_samples, 2);
+        // Without names, the entries cannot be classified.
+        assert_eq!(s.processes[0].entries.get(&BoundaryKind::Other), Some(&2));
+    }
+
+    #[test]
+    fn entries_are_classified_by_name() {
+        for (name, kind) in [
+            ("entry_SYSCALL_64_after_hwframe", BoundaryKind::Syscall),
+            ("do_syscall_64", BoundaryKind::Syscall),
+            ("asm_exc_page_fault", BoundaryKind::Fault),
+            ("asm_sysvec_apic_timer_interrupt", BoundaryKind::Interrupt),
+            ("asm_common_interrupt", BoundaryKind::Interrupt),
+            ("ret_from_fork_asm", BoundaryKind::Other),
+        ] {
+            assert_eq!(
+                BoundaryKind::from_entry_symbol(name.as_bytes()),
+                kind,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn bins_above_16_bits_are_carried_by_repeated_records() {
+        let mut units = BTreeMap::new();
+        units.insert(0x8000, 70_000);
+        units.insert(0x8001, 5);
+        let arcs = BTreeMap::from([((0x10000, 0x10010), 5_000_000_000u64)]);
+        let data = write_gmon(&units, &arcs, Some((100, SECONDS.0, SECONDS.1))).unwrap();
+        let mut sum = Sum::new();
+        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
+        sum.add(&Profile::parse(&data, &read).unwrap()).unwrap();
+        assert_eq!(sum.histograms().len(), 1);
+        let h = &sum.histograms()[0];
+        assert_eq!((h.low_pc, h.high_pc), (0x10000, 0x11000));
+        assert_eq!((h.bins[0], h.bins[1]), (70_000, 5));
+        assert_eq!(sum.arcs()[0].count, 5_000_000_000);
+    }
+}

@@ -268,3 +268,101 @@ fn dynamic_table(file: &object::File<'_>) -> SymbolTable {
 pub(crate) fn path_of(bytes: &[u8]) -> &Path {
     Path::new(std::ffi::OsStr::from_bytes(bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless")
+    }
+
+    fn id_of(path: &Path) -> Vec<u8> {
+        let data = std::fs::read(path).unwrap();
+        object::File::parse(&*data)
+            .unwrap()
+            .build_id()
+            .unwrap()
+            .unwrap()
+            .to_vec()
+    }
+
+    fn names(t: &SymbolTable) -> Vec<String> {
+        t.symbols()
+            .iter()
+            .map(|s| s.name_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_recorded_path_is_used_when_its_build_id_matches() {
+        let path = fixtures().join("objects/reader");
+        let id = id_of(&path);
+        let o = find(&path, Some(&id), &[]).unwrap();
+        assert_eq!(o.path, path);
+        assert!(!o.dynamic_only);
+        assert_eq!(names(&o.table), ["compute", "read_input", "main"]);
+        // Without a recorded build-id, any readable ELF at the path will do.
+        assert!(find(&path, None, &[]).is_ok());
+    }
+
+    #[test]
+    fn bias_comes_from_the_segment_holding_the_mapped_offset() {
+        let path = fixtures().join("objects/reader");
+        let o = find(&path, None, &[]).unwrap();
+        // The code segment: file offset 0x1000 at ELF address 0x1000.
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1000), Some(0x5555_5555_4000));
+        // A mapping starting part-way into it.
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1010), Some(0x5555_5555_3ff0));
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x10_0000), None);
+    }
+
+    #[test]
+    fn another_build_and_missing_files_are_named_with_what_was_wrong() {
+        let recorded = Path::new("/nonexistent/dir/reader");
+        let id = id_of(&fixtures().join("objects/reader"));
+        let other = fixtures().join("objects-other");
+        let e = find(recorded, Some(&id), std::slice::from_ref(&other)).unwrap_err();
+        let hex_id = hex(&id);
+        let other_id = hex(&id_of(&other.join("reader")));
+        assert_eq!(
+            e.describe(),
+            format!(
+                "/nonexistent/dir/reader: not found; {o}/reader: build-id {other_id} differs \
+                 from the recorded {hex_id}; {o}/.build-id/{a}/{b}.debug: not found; \
+                 {o}/.build-id/{a}/{b}: not found",
+                o = other.display(),
+                a = &hex_id[..2],
+                b = &hex_id[2..]
+            )
+        );
+        // A file that is no ELF at all.
+        let e = find(&fixtures().join("README.md"), None, &[]).unwrap_err();
+        assert!(
+            e.describe().contains("README.md: not an ELF file"),
+            "{}",
+            e.describe()
+        );
+    }
+
+    #[test]
+    fn stripped_objects_fall_back_to_the_dynamic_symbols() {
+        let path = fixtures().join("objects-stripped/libfake.so");
+        let id = id_of(&path);
+        let o = find(&path, Some(&id), &[]).unwrap();
+        assert!(o.dynamic_only);
+        assert_eq!(names(&o.table), ["read", "write"]);
+        // A debug file with the same build-id in a search directory gives the full table.
+        let dir = std::env::temp_dir().join(format!("pkgprof-debug-{}", std::process::id()));
+        let hex_id = hex(&id);
+        let sub = dir.join(".build-id").join(&hex_id[..2]);
+        std::fs::create_dir_all(&sub).unwrap();
+        let debug = sub.join(format!("{}.debug", &hex_id[2..]));
+        std::fs::copy(fixtures().join("objects/libfake.so"), &debug).unwrap();
+        let o = find(&path, Some(&id), std::slice::from_ref(&dir)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!o.dynamic_only);
+        assert_eq!(o.symbols_from.as_deref(), Some(debug.as_path()));
+        assert_eq!(o.path, path);
+    }
+}
