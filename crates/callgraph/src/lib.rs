@@ -50,6 +50,8 @@ mod error;
 mod flat;
 mod graph;
 mod histogram;
+mod kallsyms;
+mod labeled;
 mod report;
 mod sort;
 mod symbols;
@@ -61,5 +63,10 @@ pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
+pub use kallsyms::{KernelSymbol, KernelSymbols};
+pub use labeled::{
+    BoundaryKind, ProcessSummary, Seamless, SeamlessOptions, Selection, write_process_header,
+    write_symbol_image,
+};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
