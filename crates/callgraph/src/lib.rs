@@ -53,6 +53,7 @@ mod histogram;
 mod report;
 mod sort;
 mod symbols;
+mod symspec;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
 pub use calls::CallCounts;
@@ -63,3 +64,4 @@ pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
