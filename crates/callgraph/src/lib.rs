@@ -55,6 +55,7 @@ mod labeled;
 mod report;
 mod sort;
 mod symbols;
+mod symspec;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
 pub use calls::CallCounts;
@@ -70,3 +71,4 @@ pub use labeled::{
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
