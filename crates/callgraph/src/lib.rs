@@ -66,8 +66,8 @@ pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
-    BoundaryKind, ProcessSummary, Seamless, SeamlessOptions, Selection, write_process_header,
-    write_symbol_image,
+    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    write_process_header, write_symbol_image,
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
