@@ -3,18 +3,19 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
-use gmon_format::Sum;
+use gmon_format::{Arc, Sum};
 
 use crate::calls::CallCounts;
 use crate::error::Error;
 use crate::flat::{FlatOptions, FlatProfile};
 use crate::graph::CallGraph;
-use crate::histogram::{HistogramTimes, default_flat_selection};
+use crate::histogram::HistogramTimes;
 use crate::report::flat::{FlatPrintOptions, write_flat_named};
 use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
 use crate::report::graph::{GraphPrint, write_graph};
 use crate::report::index::write_index;
 use crate::symbols::SymbolTable;
+use crate::symspec::{Selection, Symspecs};
 
 /// Everything gprof computes before printing: self times, call counts, the call graph with
 /// propagated times, and the flat profile that uses them.
@@ -32,7 +33,7 @@ pub struct Analysis {
     pub has_arcs: bool,
     /// The symbol table the analysis was made from.
     pub table: SymbolTable,
-    /// Flat-profile selection per symbol (see [`crate::default_flat_selection`]).
+    /// Flat-profile selection per symbol (see [`Selection::flat`]).
     included: Vec<bool>,
 }
 
@@ -40,30 +41,45 @@ impl Analysis {
     /// Runs gprof's analysis of `sum` against `table`: histogram self times, call counts, the
     /// call graph with cycles and propagated times, and the flat profile (without `-z`).
     pub fn new(table: SymbolTable, sum: &Sum) -> Self {
-        let included = default_flat_selection(&table);
+        Self::with_symspecs(table, sum, &Symspecs::default())
+    }
+
+    /// [`Analysis::new`] with symbol specifications: `-p`/`-P` decide who gets flat-profile
+    /// time, `-q`/`-Q`/`-e`/`-f` what the call graph prints, `-n`/`-N`/`-E`/`-F` what
+    /// propagates time, and `-k` and `-q FROM/TO` which arcs are read at all.
+    pub fn with_symspecs(table: SymbolTable, sum: &Sum, specs: &Symspecs) -> Self {
+        let selection = Selection::new(&table, specs);
+        let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, sum, &included);
-        Self::with_times(table, times, sum.arcs(), included)
+        let arcs = filter_arcs(&table, sum.arcs(), &selection);
+        Self::with_times(table, times, &arcs, !sum.arcs().is_empty(), &selection)
     }
 
-    /// [`Analysis::new`] taking the sum by value, to free it early: the summed histograms
-    /// (8 bytes per bin) and the sum's arc index go as soon as the self times are known, before
-    /// the call graph is built. This is what keeps big profiles within gprof's memory.
-    pub fn from_sum(table: SymbolTable, sum: Sum) -> Self {
-        let included = default_flat_selection(&table);
+    /// [`Analysis::with_symspecs`] taking the sum by value, to free it early: the summed
+    /// histograms (8 bytes per bin) and the sum's arc index go as soon as the self times are
+    /// known, before the call graph is built. This is what keeps big profiles within gprof's
+    /// memory.
+    pub fn from_sum(table: SymbolTable, sum: Sum, specs: &Symspecs) -> Self {
+        let selection = Selection::new(&table, specs);
+        let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, &sum, &included);
-        let arcs = sum.arcs().to_vec();
+        let arcs = filter_arcs(&table, sum.arcs(), &selection).into_owned();
+        let has_arcs = !sum.arcs().is_empty();
         drop(sum);
-        Self::with_times(table, times, &arcs, included)
+        Self::with_times(table, times, &arcs, has_arcs, &selection)
     }
 
-    /// The rest of the analysis once the self times are known.
+    /// The rest of the analysis once the self times are known; `arcs` are already filtered
+    /// by the selection's arc specs, `has_arcs` says whether the input had any.
     fn with_times(
         table: SymbolTable,
         times: HistogramTimes,
-        arcs: &[gmon_format::Arc],
-        included: Vec<bool>,
+        arcs: &[Arc],
+        has_arcs: bool,
+        selection: &Selection,
     ) -> Self {
-        let graph = CallGraph::build(&table, arcs, &times);
+        let included = selection.flat.clone();
+        let graph = CallGraph::build_selected(&table, arcs, &times, selection);
         let calls = CallCounts::from_graph(&graph);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
@@ -71,7 +87,7 @@ impl Analysis {
             calls,
             graph,
             flat,
-            has_arcs: !arcs.is_empty(),
+            has_arcs,
             table,
             included,
         }
@@ -105,6 +121,21 @@ impl Analysis {
     pub fn has_histogram(&self) -> bool {
         self.times.has_histogram
     }
+}
+
+/// The arcs gprof reads: all of them, unless arc specs drop some. An arc whose ends resolve to
+/// no symbol is kept here; the graph drops it anyway.
+fn filter_arcs<'a>(table: &SymbolTable, arcs: &'a [Arc], selection: &Selection) -> Cow<'a, [Arc]> {
+    if !selection.filters_arcs() {
+        return Cow::Borrowed(arcs);
+    }
+    let kept = arcs.iter().filter(|arc| {
+        let ends = table
+            .lookup(arc.from_pc)
+            .zip(table.lookup_callee(arc.self_pc));
+        ends.is_none_or(|(caller, callee)| selection.keeps_arc(table, caller, callee))
+    });
+    Cow::Owned(kept.copied().collect())
 }
 
 /// Which listings [`write_report`] prints.
