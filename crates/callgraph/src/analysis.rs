@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use gmon_format::{Arc, Sum};
+use rayon::prelude::*;
 
 use crate::calls::CallCounts;
 use crate::error::Error;
@@ -217,13 +218,20 @@ pub fn write_report<W: Write>(
     }
     let symbols = analysis.table.symbols();
     let mangled: Vec<Cow<'_, [u8]>> = symbols.iter().map(|s| Cow::Borrowed(&s.name[..])).collect();
-    let demangled: Vec<Cow<'_, [u8]>>;
-    let names: &[Cow<'_, [u8]>] = if options.no_demangle || options.traditional {
-        &mangled
+    // Demangling is the costly part of printing a C++ program's names, so it runs on all
+    // cores; when no name changes (a C program) the copy is dropped.
+    let demangled: Option<Vec<Cow<'_, [u8]>>> = if options.no_demangle || options.traditional {
+        None
     } else {
-        demangled = symbols.iter().map(|s| demangle_bytes(&s.name)).collect();
-        &demangled
+        let all: Vec<Cow<'_, [u8]>> = symbols
+            .par_iter()
+            .map(|s| demangle_bytes(&s.name))
+            .collect();
+        all.iter()
+            .any(|n| matches!(n, Cow::Owned(_)))
+            .then_some(all)
     };
+    let names: &[Cow<'_, [u8]>] = demangled.as_deref().unwrap_or(&mangled);
     let mut first = !options.after_other_output;
     let graph_print = |after_other_output: bool| GraphPrint {
         graph: &analysis.graph,

@@ -3,6 +3,8 @@
 use std::borrow::Cow;
 use std::io::{self, Write};
 
+use rayon::prelude::*;
+
 use crate::graph::{CallGraph, GraphArc};
 use crate::report::format::{
     fixed, left_cut, pad, push_fixed, push_uint, push_uint_left, uint_digits,
@@ -268,8 +270,9 @@ struct Compact {
     labels: Vec<u8>,
     /// Where each node's label starts in `labels`; one more entry than there are nodes.
     label_start: Vec<usize>,
-    /// Cycle number per node, 0 outside cycles.
-    cycle: Vec<usize>,
+    /// Cycle number per node, 0 outside cycles (cycle numbers past `u32::MAX` wrap, which
+    /// needs more than 4 billion cycles).
+    cycle: Vec<u32>,
     /// Per node, the calls its "called/total" shows as total: those of its cycle's header
     /// for cycle members, its own otherwise.
     called_total: Vec<u64>,
@@ -285,7 +288,7 @@ impl Compact {
             p.decorated(&mut labels, node);
         }
         label_start.push(labels.len());
-        let cycle = g.nodes.iter().map(|n| n.cycle).collect();
+        let cycle = g.nodes.iter().map(|n| n.cycle as u32).collect();
         let called_total = (0..g.nodes.len())
             .map(|i| match g.header_of(i) {
                 Some(h) => g.nodes[h].ncalls,
@@ -353,43 +356,101 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
     }
     let compact = Compact::new(p);
     let c = &compact;
-    let mut sorted = Vec::new();
-    for &node in &g.order {
+    let mut printed = g.order.iter().copied().filter(|&node| {
         let n = &g.nodes[node];
         let all_zero =
             n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0.0 && n.prop_child == 0.0;
-        if (!p.display_unused && all_zero) || !n.print_flag {
-            continue;
+        n.print_flag && (p.display_unused || !all_zero)
+    });
+    // Entries are independent, so batches of them are formatted on all cores, each part
+    // into its own buffer, and written in order; a batch bounds the memory this takes.
+    let mut sorted = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    loop {
+        batch.clear();
+        batch.extend(printed.by_ref().take(BATCH));
+        if batch.is_empty() {
+            break;
         }
+        if batch.len() < PARALLEL_MIN {
+            for &node in &batch {
+                p.entry(&mut buf, node, print_time, c, &mut sorted);
+            }
+        } else {
+            let parts: Vec<Vec<u8>> = batch
+                .par_chunks(batch.len().div_ceil(PARTS))
+                .map(|part| {
+                    let mut buf = Vec::with_capacity(CHUNK);
+                    let mut sorted = Vec::new();
+                    for &node in part {
+                        p.entry(&mut buf, node, print_time, c, &mut sorted);
+                    }
+                    buf
+                })
+                .collect();
+            out.write_all(&buf)?;
+            buf.clear();
+            for part in parts {
+                out.write_all(&part)?;
+            }
+        }
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+/// Entries per batch of the call graph, and how many parts a batch is cut into for the
+/// threads: about 0.5 MiB of text per batch, in more parts than cores so they balance.
+const BATCH: usize = 1024;
+const PARTS: usize = 8;
+/// Batches this small are printed on the calling thread.
+const PARALLEL_MIN: usize = 256;
+
+impl GraphPrint<'_> {
+    /// One entry of the listing: parents, primary line, children and the separator for a
+    /// function; the primary line and the members for a cycle header.
+    fn entry(
+        &self,
+        buf: &mut Vec<u8>,
+        node: usize,
+        print_time: f64,
+        c: &Compact,
+        sorted: &mut Vec<usize>,
+    ) {
+        let (p, g) = (self, self.graph);
+        let n = &g.nodes[node];
         if n.symbol.is_none() {
-            p.primary(&mut buf, node, print_time, c);
-            sort_members(g, &n.members, &mut sorted);
-            for &m in &sorted {
+            p.primary(buf, node, print_time, c);
+            sort_members(g, &n.members, sorted);
+            for &m in sorted.iter() {
                 let y = &g.nodes[m];
-                pad(&mut buf, 13);
-                p.seconds(&mut buf, y.prop_self);
+                pad(buf, 13);
+                p.seconds(buf, y.prop_self);
                 buf.push(b' ');
-                p.child_seconds(&mut buf, y.prop_child);
+                p.child_seconds(buf, y.prop_child);
                 buf.push(b' ');
-                GraphPrint::called(&mut buf, y.ncalls, y.self_calls);
+                GraphPrint::called(buf, y.ncalls, y.self_calls);
                 buf.extend_from_slice(b"     ");
                 buf.extend_from_slice(c.label(m));
                 buf.push(b'\n');
             }
         } else {
             if n.parents.is_empty() {
-                pad(&mut buf, 42 + p.child_width());
+                pad(buf, 42 + p.child_width());
                 buf.extend_from_slice(b"<spontaneous>\n");
             } else {
-                sort_arcs(g, c, &n.parents, false, &mut sorted);
-                for &a in &sorted {
-                    p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].parent, c);
+                sort_arcs(g, c, &n.parents, false, sorted);
+                for &a in sorted.iter() {
+                    p.arc_line(buf, &g.arcs[a], g.arcs[a].parent, c);
                 }
             }
-            p.primary(&mut buf, node, print_time, c);
-            sort_arcs(g, c, &n.children, true, &mut sorted);
-            for &a in &sorted {
-                p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].child, c);
+            p.primary(buf, node, print_time, c);
+            sort_arcs(g, c, &n.children, true, sorted);
+            for &a in sorted.iter() {
+                p.arc_line(buf, &g.arcs[a], g.arcs[a].child, c);
             }
         }
         if p.bsd {
@@ -399,12 +460,7 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         } else {
             buf.extend_from_slice(SEPARATOR);
         }
-        if buf.len() >= CHUNK {
-            out.write_all(&buf)?;
-            buf.clear();
-        }
     }
-    out.write_all(&buf)
 }
 
 #[cfg(test)]
@@ -524,6 +580,82 @@ mod tests {
                 .count();
         }
         assert!(long_cycles > 10, "only {long_cycles} long cycles");
+    }
+
+    /// A listing long enough for several batches, formatted on the thread pool, is the same
+    /// as one written entry by entry on one thread.
+    #[test]
+    fn parallel_batches_print_what_one_thread_prints() {
+        let n = 2 * BATCH + PARALLEL_MIN + 7;
+        let raw = (0..n)
+            .map(|i| RawSymbol {
+                name: format!("f{i}").into_bytes(),
+                address: 0x1000 + 0x100 * i as u64,
+                is_function: true,
+                is_static: false,
+            })
+            .collect();
+        let end = 0x1000 + 0x100 * n as u64;
+        let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+        let at = |i: usize| 0x1000 + 0x100 * i as u64;
+        let mut arcs = Vec::new();
+        for i in 1..n {
+            let parent = ((i as u64).wrapping_mul(2_654_435_761) >> 7) as usize % i;
+            arcs.push(Arc {
+                from_pc: at(parent) + 4,
+                self_pc: at(i),
+                count: 1 + (i % 5) as u64,
+            });
+            if i % 50 == 0 {
+                arcs.push(Arc {
+                    from_pc: at(i) + 8,
+                    self_pc: at(parent),
+                    count: 2,
+                });
+            }
+        }
+        let times = HistogramTimes {
+            time: (0..n).map(|i| (i % 13) as f64).collect(),
+            total_time: 1e6,
+            hz: 100,
+            dimension: b"seconds".to_vec(),
+            dimension_abbrev: b's',
+            scale: 2.0,
+            has_histogram: true,
+        };
+        let graph = CallGraph::build(&table, &arcs, &times);
+        let names: Vec<Cow<'_, [u8]>> = table
+            .symbols()
+            .iter()
+            .map(|s| Cow::Borrowed(&s.name[..]))
+            .collect();
+        let print = GraphPrint {
+            graph: &graph,
+            names: &names,
+            hz: 100.0,
+            granularity: 4,
+            display_unused: false,
+            after_other_output: false,
+            bsd: false,
+        };
+        let mut parallel = Vec::new();
+        write_graph(&mut parallel, &print).unwrap();
+
+        let c = Compact::new(&print);
+        let (mut serial, mut sorted) = (Vec::new(), Vec::new());
+        let mut printed = 0;
+        for &node in &graph.order {
+            let x = &graph.nodes[node];
+            let zero = x.ncalls == 0 && x.self_calls == 0 && x.prop_self + x.prop_child == 0.0;
+            if x.print_flag && !zero {
+                print.entry(&mut serial, node, graph.print_time, &c, &mut sorted);
+                printed += 1;
+            }
+        }
+        assert!(printed > 2 * BATCH, "only {printed} entries");
+        assert!(graph.nodes.len() > n, "no cycles");
+        let header_end = parallel.windows(5).position(|w| w == b"name\n").unwrap() + 5;
+        assert!(parallel[header_end..] == serial[..], "listings differ");
     }
 
     const NAMES: [&str; 11] = [
