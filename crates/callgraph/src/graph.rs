@@ -145,6 +145,8 @@ impl CallGraph {
         // both symbol indices into one word (tables hold fewer than 2^32 symbols).
         let mut by_pair: HashMap<u64, usize, PairHash> =
             HashMap::with_capacity_and_hasher(arcs.len(), PairHash::default());
+        // Summed apart from the nodes, which are too big to touch once per arc.
+        let mut ncalls = vec![0u64; n];
         for arc in arcs {
             let Some(parent) = table.lookup(arc.from_pc) else {
                 continue;
@@ -152,7 +154,7 @@ impl CallGraph {
             let Some(child) = table.lookup_callee(arc.self_pc) else {
                 continue;
             };
-            nodes[child].ncalls = nodes[child].ncalls.wrapping_add(arc.count);
+            ncalls[child] = ncalls[child].wrapping_add(arc.count);
             let key = ((parent as u64) << 32) ^ child as u64;
             let id = *by_pair.entry(key).or_insert(graph_arcs.len());
             if id < graph_arcs.len() {
@@ -168,6 +170,9 @@ impl CallGraph {
             }
         }
         drop(by_pair);
+        for (node, c) in nodes.iter_mut().zip(ncalls) {
+            node.ncalls = c;
+        }
         graph_arcs.shrink_to_fit();
         // gprof prepends each new arc to both lists, so they hold the newest first: walking
         // the arcs backwards fills them in that order, each list allocated once at its size.
