@@ -366,6 +366,7 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
     // into its own buffer, and written in order; a batch bounds the memory this takes.
     let mut sorted = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
+    let mut parts: Vec<(Vec<u8>, Vec<usize>)> = Vec::new();
     loop {
         batch.clear();
         batch.extend(printed.by_ref().take(BATCH));
@@ -377,21 +378,25 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
                 p.entry(&mut buf, node, print_time, c, &mut sorted);
             }
         } else {
-            let parts: Vec<Vec<u8>> = batch
-                .par_chunks(batch.len().div_ceil(PARTS))
-                .map(|part| {
-                    let mut buf = Vec::with_capacity(CHUNK);
-                    let mut sorted = Vec::new();
-                    for &node in part {
-                        p.entry(&mut buf, node, print_time, c, &mut sorted);
+            // The part buffers are made here and reused batch after batch: allocating them
+            // on the pool's threads would give each thread a malloc arena of its own, which
+            // stays resident.
+            parts.resize_with(PARTS, || {
+                (Vec::with_capacity(CHUNK), Vec::with_capacity(64))
+            });
+            let chunk = batch.len().div_ceil(PARTS);
+            parts.par_iter_mut().zip(batch.par_chunks(chunk)).for_each(
+                |((part, sorted), nodes)| {
+                    part.clear();
+                    for &node in nodes {
+                        p.entry(part, node, print_time, c, sorted);
                     }
-                    buf
-                })
-                .collect();
+                },
+            );
             out.write_all(&buf)?;
             buf.clear();
-            for part in parts {
-                out.write_all(&part)?;
+            for (part, _) in &parts[..batch.len().div_ceil(chunk)] {
+                out.write_all(part)?;
             }
         }
         if buf.len() >= CHUNK {
