@@ -37,9 +37,15 @@
 //! # }
 //! ```
 //!
-//! What it does not do yet: the explanatory texts (only `-b` output), symspecs (`-p NAME`,
-//! `-q NAME`, `-k`, `-n`, `-N`, …), line-level (`-l`) tables, DWARF file names, demangling in
-//! the listings, static call graphs (`-c`), and the BSD (`-T`) layouts.
+//! Symbol specifications (`-p NAME`, `-q NAME`, `-k FROM/TO`, `-n`, `-N`, …) go in a
+//! [`Symspecs`] given to [`Analysis::with_symspecs`]; they resolve as gprof resolves them (see
+//! [`Selection`]). Without `brief`, [`write_report`] adds pkgprof's own explanations in gprof's
+//! layout. [`check_profile`] and [`check_samples`] say when a profile does not fit the image
+//! (gprof's report is then silently empty or meaningless).
+//!
+//! What it does not do yet: line-level (`-l`) tables, DWARF file names (so file and line
+//! symspecs match as gprof matches them without debug information), and static call graphs
+//! (`-c`).
 
 #![deny(missing_docs)]
 
