@@ -57,6 +57,8 @@ mod error;
 mod flat;
 mod graph;
 mod histogram;
+mod kallsyms;
+mod labeled;
 mod report;
 mod sort;
 mod symbols;
@@ -70,6 +72,11 @@ pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
+pub use kallsyms::{KernelSymbol, KernelSymbols};
+pub use labeled::{
+    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    write_process_header, write_symbol_image,
+};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};

@@ -42,11 +42,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     let o = options::parse(args).map_err(Usage)?;
     if o.help {
         out.write_all(USAGE.as_bytes())?;
+        out.write_all(options::SEAMLESS_HELP.as_bytes())?;
         return Ok(());
     }
     if o.version {
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
+    }
+    if o.seamless || o.system {
+        if !o.dump {
+            refuse_unbuilt(&o)?;
+        }
+        return crate::seamless::run(&o, report_options(&o), out);
     }
     let format = file_format(&o)?;
     let reports = !o.dump && (o.styles & !(Style::FileInfo as u32) != 0 || o.styles == 0);
