@@ -35,6 +35,8 @@
 #![deny(missing_docs)]
 
 mod error;
+#[cfg(target_os = "linux")]
+mod measurement;
 mod recording;
 mod replay;
 
@@ -52,9 +54,14 @@ mod sys;
 mod unwind;
 
 pub use error::{Error, Result};
-pub use recording::{ChildExit, ProcCounters, Recording, Sample, SideBand, SideRecord, UserRegs};
+pub use recording::{
+    ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
+    SideRecord, UserRegs,
+};
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 
+#[cfg(target_os = "linux")]
+pub use measurement::{WriteOptions, WriteSummary, WrittenFile, write_measurement};
 #[cfg(target_os = "linux")]
 pub use sampler::{Config, Permissions, Sampler, preflight};
 #[cfg(target_os = "linux")]

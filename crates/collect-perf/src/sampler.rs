@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::procfs;
-use crate::recording::{ChildExit, Recording, SideBand, SideRecord};
+use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
 
@@ -202,6 +202,16 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // Safety: `fds` has room for the two descriptors.
@@ -217,6 +227,14 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub struct Sampler {
     config: Config,
     events: Vec<OwnedFd>,
+    /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
+    counters: Vec<OwnedFd>,
+    /// Pids seen in the records, read from /proc at each poll while they live.
+    watched: std::collections::BTreeSet<u32>,
+    /// How far `watched` has looked into the recording.
+    seen_samples: usize,
+    seen_side_band: usize,
+    last_proc_poll: Option<Instant>,
     rings: Vec<Ring>,
     child: Option<u32>,
     recording: Recording,
@@ -234,6 +252,8 @@ impl Sampler {
             wakeup_watermark: (pages * page_size() / 4) as u32,
         };
         let mut events = Vec::new();
+        let mut counters = Vec::new();
+        let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
         for cpu in procfs::online_cpus() {
             let mut owner: Option<usize> = None;
@@ -265,17 +285,44 @@ impl Sampler {
                         Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
                     })?,
                 }
+                let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
+                for (config_id, kind) in [
+                    (sys::PERF_COUNT_SW_PAGE_FAULTS, CounterKind::PageFault),
+                    (
+                        sys::PERF_COUNT_SW_CONTEXT_SWITCHES,
+                        CounterKind::ContextSwitch,
+                    ),
+                    (sys::PERF_COUNT_SW_CPU_MIGRATIONS, CounterKind::CpuMigration),
+                ] {
+                    let mut attr = sys::counter_attr(config_id, &spec);
+                    let fd = sys::open(&mut attr, pid, cpu)
+                        .map_err(|e| open_error(e, pid, cpu, config))?;
+                    sys::set_output(&fd, &events[ring_owner]).map_err(|e| {
+                        Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
+                    })?;
+                    let id = sys::event_id(&fd)
+                        .map_err(|e| Error::io("cannot read a perf event's id", e))?;
+                    counter_ids.push((id, kind));
+                    counters.push(fd);
+                }
             }
         }
         let recording = Recording {
             frequency: config.frequency,
             start_time: monotonic_ns(),
+            start_realtime: realtime_ns(),
+            counter_ids,
             ..Recording::default()
         };
         Ok(Sampler {
             config: config.clone(),
             events,
+            counters,
+            watched: Default::default(),
+            seen_samples: 0,
+            seen_side_band: 0,
+            last_proc_poll: None,
             rings,
             child: None,
             recording,
@@ -384,7 +431,7 @@ impl Sampler {
             tids.extend(procfs::threads(pid).map_err(|_| Error::NoSuchProcess { pid })?);
         }
         let mut s = Sampler::open_events(&tids, config, false)?;
-        for fd in &s.events {
+        for fd in s.events.iter().chain(&s.counters) {
             sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
         }
         // Read /proc only after enabling, so a mapping made meanwhile shows up in at least one
@@ -424,6 +471,47 @@ impl Sampler {
         for ring in &mut self.rings {
             ring.drain(|r| rec.push_raw(r));
         }
+    }
+
+    /// Reads /proc for every process the records have named, at most once per poll interval,
+    /// keeping the latest reading of each: processes other than the launched command are reaped
+    /// by their own parents, so this is the last chance to see their counters.
+    fn poll_proc(&mut self) {
+        if self
+            .last_proc_poll
+            .is_some_and(|t| t.elapsed() < self.config.poll_interval)
+        {
+            return;
+        }
+        self.last_proc_poll = Some(Instant::now());
+        let rec = &mut self.recording;
+        for s in &rec.samples[self.seen_samples..] {
+            self.watched.insert(s.pid);
+        }
+        self.seen_samples = rec.samples.len();
+        for r in &rec.side_band[self.seen_side_band..] {
+            if let SideBand::Fork { pid, .. } | SideBand::Comm { pid, .. } = r.kind {
+                self.watched.insert(pid);
+            }
+        }
+        self.seen_side_band = rec.side_band.len();
+        let now = monotonic_ns();
+        self.watched.retain(|&pid| {
+            let Some(reading) = procfs::reading(pid, now) else {
+                return false;
+            };
+            // A zombie's /proc entry is still readable; a pid seen exiting stays watched until
+            // its entry goes, which costs one failed read.
+            match rec
+                .proc_readings
+                .iter_mut()
+                .find(|r| r.pid == pid && r.start_ticks == reading.start_ticks)
+            {
+                Some(old) => *old = reading,
+                None => rec.proc_readings.push(reading),
+            }
+            true
+        });
     }
 
     /// Reaps the launched child if it exited (or waits for it if `block`), reading its /proc
@@ -484,6 +572,7 @@ impl Sampler {
             }
             self.drain();
             self.collect_child(false);
+            self.poll_proc();
             let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
             if all_hup {
                 break;
@@ -491,7 +580,7 @@ impl Sampler {
             let expired = self.config.duration.is_some_and(|d| started.elapsed() >= d);
             if stop.load(Ordering::Relaxed) || expired {
                 self.recording.stopped = true;
-                for fd in &self.events {
+                for fd in self.events.iter().chain(&self.counters) {
                     let _ = sys::set_enabled(fd, false);
                 }
                 if let Some(pid) = self.child {
