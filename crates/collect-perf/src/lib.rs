@@ -63,6 +63,6 @@ pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 #[cfg(target_os = "linux")]
 pub use measurement::{WriteOptions, WriteSummary, WrittenFile, write_measurement};
 #[cfg(target_os = "linux")]
-pub use sampler::{Config, Permissions, Sampler, preflight};
+pub use sampler::{Config, Permissions, Progress, Sampler, preflight};
 #[cfg(target_os = "linux")]
 pub use unwind::{UnwindStats, UserStacks, unwind_user_stacks};

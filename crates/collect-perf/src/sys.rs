@@ -59,6 +59,8 @@ pub(crate) struct EventSpec {
     pub user_only: bool,
     /// Turn on at exec (launch mode); otherwise the caller enables the events.
     pub enable_on_exec: bool,
+    /// Follow new threads and children (task events); off for CPU-wide events.
+    pub inherit: bool,
     pub wakeup_watermark: u32,
 }
 
@@ -97,7 +99,7 @@ pub(crate) fn cpu_clock_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr 
     a.set_freq(1);
     a.set_disabled(1);
     a.set_enable_on_exec(u64::from(spec.enable_on_exec));
-    a.set_inherit(1);
+    a.set_inherit(u64::from(spec.inherit));
     a.set_mmap(1);
     a.set_mmap2(1);
     a.set_build_id(1);
@@ -132,7 +134,7 @@ pub(crate) fn counter_attr(config: u64, spec: &EventSpec) -> pe::bindings::perf_
     a.__bindgen_anon_1.sample_period = 1;
     a.set_disabled(1);
     a.set_enable_on_exec(u64::from(spec.enable_on_exec));
-    a.set_inherit(1);
+    a.set_inherit(u64::from(spec.inherit));
     a.set_sample_id_all(1);
     a.set_use_clockid(1);
     a.set_exclude_hv(1);
