@@ -238,3 +238,61 @@ fn refusal_is_explained() {
         assert!(err.contains("cannot create /nonexistent-dir"), "{err}");
     }
 }
+
+/// Histogram samples of a gmon file.
+fn gmon_samples(path: &Path) -> u64 {
+    let data = std::fs::read(path).unwrap();
+    let prof = Profile::parse(&data, &ReadOptions::new(AddressSize::U64, Endian::Little)).unwrap();
+    let mut n = 0;
+    for r in prof.records() {
+        match r.unwrap().1 {
+            gmon_format::Record::Histogram(h) => n += h.bins.iter().map(u64::from).sum::<u64>(),
+            gmon_format::Record::Arc(a) => assert!(
+                a.from_pc >= 0x8000_0000_0000_0000,
+                "only kernel arcs in a system-wide kernel file"
+            ),
+            gmon_format::Record::BasicBlocks(_) => panic!("basic blocks"),
+        }
+    }
+    n
+}
+
+#[test]
+fn system_wide_puts_other_kernel_work_in_the_k_files() {
+    let _s = serial();
+    // A process not asked for, busy in the kernel.
+    let mut other = Command::new(workload("syscall"))
+        .arg("4000")
+        .spawn()
+        .unwrap();
+    let dir = out_dir("system");
+    let o = Command::new(PKGMON)
+        .arg("-a")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("300")
+        .output()
+        .unwrap();
+    let _ = other.kill();
+    let _ = other.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    assert_eq!(sets.len(), 1, "only the command gets files: {sets:?}");
+    assert_eq!(sets[0].1, "cpu");
+    assert!(sets[0].2 >= 10, "{sets:?}");
+    let m = scan(&dir).unwrap();
+    let other_samples = gmon_samples(m.kernel_other.as_ref().expect("gmon.out.-k.other"));
+    let system_samples = gmon_samples(m.kernel_system.as_ref().expect("gmon.out.-k.kernel"));
+    eprintln!("-k.other {other_samples} samples, -k.kernel {system_samples}");
+    assert!(
+        other_samples >= 10,
+        "the other process's kernel time: {other_samples}"
+    );
+    assert!(
+        !err.contains(&format!("pkgmon: pid {} ", other.id())),
+        "a process not asked for was announced:\n{err}"
+    );
+}
