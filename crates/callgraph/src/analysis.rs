@@ -34,7 +34,7 @@ pub struct Analysis {
     /// The symbol table the analysis was made from.
     pub table: SymbolTable,
     /// Flat-profile selection per symbol (see [`crate::default_flat_selection`]).
-    included: Vec<bool>,
+    pub(crate) included: Vec<bool>,
 }
 
 impl Analysis {
@@ -58,7 +58,7 @@ impl Analysis {
         }
     }
 
-    fn flat_profile(
+    pub(crate) fn flat_profile(
         table: &SymbolTable,
         times: &HistogramTimes,
         calls: &CallCounts,

@@ -194,6 +194,9 @@ pub struct Seamless {
     pub gmon: Vec<u8>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
+    /// The sampled stacks of the processes' stacks files, in the table's address space, for
+    /// [`crate::apply_stacks`]; empty when the measurement has none.
+    pub stacks: Vec<crate::SampledStack>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -277,6 +280,7 @@ struct Builder {
     spaces: Vec<Space>,
     hist: Vec<(Loc, u64)>,
     arcs: Vec<(Loc, Loc, u64)>,
+    stacks: Vec<(Vec<Loc>, u64)>,
     unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
     warnings: Vec<String>,
 }
@@ -333,7 +337,7 @@ impl Seamless {
                 dir: measurement.dir.clone(),
             });
         }
-        let (table, gmon) = b.finish()?;
+        let (table, gmon, stacks) = b.finish()?;
         let mut sum = Sum::new();
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         sum.add(&Profile::parse(&gmon, &read)?)?;
@@ -342,6 +346,7 @@ impl Seamless {
             sum,
             gmon,
             processes,
+            stacks,
             warnings: b.warnings,
         })
     }
@@ -820,6 +825,40 @@ impl Builder {
         Target::Object { object, bias }
     }
 
+    /// Adds one record of a stacks file: kernel frames then user frames, each innermost
+    /// first. An interrupt's user frames are replaced by `[interrupt]`, as its arcs are.
+    #[allow(dead_code)] // Used once the collector's stacks files can be read.
+    fn add_stack(
+        &mut self,
+        space: usize,
+        boundary: Option<BoundaryKind>,
+        kernel: &[u64],
+        user: &[u64],
+        samples: u64,
+    ) {
+        let mut locs = Vec::with_capacity(kernel.len() + user.len());
+        if self.options.kernel {
+            for &a in kernel {
+                locs.push(self.kernel_loc(space, a));
+            }
+        }
+        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() {
+            if self.options.kernel {
+                locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+            }
+        } else if self.options.user {
+            for &a in user {
+                locs.push(self.user_loc(space, a, false));
+            }
+        }
+        for &l in &locs {
+            self.mark(l);
+        }
+        if !locs.is_empty() {
+            self.stacks.push((locs, samples));
+        }
+    }
+
     fn hit(&mut self, loc: Loc, count: u64) {
         self.mark(loc);
         self.hist.push((loc, count));
@@ -851,7 +890,7 @@ impl Builder {
     }
 
     /// Lays the used symbols out, then writes the merged gmon file.
-    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>)> {
+    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>, Vec<crate::SampledStack>)> {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -954,7 +993,15 @@ impl Builder {
             *arcs.entry(key).or_default() += count;
         }
         let gmon = write_gmon(&units, &arcs, self.unit)?;
-        Ok((table, gmon))
+        let stacks = self
+            .stacks
+            .iter()
+            .map(|(locs, samples)| crate::SampledStack {
+                frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
+                samples: *samples,
+            })
+            .collect();
+        Ok((table, gmon, stacks))
     }
 }
 
