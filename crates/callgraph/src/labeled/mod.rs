@@ -264,6 +264,8 @@ struct Space {
     mappings: Vec<MappedRange>,
     info: Option<MeasurementInfo>,
     kernel: Option<usize>,
+    /// The region of `kernel`, once made.
+    kernel_region: Option<usize>,
     last_hit: usize,
 }
 
@@ -305,7 +307,8 @@ impl Seamless {
         let files: Vec<&ProcessFiles> = match selection {
             Selection::Pids(pids) => {
                 let mut out = Vec::new();
-                for &pid in pids {
+                let mut seen = std::collections::BTreeSet::new();
+                for &pid in pids.iter().filter(|&&p| seen.insert(p)) {
                     let before = out.len();
                     out.extend(measurement.process(pid));
                     if out.len() == before {
@@ -445,6 +448,7 @@ impl Builder {
             mappings,
             info: info.clone(),
             kernel: None,
+            kernel_region: None,
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
@@ -483,6 +487,7 @@ impl Builder {
             mappings: Vec::new(),
             info: None,
             kernel: None,
+            kernel_region: None,
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
@@ -655,7 +660,14 @@ impl Builder {
         let Some(k) = self.spaces[space].kernel else {
             return self.pseudo_loc(space, Side::Kernel, b"[kernel]", at);
         };
-        let region = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
+        let region = match self.spaces[space].kernel_region {
+            Some(r) => r,
+            None => {
+                let r = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
+                self.spaces[space].kernel_region = Some(r);
+                r
+            }
+        };
         let table = self.kernels[k].as_ref().map(|(t, _)| t);
         let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.symbols()[i].address)));
         match found {
