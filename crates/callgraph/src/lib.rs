@@ -79,6 +79,7 @@ mod labeled;
 mod report;
 mod sort;
 mod symbols;
+mod symspec;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
 pub use calls::CallCounts;
@@ -90,8 +91,9 @@ pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
-    BoundaryKind, ProcessSummary, Seamless, SeamlessOptions, Selection, write_process_header,
-    write_symbol_image,
+    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    write_process_header, write_symbol_image,
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};

@@ -293,7 +293,8 @@ pub struct Options {
     /// Styles the user mentioned, selected or not; they are kept out of the default.
     pub user_styles: u32,
     /// Symspecs with their tables, in command-line order.
-    pub symspecs: Vec<(SymspecTable, String)>,
+    /// The specs are bytes: symbol names need not be UTF-8.
+    pub symspecs: Vec<(SymspecTable, Vec<u8>)>,
     /// `-b`.
     pub brief: bool,
     /// `-a`.
@@ -390,8 +391,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             }
         };
         let spec = |o: &mut Options, table: SymspecTable| {
-            if let Some(t) = &text {
-                o.symspecs.push((table, t.clone()));
+            if let Some(a) = &arg {
+                o.symspecs.push((table, a.as_encoded_bytes().to_vec()));
             }
         };
         match id {
@@ -513,16 +514,13 @@ mod tests {
     fn no_forms_with_a_spec_still_select_their_style() {
         let o = parse_str("-Pmain");
         assert!(o.has(Style::Flat));
-        assert_eq!(
-            o.symspecs,
-            [(SymspecTable::ExcludeFlat, "main".to_string())]
-        );
+        assert_eq!(o.symspecs, [(SymspecTable::ExcludeFlat, b"main".to_vec())]);
         let o = parse_str("-p -P");
         assert!(!o.has(Style::Flat));
         assert_eq!(o.user_styles, Style::Flat as u32);
         let o = parse_str("-Qa/b");
         assert!(o.has(Style::Graph));
-        assert_eq!(o.symspecs, [(SymspecTable::ExcludeArcs, "a/b".to_string())]);
+        assert_eq!(o.symspecs, [(SymspecTable::ExcludeArcs, b"a/b".to_vec())]);
     }
 
     #[test]

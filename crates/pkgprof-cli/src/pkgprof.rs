@@ -6,12 +6,15 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+use callgraph::{
+    Analysis, ReportOptions, SymbolOptions, SymbolTable, SymspecTable as Table, Symspecs,
+    write_report,
+};
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::getopt::UsageError;
 use crate::image::elf_layout;
-use crate::options::{self, Options, Style, USAGE};
+use crate::options::{self, Options, Style, SymspecTable, USAGE};
 
 /// A command line that gprof would refuse; `main` prints it with the usage text, exit 1.
 #[derive(Debug)]
@@ -93,12 +96,36 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         }
     }
     if let (true, Some(table)) = (reports, table) {
-        let analysis = Analysis::new(table, &sum);
+        let analysis = Analysis::with_symspecs(table, &sum, &symspecs(&o));
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
         write_report(out, &analysis, &report)?;
     }
     Ok(())
+}
+
+/// The specs of the command line in callgraph's tables. The annotation and execution-count
+/// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
+pub(crate) fn symspecs(o: &Options) -> Symspecs {
+    let mut specs = Symspecs::default();
+    for (table, text) in &o.symspecs {
+        let table = match table {
+            SymspecTable::IncludeFlat => Table::IncludeFlat,
+            SymspecTable::ExcludeFlat => Table::ExcludeFlat,
+            SymspecTable::IncludeGraph => Table::IncludeGraph,
+            SymspecTable::ExcludeGraph => Table::ExcludeGraph,
+            SymspecTable::IncludeArcs => Table::IncludeArcs,
+            SymspecTable::ExcludeArcs => Table::ExcludeArcs,
+            SymspecTable::IncludeTime => Table::IncludeTime,
+            SymspecTable::ExcludeTime => Table::ExcludeTime,
+            SymspecTable::IncludeAnnotation
+            | SymspecTable::ExcludeAnnotation
+            | SymspecTable::IncludeExec
+            | SymspecTable::ExcludeExec => continue,
+        };
+        specs.add(table, text);
+    }
+    specs
 }
 
 /// gprof's style rules: with any style selected, exactly those print; with none, the flat
@@ -142,10 +169,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             .map(|(_, name)| *name),
     );
     let flags = [
-        (
-            !o.symspecs.is_empty(),
-            "symbol specifications (-p/-q/-P/-Q with a name, -e -E -f -F -n -N -k)",
-        ),
         (o.static_call_graph, "-c (static call graph)"),
         (o.line && !o.has(Style::Sum), "-l (line granularity)"),
         (o.external_symbols.is_some(), "-S (external symbol table)"),

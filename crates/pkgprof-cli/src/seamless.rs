@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, Seamless, SeamlessOptions, Selection, write_process_header, write_report,
+    Analysis, ProcessSelection, Seamless, SeamlessOptions, write_process_header, write_report,
     write_symbol_image,
 };
 
@@ -58,9 +58,9 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     let measurement =
         gmon_format::scan(&dir).with_context(|| format!("{}: cannot scan", dir.display()))?;
     let selection = if o.system {
-        Selection::System
+        ProcessSelection::System
     } else {
-        Selection::Pids(o.pids.clone())
+        ProcessSelection::Pids(o.pids.clone())
     };
     let mut options = SeamlessOptions::default();
     options.user = !o.kernel_only;
@@ -76,7 +76,8 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         write_merged(Path::new(path), &seamless)?;
     }
     write_process_header(&mut *out, &seamless.processes)?;
-    let analysis = Analysis::new(seamless.table, &seamless.sum);
+    let analysis =
+        Analysis::with_symspecs(seamless.table, &seamless.sum, &crate::pkgprof::symspecs(o));
     let mut report = report;
     report.after_other_output = true;
     // Names are labelled (and demangled) already; the listings print them as they are.

@@ -124,7 +124,7 @@ impl BoundaryKind {
 
 /// Which processes to merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection {
+pub enum ProcessSelection {
     /// These processes (a client and its server, say), in the order given.
     Pids(Vec<u32>),
     /// Every process of the measurement, plus the kernel's own work (`gmon.out.-k.kernel`,
@@ -295,7 +295,7 @@ impl Seamless {
     /// differs, only give warnings (their samples go to a pseudo-function).
     pub fn build(
         measurement: &Measurement,
-        selection: &Selection,
+        selection: &ProcessSelection,
         options: &SeamlessOptions,
     ) -> Result<Seamless> {
         let mut b = Builder {
@@ -305,7 +305,7 @@ impl Seamless {
         };
         let mut processes = Vec::new();
         let files: Vec<&ProcessFiles> = match selection {
-            Selection::Pids(pids) => {
+            ProcessSelection::Pids(pids) => {
                 let mut out = Vec::new();
                 let mut seen = std::collections::BTreeSet::new();
                 for &pid in pids.iter().filter(|&&p| seen.insert(p)) {
@@ -320,12 +320,12 @@ impl Seamless {
                 }
                 out
             }
-            Selection::System => measurement.processes.iter().collect(),
+            ProcessSelection::System => measurement.processes.iter().collect(),
         };
         for f in files {
             processes.push(b.add_process(f)?);
         }
-        if *selection == Selection::System {
+        if *selection == ProcessSelection::System {
             for (label, path) in [
                 ("kernel", &measurement.kernel_system),
                 ("other", &measurement.kernel_other),
@@ -1185,7 +1185,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pkgprof-labeled-{}", std::process::id()));
         measurement(&dir);
         let m = gmon_format::scan(&dir).unwrap();
-        let s = Seamless::build(&m, &Selection::Pids(vec![7]), &SeamlessOptions::default());
+        let s = Seamless::build(
+            &m,
+            &ProcessSelection::Pids(vec![7]),
+            &SeamlessOptions::default(),
+        );
         std::fs::remove_dir_all(&dir).unwrap();
         let s = s.unwrap();
         assert_eq!(names(&s), ["7u:read", "7u:write", "7k:[kernel]", "[end]"]);
