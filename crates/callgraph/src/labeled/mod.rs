@@ -71,56 +71,7 @@ const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
 /// Where the synthetic address space starts.
 const SYNTHETIC_BASE: u64 = 0x10000;
 
-/// How one crossing from user space into the kernel came about, from the name of the kernel's
-/// entry function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum BoundaryKind {
-    /// A system call (`entry_SYSCALL_64`, `do_syscall_64`, …).
-    Syscall,
-    /// An exception such as a page fault (`asm_exc_page_fault`, `exc_*`).
-    Fault,
-    /// A device or timer interrupt (`asm_sysvec_*`, `asm_common_interrupt`, `*_interrupt`).
-    Interrupt,
-    /// Anything else (`ret_from_fork`, …).
-    Other,
-}
-
-impl BoundaryKind {
-    /// Classifies a kernel entry function by name.
-    pub fn from_entry_symbol(name: &[u8]) -> Self {
-        let starts = |p: &[u8]| name.starts_with(p);
-        if starts(b"entry_SYSCALL")
-            || starts(b"entry_SYSENTER")
-            || starts(b"entry_INT80")
-            || starts(b"do_syscall_64")
-            || starts(b"do_fast_syscall")
-            || starts(b"do_int80_syscall")
-        {
-            BoundaryKind::Syscall
-        } else if starts(b"asm_exc_") || starts(b"exc_") {
-            BoundaryKind::Fault
-        } else if starts(b"asm_sysvec_")
-            || starts(b"asm_common_interrupt")
-            || starts(b"sysvec_")
-            || starts(b"common_interrupt")
-            || name.ends_with(b"_interrupt")
-        {
-            BoundaryKind::Interrupt
-        } else {
-            BoundaryKind::Other
-        }
-    }
-
-    /// The word used in the process header.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BoundaryKind::Syscall => "syscall",
-            BoundaryKind::Fault => "fault",
-            BoundaryKind::Interrupt => "interrupt",
-            BoundaryKind::Other => "other",
-        }
-    }
-}
+pub use gmon_format::BoundaryKind;
 
 /// Which processes to merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +98,9 @@ pub struct SeamlessOptions {
     /// Keep every symbol of every object hit, not only those with samples or arcs, as gprof's
     /// `-z` needs. Default is false.
     pub keep_unused: bool,
+    /// Read each process's sampled-stacks file into [`Seamless::stacks`] (for exact inclusive
+    /// times); a process without one is an error. Default is false.
+    pub stacks: bool,
     /// Demangle C++ and Rust names before labelling them (the label would hide a mangled name
     /// from the listings' demangler). Default is true.
     pub demangle: bool,
@@ -159,6 +113,7 @@ impl Default for SeamlessOptions {
             kernel: true,
             object_path: Vec::new(),
             keep_unused: false,
+            stacks: false,
             demangle: true,
         }
     }
@@ -476,6 +431,25 @@ impl Builder {
             self.spaces[space].kernel = self.kernel_symbols(space);
             self.add_kernel_profile(space, path, &mut summary)?;
         }
+        if self.options.stacks {
+            let Some(path) = &files.stacks else {
+                return Err(Error::NoStacks {
+                    pid: files.pid,
+                    dir: self.dir.clone(),
+                });
+            };
+            if self.spaces[space].kernel.is_none() && self.options.kernel {
+                self.spaces[space].kernel = self.kernel_symbols(space);
+            }
+            let data = read_file(path)?;
+            let located = |e: gmon_format::Error| Error::from(e.with_path(path));
+            let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
+            for record in stacks.records() {
+                let (_, r) = record.map_err(located)?;
+                let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
+                self.add_stack(space, r.boundary, &kernel, &user, r.samples);
+            }
+        }
         Ok(summary)
     }
 
@@ -542,7 +516,7 @@ impl Builder {
                 continue;
             }
             let name = self.symbol_name(to);
-            let kind = BoundaryKind::from_entry_symbol(&name);
+            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
             *summary.entries.entry(kind).or_default() += a.count;
             if kind == BoundaryKind::Interrupt {
                 let from = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
@@ -839,7 +813,6 @@ impl Builder {
 
     /// Adds one record of a stacks file: kernel frames then user frames, each innermost
     /// first. An interrupt's user frames are replaced by `[interrupt]`, as its arcs are.
-    #[allow(dead_code)] // Used once the collector's stacks files can be read.
     fn add_stack(
         &mut self,
         space: usize,
