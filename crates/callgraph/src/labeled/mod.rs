@@ -1191,11 +1191,7 @@ mod tests {
             ("asm_common_interrupt", BoundaryKind::Interrupt),
             ("ret_from_fork_asm", BoundaryKind::Other),
         ] {
-            assert_eq!(
-                BoundaryKind::from_entry_symbol(name.as_bytes()),
-                kind,
-                "{name}"
-            );
+            assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
         }
     }
 
