@@ -37,7 +37,7 @@ pub struct Analysis {
     /// The symbol table the analysis was made from.
     pub table: SymbolTable,
     /// Flat-profile selection per symbol (see [`Selection::flat`]).
-    included: Vec<bool>,
+    pub(crate) included: Vec<bool>,
 }
 
 impl Analysis {
@@ -70,7 +70,7 @@ impl Analysis {
         }
     }
 
-    fn flat_profile(
+    pub(crate) fn flat_profile(
         table: &SymbolTable,
         times: &HistogramTimes,
         calls: &CallCounts,

@@ -126,7 +126,7 @@ fn image_name(o: &Options) -> String {
 
 /// The specs of the command line in callgraph's tables. The annotation and execution-count
 /// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
-fn symspecs(o: &Options) -> Symspecs {
+pub(crate) fn symspecs(o: &Options) -> Symspecs {
     let mut specs = Symspecs::default();
     for (table, text) in &o.symspecs {
         let table = match table {
