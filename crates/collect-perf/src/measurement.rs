@@ -126,12 +126,13 @@ struct FileSet<'a> {
     truncated: u64,
 }
 
-/// Sorted kernel text symbols, for classifying entry points.
-struct KernelSymbols(Vec<(u64, String)>);
+/// Sorted kernel text symbols, for classifying entry points (names borrowed from the
+/// snapshot's text: it has over 100,000 lines).
+struct KernelSymbols<'a>(Vec<(u64, &'a str)>);
 
-impl KernelSymbols {
-    fn parse(text: &str) -> KernelSymbols {
-        let mut v: Vec<(u64, String)> = text
+impl<'a> KernelSymbols<'a> {
+    fn parse(text: &'a str) -> KernelSymbols<'a> {
+        let mut v: Vec<(u64, &'a str)> = text
             .lines()
             .filter_map(|l| {
                 let mut f = l.split_whitespace();
@@ -139,16 +140,16 @@ impl KernelSymbols {
                 let t = f.next()?;
                 let name = f.next()?;
                 (matches!(t, "t" | "T" | "w" | "W") && a != 0 && !name.starts_with("__pfx_"))
-                    .then(|| (a, name.to_owned()))
+                    .then_some((a, name))
             })
             .collect();
-        v.sort();
+        v.sort_unstable();
         KernelSymbols(v)
     }
 
-    fn name(&self, addr: u64) -> Option<&str> {
+    fn name(&self, addr: u64) -> Option<&'a str> {
         let i = self.0.partition_point(|(a, _)| *a <= addr);
-        (i > 0).then(|| self.0[i - 1].1.as_str())
+        (i > 0).then(|| self.0[i - 1].1)
     }
 
     /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of

@@ -138,10 +138,11 @@ pub fn preflight(config: &Config) -> Result<Permissions> {
             });
         }
     }
-    let first = std::fs::read_to_string("/proc/kallsyms")
-        .ok()
-        .and_then(|t| t.lines().next().map(str::to_owned))
-        .unwrap_or_default();
+    // Only the first line: the kernel formats the whole 5 MB file on each full read.
+    let mut first = String::new();
+    if let Ok(f) = std::fs::File::open("/proc/kallsyms") {
+        let _ = io::BufRead::read_line(&mut io::BufReader::new(f), &mut first);
+    }
     let kernel_addresses_visible = first
         .split_whitespace()
         .next()
