@@ -9,3 +9,4 @@ mod options;
 #[cfg(target_os = "linux")]
 pub mod pkgmon;
 pub mod pkgprof;
+mod seamless;

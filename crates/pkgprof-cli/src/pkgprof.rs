@@ -6,12 +6,15 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+use callgraph::{
+    Analysis, ReportOptions, SymbolOptions, SymbolTable, SymspecTable as Table, Symspecs,
+    write_report,
+};
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::getopt::UsageError;
 use crate::image::elf_layout;
-use crate::options::{self, Options, Style, USAGE};
+use crate::options::{self, Options, Style, SymspecTable, USAGE};
 
 /// A command line that gprof would refuse; `main` prints it with the usage text, exit 1.
 #[derive(Debug)]
@@ -39,11 +42,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     let o = options::parse(args).map_err(Usage)?;
     if o.help {
         out.write_all(USAGE.as_bytes())?;
+        out.write_all(options::SEAMLESS_HELP.as_bytes())?;
         return Ok(());
     }
     if o.version {
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
+    }
+    if o.seamless || o.system {
+        if !o.dump {
+            refuse_unbuilt(&o)?;
+        }
+        return crate::seamless::run(&o, report_options(&o), out);
     }
     let format = file_format(&o)?;
     let reports = !o.dump && (o.styles & !(Style::FileInfo as u32) != 0 || o.styles == 0);
@@ -59,6 +69,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
         let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
+        if let (true, Some(table)) = (reports, &table) {
+            for w in callgraph::check_profile(table, &profile) {
+                warn(&w.message(&path.display().to_string(), &image_name(&o)));
+            }
+        }
         if o.has(Style::FileInfo) {
             let s = profile.summary().map_err(|e| e.with_path(path))?;
             let plural = |n: u64| if n == 1 { "record" } else { "records" };
@@ -86,12 +101,51 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         }
     }
     if let (true, Some(table)) = (reports, table) {
-        let analysis = Analysis::new(table, &sum);
+        let analysis = Analysis::with_symspecs(table, &sum, &symspecs(&o));
+        if let Some(w) = callgraph::check_samples(&analysis.times) {
+            warn(&w.message("", &image_name(&o)));
+        }
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
         write_report(out, &analysis, &report)?;
     }
     Ok(())
+}
+
+/// Says on stderr what gprof would leave unsaid; stdout stays gprof's.
+fn warn(message: &str) {
+    eprintln!("pkgprof: warning: {message}");
+}
+
+/// The image as the command line names it (gprof's default `a.out`).
+fn image_name(o: &Options) -> String {
+    o.operands
+        .first()
+        .map_or_else(|| "a.out".to_owned(), |i| i.to_string_lossy().into_owned())
+}
+
+/// The specs of the command line in callgraph's tables. The annotation and execution-count
+/// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
+pub(crate) fn symspecs(o: &Options) -> Symspecs {
+    let mut specs = Symspecs::default();
+    for (table, text) in &o.symspecs {
+        let table = match table {
+            SymspecTable::IncludeFlat => Table::IncludeFlat,
+            SymspecTable::ExcludeFlat => Table::ExcludeFlat,
+            SymspecTable::IncludeGraph => Table::IncludeGraph,
+            SymspecTable::ExcludeGraph => Table::ExcludeGraph,
+            SymspecTable::IncludeArcs => Table::IncludeArcs,
+            SymspecTable::ExcludeArcs => Table::ExcludeArcs,
+            SymspecTable::IncludeTime => Table::IncludeTime,
+            SymspecTable::ExcludeTime => Table::ExcludeTime,
+            SymspecTable::IncludeAnnotation
+            | SymspecTable::ExcludeAnnotation
+            | SymspecTable::IncludeExec
+            | SymspecTable::ExcludeExec => continue,
+        };
+        specs.add(table, text);
+    }
+    specs
 }
 
 /// gprof's style rules: with any style selected, exactly those print; with none, the flat
@@ -135,10 +189,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             .map(|(_, name)| *name),
     );
     let flags = [
-        (
-            !o.symspecs.is_empty(),
-            "symbol specifications (-p/-q/-P/-Q with a name, -e -E -f -F -n -N -k)",
-        ),
         (o.static_call_graph, "-c (static call graph)"),
         (o.line && !o.has(Style::Sum), "-l (line granularity)"),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
