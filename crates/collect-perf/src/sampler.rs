@@ -683,8 +683,7 @@ impl Sampler {
     ///
     /// When stopped early, the events are disabled, the rings drained once more, and a launched
     /// command that is still running is sent SIGTERM (SIGKILL if it has not exited a second
-    /// later) and reaped. Returns an error only if
-    /// `poll` fails.
+    /// later) and reaped. Returns an error only if `poll` fails.
     pub fn run(self, stop: &AtomicBool) -> Result<Recording> {
         self.run_with(stop, |_| {})
     }
