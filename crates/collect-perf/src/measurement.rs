@@ -759,8 +759,11 @@ mod tests {
             comm: name.into(),
             exec,
         };
-        let mut rec = Recording::default();
-        rec.frequency = 1000;
+        let mut rec = Recording {
+            frequency: 1000,
+            end_time: 10,
+            ..Recording::default()
+        };
         rec.side_band = vec![
             side(1, comm(10, "sh", true)),
             side(2, fork(11, 10)),
@@ -794,14 +797,15 @@ mod tests {
                 &[],
             );
         }
-        rec.end_time = 10;
         let rep = crate::replay(&rec);
         let dir =
             std::env::temp_dir().join(format!("collect-perf-instances-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("temp dir");
-        let mut opts = WriteOptions::default();
-        opts.dir = dir.clone();
+        let opts = WriteOptions {
+            dir: dir.clone(),
+            ..WriteOptions::default()
+        };
         let summary = write_measurement(&rec, &rep, &opts).expect("write");
         assert_eq!(summary.processes, 2);
         let read = |name: &str| {
