@@ -37,6 +37,16 @@
 //! # }
 //! ```
 //!
+//! Symbol specifications (`-p NAME`, `-q NAME`, `-k FROM/TO`, `-n`, `-N`, …) go in a
+//! [`Symspecs`] given to [`Analysis::with_symspecs`]; they resolve as gprof resolves them (see
+//! [`Selection`]). Without `brief`, [`write_report`] adds pkgprof's own explanations in gprof's
+//! layout. [`check_profile`] and [`check_samples`] say when a profile does not fit the image
+//! (gprof's report is then silently empty or meaningless).
+//!
+//! What it does not do yet: line-level (`-l`) tables, DWARF file names (so file and line
+//! symspecs match as gprof matches them without debug information), and static call graphs
+//! (`-c`).
+//!
 //! # Seamless profiles of a measurement directory
 //!
 //! [`Seamless::build`] symbolizes and merges the user and kernel profiles of one or more
@@ -59,16 +69,13 @@
 //! the number of samples whose stack holds it (once per sample, however deep the recursion),
 //! and an arc's time is the samples whose stack holds that caller directly above that callee.
 //! Self times and the layout stay gprof's.
-//!
-//! What it does not do yet: the explanatory texts (only `-b` output), symspecs (`-p NAME`,
-//! `-q NAME`, `-k`, `-n`, `-N`, …), line-level (`-l`) tables, DWARF file names, demangling in
-//! the listings, static call graphs (`-c`), and the BSD (`-T`) layouts.
 
 #![deny(missing_docs)]
 
 mod analysis;
 mod calls;
 mod demangle;
+mod diagnose;
 mod error;
 mod flat;
 mod graph;
@@ -84,6 +91,7 @@ mod symspec;
 pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
 pub use calls::CallCounts;
 pub use demangle::demangle;
+pub use diagnose::{Warning, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
@@ -95,5 +103,5 @@ pub use labeled::{
     write_process_header, write_symbol_image,
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
-pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
