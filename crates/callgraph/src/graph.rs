@@ -255,7 +255,7 @@ impl CallGraph {
         (c != 0 && s < self.symbol_count).then(|| self.symbol_count + c - 1)
     }
 
-    fn sort_for_printing(&mut self, table: &SymbolTable) {
+    pub(crate) fn sort_for_printing(&mut self, table: &SymbolTable) {
         let symbols = table.symbols();
         // The keys sit side by side, so the sort does not chase 176-byte nodes.
         let mut keys: Vec<PrintKey<'_>> = self

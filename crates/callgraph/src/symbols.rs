@@ -76,6 +76,18 @@ pub struct SymbolTable {
     index: AddressIndex,
     address_size: AddressSize,
     endian: Endian,
+    /// What the image says about its code, for diagnostics; unknown for built tables.
+    image: Option<ImageFacts>,
+}
+
+/// Facts about the image that explain a profile that does not fit it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageFacts {
+    /// `.text`: first address and the address just past it.
+    pub text: (u64, u64),
+    /// Whether the image is position independent (`ET_DYN`), so a profile taken with
+    /// run-time addresses would not match its link-time symbol values.
+    pub position_independent: bool,
 }
 
 impl SymbolTable {
@@ -156,7 +168,13 @@ impl SymbolTable {
             symbols,
             address_size,
             endian,
+            image: None,
         }
+    }
+
+    /// The image's `.text` range and type, when the table was read from an image.
+    pub fn image_facts(&self) -> Option<ImageFacts> {
+        self.image
     }
 
     /// The symbols in ascending address order.
@@ -236,13 +254,18 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
         .map(|(_, s)| {
             let addr: u64 = s.sh_addr(endian).into();
             let size: u64 = s.sh_size(endian).into();
-            addr.wrapping_add(size)
+            (addr, addr.wrapping_add(size))
         });
 
     // gprof looks for `.text` before it reads any symbol.
-    let text_end = text.ok_or_else(|| Error::NoTextSection {
+    let text = text.ok_or_else(|| Error::NoTextSection {
         path: path.to_owned(),
     })?;
+    let text_end = text.1;
+    let facts = ImageFacts {
+        text,
+        position_independent: header.e_type(endian) == elf::ET_DYN,
+    };
     let symtab = sections
         .symbols(endian, data, elf::SHT_SYMTAB)
         .map_err(not_exec)?;
@@ -322,12 +345,9 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
     } else {
         Endian::Little
     };
-    Ok(SymbolTable::from_entries(
-        raw,
-        text_end,
-        address_size,
-        endian,
-    ))
+    let mut table = SymbolTable::from_entries(raw, text_end, address_size, endian);
+    table.image = Some(facts);
+    Ok(table)
 }
 
 /// A symbol while the table is being built, with its name borrowed from the image (or from a

@@ -31,6 +31,8 @@ pub(crate) struct GraphPrint<'a> {
     /// BSD layout (`-T`): wider children column, three-line header, blank lines around
     /// separators, no title.
     pub bsd: bool,
+    /// Explanations follow (no `-b`): the GNU title announces them.
+    pub explained: bool,
 }
 
 impl GraphPrint<'_> {
@@ -326,7 +328,11 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         buf.extend_from_slice(b"\x0c\n");
     }
     if !p.bsd {
-        buf.extend_from_slice(b"\t\t\tCall graph\n\n");
+        buf.extend_from_slice(if p.explained {
+            &b"\t\t     Call graph (explanation follows)\n\n"[..]
+        } else {
+            b"\t\t\tCall graph\n\n"
+        });
     }
     buf.extend_from_slice(
         format!(
@@ -557,6 +563,7 @@ mod tests {
                 display_unused: false,
                 after_other_output: false,
                 bsd: false,
+                explained: false,
             };
             let c = Compact::new(&print);
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
@@ -642,6 +649,7 @@ mod tests {
             display_unused: false,
             after_other_output: false,
             bsd: false,
+            explained: false,
         };
         let mut parallel = Vec::new();
         write_graph(&mut parallel, &print).unwrap();
@@ -754,6 +762,7 @@ mod tests {
             granularity: 4,
             display_unused: false,
             after_other_output: false,
+            explained: false,
             bsd: false,
         };
         let mut out = Vec::new();
