@@ -110,6 +110,20 @@ struct Segment<'a> {
     last: bool,
     /// Whether it starts with the exec of the launched command.
     launched: bool,
+    /// Whether its process is the launched command.
+    launched_process: bool,
+}
+
+/// Which image of `p` ran at `time`: the number of its execs at or before then. For the
+/// launched command, whose events may start before its exec (system-wide mode), the kernel's
+/// work on that exec counts for the command's image, not for pkgmon's.
+fn image_at(p: &Process, time: u64, launched: bool) -> usize {
+    let k = p.execs.partition_point(|&e| e <= time);
+    if launched && k == 0 && !p.execs.is_empty() {
+        1
+    } else {
+        k
+    }
 }
 
 /// Everything that goes into one file set.
@@ -322,6 +336,7 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
     let mut bounds = vec![start];
     bounds.extend(p.execs.iter().copied());
     let launched_pid = rec.child.as_ref().map(|c| c.pid);
+    let launched = p.key.generation == 0 && launched_pid == Some(p.key.pid);
     let mut out = Vec::new();
     for (k, &from) in bounds.iter().enumerate() {
         let to = bounds.get(k + 1).copied().unwrap_or(end);
@@ -336,7 +351,7 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
         let has_samples = p
             .samples
             .iter()
-            .any(|&i| p.execs.partition_point(|&e| e <= rec.samples[i].time) == k);
+            .any(|&i| image_at(p, rec.samples[i].time, launched) == k);
         // An image replaced before any sample (the moments between a fork and an exec) would
         // only add an empty file set per child; a process's last image is always written, so
         // every process appears.
@@ -352,7 +367,8 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
                 start: from,
                 end: to,
                 last: k + 1 == bounds.len(),
-                launched: k == 1 && p.key.generation == 0 && launched_pid == Some(p.key.pid),
+                launched: k == 1 && launched,
+                launched_process: launched,
             },
             comm,
         ));
@@ -468,7 +484,7 @@ pub fn write_measurement(
             let set = sets.entry((p.key.pid, comm)).or_default();
             for &i in &p.samples {
                 let s = &rec.samples[i];
-                if p.execs.partition_point(|&e| e <= s.time) != seg.image {
+                if image_at(p, s.time, seg.launched_process) != seg.image {
                     continue;
                 }
                 let kernel = rec.kernel_chain(s);
@@ -582,7 +598,7 @@ pub fn write_measurement(
                 }
             }
             for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
-                if p.execs.partition_point(|&e| e <= t) == seg.image {
+                if image_at(p, t, seg.launched_process) == seg.image {
                     *perf.entry(kind).or_default() += 1;
                 }
             }
