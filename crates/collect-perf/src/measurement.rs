@@ -2,7 +2,7 @@
 //! files, the info file and the stacks file, plus the kernel-symbol snapshot, exactly as
 //! `gmon_format::labeled` specifies.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -74,13 +74,14 @@ pub struct WriteSummary {
     pub warnings: Vec<String>,
 }
 
-/// Histogram bins and arcs of one gmon file.
+/// Histogram bins and arcs of one gmon file. Hash maps while counting (a sample touches a
+/// dozen entries); sorted when written, so the output does not depend on hash order.
 #[derive(Debug, Default)]
 struct Side {
     /// Address of a 2-byte bin → samples.
-    hist: BTreeMap<u64, u64>,
+    hist: HashMap<u64, u64>,
     /// (from_pc, self_pc) → samples whose stack holds the edge.
-    arcs: BTreeMap<(u64, u64), u64>,
+    arcs: HashMap<(u64, u64), u64>,
 }
 
 impl Side {
@@ -132,7 +133,7 @@ struct FileSet<'a> {
     segments: Vec<Segment<'a>>,
     user: Side,
     kernel: Side,
-    stacks: BTreeMap<StackKey, (u64, u64)>,
+    stacks: HashMap<StackKey, (u64, u64)>,
     boundary: BTreeMap<BoundaryKind, u64>,
     user_only: u64,
     kernel_only: u64,
@@ -256,10 +257,12 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
         spare: [0; 12],
     })
     .map_err(|e| gmon_error("a gmon header", e))?;
+    let mut hist: Vec<(u64, u64)> = side.hist.iter().map(|(&a, &n)| (a, n)).collect();
+    hist.sort_unstable();
     // Runs of contiguous pages holding samples (the last page of the address space cannot
     // have a page-aligned exclusive end, and holds no code).
     let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &a in side.hist.keys() {
+    for &(a, _) in &hist {
         let page = a >> 12;
         if page == u64::MAX >> 12 {
             continue;
@@ -273,7 +276,8 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
         let low = first << 12;
         let high = (last + 1) << 12;
         let mut bins = vec![0u64; ((high - low) / 2) as usize];
-        for (&a, &n) in side.hist.range(low..high) {
+        let from = hist.partition_point(|&(a, _)| a < low);
+        for &(a, n) in hist[from..].iter().take_while(|&&(a, _)| a < high) {
             bins[((a - low) / 2) as usize] += n;
         }
         let max = bins.iter().copied().max().unwrap_or(0);
@@ -294,7 +298,9 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
             done += u64::from(u16::MAX);
         }
     }
-    for (&(from_pc, self_pc), &count) in &side.arcs {
+    let mut arcs: Vec<((u64, u64), u64)> = side.arcs.iter().map(|(&k, &n)| (k, n)).collect();
+    arcs.sort_unstable();
+    for ((from_pc, self_pc), count) in arcs {
         let mut left = count;
         while left > 0 {
             let c = left.min(u64::from(u32::MAX));
@@ -310,10 +316,12 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
     w.finish().map_err(|e| gmon_error("a gmon file", e))
 }
 
-fn stacks_bytes(stacks: &BTreeMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
+fn stacks_bytes(stacks: &HashMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
     let enc = |e| gmon_error("a stacks file", e);
+    let mut sorted: Vec<(&StackKey, &(u64, u64))> = stacks.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut w = StacksWriter::new(Vec::new(), stacks.len() as u64).map_err(enc)?;
-    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in stacks {
+    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in sorted {
         w.stack(&Stack {
             samples,
             nanoseconds,
