@@ -633,6 +633,22 @@ pub fn write_measurement(
                 mappings.push(im);
             }
         }
+        // The kernel silently stops profiling a process that execs a set-uid or set-gid
+        // program (it is no longer dumpable); its CPU time then has no samples. Only processes
+        // born during the run are checked: an attached one's counters cover its whole life.
+        let born_here = last.launched_process || last.process.start.is_some();
+        if let Some(c) = counters.as_ref().filter(|_| born_here && rec.frequency > 0) {
+            let cpu_ns = c.user_cpu_ns.unwrap_or(0) + c.system_cpu_ns.unwrap_or(0);
+            let expected = cpu_ns / (1_000_000_000 / rec.frequency).max(1);
+            if expected >= 20 && set.samples * 10 < expected {
+                summary.warnings.push(format!(
+                    "process {pid} ({comm}) used {} ms of CPU time but has only {} samples: the \
+                     kernel stops profiling a process that execs a set-uid or set-gid program",
+                    cpu_ns / 1_000_000,
+                    set.samples
+                ));
+            }
+        }
         let mut c = counters.unwrap_or_default();
         for kind in CounterKind::ALL {
             c.extra.push(Field::new(
