@@ -426,8 +426,6 @@ pub fn write_measurement(
 ) -> Result<WriteSummary> {
     let mut summary = WriteSummary::default();
     let mut images = Images::default();
-    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images);
-    summary.unwind = stacks.stats;
 
     let kallsyms_text = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let ksyms = KernelSymbols::parse(&kallsyms_text);
@@ -462,6 +460,11 @@ pub fn write_measurement(
             set
         }
     };
+    // Only the profiled processes' user stacks are written, so only theirs are unwound.
+    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images, |k| {
+        profiled.contains(&k)
+    });
+    summary.unwind = stacks.stats;
 
     let mut sets: BTreeMap<(u32, Vec<u8>), FileSet<'_>> = BTreeMap::new();
     let mut system = Side::default();
