@@ -66,6 +66,9 @@ pub struct WriteSummary {
     pub processes: usize,
     /// Samples written into per-process files.
     pub samples: u64,
+    /// System-wide mode: kernel samples written into `gmon.out.-k.kernel` and
+    /// `gmon.out.-k.other`.
+    pub system_samples: (u64, u64),
     /// Samples whose user stack may lack outer frames.
     pub truncated_stacks: u64,
     /// How the user stacks were unwound.
@@ -719,6 +722,7 @@ pub fn write_measurement(
         summary.truncated_stacks += set.truncated;
     }
     if opts.system_wide.is_some() {
+        summary.system_samples = (system.hist.values().sum(), other.hist.values().sum());
         for (name, side) in [
             (ProfileName::KernelSystem, &system),
             (ProfileName::KernelOther, &other),

@@ -228,11 +228,16 @@ fn run(args: Args) -> anyhow::Result<u8> {
     for w in &summary.warnings {
         eprintln!("pkgmon: warning: {w}");
     }
-    print_summary(&rec, &summary, &args.dir);
+    print_summary(&rec, &summary, &args.dir, args.all);
     Ok(exit_status(&rec, args.command.is_empty()))
 }
 
-fn print_summary(rec: &Recording, s: &collect_perf::WriteSummary, dir: &std::path::Path) {
+fn print_summary(
+    rec: &Recording,
+    s: &collect_perf::WriteSummary,
+    dir: &std::path::Path,
+    system_wide: bool,
+) {
     let lost = rec.lost_samples();
     eprintln!(
         "pkgmon: {} process{}, {} samples, {} lost, {} throttled, {} truncated stacks",
@@ -243,6 +248,12 @@ fn print_summary(rec: &Recording, s: &collect_perf::WriteSummary, dir: &std::pat
         rec.throttled,
         s.truncated_stacks
     );
+    if system_wide {
+        eprintln!(
+            "pkgmon: kernel samples for no process: {}, for other processes: {}",
+            s.system_samples.0, s.system_samples.1
+        );
+    }
     if lost > 0 {
         let total = rec.samples.len() as u64 + lost;
         eprintln!(
