@@ -35,16 +35,46 @@ pub struct Analysis {
     pub table: SymbolTable,
     /// Flat-profile selection per symbol (see [`crate::default_flat_selection`]).
     included: Vec<bool>,
+    /// Source-line additions to the names (see [`Analysis::set_sources`]).
+    pub sources: SourceNames,
+}
+
+/// What the listings add to names from the debugging information (see [`crate::name_suffix`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SourceNames {
+    /// Appended to a symbol's name everywhere: ` (FILE:LINE @ ADDR)` in line mode, ` (FILE:LINE)`
+    /// with `--inline-file-names`. Empty means nothing is appended.
+    pub everywhere: Vec<Vec<u8>>,
+    /// Appended in the index only: ` (FILE)` for static functions. Empty means nothing.
+    pub index: Vec<Vec<u8>>,
+    /// Line granularity: the call graph prints entries for functions only.
+    pub line_mode: bool,
 }
 
 impl Analysis {
     /// Runs gprof's analysis of `sum` against `table`: histogram self times, call counts, the
     /// call graph with cycles and propagated times, and the flat profile (without `-z`).
     pub fn new(table: SymbolTable, sum: &Sum) -> Self {
+        Self::with_static_arcs(table, sum, &[])
+    }
+
+    /// [`Analysis::new`] with the count-0 arcs of a static call graph (`-c`, see
+    /// [`crate::static_arcs`]) added after the arcs of `sum`.
+    pub fn with_static_arcs(
+        table: SymbolTable,
+        sum: &Sum,
+        static_arcs: &[gmon_format::Arc],
+    ) -> Self {
         let included = default_flat_selection(&table);
         let times = HistogramTimes::assign(&table, sum, &included);
-        let calls = CallCounts::from_arcs(&table, sum.arcs());
-        let graph = CallGraph::build(&table, sum.arcs(), &times);
+        let all_arcs: std::borrow::Cow<'_, [gmon_format::Arc]> = if static_arcs.is_empty() {
+            sum.arcs().into()
+        } else {
+            [sum.arcs(), static_arcs].concat().into()
+        };
+        let calls = CallCounts::from_arcs(&table, &all_arcs);
+        let graph = CallGraph::build(&table, &all_arcs, &times);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
             names: table.symbols().iter().map(|s| s.name.clone()).collect(),
@@ -55,7 +85,14 @@ impl Analysis {
             has_arcs: !sum.arcs().is_empty(),
             table,
             included,
+            sources: SourceNames::default(),
         }
+    }
+
+    /// Sets what the listings append to names (line mode, `--inline-file-names`, the index's
+    /// `(file)` of static functions).
+    pub fn set_sources(&mut self, sources: SourceNames) {
+        self.sources = sources;
     }
 
     fn flat_profile(
@@ -167,6 +204,25 @@ pub fn write_report<W: Write>(
         demangled = analysis.names.iter().map(|n| demangle_bytes(n)).collect();
         &demangled
     };
+    let suffixed: Vec<Vec<u8>>;
+    let names: &[Vec<u8>] = if analysis.sources.everywhere.is_empty() {
+        names
+    } else {
+        suffixed = append(names, &analysis.sources.everywhere);
+        &suffixed
+    };
+    let functions: Vec<bool>;
+    let line_functions = if analysis.sources.line_mode {
+        functions = analysis
+            .table
+            .symbols()
+            .iter()
+            .map(|s| s.is_function)
+            .collect();
+        Some(functions.as_slice())
+    } else {
+        None
+    };
     let mut first = !options.after_other_output;
     let graph_print = |after_other_output: bool| GraphPrint {
         graph: &analysis.graph,
@@ -176,6 +232,7 @@ pub fn write_report<W: Write>(
         display_unused: options.display_unused,
         after_other_output,
         bsd: options.traditional,
+        line_functions,
     };
     // BSD style prints the call graph before the flat profile.
     if graph && options.traditional {
@@ -197,7 +254,7 @@ pub fn write_report<W: Write>(
                 flat: profile,
                 times: &a.times,
                 graph: &a.graph,
-                names: &a.names,
+                names,
                 decorate: a.has_arcs,
                 after_other_output: !first,
             };
@@ -220,10 +277,17 @@ pub fn write_report<W: Write>(
         if !options.traditional {
             write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
         }
+        let index_names: Vec<Vec<u8>>;
+        let index_names = if analysis.sources.index.is_empty() {
+            names
+        } else {
+            index_names = append(names, &analysis.sources.index);
+            &index_names
+        };
         write_index(
             &mut out,
             &analysis.graph,
-            names,
+            index_names,
             &analysis.names,
             &analysis.times.time,
             options.display_unused,
@@ -232,6 +296,19 @@ pub fn write_report<W: Write>(
         .map_err(ReportError::Write)?;
     }
     Ok(())
+}
+
+/// Each name with its suffix appended.
+fn append(names: &[Vec<u8>], suffixes: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut n = n.clone();
+            n.extend_from_slice(suffixes.get(i).map_or(&[][..], Vec::as_slice));
+            n
+        })
+        .collect()
 }
 
 /// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.

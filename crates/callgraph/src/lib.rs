@@ -50,16 +50,23 @@ mod error;
 mod flat;
 mod graph;
 mod histogram;
+mod lines;
 mod report;
 mod sort;
+mod static_calls;
 mod symbols;
 
-pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
+pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use calls::CallCounts;
 pub use demangle::demangle;
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
+pub use lines::{
+    LineTable, SourceInfo, SourceLines, SourcePosition, TextSection, line_table, name_suffix,
+    symbol_sources,
+};
 pub use report::flat::{FlatPrintOptions, write_flat};
+pub use static_calls::{static_arcs, sum_arcs};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};

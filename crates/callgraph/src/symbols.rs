@@ -407,6 +407,86 @@ fn finish(mut raw: Vec<RawSymbol>, text_end: u64) -> Vec<Symbol> {
     out
 }
 
+impl SymbolTable {
+    /// Finalises this table again with `lines` added, as gprof does in line mode; returns the
+    /// new table and where each of its symbols came from.
+    ///
+    /// The symbols of this table keep their extents, so one whose extent ended before its start
+    /// is dropped; the others, line symbols included, follow the rules of the first pass.
+    pub(crate) fn refinalise(
+        &self,
+        lines: Vec<RawSymbol>,
+        text_end: u64,
+    ) -> (SymbolTable, Vec<crate::lines::Origin>) {
+        use crate::lines::Origin;
+        let mut all: Vec<(Symbol, Origin)> = self
+            .symbols
+            .iter()
+            .map(|s| (s.clone(), Origin::Function))
+            .collect();
+        all.extend(lines.into_iter().enumerate().map(|(i, s)| {
+            (
+                Symbol {
+                    name: s.name,
+                    address: s.address,
+                    end_address: 0,
+                    is_function: s.is_function,
+                    is_static: s.is_static,
+                },
+                Origin::Line(i),
+            )
+        }));
+        glibc_qsort(&mut all, |(a, _), (b, _)| {
+            a.address
+                .cmp(&b.address)
+                .then(b.is_function.cmp(&a.is_function))
+                .then(a.is_static.cmp(&b.is_static))
+        });
+        let mut out: Vec<Symbol> = Vec::with_capacity(all.len());
+        let mut origin: Vec<Origin> = Vec::with_capacity(all.len());
+        for (s, o) in all {
+            if let Some(kept) = out.last_mut()
+                && kept.address == s.address
+            {
+                let raw = RawSymbol {
+                    name: s.name.clone(),
+                    address: s.address,
+                    is_function: s.is_function,
+                    is_static: s.is_static,
+                };
+                if replaces(&raw, kept) {
+                    *kept = s;
+                    if let Some(last) = origin.last_mut() {
+                        *last = o;
+                    }
+                }
+                continue;
+            }
+            if s.end_address != 0 && s.end_address < s.address {
+                continue;
+            }
+            if let Some(prev) = out.last_mut()
+                && prev.end_address == 0
+            {
+                prev.end_address = s.address.wrapping_sub(1);
+            }
+            out.push(s);
+            origin.push(o);
+        }
+        if let Some(last) = out.last_mut() {
+            last.end_address = text_end.wrapping_sub(1);
+        }
+        (
+            SymbolTable {
+                symbols: out,
+                address_size: self.address_size,
+                endian: self.endian,
+            },
+            origin,
+        )
+    }
+}
+
 /// Whether `new` displaces `kept`, a symbol at the same address seen earlier in sorted order.
 fn replaces(new: &RawSymbol, kept: &Symbol) -> bool {
     if !new.is_static && kept.is_static {

@@ -246,6 +246,20 @@ impl Sum {
         address_size: AddressSize,
         endian: Endian,
     ) -> Result<W> {
+        self.write_gnu_with_arcs(out, address_size, endian, &self.arcs)
+    }
+
+    /// [`Sum::write_gnu`] with `arcs` in place of the summed arcs: `gprof -s` writes arcs
+    /// between the symbols they resolve to, which only the symbol table knows.
+    ///
+    /// Returns an error as [`Sum::write_gnu`] does.
+    pub fn write_gnu_with_arcs<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+        arcs: &[Arc],
+    ) -> Result<W> {
         let mut w = Writer::new(out, Layout::gnu(address_size, endian));
         w.header(&Header::Gnu {
             version: 1,
@@ -259,7 +273,7 @@ impl Sum {
                 )?;
             }
         }
-        for arc in &self.arcs {
+        for arc in arcs {
             w.arc(&Arc {
                 count: arc.count & 0xffff_ffff,
                 ..*arc
@@ -281,6 +295,21 @@ impl Sum {
         address_size: AddressSize,
         endian: Endian,
         force_44: bool,
+    ) -> Result<W> {
+        self.write_bsd_with_arcs(out, address_size, endian, force_44, &self.arcs)
+    }
+
+    /// [`Sum::write_bsd`] with `arcs` in place of the summed arcs (see
+    /// [`Sum::write_gnu_with_arcs`]).
+    ///
+    /// Returns an error as [`Sum::write_bsd`] does.
+    pub fn write_bsd_with_arcs<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+        force_44: bool,
+        arcs: &[Arc],
     ) -> Result<W> {
         let rate = self.unit.map_or(OLD_BSD_PROF_RATE, |u| u.prof_rate);
         let format = if force_44 || rate != OLD_BSD_PROF_RATE {
@@ -306,7 +335,7 @@ impl Sum {
                 h.bins.iter().map(|&b| b as u16),
             )?;
         }
-        for arc in &self.arcs {
+        for arc in arcs {
             w.arc(arc)?;
         }
         w.finish()

@@ -6,7 +6,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{Analysis, ReportOptions, SymbolOptions, SymbolTable, write_report};
+use callgraph::{
+    Analysis, ReportOptions, SourceInfo, SourceLines, SourceNames, SymbolOptions, SymbolTable,
+    TextSection, line_table, name_suffix, static_arcs, sum_arcs, symbol_sources, write_report,
+};
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::getopt::UsageError;
@@ -46,11 +49,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         return Ok(());
     }
     let format = file_format(&o)?;
-    let reports = !o.dump && (o.styles & !(Style::FileInfo as u32) != 0 || o.styles == 0);
+    // -i and -s print nothing of the reports; alone they select none.
+    let quiet = Style::FileInfo as u32 | Style::Sum as u32;
+    let reports = !o.dump && (o.styles & !quiet != 0 || o.styles == 0);
     if reports {
         refuse_unbuilt(&o)?;
     }
-    let (read_options, gmon_files, table) = inputs(&o)?;
+    let (read_options, gmon_files, image) = inputs(&o)?;
     let read_options = read_options.with_format(format);
     // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
     // histogram scale, overlapping range) stops the run before anything about it is printed.
@@ -85,13 +90,89 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             dump_one(out, &profile, path)?;
         }
     }
-    if let (true, Some(table)) = (reports, table) {
-        let analysis = Analysis::new(table, &sum);
+    let Some((table, image_data)) = image else {
+        return Ok(());
+    };
+    let text = TextSection::parse(&image_data)?.unwrap_or_default();
+    // Damaged debugging information only costs the source names, as in gprof.
+    let lines = SourceLines::parse(&image_data).ok().flatten();
+    let (table, sources) = if o.line {
+        let t = line_table(&table, &text, lines.as_ref());
+        (t.table, t.sources)
+    } else {
+        let sources = symbol_sources(&table, lines.as_ref());
+        (table, sources)
+    };
+    if o.has(Style::Sum) {
+        write_sum(format, &table, &sum)?;
+    }
+    if reports {
+        let static_arcs = if o.static_call_graph {
+            static_arcs(&table, &text, &sum)?
+        } else {
+            Vec::new()
+        };
+        let source_names = source_names(&o, &table, &sources);
+        let mut analysis = Analysis::with_static_arcs(table, &sum, &static_arcs);
+        analysis.set_sources(source_names);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
         write_report(out, &analysis, &report)?;
     }
     Ok(())
+}
+
+/// Writes `gmon.sum` in the current directory as `gprof -s` does: GNU format unless `-O` asks
+/// for BSD, arcs between the symbols (or, in line mode, source lines) they resolve to.
+fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()> {
+    let path = Path::new("gmon.sum");
+    let file = fs::File::create(path).with_context(|| format!("{}", path.display()))?;
+    let out = io::BufWriter::new(file);
+    let arcs = sum_arcs(table, sum.arcs());
+    let (size, endian) = (table.address_size(), table.endian());
+    let out = match format {
+        FormatChoice::Bsd | FormatChoice::Bsd44 => {
+            let force_44 = format == FormatChoice::Bsd44;
+            sum.write_bsd_with_arcs(out, size, endian, force_44, &arcs)
+        }
+        _ => sum.write_gnu_with_arcs(out, size, endian, &arcs),
+    }
+    .map_err(|e| e.with_path(path))?;
+    out.into_inner()
+        .map_err(io::IntoInnerError::into_error)
+        .with_context(|| format!("{}", path.display()))?;
+    Ok(())
+}
+
+/// What the listings add to names: line mode's ` (FILE:LINE @ ADDR)`, `--inline-file-names`'s
+/// ` (FILE:LINE)`, and outside line mode the index's ` (FILE)` after static functions.
+fn source_names(o: &Options, table: &SymbolTable, sources: &[Option<SourceInfo>]) -> SourceNames {
+    let mut names = SourceNames::default();
+    let symbols = table.symbols();
+    if o.line || o.inline_file_names {
+        names.everywhere = symbols
+            .iter()
+            .zip(sources)
+            .map(|(s, src)| name_suffix(src.as_ref(), s.address, o.line, o.print_path))
+            .collect();
+    }
+    if !o.line {
+        names.index = symbols
+            .iter()
+            .zip(sources)
+            .map(|(s, src)| match src {
+                Some(src) if s.is_static => {
+                    let mut suffix = b" (".to_vec();
+                    suffix.extend_from_slice(src.file_name(o.print_path));
+                    suffix.push(b')');
+                    suffix
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+    }
+    names.line_mode = o.line;
+    names
 }
 
 /// gprof's style rules: with any style selected, exactly those print; with none, the flat
@@ -126,7 +207,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
         (Style::Annotate, "-A (annotated source)"),
         (Style::FunctionOrdering, "-r (function ordering)"),
         (Style::FileOrdering, "-R (file ordering)"),
-        (Style::Sum, "-s (gmon.sum)"),
     ];
     missing.extend(
         styles
@@ -139,8 +219,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             !o.symspecs.is_empty(),
             "symbol specifications (-p/-q/-P/-Q with a name, -e -E -f -F -n -N -k)",
         ),
-        (o.static_call_graph, "-c (static call graph)"),
-        (o.line && !o.has(Style::Sum), "-l (line granularity)"),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
     ];
     missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
@@ -172,7 +250,9 @@ fn file_format(o: &Options) -> Result<FormatChoice> {
 /// byte order of the profiles (default `gmon.out`). `--dump` needs no symbols: it reads only the
 /// ELF header, or takes the layout from `--dump-layout`, in which case every operand is a
 /// profile.
-fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<SymbolTable>)> {
+type Image = (SymbolTable, Vec<u8>);
+
+fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
     let mut operands = o.operands.iter().map(PathBuf::from);
     let (read_options, table) = match o.dump_layout.as_deref() {
         Some(kind) => {
@@ -188,8 +268,12 @@ fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<SymbolTable>
                 let mut symbol_options = SymbolOptions::default();
                 symbol_options.no_static = o.no_static;
                 symbol_options.ignore_non_functions = o.ignore_non_functions;
-                let table = SymbolTable::read(&image, &symbol_options)?;
-                (table.read_options(), Some(table))
+                let data = fs::read(&image).map_err(|source| callgraph::Error::ReadImage {
+                    path: image.clone(),
+                    source,
+                })?;
+                let table = SymbolTable::parse(&image, &data, &symbol_options)?;
+                (table.read_options(), Some((table, data)))
             }
         }
     };

@@ -55,10 +55,15 @@ pub(crate) fn write_index<W: Write>(
                 None => format!("<cycle {}>", n.cycle).into_bytes(),
             };
             if bsd {
-                // Fixed columns: label right-aligned in 6, name cut to 19.
+                // Fixed columns: label right-aligned in 6, the bare name (no source suffix)
+                // cut to 19.
+                let bare = match n.symbol {
+                    Some(s) => key(s).as_slice(),
+                    None => &text,
+                };
                 right_cut(&mut buf, label.as_bytes(), 6);
                 buf.push(b' ');
-                left_cut(&mut buf, &text, 19);
+                left_cut(&mut buf, bare, 19);
                 continue;
             }
             col += label.len();

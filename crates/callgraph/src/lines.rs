@@ -1,0 +1,312 @@
+//! Source lines from DWARF, and gprof's line granularity (`-l`, implied by `-s`).
+//!
+//! gprof asks BFD for the "nearest line" of addresses: the source file, line and function of
+//! each symbol's start (for the `(file)` and `(file:line)` name suffixes), and of every byte of
+//! `.text` in line mode, where each change of (function, file, line) starts a *line symbol*.
+//! Line symbols join the function symbols in one table that is finalised a second time, so an
+//! arc's caller and a histogram sample's owner become source lines, while callees stay functions.
+
+use std::borrow::Cow;
+use std::rc::Rc;
+
+use object::{Object, ObjectSection};
+
+use crate::error::{Error, Result};
+use crate::symbols::{RawSymbol, SymbolTable};
+
+type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// The `.text` section of an image: the address range gprof walks in line mode, and the code
+/// bytes `-c` scans for calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextSection {
+    /// Address of the first byte.
+    pub address: u64,
+    /// The section's contents (empty for a `NOBITS` section).
+    pub bytes: Vec<u8>,
+    /// Size from the section header (the bytes may be missing, but the range is known).
+    pub size: u64,
+}
+
+impl TextSection {
+    /// Reads the `.text` section (or `$CODE$`) of the ELF image `data`.
+    ///
+    /// Returns `None` if the image has no such section, and an error if it cannot be parsed.
+    pub fn parse(data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(not_exec)?;
+        let Some(section) = file
+            .section_by_name(".text")
+            .or_else(|| file.section_by_name("$CODE$"))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(TextSection {
+            address: section.address(),
+            bytes: section.data().map(<[u8]>::to_vec).unwrap_or_default(),
+            size: section.size(),
+        }))
+    }
+
+    /// The byte at `address`, if it lies in the section's contents.
+    pub fn byte(&self, address: u64) -> Option<u8> {
+        let offset = usize::try_from(address.checked_sub(self.address)?).ok()?;
+        self.bytes.get(offset).copied()
+    }
+}
+
+fn not_exec(source: object::Error) -> Error {
+    Error::NotExecutable {
+        path: "image".into(),
+        source: Some(source),
+    }
+}
+
+/// Where an address comes from in the source, as BFD's nearest-line lookup reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourcePosition {
+    /// The function's name in the debugging information (the innermost inlined one).
+    pub function: Vec<u8>,
+    /// The full path of the source file, as the line table builds it.
+    pub file: Rc<[u8]>,
+    /// The line number, never 0.
+    pub line: u64,
+}
+
+/// The DWARF line tables and functions of an image.
+pub struct SourceLines {
+    context: addr2line::Context<Reader>,
+    /// File paths handed out so far, so equal paths share one allocation.
+    files: std::cell::RefCell<Vec<Rc<[u8]>>>,
+}
+
+impl std::fmt::Debug for SourceLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceLines").finish_non_exhaustive()
+    }
+}
+
+impl SourceLines {
+    /// Loads the DWARF sections of the ELF image `data`.
+    ///
+    /// Returns `None` if the image has no line information, and an error if the image or its
+    /// DWARF cannot be parsed.
+    pub fn parse(data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(not_exec)?;
+        if file.section_by_name(".debug_line").is_none() {
+            return Ok(None);
+        }
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> std::result::Result<Reader, gimli::Error> {
+            let bytes: Cow<'_, [u8]> = file
+                .section_by_name(id.name())
+                .and_then(|s| s.uncompressed_data().ok())
+                .unwrap_or_default();
+            Ok(gimli::EndianRcSlice::new(Rc::from(&*bytes), endian))
+        };
+        let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
+        let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
+        Ok(Some(SourceLines {
+            context,
+            files: Default::default(),
+        }))
+    }
+
+    /// The source position of `address`: its line-table row, and the function containing it.
+    ///
+    /// Returns `None` when the address has no line, no file or no function, or its line is 0,
+    /// as gprof then records nothing.
+    pub fn nearest(&self, address: u64) -> Option<SourcePosition> {
+        let location = self.context.find_location(address).ok()??;
+        let (file, line) = (location.file?, location.line?);
+        if line == 0 {
+            return None;
+        }
+        let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
+        let mut function = None;
+        while let Ok(Some(frame)) = frames.next() {
+            if let Some(f) = frame.function {
+                function = Some(f.raw_name().ok()?.into_owned().into_bytes());
+                break;
+            }
+        }
+        Some(SourcePosition {
+            function: function?,
+            file: self.intern(file.as_bytes()),
+            line: u64::from(line),
+        })
+    }
+
+    fn intern(&self, path: &[u8]) -> Rc<[u8]> {
+        let mut files = self.files.borrow_mut();
+        if let Some(f) = files.iter().find(|f| ***f == *path) {
+            return f.clone();
+        }
+        let f: Rc<[u8]> = Rc::from(path);
+        files.push(f.clone());
+        f
+    }
+}
+
+fn dwarf_error(source: gimli::Error) -> Error {
+    Error::Dwarf(source)
+}
+
+/// A symbol's source position as gprof prints it: file and line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// Full path of the source file.
+    pub file: Rc<[u8]>,
+    /// Line number.
+    pub line: u64,
+}
+
+impl SourceInfo {
+    /// The file name as printed: the full path with `-L`, else the part after the last `/`.
+    pub fn file_name(&self, full_path: bool) -> &[u8] {
+        if full_path {
+            return &self.file;
+        }
+        match self.file.iter().rposition(|&b| b == b'/') {
+            Some(slash) => &self.file[slash + 1..],
+            None => &self.file,
+        }
+    }
+}
+
+/// The source position of every symbol's start, as gprof records it: only when the lookup
+/// yields a file, a function and a non-zero line.
+pub fn symbol_sources(table: &SymbolTable, lines: Option<&SourceLines>) -> Vec<Option<SourceInfo>> {
+    table
+        .symbols()
+        .iter()
+        .map(|s| {
+            let p = lines?.nearest(s.address)?;
+            Some(SourceInfo {
+                file: p.file,
+                line: p.line,
+            })
+        })
+        .collect()
+}
+
+/// A symbol table at line granularity and the source position of each of its symbols.
+#[derive(Debug, Clone)]
+pub struct LineTable {
+    /// Function symbols and line symbols, finalised together.
+    pub table: SymbolTable,
+    /// Source position per symbol of `table`.
+    pub sources: Vec<Option<SourceInfo>>,
+}
+
+/// Builds gprof's line-granularity table from the function table `table`.
+///
+/// Every byte of `.text` is looked up; whenever (function, file, line) differs from the last
+/// line symbol made, a new one starts there, named after the function, not a function itself,
+/// and static if the symbol containing it is. The function symbols keep the extents of the first
+/// pass, and any whose extent ended before its start (such as `data_start` beyond `.text`) is
+/// dropped; at equal addresses the function symbol wins.
+pub fn line_table(
+    table: &SymbolTable,
+    text: &TextSection,
+    lines: Option<&SourceLines>,
+) -> LineTable {
+    let mut made: Vec<(RawSymbol, SourceInfo)> = Vec::new();
+    if let Some(lines) = lines {
+        let mut last: Option<SourcePosition> = None;
+        for address in text.address..text.address.saturating_add(text.size) {
+            let Some(p) = lines.nearest(address) else {
+                continue;
+            };
+            if last
+                .as_ref()
+                .is_some_and(|l| l.line == p.line && l.function == p.function && l.file == p.file)
+            {
+                continue;
+            }
+            let is_static = table
+                .lookup(address)
+                .is_some_and(|i| table.symbols()[i].is_static);
+            made.push((
+                RawSymbol {
+                    name: p.function.clone(),
+                    address,
+                    is_function: false,
+                    is_static,
+                },
+                SourceInfo {
+                    file: p.file.clone(),
+                    line: p.line,
+                },
+            ));
+            last = Some(p);
+        }
+    }
+    let text_end = text.address.wrapping_add(text.size);
+    let (table, origin) = table.refinalise(made.iter().map(|(s, _)| s.clone()).collect(), text_end);
+    let function_sources = symbol_sources_of(lines, &table, &origin);
+    let sources = origin
+        .iter()
+        .zip(function_sources)
+        .map(|(o, f)| match o {
+            Origin::Line(i) => Some(made[*i].1.clone()),
+            Origin::Function => f,
+        })
+        .collect();
+    LineTable { table, sources }
+}
+
+fn symbol_sources_of(
+    lines: Option<&SourceLines>,
+    table: &SymbolTable,
+    origin: &[Origin],
+) -> Vec<Option<SourceInfo>> {
+    table
+        .symbols()
+        .iter()
+        .zip(origin)
+        .map(|(s, o)| {
+            if matches!(o, Origin::Line(_)) {
+                return None;
+            }
+            let p = lines?.nearest(s.address)?;
+            Some(SourceInfo {
+                file: p.file,
+                line: p.line,
+            })
+        })
+        .collect()
+}
+
+/// Where a symbol of a re-finalised table came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A symbol of the function table.
+    Function,
+    /// The line symbol with this index in the list given.
+    Line(usize),
+}
+
+/// The ` (FILE:LINE @ ADDR)` suffix gprof appends to names in line mode, or the
+/// ` (FILE:LINE)` of `--inline-file-names`; nothing for a symbol without source position.
+pub fn name_suffix(
+    source: Option<&SourceInfo>,
+    address: u64,
+    line_mode: bool,
+    full_path: bool,
+) -> Vec<u8> {
+    let Some(s) = source else {
+        return Vec::new();
+    };
+    let mut out = b" (".to_vec();
+    out.extend_from_slice(s.file_name(full_path));
+    out.extend_from_slice(format!(":{}", s.line).as_bytes());
+    if line_mode {
+        out.extend_from_slice(format!(" @ {address:x}").as_bytes());
+    }
+    out.push(b')');
+    out
+}
