@@ -64,6 +64,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
         let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
+        if o.line {
+            refuse_foreign_basic_blocks(&profile, path)?;
+        }
         if o.has(Style::FileInfo) {
             let s = profile.summary().map_err(|e| e.with_path(path))?;
             let plural = |n: u64| if n == 1 { "record" } else { "records" };
@@ -173,6 +176,30 @@ fn source_names(o: &Options, table: &SymbolTable, sources: &[Option<SourceInfo>]
     }
     names.line_mode = o.line;
     names
+}
+
+/// In line mode gprof reads basic-block records, and it reads their pair count in the byte order
+/// of the machine (little-endian x86), not the file's: a big-endian count then claims far more
+/// pairs than the file holds and gprof stops. We stop too rather than read such a file
+/// differently.
+fn refuse_foreign_basic_blocks(profile: &Profile<'_>, path: &Path) -> Result<()> {
+    if profile.layout().endian != Endian::Big {
+        return Ok(());
+    }
+    for record in profile.records() {
+        if let Ok((offset, gmon_format::Record::BasicBlocks(bb))) = record {
+            let n = u32::try_from(bb.len()).unwrap_or(u32::MAX);
+            if n.swap_bytes() != n {
+                bail!(
+                    "{}: gprof cannot read this big-endian basic-block record in line mode: \
+                     it takes the count {n} as {} (at offset {offset:#x})",
+                    path.display(),
+                    n.swap_bytes()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// gprof's style rules: with any style selected, exactly those print; with none, the flat

@@ -6,6 +6,9 @@
 //! fixtures/record-gprof.sh; there stdout and status must match, and stderr is not compared
 //! (gprof's is kept as `gprof.stderr` for reference; ours explains more). All other cases are
 //! our own output: run with PKGPROF_BLESS=1 to rewrite their expectations.
+//!
+//! A case with `expected-gmon.sum` must write that file, byte for byte, as `gmon.sum` (`-s`);
+//! the written file is removed afterwards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,8 @@ struct Outcome {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     status: i32,
+    /// The `gmon.sum` the command wrote, if any.
+    sum: Option<Vec<u8>>,
 }
 
 fn run_case(dir: &Path) -> Outcome {
@@ -29,15 +34,20 @@ fn run_case(dir: &Path) -> Outcome {
         "pkgprof" => env!("CARGO_BIN_EXE_pkgprof"),
         other => panic!("{}: unknown program {other}", dir.display()),
     };
+    let sum_path = dir.join("gmon.sum");
+    let _ = fs::remove_file(&sum_path);
     let out = Command::new(exe)
         .args(words)
         .current_dir(dir)
         .output()
         .expect("run pkgprof");
+    let sum = fs::read(&sum_path).ok();
+    let _ = fs::remove_file(&sum_path);
     Outcome {
         stdout: out.stdout,
         stderr: out.stderr,
         status: out.status.code().unwrap_or(-1),
+        sum,
     }
 }
 
@@ -88,6 +98,22 @@ fn golden_cases() {
                 String::from_utf8_lossy(&want_stdout),
                 String::from_utf8_lossy(&got.stdout)
             ));
+        }
+        if let Ok(want_sum) = fs::read(dir.join("expected-gmon.sum")) {
+            match &got.sum {
+                None => problems.push("no gmon.sum was written".to_string()),
+                Some(sum) if *sum != want_sum => problems.push(format!(
+                    "gmon.sum differs from expected-gmon.sum ({} bytes written, {} expected; \
+                     first difference at byte {})",
+                    sum.len(),
+                    want_sum.len(),
+                    sum.iter()
+                        .zip(&want_sum)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(sum.len().min(want_sum.len()))
+                )),
+                Some(_) => {}
+            }
         }
         if got.status != want_status {
             problems.push(format!(
