@@ -12,6 +12,12 @@
 //! a random DAG, back edges that close cycles, dense cycles, self-recursion, zero counts,
 //! calls from labels and objects, arcs into non-functions.
 //!
+//! Every case also runs `gprof -s` (with the same `-a`/`-D`) and compares the `gmon.sum` it
+//! writes with ours. In report mode some 64-bit images get code bytes instead of NOP padding:
+//! `call` instructions to other blocks (forward and backward), stray `E8` bytes and random
+//! bytes, and then `-c` (static call graph) is added to both command lines. These draws come
+//! from a second generator, so a seed still yields the same layouts and profiles as before.
+//!
 //! Run: `PKGPROF_DIFF=1 cargo run -p callgraph --example flat_diff -- [CASES] [SEED] [SECONDS]
 //! [flat|report]` (defaults 300 cases, seed 1, 600 s, flat). Needs `gprof` and `gcc` (with `-m32` for 32-bit
 //! cases) on PATH. Failing cases are kept under the printed directory; `PKGPROF_DIFF_KEEP=1`
@@ -167,6 +173,10 @@ fn name(rng: &mut Rng, used: &mut Vec<String>) -> String {
 }
 
 fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
+    // Draws added later (code bytes, -c) use their own generator, so the original draws and
+    // hence every earlier seed's layout stay the same.
+    let mut code_rng = Rng(rng.0 ^ 0x5eed_c0de_0000_0001);
+    code_rng.next();
     let bits32 = rng.chance(15);
     let mut used = Vec::new();
     let nblocks = rng.range(1, 25) as usize;
@@ -239,6 +249,13 @@ fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
         });
     }
     let data_weak = rng.chance(30);
+    let with_code = report && !bits32 && code_rng.chance(40);
+    // Blocks a `call` may name: the first name of blocks that are not indirect functions.
+    let targets: Vec<String> = blocks
+        .iter()
+        .filter(|b| b.names[0].1 != Kind::Ifunc)
+        .map(|b| b.names[0].0.clone())
+        .collect();
 
     let mut asm = String::from("\t.text\n\t.globl _start\n_start:\n\t.skip 16, 0x90\n");
     for b in &blocks {
@@ -266,7 +283,11 @@ fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
             }
             let _ = writeln!(asm, "\"{n}\":");
         }
-        let _ = writeln!(asm, "\t.skip {}, 0x90", b.size);
+        if with_code && code_rng.chance(60) {
+            code_bytes(&mut code_rng, &mut asm, b.size, &targets);
+        } else {
+            let _ = writeln!(asm, "\t.skip {}, 0x90", b.size);
+        }
     }
     // gprof reads the end of the last symbol from past the end of its table, so whether that
     // symbol gets samples depends on its heap (see the crate's findings). Keep it out of reach
@@ -483,6 +504,7 @@ fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
         no_static: rng.chance(12),
         ignore_non_functions: rng.chance(12),
         traditional: report && rng.chance(30),
+        static_call_graph: with_code && code_rng.chance(70),
     };
     let mut args = if report { vec!["-b"] } else { vec!["-b", "-p"] };
     for (on, flag) in [
@@ -490,6 +512,7 @@ fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
         (flags.no_static, "-a"),
         (flags.ignore_non_functions, "-D"),
         (flags.traditional, "-T"),
+        (flags.static_call_graph, "-c"),
     ] {
         if on {
             args.push(flag);
@@ -532,10 +555,72 @@ fn run_case(rng: &mut Rng, dir: &Path, report: bool) -> Outcome {
                 .join(" ")
         ),
     );
-    if ours == theirs.stdout {
+    if ours != theirs.stdout {
+        return Outcome::Differs;
+    }
+    compare_sums(dir, &img, &gmon_refs, flags)
+}
+
+/// Runs `gprof -s [-a] [-D]` in `dir` and compares the gmon.sum it writes with ours.
+fn compare_sums(dir: &Path, img: &Path, gmons: &[&Path], flags: common::Flags) -> Outcome {
+    let sum_path = dir.join("gmon.sum");
+    let _ = std::fs::remove_file(&sum_path);
+    let mut cmd = Command::new("gprof");
+    cmd.arg("-s").current_dir(dir);
+    if flags.no_static {
+        cmd.arg("-a");
+    }
+    if flags.ignore_non_functions {
+        cmd.arg("-D");
+    }
+    let Ok(theirs) = cmd.arg(img).args(gmons).output() else {
+        return Outcome::Setup("cannot run gprof -s".into());
+    };
+    let theirs = if theirs.status.success() {
+        std::fs::read(&sum_path).unwrap_or_default()
+    } else {
+        format!(
+            "gprof -s failed: {}",
+            String::from_utf8_lossy(&theirs.stderr)
+        )
+        .into_bytes()
+    };
+    let ours = common::sum_output(img, gmons, flags).unwrap_or_else(String::into_bytes);
+    let _ = std::fs::write(dir.join("gprof.sum"), &theirs);
+    let _ = std::fs::write(dir.join("ours.sum"), &ours);
+    let _ = std::fs::remove_file(&sum_path);
+    if ours == theirs {
         Outcome::Same
     } else {
+        eprintln!("{}: gmon.sum differs", dir.display());
         Outcome::Differs
+    }
+}
+
+/// `size` bytes of code for one block: calls to random blocks (the linker fills in the
+/// displacement, so both directions occur), stray `E8` bytes with random operands, NOPs and
+/// random bytes.
+fn code_bytes(rng: &mut Rng, asm: &mut String, size: u64, targets: &[String]) {
+    let mut left = size;
+    while left > 0 {
+        if left >= 5 && !targets.is_empty() && rng.chance(25) {
+            let _ = writeln!(asm, "\tcall \"{}\"", rng.pick(targets));
+            left -= 5;
+        } else if left >= 5 && rng.chance(10) {
+            let _ = writeln!(
+                asm,
+                "\t.byte 0xe8, {}, {}, {}, {}",
+                rng.below(256),
+                rng.below(256),
+                rng.below(3),
+                0
+            );
+            left -= 5;
+        } else {
+            let b = if rng.chance(50) { 0x90 } else { rng.below(256) };
+            let _ = writeln!(asm, "\t.byte {b}");
+            left -= 1;
+        }
     }
 }
 

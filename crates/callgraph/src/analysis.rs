@@ -60,21 +60,12 @@ impl Analysis {
     }
 
     /// [`Analysis::new`] with the count-0 arcs of a static call graph (`-c`, see
-    /// [`crate::static_arcs`]) added after the arcs of `sum`.
-    pub fn with_static_arcs(
-        table: SymbolTable,
-        sum: &Sum,
-        static_arcs: &[gmon_format::Arc],
-    ) -> Self {
+    /// [`crate::static_arcs`]) added after the arcs of `sum`, as (caller, callee) symbol pairs.
+    pub fn with_static_arcs(table: SymbolTable, sum: &Sum, static_arcs: &[(usize, usize)]) -> Self {
         let included = default_flat_selection(&table);
         let times = HistogramTimes::assign(&table, sum, &included);
-        let all_arcs: std::borrow::Cow<'_, [gmon_format::Arc]> = if static_arcs.is_empty() {
-            sum.arcs().into()
-        } else {
-            [sum.arcs(), static_arcs].concat().into()
-        };
-        let calls = CallCounts::from_arcs(&table, &all_arcs);
-        let graph = CallGraph::build(&table, &all_arcs, &times);
+        let calls = CallCounts::from_arcs(&table, sum.arcs());
+        let graph = CallGraph::build_with_static(&table, sum.arcs(), static_arcs, &times);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
             names: table.symbols().iter().map(|s| s.name.clone()).collect(),
@@ -120,6 +111,47 @@ impl Analysis {
     }
 }
 
+impl SourceNames {
+    /// What gprof appends to the names of `table`'s symbols, whose source positions are
+    /// `sources`: in line mode (`line_mode`) ` (FILE:LINE @ ADDR)` everywhere, else with
+    /// `inline_file_names` ` (FILE:LINE)` everywhere and in any case ` (FILE)` after static
+    /// functions in the index. FILE is the base name unless `full_path` (`-L`).
+    pub fn new(
+        table: &SymbolTable,
+        sources: &[Option<crate::SourceInfo>],
+        line_mode: bool,
+        inline_file_names: bool,
+        full_path: bool,
+    ) -> Self {
+        let mut names = SourceNames::default();
+        let symbols = table.symbols();
+        if line_mode || inline_file_names {
+            names.everywhere = symbols
+                .iter()
+                .zip(sources)
+                .map(|(s, src)| crate::name_suffix(src.as_ref(), s.address, line_mode, full_path))
+                .collect();
+        }
+        if !line_mode {
+            names.index = symbols
+                .iter()
+                .zip(sources)
+                .map(|(s, src)| match src {
+                    Some(src) if s.is_static => {
+                        let mut suffix = b" (".to_vec();
+                        suffix.extend_from_slice(src.file_name(full_path));
+                        suffix.push(b')');
+                        suffix
+                    }
+                    _ => Vec::new(),
+                })
+                .collect();
+        }
+        names.line_mode = line_mode;
+        names
+    }
+}
+
 /// Which listings [`write_report`] prints.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -146,6 +178,9 @@ pub struct ReportOptions {
     /// Something (such as `-i`'s file summaries) was printed before the report, so its first
     /// listing opens with a form feed, as every later one does. Default is false.
     pub after_other_output: bool,
+    /// Width of the index's lines (`-w`): the column width is (width − 1) / 3. Default is
+    /// `None`, gprof's 80.
+    pub width: Option<i64>,
 }
 
 /// Why [`write_report`] failed.
@@ -292,6 +327,7 @@ pub fn write_report<W: Write>(
             &analysis.times.time,
             options.display_unused,
             options.traditional,
+            options.width.unwrap_or(80),
         )
         .map_err(ReportError::Write)?;
     }

@@ -116,6 +116,18 @@ impl CallGraph {
     /// every symbol are dropped. The mcount helpers are excluded from printing and from time
     /// propagation, as gprof does by default.
     pub fn build(table: &SymbolTable, arcs: &[Arc], times: &HistogramTimes) -> Self {
+        Self::build_with_static(table, arcs, &[], times)
+    }
+
+    /// [`CallGraph::build`] with the (caller, callee) symbol pairs of a static call graph
+    /// (`-c`) added as count-0 arcs after the arcs read. The callee is taken as it is, even a
+    /// label, as gprof adds these arcs without moving them to a function.
+    pub fn build_with_static(
+        table: &SymbolTable,
+        arcs: &[Arc],
+        static_pairs: &[(usize, usize)],
+        times: &HistogramTimes,
+    ) -> Self {
         let n = table.len();
         let mut nodes: Vec<Node> = (0..n).map(|i| Node::new(Some(i))).collect();
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -149,6 +161,22 @@ impl CallGraph {
                 nodes[parent].children.push(id);
                 nodes[child].parents.push(id);
             }
+        }
+        for &(parent, child) in static_pairs {
+            if parent >= n || child >= n || by_pair.contains_key(&(parent, child)) {
+                continue;
+            }
+            let id = graph_arcs.len();
+            graph_arcs.push(GraphArc {
+                parent,
+                child,
+                count: 0,
+                time: 0.0,
+                child_time: 0.0,
+            });
+            by_pair.insert((parent, child), id);
+            nodes[parent].children.push(id);
+            nodes[child].parents.push(id);
         }
         for node in &mut nodes {
             node.children.reverse();

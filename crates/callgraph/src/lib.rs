@@ -37,13 +37,19 @@
 //! # }
 //! ```
 //!
+//! Source lines come from DWARF ([`SourceLines`]): line granularity ([`line_table`], gprof's
+//! `-l`), name suffixes ([`SourceNames`]), execution counts and annotated source
+//! ([`write_exec_counts`], [`write_annotated_source`]). [`static_arcs`] scans x86 code for
+//! calls (`-c`), and [`sum_arcs`] gives the arcs `gprof -s` writes.
+//!
 //! What it does not do yet: the explanatory texts (only `-b` output), symspecs (`-p NAME`,
-//! `-q NAME`, `-k`, `-n`, `-N`, …), line-level (`-l`) tables, DWARF file names, demangling in
-//! the listings, static call graphs (`-c`), and the BSD (`-T`) layouts.
+//! `-q NAME`, `-k`, `-n`, `-N`, …), basic-block records in the listings, and function or file
+//! ordering (`-r`, `-R`).
 
 #![deny(missing_docs)]
 
 mod analysis;
+mod annotate;
 mod calls;
 mod demangle;
 mod error;
@@ -57,6 +63,7 @@ mod static_calls;
 mod symbols;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
+pub use annotate::{AnnotateOptions, source_file_order, write_annotated_source, write_exec_counts};
 pub use calls::CallCounts;
 pub use demangle::demangle;
 pub use error::{Error, Result};

@@ -8,18 +8,23 @@ use crate::error::{Error, Result};
 use crate::lines::TextSection;
 use crate::symbols::SymbolTable;
 
-/// The count-0 arcs gprof's `-c` adds: one per `call rel32` (opcode `E8`) whose target is the
-/// start of a symbol inside a histogram range, from the symbol holding the call.
+/// The count-0 arcs gprof's `-c` adds, as (caller, callee) symbol indices: one per `call rel32`
+/// (opcode `E8`) whose target is the start of a symbol inside a histogram range, from the
+/// symbol holding the call, in the order gprof creates them.
 ///
 /// Each symbol's bytes, from its start to the next symbol's, are clipped to the histogram
 /// record they overlap, and every byte position is tried as an opcode (operand bytes too, as
 /// gprof does not decode instructions). The displacement is read as an *unsigned* 32-bit
-/// number, so calls to lower addresses land 4 GiB too high and are never found. An arc's
-/// `from_pc` is its caller's start, so it resolves to that symbol.
+/// number, so calls to lower addresses land 4 GiB too high and are never found. The callee is
+/// the symbol starting at the target even if it is a label.
 ///
 /// Returns an error if a symbol's range overlaps more than one histogram record, as gprof
 /// refuses that.
-pub fn static_arcs(table: &SymbolTable, text: &TextSection, sum: &Sum) -> Result<Vec<Arc>> {
+pub fn static_arcs(
+    table: &SymbolTable,
+    text: &TextSection,
+    sum: &Sum,
+) -> Result<Vec<(usize, usize)>> {
     let symbols = table.symbols();
     let histograms = sum.histograms();
     let in_histogram = |pc: u64| histograms.iter().any(|h| h.low_pc <= pc && pc < h.high_pc);
@@ -29,15 +34,14 @@ pub fn static_arcs(table: &SymbolTable, text: &TextSection, sum: &Sum) -> Result
             Some(next) => next.address,
             None => s.end_address.wrapping_add(1),
         };
-        let mut overlapping = histograms
-            .iter()
-            .filter(|h| s.address < h.high_pc && h.low_pc < end);
-        let Some(h) = overlapping.next() else {
-            continue;
+        // The record holding the symbol's first byte, or else its last one; a symbol that
+        // merely spans a record from outside on both sides is not scanned.
+        let holding = |pc: u64| histograms.iter().find(|h| h.low_pc <= pc && pc < h.high_pc);
+        let h = match (holding(s.address), holding(end.wrapping_sub(1))) {
+            (Some(a), Some(b)) if !std::ptr::eq(a, b) => return Err(Error::SeveralHistograms),
+            (Some(h), _) | (None, Some(h)) => h,
+            (None, None) => continue,
         };
-        if overlapping.next().is_some() {
-            return Err(Error::SeveralHistograms);
-        }
         let (low, high) = (s.address.max(h.low_pc), end.min(h.high_pc));
         for pc in low..high {
             if text.byte(pc) != Some(0xe8) {
@@ -63,11 +67,7 @@ pub fn static_arcs(table: &SymbolTable, text: &TextSection, sum: &Sum) -> Result
             if let Some(t) = table.lookup(target)
                 && symbols[t].address == target
             {
-                arcs.push(Arc {
-                    from_pc: s.address,
-                    self_pc: target,
-                    count: 0,
-                });
+                arcs.push((i, t));
             }
         }
     }

@@ -76,6 +76,9 @@ pub struct SymbolTable {
     symbols: Vec<Symbol>,
     address_size: AddressSize,
     endian: Endian,
+    /// Addresses of the symbols read, in `.symtab` order before sorting: gprof looks up their
+    /// source files in this order, which orders its annotated-source listing.
+    read_order: Vec<u64>,
 }
 
 impl SymbolTable {
@@ -132,16 +135,24 @@ impl SymbolTable {
         address_size: AddressSize,
         endian: Endian,
     ) -> Self {
+        let read_order = raw.iter().map(|s| s.address).collect();
         SymbolTable {
             symbols: finish(raw, text_end),
             address_size,
             endian,
+            read_order,
         }
     }
 
     /// The symbols in ascending address order.
     pub fn symbols(&self) -> &[Symbol] {
         &self.symbols
+    }
+
+    /// Addresses of the symbols as read from the image, in `.symtab` order (before sorting
+    /// and alias resolution).
+    pub fn read_order(&self) -> &[u64] {
+        &self.read_order
     }
 
     /// Number of symbols.
@@ -481,6 +492,7 @@ impl SymbolTable {
                 symbols: out,
                 address_size: self.address_size,
                 endian: self.endian,
+                read_order: self.read_order.clone(),
             },
             origin,
         )

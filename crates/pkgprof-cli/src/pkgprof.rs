@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ReportOptions, SourceInfo, SourceLines, SourceNames, SymbolOptions, SymbolTable,
-    TextSection, line_table, name_suffix, static_arcs, sum_arcs, symbol_sources, write_report,
+    Analysis, AnnotateOptions, ReportOptions, SourceLines, SourceNames, SymbolOptions, SymbolTable,
+    TextSection, line_table, source_file_order, static_arcs, sum_arcs, symbol_sources,
+    write_annotated_source, write_exec_counts, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
@@ -115,12 +116,60 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         } else {
             Vec::new()
         };
-        let source_names = source_names(&o, &table, &sources);
+        let source_names =
+            SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
         let mut analysis = Analysis::with_static_arcs(table, &sum, &static_arcs);
         analysis.set_sources(source_names);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
-        write_report(out, &analysis, &report)?;
+        // Only the flat profile and call graph come from write_report; -A/-C/-s alone print
+        // neither.
+        let by_default = analysis.has_histogram() || analysis.has_arcs;
+        if (o.styles == 0 && by_default) || o.has(Style::Flat) || o.has(Style::Graph) {
+            write_report(&mut *out, &analysis, &report)?;
+        }
+        let mut printed = o.has(Style::FileInfo) || o.has(Style::Flat) || o.has(Style::Graph);
+        // With nothing selected and nothing to show, gprof falls back to the exec counts.
+        let exec_counts = o.has(Style::ExecCounts)
+            || (o.styles == 0 && !analysis.has_histogram() && !analysis.has_arcs);
+        let ncalls = &analysis.calls.calls;
+        if exec_counts {
+            write_exec_counts(
+                &mut *out,
+                &analysis.table,
+                &sources,
+                ncalls,
+                o.display_unused,
+                printed,
+            )?;
+            printed = true;
+        }
+        if o.has(Style::Annotate) {
+            let files = source_file_order(&analysis.table, lines.as_ref(), &sources);
+            let mut options = AnnotateOptions::default();
+            options.min_count = o.min_count.unwrap_or(1);
+            options.table_length = o.table_length.unwrap_or(10);
+            options.display_unused = o.display_unused;
+            options.after_other_output = printed;
+            let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
+            options.directories = o
+                .directories
+                .iter()
+                .flat_map(|d| d.split(':').map(PathBuf::from).collect::<Vec<_>>())
+                .chain(std::env::split_paths(&env_path))
+                .filter(|d| !d.as_os_str().is_empty())
+                .collect();
+            let mut warn = |message: String| eprintln!("pkgprof: {message}");
+            write_annotated_source(
+                &mut *out,
+                &analysis.table,
+                &sources,
+                ncalls,
+                &files,
+                &options,
+                &mut warn,
+            )?;
+        }
     }
     Ok(())
 }
@@ -145,37 +194,6 @@ fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()>
         .map_err(io::IntoInnerError::into_error)
         .with_context(|| format!("{}", path.display()))?;
     Ok(())
-}
-
-/// What the listings add to names: line mode's ` (FILE:LINE @ ADDR)`, `--inline-file-names`'s
-/// ` (FILE:LINE)`, and outside line mode the index's ` (FILE)` after static functions.
-fn source_names(o: &Options, table: &SymbolTable, sources: &[Option<SourceInfo>]) -> SourceNames {
-    let mut names = SourceNames::default();
-    let symbols = table.symbols();
-    if o.line || o.inline_file_names {
-        names.everywhere = symbols
-            .iter()
-            .zip(sources)
-            .map(|(s, src)| name_suffix(src.as_ref(), s.address, o.line, o.print_path))
-            .collect();
-    }
-    if !o.line {
-        names.index = symbols
-            .iter()
-            .zip(sources)
-            .map(|(s, src)| match src {
-                Some(src) if s.is_static => {
-                    let mut suffix = b" (".to_vec();
-                    suffix.extend_from_slice(src.file_name(o.print_path));
-                    suffix.push(b')');
-                    suffix
-                }
-                _ => Vec::new(),
-            })
-            .collect();
-    }
-    names.line_mode = o.line;
-    names
 }
 
 /// In line mode gprof reads basic-block records, and it reads their pair count in the byte order
@@ -222,6 +240,7 @@ fn report_options(o: &Options) -> ReportOptions {
     report.display_unused = o.display_unused;
     report.traditional = o.traditional;
     report.no_demangle = !o.demangle;
+    report.width = o.width;
     report
 }
 
@@ -230,8 +249,6 @@ fn report_options(o: &Options) -> ReportOptions {
 fn refuse_unbuilt(o: &Options) -> Result<()> {
     let mut missing = Vec::new();
     let styles = [
-        (Style::ExecCounts, "-C (exec counts)"),
-        (Style::Annotate, "-A (annotated source)"),
         (Style::FunctionOrdering, "-r (function ordering)"),
         (Style::FileOrdering, "-R (file ordering)"),
     ];
@@ -247,6 +264,10 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             "symbol specifications (-p/-q/-P/-Q with a name, -e -E -f -F -n -N -k)",
         ),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
+        (
+            o.separate_files && o.has(Style::Annotate),
+            "-y (annotated source in separate files)",
+        ),
     ];
     missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
     if !missing.is_empty() {

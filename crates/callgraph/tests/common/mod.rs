@@ -22,6 +22,8 @@ pub struct Flags {
     pub ignore_non_functions: bool,
     /// `-T` (full report only)
     pub traditional: bool,
+    /// `-c` (full report only)
+    pub static_call_graph: bool,
 }
 
 /// The image's symbols (with `-a`/`-D` from `flags`) and the sum of the gmon files read by its
@@ -72,7 +74,16 @@ pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8
 /// error text.
 pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
     let (table, sum) = load(image, gmons, flags)?;
-    let analysis = callgraph::Analysis::new(table, &sum);
+    let static_arcs = if flags.static_call_graph {
+        let data = std::fs::read(image).map_err(|e| e.to_string())?;
+        let text = callgraph::TextSection::parse(&data)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        callgraph::static_arcs(&table, &text, &sum).map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
+    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &static_arcs);
     let mut options = callgraph::ReportOptions::default();
     options.brief = true;
     options.display_unused = flags.display_unused;
@@ -80,4 +91,18 @@ pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<
     let mut out = Vec::new();
     callgraph::write_report(&mut out, &analysis, &options).map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// The `gmon.sum` our `gprof -s [-a] [-D] image gmons...` writes, or the error text.
+pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let (table, sum) = load(image, gmons, flags)?;
+    let data = std::fs::read(image).map_err(|e| e.to_string())?;
+    let text = callgraph::TextSection::parse(&data)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let lines = callgraph::SourceLines::parse(&data).ok().flatten();
+    let line_table = callgraph::line_table(&table, &text, lines.as_ref());
+    let arcs = callgraph::sum_arcs(&line_table.table, sum.arcs());
+    sum.write_gnu_with_arcs(Vec::new(), table.address_size(), table.endian(), &arcs)
+        .map_err(|e| e.to_string())
 }

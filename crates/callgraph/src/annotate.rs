@@ -1,0 +1,288 @@
+//! gprof's execution counts (`-C`) and annotated source listing (`-A`).
+//!
+//! Without basic-block records (modern gcc writes none) the only counts are the calls of each
+//! function, shown on the source line where the function starts. Line symbols (`-l`) carry no
+//! count of their own: they make a line "executable" but leave it unannotated.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use crate::lines::{SourceInfo, SourceLines};
+use crate::sort::glibc_qsort;
+use crate::symbols::SymbolTable;
+
+/// Source files in the order gprof lists them: the most recently seen first.
+///
+/// gprof meets a file when it looks up the source of a symbol it reads from `.symtab` (in that
+/// order, before sorting), then, in line mode, of each line symbol in address order.
+pub fn source_file_order(
+    table: &SymbolTable,
+    lines: Option<&SourceLines>,
+    sources: &[Option<SourceInfo>],
+) -> Vec<Rc<[u8]>> {
+    let mut seen: Vec<Rc<[u8]>> = Vec::new();
+    let mut meet = |file: &Rc<[u8]>| {
+        if !seen.iter().any(|f| f == file) {
+            seen.push(file.clone());
+        }
+    };
+    if let Some(lines) = lines {
+        for &address in table.read_order() {
+            if let Some(p) = lines.nearest(address) {
+                meet(&p.file);
+            }
+        }
+    }
+    for (s, src) in table.symbols().iter().zip(sources) {
+        if let Some(src) = src
+            && !s.is_function
+        {
+            meet(&src.file);
+        }
+    }
+    seen.reverse();
+    seen
+}
+
+/// The `-C` listing: `FILE:LINE: (NAME:0xADDR) N executions` for every symbol that was called
+/// (every symbol with `display_unused`), ordered by file and line where both symbols have
+/// one and by address otherwise, as gprof's comparator does.
+///
+/// Returns an error if writing fails.
+pub fn write_exec_counts<W: Write>(
+    mut out: W,
+    table: &SymbolTable,
+    sources: &[Option<SourceInfo>],
+    ncalls: &[u64],
+    display_unused: bool,
+    after_other_output: bool,
+) -> io::Result<()> {
+    let symbols = table.symbols();
+    let mut order: Vec<usize> = (0..symbols.len()).collect();
+    let source = |i: usize| sources.get(i).and_then(Option::as_ref);
+    glibc_qsort(&mut order, |&a, &b| match (source(a), source(b)) {
+        (Some(x), Some(y)) => x
+            .file
+            .cmp(&y.file)
+            .then(x.line.cmp(&y.line))
+            .then(symbols[a].address.cmp(&symbols[b].address)),
+        _ => symbols[a].address.cmp(&symbols[b].address),
+    });
+    let mut buf = Vec::new();
+    if after_other_output {
+        buf.extend_from_slice(b"\x0c\n");
+    }
+    for i in order {
+        let calls = ncalls.get(i).copied().unwrap_or(0);
+        if calls == 0 && !display_unused {
+            continue;
+        }
+        match source(i) {
+            Some(s) => {
+                buf.extend_from_slice(&s.file);
+                buf.extend_from_slice(format!(":{}: (", s.line).as_bytes());
+            }
+            None => buf.extend_from_slice(b"<unknown>:0: ("),
+        }
+        buf.extend_from_slice(&symbols[i].name);
+        buf.extend_from_slice(
+            format!(":0x{:x}) {calls} executions\n", symbols[i].address).as_bytes(),
+        );
+    }
+    out.write_all(&buf)
+}
+
+/// Settings of the annotated-source listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AnnotateOptions {
+    /// Counts below this show as `#####` (`-m`). Default is 1.
+    pub min_count: i64,
+    /// Rows of the "Top N Lines" table (`-t`); 0 or less leaves the table out. Default is 10.
+    pub table_length: i64,
+    /// Directories to look for sources in (`-I`, `GPROF_PATH`), after the current directory.
+    /// Default is empty.
+    pub directories: Vec<PathBuf>,
+    /// List files whose functions were never called (`-z`). Default is false.
+    pub display_unused: bool,
+    /// Something was printed before, so the first file opens with a form feed. Default is
+    /// false.
+    pub after_other_output: bool,
+}
+
+impl Default for AnnotateOptions {
+    fn default() -> Self {
+        AnnotateOptions {
+            min_count: 1,
+            table_length: 10,
+            directories: Vec::new(),
+            display_unused: false,
+            after_other_output: false,
+        }
+    }
+}
+
+/// What one source line has: any symbol, and the calls of the functions starting on it.
+#[derive(Debug, Clone, Copy, Default)]
+struct LineCount {
+    has_symbol: bool,
+    has_count: bool,
+    count: u64,
+}
+
+/// Writes gprof's annotated source (`-A`): for each source file (in `files` order) whose
+/// functions were called, the file with a 16-column count margin, the most executed lines and a
+/// summary. A file that cannot be found is reported through `warn` and skipped.
+///
+/// Returns an error if writing fails.
+#[allow(clippy::too_many_arguments)]
+pub fn write_annotated_source<W: Write>(
+    mut out: W,
+    table: &SymbolTable,
+    sources: &[Option<SourceInfo>],
+    ncalls: &[u64],
+    files: &[Rc<[u8]>],
+    options: &AnnotateOptions,
+    warn: &mut dyn FnMut(String),
+) -> io::Result<()> {
+    let symbols = table.symbols();
+    let mut first_file = true;
+    for file in files {
+        let mut counts: Vec<LineCount> = Vec::new();
+        let mut total: u64 = 0;
+        for (i, src) in sources.iter().enumerate() {
+            let Some(src) = src else { continue };
+            if src.file != *file {
+                continue;
+            }
+            let line = usize::try_from(src.line).unwrap_or(usize::MAX);
+            if line >= counts.len() {
+                if line > 1 << 24 {
+                    continue;
+                }
+                counts.resize(line + 1, LineCount::default());
+            }
+            let c = &mut counts[line];
+            c.has_symbol = true;
+            if symbols[i].is_function {
+                let n = ncalls.get(i).copied().unwrap_or(0);
+                c.has_count = true;
+                c.count = c.count.wrapping_add(n);
+                total = total.wrapping_add(n);
+            }
+        }
+        if total == 0 && !options.display_unused {
+            continue;
+        }
+        let Some(text) = locate(file, &options.directories) else {
+            warn(format!(
+                "could not locate `{}'",
+                String::from_utf8_lossy(file)
+            ));
+            continue;
+        };
+        let mut buf = Vec::with_capacity(text.len() * 2 + 512);
+        if !first_file {
+            buf.push(b'\n');
+        }
+        if !first_file || options.after_other_output {
+            buf.extend_from_slice(b"\x0c\n");
+        }
+        first_file = false;
+        buf.extend_from_slice(b"*** File ");
+        buf.extend_from_slice(file);
+        buf.extend_from_slice(b":\n");
+        let mut body = text.as_slice();
+        let mut number = 1usize;
+        while !body.is_empty() {
+            // The text is copied as it is: a last line without a newline stays without one.
+            let (line, rest) = match body.iter().position(|&b| b == b'\n') {
+                Some(nl) => (&body[..=nl], &body[nl + 1..]),
+                None => (body, &[][..]),
+            };
+            let c = counts.get(number).copied().unwrap_or_default();
+            if c.has_count {
+                if (c.count as i128) < i128::from(options.min_count) {
+                    buf.extend_from_slice(b"       ##### -> ");
+                } else {
+                    buf.extend_from_slice(format!("{:>12} -> ", c.count).as_bytes());
+                }
+            } else {
+                buf.extend_from_slice(&[b' '; 16]);
+            }
+            buf.extend_from_slice(line);
+            body = rest;
+            number += 1;
+        }
+        if options.table_length > 0 {
+            let mut top: Vec<(usize, u64)> = counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.has_count && c.count > 0)
+                .map(|(l, c)| (l, c.count))
+                .collect();
+            glibc_qsort(&mut top, |a, b| b.1.cmp(&a.1));
+            let n = usize::try_from(options.table_length).unwrap_or(usize::MAX);
+            buf.extend_from_slice(
+                format!(
+                    "\n\nTop {} Lines:\n\n     Line      Count\n\n",
+                    options.table_length
+                )
+                .as_bytes(),
+            );
+            for (line, count) in top.into_iter().take(n) {
+                buf.extend_from_slice(format!("{line:>9} {count:>10}\n").as_bytes());
+            }
+        }
+        let executable = counts.iter().filter(|c| c.has_symbol).count();
+        let executed = counts.iter().filter(|c| c.has_count).count();
+        buf.extend_from_slice(b"\nExecution Summary:\n\n");
+        buf.extend_from_slice(
+            format!("{executable:>9}   Executable lines in this file\n").as_bytes(),
+        );
+        buf.extend_from_slice(format!("{executed:>9}   Lines executed\n").as_bytes());
+        let percent = 100.0 * executed as f64 / executable as f64;
+        buf.extend_from_slice(
+            format!("{:>9}   Percent of the file executed\n", fixed2(percent)).as_bytes(),
+        );
+        buf.extend_from_slice(
+            format!("\n{total:>9}   Total number of line executions\n").as_bytes(),
+        );
+        let average = total as f64 / executable as f64;
+        buf.extend_from_slice(
+            format!("{:>9}   Average executions per line\n", fixed2(average)).as_bytes(),
+        );
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+/// `%.2f`, with C's spelling of NaN and infinity.
+fn fixed2(v: f64) -> String {
+    if v.is_nan() {
+        "-nan".to_string()
+    } else if v.is_infinite() {
+        "inf".to_string()
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Finds a source file as gprof does: the path itself if absolute, else under the current
+/// directory and each search directory; then its base name in each of those directories.
+fn locate(file: &[u8], directories: &[PathBuf]) -> Option<Vec<u8>> {
+    let path = Path::new(std::str::from_utf8(file).ok()?);
+    let mut dirs: Vec<&Path> = vec![Path::new(".")];
+    dirs.extend(directories.iter().map(PathBuf::as_path));
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if path.is_absolute() {
+        candidates.push(path.to_path_buf());
+    } else {
+        candidates.extend(dirs.iter().map(|d| d.join(path)));
+    }
+    if let Some(base) = path.file_name() {
+        candidates.extend(dirs.iter().map(|d| d.join(base)));
+    }
+    candidates.into_iter().find_map(|c| std::fs::read(c).ok())
+}
