@@ -75,5 +75,5 @@ pub use lines::{
     symbol_sources,
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
-pub use static_calls::{static_arcs, sum_arcs};
+pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};

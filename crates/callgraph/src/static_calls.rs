@@ -108,3 +108,25 @@ pub fn sum_arcs(table: &SymbolTable, arcs: &[Arc]) -> Vec<Arc> {
         })
         .collect()
 }
+
+/// How many basic-block counts gprof keeps per symbol; later addresses are dropped.
+pub const BASIC_BLOCKS_PER_SYMBOL: usize = 10;
+
+/// The basic-block counts of `blocks` as `gprof -s` writes them: each given to the symbol
+/// holding its address (dropped if none), at most [`BASIC_BLOCKS_PER_SYMBOL`] addresses per
+/// symbol in order of first appearance, listed symbol by symbol in address order.
+pub fn sum_basic_blocks(table: &SymbolTable, blocks: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut per_symbol: Vec<Vec<(u64, u64)>> = vec![Vec::new(); table.len()];
+    for &(address, count) in blocks {
+        let Some(s) = table.lookup(address) else {
+            continue;
+        };
+        let slots = &mut per_symbol[s];
+        if let Some(slot) = slots.iter_mut().find(|(a, _)| *a == address) {
+            slot.1 = slot.1.wrapping_add(count);
+        } else if slots.len() < BASIC_BLOCKS_PER_SYMBOL {
+            slots.push((address, count));
+        }
+    }
+    per_symbol.into_iter().flatten().collect()
+}

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use callgraph::{
     Analysis, AnnotateOptions, ReportOptions, SourceLines, SourceNames, SymbolOptions, SymbolTable,
-    TextSection, line_table, source_file_order, static_arcs, sum_arcs, symbol_sources,
-    write_annotated_source, write_exec_counts, write_report,
+    TextSection, line_table, source_file_order, static_arcs, sum_arcs, sum_basic_blocks,
+    symbol_sources, write_annotated_source, write_exec_counts, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
@@ -187,7 +187,10 @@ fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()>
             let force_44 = format == FormatChoice::Bsd44;
             sum.write_bsd_with_arcs(out, size, endian, force_44, &arcs)
         }
-        _ => sum.write_gnu_with_arcs(out, size, endian, &arcs),
+        _ => {
+            let blocks = sum_basic_blocks(table, sum.basic_blocks());
+            sum.write_gnu_with(out, size, endian, &arcs, &blocks)
+        }
     }
     .map_err(|e| e.with_path(path))?;
     out.into_inner()

@@ -103,6 +103,13 @@ pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>
     let lines = callgraph::SourceLines::parse(&data).ok().flatten();
     let line_table = callgraph::line_table(&table, &text, lines.as_ref());
     let arcs = callgraph::sum_arcs(&line_table.table, sum.arcs());
-    sum.write_gnu_with_arcs(Vec::new(), table.address_size(), table.endian(), &arcs)
-        .map_err(|e| e.to_string())
+    let blocks = callgraph::sum_basic_blocks(&line_table.table, sum.basic_blocks());
+    sum.write_gnu_with(
+        Vec::new(),
+        table.address_size(),
+        table.endian(),
+        &arcs,
+        &blocks,
+    )
+    .map_err(|e| e.to_string())
 }
