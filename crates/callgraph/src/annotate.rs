@@ -101,11 +101,14 @@ pub struct AnnotateOptions {
     pub min_count: i64,
     /// Rows of the "Top N Lines" table (`-t`); 0 or less leaves the table out. Default is 10.
     pub table_length: i64,
-    /// Directories to look for sources in (`-I`, `GPROF_PATH`), after the current directory.
-    /// Default is empty.
+    /// Directories to look for sources in (`-I`, `GPROF_PATH`) when a file's own path does not
+    /// lead to it. Default is empty.
     pub directories: Vec<PathBuf>,
     /// List files whose functions were never called (`-z`). Default is false.
     pub display_unused: bool,
+    /// Annotate every line that has a symbol (`-x`): a line without a count of its own repeats
+    /// the count last shown above it. Default is false.
+    pub all_lines: bool,
     /// Something was printed before, so the first file opens with a form feed. Default is
     /// false.
     pub after_other_output: bool,
@@ -118,12 +121,14 @@ impl Default for AnnotateOptions {
             table_length: 10,
             directories: Vec::new(),
             display_unused: false,
+            all_lines: false,
             after_other_output: false,
         }
     }
 }
 
-/// What one source line has: any symbol, and the calls of the functions starting on it.
+/// What one source line has: any symbol, whether it shows a count, and the calls of the
+/// functions starting on it.
 #[derive(Debug, Clone, Copy, Default)]
 struct LineCount {
     has_symbol: bool,
@@ -164,10 +169,15 @@ pub fn write_annotated_source<W: Write>(
                 counts.resize(line + 1, LineCount::default());
             }
             let c = &mut counts[line];
-            c.has_symbol = true;
+            // The first symbol on a line (in address order) decides whether it shows a count:
+            // a line symbol first leaves it blank, even if a function starts there too
+            // (whose calls still count in the totals and the top lines).
+            if !c.has_symbol {
+                c.has_symbol = true;
+                c.has_count = symbols[i].is_function;
+            }
             if symbols[i].is_function {
                 let n = ncalls.get(i).copied().unwrap_or(0);
-                c.has_count = true;
                 c.count = c.count.wrapping_add(n);
                 total = total.wrapping_add(n);
             }
@@ -195,6 +205,7 @@ pub fn write_annotated_source<W: Write>(
         buf.extend_from_slice(b":\n");
         let mut body = text.as_slice();
         let mut number = 1usize;
+        let mut last = 0u64;
         while !body.is_empty() {
             // The text is copied as it is: a last line without a newline stays without one.
             let (line, rest) = match body.iter().position(|&b| b == b'\n') {
@@ -202,11 +213,19 @@ pub fn write_annotated_source<W: Write>(
                 None => (body, &[][..]),
             };
             let c = counts.get(number).copied().unwrap_or_default();
-            if c.has_count {
-                if (c.count as i128) < i128::from(options.min_count) {
+            let shown = if c.has_count {
+                last = c.count;
+                Some(c.count)
+            } else if options.all_lines && c.has_symbol {
+                Some(last)
+            } else {
+                None
+            };
+            if let Some(count) = shown {
+                if i128::from(count) < i128::from(options.min_count) {
                     buf.extend_from_slice(b"       ##### -> ");
                 } else {
-                    buf.extend_from_slice(format!("{:>12} -> ", c.count).as_bytes());
+                    buf.extend_from_slice(format!("{count:>12} -> ").as_bytes());
                 }
             } else {
                 buf.extend_from_slice(&[b' '; 16]);
@@ -219,7 +238,7 @@ pub fn write_annotated_source<W: Write>(
             let mut top: Vec<(usize, u64)> = counts
                 .iter()
                 .enumerate()
-                .filter(|(_, c)| c.has_count && c.count > 0)
+                .filter(|(_, c)| c.count > 0)
                 .map(|(l, c)| (l, c.count))
                 .collect();
             glibc_qsort(&mut top, |a, b| b.1.cmp(&a.1));
@@ -236,7 +255,10 @@ pub fn write_annotated_source<W: Write>(
             }
         }
         let executable = counts.iter().filter(|c| c.has_symbol).count();
-        let executed = counts.iter().filter(|c| c.has_count).count();
+        let executed = counts
+            .iter()
+            .filter(|c| c.has_count || (options.all_lines && c.has_symbol))
+            .count();
         buf.extend_from_slice(b"\nExecution Summary:\n\n");
         buf.extend_from_slice(
             format!("{executable:>9}   Executable lines in this file\n").as_bytes(),
@@ -269,20 +291,16 @@ fn fixed2(v: f64) -> String {
     }
 }
 
-/// Finds a source file as gprof does: the path itself if absolute, else under the current
-/// directory and each search directory; then its base name in each of those directories.
+/// Finds a source file as gprof does: the path itself (relative paths from the current
+/// directory), then under each search directory, then its base name in each search directory.
 fn locate(file: &[u8], directories: &[PathBuf]) -> Option<Vec<u8>> {
     let path = Path::new(std::str::from_utf8(file).ok()?);
-    let mut dirs: Vec<&Path> = vec![Path::new(".")];
-    dirs.extend(directories.iter().map(PathBuf::as_path));
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if path.is_absolute() {
-        candidates.push(path.to_path_buf());
-    } else {
-        candidates.extend(dirs.iter().map(|d| d.join(path)));
+    let mut candidates: Vec<PathBuf> = vec![path.to_path_buf()];
+    if !path.is_absolute() {
+        candidates.extend(directories.iter().map(|d| d.join(path)));
     }
     if let Some(base) = path.file_name() {
-        candidates.extend(dirs.iter().map(|d| d.join(base)));
+        candidates.extend(directories.iter().map(|d| d.join(base)));
     }
     candidates.into_iter().find_map(|c| std::fs::read(c).ok())
 }

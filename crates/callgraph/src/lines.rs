@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::rc::Rc;
 
+use gimli::Reader as _;
 use object::{Object, ObjectSection};
 
 use crate::error::{Error, Result};
@@ -75,6 +76,8 @@ pub struct SourcePosition {
 /// The DWARF line tables and functions of an image.
 pub struct SourceLines {
     context: addr2line::Context<Reader>,
+    /// Line-table sequences, sorted by start address.
+    sequences: Vec<Sequence>,
     /// File paths handed out so far, so equal paths share one allocation.
     files: std::cell::RefCell<Vec<Rc<[u8]>>>,
 }
@@ -108,10 +111,14 @@ impl SourceLines {
             Ok(gimli::EndianRcSlice::new(Rc::from(&*bytes), endian))
         };
         let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
+        let mut files = Vec::new();
+        let mut sequences = read_line_tables(&dwarf, &mut files).map_err(dwarf_error)?;
+        sequences.sort_by_key(|s| s.start);
         let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
         Ok(Some(SourceLines {
             context,
-            files: Default::default(),
+            sequences,
+            files: std::cell::RefCell::new(files),
         }))
     }
 
@@ -120,11 +127,7 @@ impl SourceLines {
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
     /// as gprof then records nothing.
     pub fn nearest(&self, address: u64) -> Option<SourcePosition> {
-        let location = self.context.find_location(address).ok()??;
-        let (file, line) = (location.file?, location.line?);
-        if line == 0 {
-            return None;
-        }
+        let (file, line) = self.line_of(address)?;
         let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
         let mut function = None;
         while let Ok(Some(frame)) = frames.next() {
@@ -135,20 +138,194 @@ impl SourceLines {
         }
         Some(SourcePosition {
             function: function?,
-            file: self.intern(file.as_bytes()),
-            line: u64::from(line),
+            file,
+            line,
         })
     }
 
-    fn intern(&self, path: &[u8]) -> Rc<[u8]> {
-        let mut files = self.files.borrow_mut();
-        if let Some(f) = files.iter().find(|f| ***f == *path) {
-            return f.clone();
+    /// The file and line of the row covering `address`: in the sequence holding it, the last
+    /// row at or below it.
+    fn line_of(&self, address: u64) -> Option<(Rc<[u8]>, u64)> {
+        let i = self.sequences.partition_point(|s| s.start <= address);
+        let seq = &self.sequences[..i].iter().rev().find(|s| address < s.end)?;
+        let r = seq.rows.partition_point(|r| r.address <= address);
+        let row = seq.rows.get(r.checked_sub(1)?)?;
+        if row.line == 0 {
+            return None;
         }
-        let f: Rc<[u8]> = Rc::from(path);
-        files.push(f.clone());
-        f
+        let files = self.files.borrow();
+        Some((files.get(row.file)?.clone(), row.line))
     }
+}
+
+/// One row of a line table, as far as gprof uses it.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    address: u64,
+    /// Index into [`SourceLines::files`].
+    file: usize,
+    line: u64,
+}
+
+/// One sequence of a line table: rows over [start, end).
+#[derive(Debug, Clone)]
+struct Sequence {
+    start: u64,
+    end: u64,
+    rows: Vec<Row>,
+}
+
+/// Runs every unit's line program, naming files as BFD does.
+///
+/// Two BFD habits matter for byte-identical names. A file's path is the compilation directory,
+/// the file's directory entry and its name joined with `/` unless one of them is absolute (so
+/// a relative directory `.` gives `././f.c`). And in a DWARF 5 table, rows before the program
+/// first sets the file register (whose initial value is 1) are credited to file entry 0, the
+/// primary source file, rather than entry 1.
+fn read_line_tables(
+    dwarf: &gimli::Dwarf<Reader>,
+    files: &mut Vec<Rc<[u8]>>,
+) -> gimli::Result<Vec<Sequence>> {
+    use gimli::{LineInstruction, LineRow};
+    let mut sequences = Vec::new();
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        let unit = dwarf.unit(header)?;
+        let Some(mut program) = unit.line_program.clone() else {
+            continue;
+        };
+        let header = program.header().clone();
+        let comp_dir: Option<Vec<u8>> = unit
+            .comp_dir
+            .as_ref()
+            .and_then(|d| d.to_slice().ok().map(|b| b.to_vec()));
+        let mut names: Vec<Option<usize>> = Vec::new();
+        let mut name_of = |index: u64, files: &mut Vec<Rc<[u8]>>| -> Option<usize> {
+            let slot = usize::try_from(index).ok()?;
+            if slot < names.len()
+                && let Some(n) = names[slot]
+            {
+                return Some(n);
+            }
+            let path = bfd_path(dwarf, &unit, &header, comp_dir.as_deref(), index)?;
+            let id = match files.iter().position(|f| **f == *path) {
+                Some(id) => id,
+                None => {
+                    files.push(Rc::from(path.as_slice()));
+                    files.len() - 1
+                }
+            };
+            if names.len() <= slot {
+                names.resize(slot + 1, None);
+            }
+            names[slot] = Some(id);
+            Some(id)
+        };
+        let version5 = header.version() >= 5;
+        let mut instructions = header.instructions();
+        let mut row = LineRow::new(&header);
+        let mut file_set = false;
+        let mut tombstone = false;
+        let mut rows: Vec<Row> = Vec::new();
+        while let Some(instruction) = instructions.next_instruction(&header)? {
+            match instruction {
+                LineInstruction::SetFile(_) => file_set = true,
+                LineInstruction::SetAddress(a) => {
+                    let max = if header.address_size() == 4 {
+                        u64::from(u32::MAX)
+                    } else {
+                        u64::MAX
+                    };
+                    tombstone = a < row.address() || a >= max;
+                }
+                _ => {}
+            }
+            if !row.execute(instruction, &mut program)? {
+                continue;
+            }
+            let end = row.end_sequence();
+            if !tombstone {
+                let index = if version5 && !file_set {
+                    0
+                } else {
+                    row.file_index()
+                };
+                if end {
+                    if let Some(first) = rows.first() {
+                        sequences.push(Sequence {
+                            start: first.address,
+                            end: row.address(),
+                            rows: std::mem::take(&mut rows),
+                        });
+                    }
+                } else if let Some(file) = name_of(index, files) {
+                    // A later row at the same address replaces an earlier one.
+                    if rows.last().is_some_and(|r| r.address == row.address()) {
+                        rows.pop();
+                    }
+                    rows.push(Row {
+                        address: row.address(),
+                        file,
+                        line: row.line().map_or(0, |l| l.get()),
+                    });
+                }
+            }
+            if end {
+                row = LineRow::new(&header);
+                file_set = false;
+                tombstone = false;
+                rows.clear();
+            }
+        }
+    }
+    Ok(sequences)
+}
+
+/// The path BFD gives file `index` of a line-program header.
+fn bfd_path(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    header: &gimli::LineProgramHeader<Reader>,
+    comp_dir: Option<&[u8]>,
+    index: u64,
+) -> Option<Vec<u8>> {
+    let file = header.file(index)?;
+    let text = |v: gimli::AttributeValue<Reader>| -> Option<Vec<u8>> {
+        dwarf
+            .attr_string(unit, v)
+            .ok()
+            .and_then(|r| r.to_slice().ok().map(|b| b.to_vec()))
+    };
+    let name = text(file.path_name())?;
+    if name.first() == Some(&b'/') {
+        return Some(name);
+    }
+    let dir = if header.version() >= 5 || file.directory_index() != 0 {
+        file.directory(header).and_then(text)
+    } else {
+        None
+    };
+    let mut path = Vec::new();
+    match dir {
+        Some(d) if d.first() == Some(&b'/') => path.extend_from_slice(&d),
+        Some(d) => {
+            if let Some(c) = comp_dir {
+                path.extend_from_slice(c);
+                path.push(b'/');
+            }
+            path.extend_from_slice(&d);
+        }
+        None => {
+            if let Some(c) = comp_dir {
+                path.extend_from_slice(c);
+            }
+        }
+    }
+    if !path.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(&name);
+    Some(path)
 }
 
 fn dwarf_error(source: gimli::Error) -> Error {

@@ -150,6 +150,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             options.min_count = o.min_count.unwrap_or(1);
             options.table_length = o.table_length.unwrap_or(10);
             options.display_unused = o.display_unused;
+            options.all_lines = o.all_lines;
             options.after_other_output = printed;
             let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
             options.directories = o
