@@ -4,3 +4,4 @@
 pub mod gmon;
 pub mod info;
 pub mod name;
+pub mod stacks;

@@ -15,7 +15,12 @@ pub fn run(data: &[u8]) {
     let Ok(comm) = Comm::new(&data[..data.len().min(Comm::MAX_LEN)]) else {
         panic!("a comm of at most MAX_LEN bytes was refused");
     };
-    for kind in [FileKind::User, FileKind::Kernel, FileKind::Info] {
+    for kind in [
+        FileKind::User,
+        FileKind::Kernel,
+        FileKind::Info,
+        FileKind::Stacks,
+    ] {
         let pid = u32::from_le_bytes(std::array::from_fn(|i| data.get(i).copied().unwrap_or(0)));
         let name = ProfileName::Process {
             pid,

@@ -1,19 +1,21 @@
 //! The whole analysis in one value, and the default `gprof -b` report sequence.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
-use gmon_format::Sum;
+use gmon_format::{Arc, Sum};
 
 use crate::calls::CallCounts;
 use crate::error::Error;
 use crate::flat::{FlatOptions, FlatProfile};
 use crate::graph::CallGraph;
-use crate::histogram::{HistogramTimes, default_flat_selection};
+use crate::histogram::HistogramTimes;
 use crate::report::flat::{FlatPrintOptions, write_flat};
 use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
 use crate::report::graph::{GraphPrint, write_graph};
 use crate::report::index::write_index;
 use crate::symbols::SymbolTable;
+use crate::symspec::{Selection, Symspecs};
 
 /// Everything gprof computes before printing: self times, call counts, the call graph with
 /// propagated times, and the flat profile that uses them.
@@ -33,7 +35,7 @@ pub struct Analysis {
     pub has_arcs: bool,
     /// The symbol table the analysis was made from.
     pub table: SymbolTable,
-    /// Flat-profile selection per symbol (see [`crate::default_flat_selection`]).
+    /// Flat-profile selection per symbol (see [`Selection::flat`]).
     included: Vec<bool>,
     /// Source-line additions to the names (see [`Analysis::set_sources`]).
     pub sources: SourceNames,
@@ -56,16 +58,31 @@ impl Analysis {
     /// Runs gprof's analysis of `sum` against `table`: histogram self times, call counts, the
     /// call graph with cycles and propagated times, and the flat profile (without `-z`).
     pub fn new(table: SymbolTable, sum: &Sum) -> Self {
-        Self::with_static_arcs(table, sum, &[])
+        Self::with_symspecs(table, sum, &Symspecs::default())
     }
 
-    /// [`Analysis::new`] with the count-0 arcs of a static call graph (`-c`, see
+    /// [`Analysis::new`] with symbol specifications: `-p`/`-P` decide who gets flat-profile
+    /// time, `-q`/`-Q`/`-e`/`-f` what the call graph prints, `-n`/`-N`/`-E`/`-F` what
+    /// propagates time, and `-k` and `-q FROM/TO` which arcs are read at all.
+    pub fn with_symspecs(table: SymbolTable, sum: &Sum, specs: &Symspecs) -> Self {
+        Self::with_static_arcs(table, sum, specs, &[])
+    }
+
+    /// [`Analysis::with_symspecs`] with the count-0 arcs of a static call graph (`-c`, see
     /// [`crate::static_arcs`]) added after the arcs of `sum`, as (caller, callee) symbol pairs.
-    pub fn with_static_arcs(table: SymbolTable, sum: &Sum, static_arcs: &[(usize, usize)]) -> Self {
-        let included = default_flat_selection(&table);
+    /// Like gprof, arc specs do not filter them: they are made after the arcs are read.
+    pub fn with_static_arcs(
+        table: SymbolTable,
+        sum: &Sum,
+        specs: &Symspecs,
+        static_arcs: &[(usize, usize)],
+    ) -> Self {
+        let selection = Selection::new(&table, specs);
+        let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, sum, &included);
-        let calls = CallCounts::from_arcs(&table, sum.arcs());
-        let graph = CallGraph::build_with_static(&table, sum.arcs(), static_arcs, &times);
+        let arcs = filter_arcs(&table, sum.arcs(), &selection);
+        let calls = CallCounts::from_arcs(&table, &arcs);
+        let graph = CallGraph::build_with_static(&table, &arcs, static_arcs, &times, &selection);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
             names: table.symbols().iter().map(|s| s.name.clone()).collect(),
@@ -150,6 +167,21 @@ impl SourceNames {
         names.line_mode = line_mode;
         names
     }
+}
+
+/// The arcs gprof reads: all of them, unless arc specs drop some. An arc whose ends resolve to
+/// no symbol is kept here; the graph drops it anyway.
+fn filter_arcs<'a>(table: &SymbolTable, arcs: &'a [Arc], selection: &Selection) -> Cow<'a, [Arc]> {
+    if !selection.filters_arcs() {
+        return Cow::Borrowed(arcs);
+    }
+    let kept = arcs.iter().filter(|arc| {
+        let ends = table
+            .lookup(arc.from_pc)
+            .zip(table.lookup_callee(arc.self_pc));
+        ends.is_none_or(|(caller, callee)| selection.keeps_arc(table, caller, callee))
+    });
+    Cow::Owned(kept.copied().collect())
 }
 
 /// Which listings [`write_report`] prints.

@@ -54,4 +54,40 @@ pub enum Error {
     /// The call graph was asked for but no arc was read.
     #[error("gmon.out file is missing call-graph data")]
     MissingCallGraph,
+    /// A file other than the image could not be read.
+    #[error("{path}: cannot read")]
+    ReadFile {
+        /// Path of the file.
+        path: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: io::Error,
+    },
+    /// A line of a kallsyms snapshot is malformed.
+    #[error("{path}: line {line}: {message}")]
+    Kallsyms {
+        /// Path of the snapshot.
+        path: PathBuf,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A gmon or measurement-info file of a measurement cannot be used.
+    #[error(transparent)]
+    Measurement(#[from] gmon_format::Error),
+    /// A process asked for has no files in the measurement directory.
+    #[error("no profile of process {pid} in {dir}")]
+    NoSuchProcess {
+        /// The pid asked for.
+        pid: u32,
+        /// The measurement directory.
+        dir: PathBuf,
+    },
+    /// The measurement directory holds nothing to report.
+    #[error("{dir}: no process-labeled profiles")]
+    EmptyMeasurement {
+        /// The measurement directory.
+        dir: PathBuf,
+    },
 }

@@ -8,9 +8,10 @@ use std::collections::HashMap;
 
 use gmon_format::Arc;
 
-use crate::histogram::{HistogramTimes, MCOUNT_NAMES};
+use crate::histogram::HistogramTimes;
 use crate::sort::glibc_qsort;
 use crate::symbols::SymbolTable;
+use crate::symspec::{Selection, Symspecs};
 
 mod cycles;
 mod propagate;
@@ -116,17 +117,35 @@ impl CallGraph {
     /// every symbol are dropped. The mcount helpers are excluded from printing and from time
     /// propagation, as gprof does by default.
     pub fn build(table: &SymbolTable, arcs: &[Arc], times: &HistogramTimes) -> Self {
-        Self::build_with_static(table, arcs, &[], times)
+        Self::build_selected(
+            table,
+            arcs,
+            times,
+            &Selection::new(table, &Symspecs::default()),
+        )
     }
 
-    /// [`CallGraph::build`] with the (caller, callee) symbol pairs of a static call graph
-    /// (`-c`) added as count-0 arcs after the arcs read. The callee is taken as it is, even a
-    /// label, as gprof adds these arcs without moving them to a function.
+    /// [`CallGraph::build`] with the call-graph and time tables of `selection` (`-q`, `-Q`,
+    /// `-n`, `-N`, …) deciding which entries print and which propagate time. The arcs must
+    /// already be filtered by the selection's arc specs (see [`Selection::keeps_arc`]).
+    pub fn build_selected(
+        table: &SymbolTable,
+        arcs: &[Arc],
+        times: &HistogramTimes,
+        selection: &Selection,
+    ) -> Self {
+        Self::build_with_static(table, arcs, &[], times, selection)
+    }
+
+    /// [`CallGraph::build_selected`] with the (caller, callee) symbol pairs of a static call
+    /// graph (`-c`) added as count-0 arcs after the arcs read. The callee is taken as it is,
+    /// even a label, as gprof adds these arcs without moving them to a function.
     pub fn build_with_static(
         table: &SymbolTable,
         arcs: &[Arc],
         static_pairs: &[(usize, usize)],
         times: &HistogramTimes,
+        selection: &Selection,
     ) -> Self {
         let n = table.len();
         let mut nodes: Vec<Node> = (0..n).map(|i| Node::new(Some(i))).collect();
@@ -194,13 +213,6 @@ impl CallGraph {
                 node.self_calls = c;
             }
         }
-        let excluded: Vec<bool> = {
-            let mut v = vec![false; n];
-            for i in table.indices_named(&MCOUNT_NAMES) {
-                v[i] = true;
-            }
-            v
-        };
         let mut graph = CallGraph {
             nodes,
             arcs: graph_arcs,
@@ -214,7 +226,7 @@ impl CallGraph {
         glibc_qsort(&mut top, |&a, &b| {
             graph.nodes[a].top_order.cmp(&graph.nodes[b].top_order)
         });
-        graph.propagate_flags(&top, &excluded);
+        graph.propagate_flags(&top, selection);
         graph.cycle_times();
         graph.propagate_time(&top);
         graph.sort_for_printing(table);

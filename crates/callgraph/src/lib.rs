@@ -56,11 +56,14 @@ mod error;
 mod flat;
 mod graph;
 mod histogram;
+mod kallsyms;
+mod labeled;
 mod lines;
 mod report;
 mod sort;
 mod static_calls;
 mod symbols;
+mod symspec;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use annotate::{AnnotateOptions, source_file_order, write_annotated_source, write_exec_counts};
@@ -70,10 +73,16 @@ pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
+pub use kallsyms::{KernelSymbol, KernelSymbols};
+pub use labeled::{
+    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    write_process_header, write_symbol_image,
+};
 pub use lines::{
-    LineTable, SourceInfo, SourceLines, SourcePosition, TextSection, line_table, name_suffix,
+    LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
     symbol_sources,
 };
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};

@@ -64,7 +64,7 @@ fn not_exec(source: object::Error) -> Error {
 
 /// Where an address comes from in the source, as BFD's nearest-line lookup reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourcePosition {
+pub struct NearestLine {
     /// The function's name in the debugging information (the innermost inlined one).
     pub function: Vec<u8>,
     /// The full path of the source file, as the line table builds it.
@@ -126,7 +126,7 @@ impl SourceLines {
     ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
     /// as gprof then records nothing.
-    pub fn nearest(&self, address: u64) -> Option<SourcePosition> {
+    pub fn nearest(&self, address: u64) -> Option<NearestLine> {
         let (file, line) = self.line_of(address)?;
         let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
         let mut function = None;
@@ -136,7 +136,7 @@ impl SourceLines {
                 break;
             }
         }
-        Some(SourcePosition {
+        Some(NearestLine {
             function: function?,
             file,
             line,
@@ -393,7 +393,7 @@ pub fn line_table(
 ) -> LineTable {
     let mut made: Vec<(RawSymbol, SourceInfo)> = Vec::new();
     if let Some(lines) = lines {
-        let mut last: Option<SourcePosition> = None;
+        let mut last: Option<NearestLine> = None;
         for address in text.address..text.address.saturating_add(text.size) {
             let Some(p) = lines.nearest(address) else {
                 continue;

@@ -39,6 +39,8 @@ mod recording;
 mod replay;
 
 #[cfg(target_os = "linux")]
+mod elf;
+#[cfg(target_os = "linux")]
 mod procfs;
 #[cfg(target_os = "linux")]
 mod ring;
@@ -46,6 +48,8 @@ mod ring;
 mod sampler;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod unwind;
 
 pub use error::{Error, Result};
 pub use recording::{ChildExit, ProcCounters, Recording, Sample, SideBand, SideRecord, UserRegs};
@@ -53,3 +57,5 @@ pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 
 #[cfg(target_os = "linux")]
 pub use sampler::{Config, Permissions, Sampler, preflight};
+#[cfg(target_os = "linux")]
+pub use unwind::{UnwindStats, UserStacks, unwind_user_stacks};

@@ -458,3 +458,98 @@ fn samples_larger_than_the_ring_are_all_counted_lost() {
         r.lost_reported_by_events
     );
 }
+
+/// Function symbols of an ELF file (`.symtab` and `.dynsym`), looked up by file address.
+struct ElfSyms {
+    syms: Vec<(u64, u64, String)>,
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl ElfSyms {
+    fn load(path: &str) -> ElfSyms {
+        use object::read::elf::{ElfFile64, ProgramHeader as _};
+        use object::{Object as _, ObjectSymbol as _};
+        let data = std::fs::read(path).expect("read ELF");
+        let f = ElfFile64::<object::Endianness>::parse(&*data).expect("parse ELF");
+        let e = f.endian();
+        let segments = f
+            .elf_program_headers()
+            .iter()
+            .filter(|p| p.p_type(e) == object::elf::PT_LOAD)
+            .map(|p| (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e)))
+            .collect();
+        let mut syms: Vec<_> = f
+            .symbols()
+            .chain(f.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .map(|s| (s.address(), s.size(), s.name().unwrap_or("").to_owned()))
+            .collect();
+        syms.sort();
+        ElfSyms { syms, segments }
+    }
+
+    /// The function holding runtime address `a` of a mapping at `start` of offset `pgoff`.
+    fn name(&self, m: &collect_perf::Mapping, a: u64) -> Option<&str> {
+        let off = a - m.start + m.pgoff;
+        let &(o, v, _) = self
+            .segments
+            .iter()
+            .find(|(o, _, sz)| *o & !4095 <= off && off < o + sz)?;
+        let svma = v + (off - o);
+        let i = self.syms.partition_point(|s| s.0 <= svma);
+        let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
+        (svma < start + size.max(&1)).then_some(name.as_str())
+    }
+}
+
+#[test]
+fn leaf_fix_finds_the_caller_of_the_read_wrapper() {
+    let _serial = serial();
+    let c = config();
+    let exe = workload("syscall");
+    let r = record(&args(&[&exe, &"300"]), &c);
+    let rep = replay(&r);
+    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+    let k = Kallsyms::load();
+    let p = rep.processes.first().expect("process");
+    let mut files: BTreeMap<String, ElfSyms> = BTreeMap::new();
+    let mut name = |a: u64, t: u64| -> Option<String> {
+        let m = p.mapping_at(a, t)?;
+        let syms = files
+            .entry(m.filename.clone())
+            .or_insert_with(|| ElfSyms::load(&m.filename));
+        syms.name(m, a).map(str::to_owned)
+    };
+    let (mut read_samples, mut fixed, mut fp_right) = (0, 0, 0);
+    for &i in &p.samples {
+        let s = &r.samples[i];
+        if !r
+            .kernel_chain(s)
+            .iter()
+            .any(|&a| k.name(a) == Some("ksys_read"))
+        {
+            continue;
+        }
+        read_samples += 1;
+        let user = stacks.frames(i);
+        let wrapper = name(user[0], s.time).unwrap_or_default();
+        assert!(wrapper.contains("read"), "{wrapper} is not libc's read");
+        if user.len() > 1 && name(user[1] - 1, s.time).as_deref() == Some("copy_loop") {
+            fixed += 1;
+        }
+        let fp = r.user_chain(s);
+        if fp.len() > 1 && name(fp[1] - 1, s.time).as_deref() == Some("copy_loop") {
+            fp_right += 1;
+        }
+    }
+    eprintln!(
+        "read path: {read_samples} samples; caller copy_loop found in {fixed} with the leaf fix, \
+         {fp_right} with frame pointers alone; {:?}",
+        stacks.stats
+    );
+    assert!(read_samples >= 20, "{read_samples} samples in ksys_read");
+    assert!(
+        fixed * 100 >= read_samples * 95,
+        "copy_loop is the caller of read in only {fixed} of {read_samples} samples"
+    );
+}

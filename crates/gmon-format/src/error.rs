@@ -115,6 +115,8 @@ pub enum ErrorKind {
     InvalidInfo(String),
     /// A directory entry with a profile's name that is not a regular file.
     NotAFile,
+    /// A malformed sampled-stacks file, or stacks that cannot be written as one.
+    InvalidStacks(String),
 }
 
 impl Error {
@@ -231,6 +233,7 @@ impl fmt::Display for Error {
             }
             ErrorKind::InvalidInfo(why) => write!(f, "cannot write measurement info: {why}"),
             ErrorKind::NotAFile => f.write_str("not a regular file"),
+            ErrorKind::InvalidStacks(why) => write!(f, "invalid stacks file: {why}"),
         }?;
         if let Some(offset) = self.offset {
             write!(f, " (at offset {offset:#x})")?;

@@ -44,7 +44,8 @@
 //! holding, per process, a user-level and a kernel-level gmon file and a measurement-info file,
 //! named by [`ProfileName`], plus two system-wide kernel profiles. [`scan`] lists such a
 //! directory, and [`MeasurementInfo`] reads and writes the info file, whose format is specified
-//! in [`measurement_info`].
+//! in [`measurement_info`]; [`Stacks`] and [`StacksWriter`] read and write the sampled-stacks
+//! file ([`stacks`]). The contract between the collector and the report is in [`labeled`].
 //!
 //! What this crate does not do: map addresses to symbols, build call graphs or print gprof's
 //! reports (that is the `callgraph` crate), or collect profiles (`collect-perf`).
@@ -53,7 +54,7 @@
 
 mod dump;
 mod error;
-mod labeled;
+pub mod labeled;
 mod layout;
 mod read;
 mod sum;
@@ -65,9 +66,11 @@ mod test_util;
 pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
 pub use labeled::{
-    ArcCounts, Comm, Field, FileKind, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping,
-    Measurement, MeasurementInfo, NAME_PREFIX, ProcessCounters, ProcessFiles, ProcessInfo,
-    ProfileName, SampleRate, SamplingInfo, Section, Skipped, info as measurement_info, scan,
+    ArcCounts, BoundaryKind, Comm, Field, FileKind, Frames, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
+    KernelInfo, Mapping, Measurement, MeasurementInfo, NAME_PREFIX, ProcessCounters, ProcessFiles,
+    ProcessInfo, ProfileName, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo,
+    Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter,
+    info as measurement_info, scan, stacks,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

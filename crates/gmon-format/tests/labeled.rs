@@ -590,7 +590,12 @@ fn is_plain_component(name: &str) -> bool {
 #[test]
 fn random_comms_round_trip_through_names() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let kinds = [FileKind::User, FileKind::Kernel, FileKind::Info];
+    let kinds = [
+        FileKind::User,
+        FileKind::Kernel,
+        FileKind::Info,
+        FileKind::Stacks,
+    ];
     for case in 0..20_000 {
         let max = if rng.chance(10) { Comm::MAX_LEN } else { 16 };
         let comm = Comm::new(rng.bytes(max as u64)).expect("short");
@@ -599,7 +604,7 @@ fn random_comms_round_trip_through_names() {
             1 => u32::MAX,
             _ => rng.next() as u32,
         };
-        let kind = kinds[rng.below(3) as usize];
+        let kind = kinds[rng.below(4) as usize];
         let name = ProfileName::Process { pid, kind, comm };
         let built = name.file_name();
         assert!(is_plain_component(&built), "case {case}: {built:?}");

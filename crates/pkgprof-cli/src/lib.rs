@@ -6,3 +6,4 @@ mod getopt;
 mod image;
 mod options;
 pub mod pkgprof;
+mod seamless;

@@ -53,6 +53,13 @@ pub enum Opt {
     // pkgprof's own
     Dump,
     DumpLayout,
+    Pid,
+    UserOnly,
+    KernelOnly,
+    System,
+    MergeOut,
+    ObjectPath,
+    Inclusive,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -170,6 +177,13 @@ pub const TABLE: &[Spec<Opt>] = &[
     o(Opt::ExcludeArc, Some('k'), None, Required),
     ours(Opt::Dump, "dump", No),
     ours(Opt::DumpLayout, "dump-layout", Required),
+    ours(Opt::Pid, "pid", Required),
+    ours(Opt::UserOnly, "user", No),
+    ours(Opt::KernelOnly, "kernel", No),
+    ours(Opt::System, "system", No),
+    ours(Opt::MergeOut, "merge-out", Required),
+    ours(Opt::ObjectPath, "object-path", Required),
+    ours(Opt::Inclusive, "inclusive", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -188,6 +202,37 @@ Usage: pkgprof [-[abcDhilLrsTvwxyz]] [-[ABCeEfFJnNOpPqQRStZ][name]] [-I dirs]
 \t[--demangle[=STYLE]] [--no-demangle] [--external-symbol-table=name] [@FILE]
 \t[--dump] [--dump-layout=64le|64be|32le|32be]
 \t[image-file] [profile-file...]
+";
+
+/// The seamless report's options, printed after [`USAGE`] by `--help` (not after usage
+/// errors, whose text is gprof's).
+pub const SEAMLESS_HELP: &str = "\
+Seamless reports of a pkgmon measurement directory (default .):
+  pkgprof [gprof options] --pid=PID[,PID...] [DIR]
+  pkgprof [gprof options] --system [DIR]
+\t--pid=PID[,PID...]   merge these processes' user and kernel profiles into one
+\t                     listing, names labelled PIDu:name and PIDk:name
+\t--system             every process, plus kernel: (gmon.out.-k.kernel) and
+\t                     other: (gmon.out.-k.other)
+\t--user, --kernel     one side only
+\t--object-path=DIR    where to look for objects not at their recorded path: by
+\t                     file name, and by build-id as DIR/.build-id/xx/rest.debug
+\t                     (repeatable; every object's build-id is checked)
+\t--merge-out=FILE     also write the merged profile to FILE and its symbols to
+\t                     FILE.elf, so that `gprof FILE.elf FILE` reads them
+\t--inclusive=gprof    children times as gprof propagates them (the default):
+\t                     each arc gets its callee's total in proportion to its
+\t                     count, as if every call cost the same
+\t--inclusive=stacks   exact inclusive times from the sampled stacks: a function
+\t                     counts once per sample it was on the stack of
+A header with each process's kernel counters (CPU time, faults, switches, i/o,
+samples, lost samples, kernel entries by kind) comes before the listings.
+Interrupts are not calls from the user function: their kernel entries have the
+pseudo-function PIDk:[interrupt] as parent.
+Examples:
+  pkgprof -b --pid 4242 measurement/
+  pkgprof -b -q --pid 4242,4243 --object-path /srv/archive/bin measurement/
+Exit status: 0 on success, 1 on any error.
 ";
 
 /// Which symbol table a symspec option adds to (gprof's include/exclude tables).
@@ -248,7 +293,8 @@ pub struct Options {
     /// Styles the user mentioned, selected or not; they are kept out of the default.
     pub user_styles: u32,
     /// Symspecs with their tables, in command-line order.
-    pub symspecs: Vec<(SymspecTable, String)>,
+    /// The specs are bytes: symbol names need not be UTF-8.
+    pub symspecs: Vec<(SymspecTable, Vec<u8>)>,
     /// `-b`.
     pub brief: bool,
     /// `-a`.
@@ -295,6 +341,24 @@ pub struct Options {
     pub dump: bool,
     /// `--dump-layout`.
     pub dump_layout: Option<String>,
+    /// `--pid`, every pid of every use, in order.
+    pub pids: Vec<u32>,
+    /// `--pid` was given (even with an empty list).
+    pub seamless: bool,
+    /// `--user`.
+    pub user_only: bool,
+    /// `--kernel`.
+    pub kernel_only: bool,
+    /// `--system`.
+    pub system: bool,
+    /// `--merge-out`.
+    pub merge_out: Option<OsString>,
+    /// `--object-path`, in order.
+    pub object_path: Vec<OsString>,
+    /// `--inclusive`.
+    pub inclusive: Option<String>,
+    /// A `--pid` list that does not parse, reported when the run starts.
+    pub bad_pid: Option<String>,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -327,8 +391,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             }
         };
         let spec = |o: &mut Options, table: SymspecTable| {
-            if let Some(t) = &text {
-                o.symspecs.push((table, t.clone()));
+            if let Some(a) = &arg {
+                o.symspecs.push((table, a.as_encoded_bytes().to_vec()));
             }
         };
         match id {
@@ -418,6 +482,21 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::NoDemangle => o.demangle = false,
             Opt::Dump => o.dump = true,
             Opt::DumpLayout => o.dump_layout = text,
+            Opt::Pid => {
+                o.seamless = true;
+                for part in text.as_deref().unwrap_or("").split(',') {
+                    match part.trim().parse::<u32>() {
+                        Ok(pid) => o.pids.push(pid),
+                        Err(_) => o.bad_pid = Some(part.to_owned()),
+                    }
+                }
+            }
+            Opt::UserOnly => o.user_only = true,
+            Opt::KernelOnly => o.kernel_only = true,
+            Opt::System => o.system = true,
+            Opt::MergeOut => o.merge_out = arg.clone(),
+            Opt::ObjectPath => o.object_path.extend(arg.clone()),
+            Opt::Inclusive => o.inclusive = text,
         }
     }
     Ok(o)
@@ -435,16 +514,13 @@ mod tests {
     fn no_forms_with_a_spec_still_select_their_style() {
         let o = parse_str("-Pmain");
         assert!(o.has(Style::Flat));
-        assert_eq!(
-            o.symspecs,
-            [(SymspecTable::ExcludeFlat, "main".to_string())]
-        );
+        assert_eq!(o.symspecs, [(SymspecTable::ExcludeFlat, b"main".to_vec())]);
         let o = parse_str("-p -P");
         assert!(!o.has(Style::Flat));
         assert_eq!(o.user_styles, Style::Flat as u32);
         let o = parse_str("-Qa/b");
         assert!(o.has(Style::Graph));
-        assert_eq!(o.symspecs, [(SymspecTable::ExcludeArcs, "a/b".to_string())]);
+        assert_eq!(o.symspecs, [(SymspecTable::ExcludeArcs, b"a/b".to_vec())]);
     }
 
     #[test]
@@ -468,5 +544,28 @@ mod tests {
         assert!(parse_str("--dump a.out").dump);
         let o = parse_str("--dump-l 32be x");
         assert_eq!(o.dump_layout.as_deref(), Some("32be"));
+    }
+
+    #[test]
+    fn seamless_options_leave_gprofs_abbreviations_alone() {
+        // `--s`, `--m`, `--i` and `--p` keep meaning what they mean to gprof.
+        let err = parse(["--s".into()]).unwrap_err().0;
+        assert!(err.starts_with("option '--s' is ambiguous"), "{err}");
+        assert!(!err.contains("system"), "{err}");
+        assert_eq!(parse_str("--m 5").min_count, Some(5));
+        assert!(parse_str("--p").print_path);
+        let err = parse(["--i".into()]).unwrap_err().0;
+        assert!(!err.contains("inclusive"), "{err}");
+        // Our own names and their unique prefixes.
+        let o = parse_str("--pid 12,34 --pid=56 --sy --us --ker --merge-o m --obj a --obj b");
+        assert_eq!(o.pids, [12, 34, 56]);
+        assert!(o.seamless && o.system && o.user_only && o.kernel_only);
+        assert_eq!(o.merge_out, Some("m".into()));
+        assert_eq!(o.object_path, ["a", "b"]);
+        assert_eq!(
+            parse_str("--inc stacks").inclusive.as_deref(),
+            Some("stacks")
+        );
+        assert_eq!(parse_str("--pid 1,x").bad_pid.as_deref(), Some("x"));
     }
 }

@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use callgraph::{
     Analysis, AnnotateOptions, ReportOptions, SourceLines, SourceNames, SymbolOptions, SymbolTable,
-    TextSection, line_table, source_file_order, static_arcs, sum_arcs, sum_basic_blocks,
-    symbol_sources, write_annotated_source, write_exec_counts, write_report,
+    SymspecTable as Table, Symspecs, TextSection, line_table, source_file_order, static_arcs,
+    sum_arcs, sum_basic_blocks, symbol_sources, write_annotated_source, write_exec_counts,
+    write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::getopt::UsageError;
 use crate::image::elf_layout;
-use crate::options::{self, Options, Style, USAGE};
+use crate::options::{self, Options, Style, SymspecTable, USAGE};
 
 /// A command line that gprof would refuse; `main` prints it with the usage text, exit 1.
 #[derive(Debug)]
@@ -43,11 +44,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     let o = options::parse(args).map_err(Usage)?;
     if o.help {
         out.write_all(USAGE.as_bytes())?;
+        out.write_all(options::SEAMLESS_HELP.as_bytes())?;
         return Ok(());
     }
     if o.version {
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
+    }
+    if o.seamless || o.system {
+        if !o.dump {
+            refuse_unbuilt(&o)?;
+        }
+        return crate::seamless::run(&o, report_options(&o), out);
     }
     let format = file_format(&o)?;
     // -i and -s print nothing of the reports; alone they select none.
@@ -118,7 +126,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         };
         let source_names =
             SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
-        let mut analysis = Analysis::with_static_arcs(table, &sum, &static_arcs);
+        let mut analysis = Analysis::with_static_arcs(table, &sum, &symspecs(&o), &static_arcs);
         analysis.set_sources(source_names);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
@@ -224,6 +232,30 @@ fn refuse_foreign_basic_blocks(profile: &Profile<'_>, path: &Path) -> Result<()>
     Ok(())
 }
 
+/// The specs of the command line in callgraph's tables. The annotation and execution-count
+/// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
+fn symspecs(o: &Options) -> Symspecs {
+    let mut specs = Symspecs::default();
+    for (table, text) in &o.symspecs {
+        let table = match table {
+            SymspecTable::IncludeFlat => Table::IncludeFlat,
+            SymspecTable::ExcludeFlat => Table::ExcludeFlat,
+            SymspecTable::IncludeGraph => Table::IncludeGraph,
+            SymspecTable::ExcludeGraph => Table::ExcludeGraph,
+            SymspecTable::IncludeArcs => Table::IncludeArcs,
+            SymspecTable::ExcludeArcs => Table::ExcludeArcs,
+            SymspecTable::IncludeTime => Table::IncludeTime,
+            SymspecTable::ExcludeTime => Table::ExcludeTime,
+            SymspecTable::IncludeAnnotation
+            | SymspecTable::ExcludeAnnotation
+            | SymspecTable::IncludeExec
+            | SymspecTable::ExcludeExec => continue,
+        };
+        specs.add(table, text);
+    }
+    specs
+}
+
 /// gprof's style rules: with any style selected, exactly those print; with none, the flat
 /// profile if there is a histogram and the call graph if there are arcs, less any the user
 /// turned off.
@@ -264,8 +296,16 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
     );
     let flags = [
         (
-            !o.symspecs.is_empty(),
-            "symbol specifications (-p/-q/-P/-Q with a name, -e -E -f -F -n -N -k)",
+            o.symspecs.iter().any(|(t, _)| {
+                matches!(
+                    t,
+                    SymspecTable::IncludeAnnotation
+                        | SymspecTable::ExcludeAnnotation
+                        | SymspecTable::IncludeExec
+                        | SymspecTable::ExcludeExec
+                )
+            }),
+            "symbol specifications of -A, -J, -C and -Z",
         ),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
         (

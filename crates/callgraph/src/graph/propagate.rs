@@ -1,9 +1,10 @@
 //! Print flags, propagation fractions and time propagation through the call graph.
 
 use super::CallGraph;
+use crate::symspec::{Selection, Toggle};
 
 impl CallGraph {
-    pub(super) fn propagate_flags(&mut self, top: &[usize], excluded: &[bool]) {
+    pub(super) fn propagate_flags(&mut self, top: &[usize], selection: &Selection) {
         // A cycle's flag and fraction are worked out once, when its first member comes up;
         // each member then gets its own adjustments (and adds to print_time) at its own turn
         // in the list, which decides the summation order of print_time.
@@ -55,18 +56,25 @@ impl CallGraph {
                 self.nodes[s].print_flag = flag;
                 self.nodes[s].fract = fract;
             }
-            let ex = excluded.get(s).copied().unwrap_or(false);
+            let print = selection.print.get(s).copied().unwrap_or(Toggle {
+                on: true,
+                off: false,
+            });
+            let time = selection.time.get(s).copied().unwrap_or(Toggle {
+                on: true,
+                off: false,
+            });
             let node = &mut self.nodes[s];
             if !node.print_flag {
-                node.print_flag = !ex;
-            } else if ex {
+                node.print_flag = print.on;
+            } else if print.off {
                 node.print_flag = false;
             }
             if node.fract == 0.0 {
-                if !ex {
+                if time.on {
                     node.fract = 1.0;
                 }
-            } else if ex {
+            } else if time.off {
                 node.fract = 0.0;
             }
             node.prop_self = node.time * node.fract;

@@ -4,6 +4,8 @@
 // Each test binary and example that includes this module uses a different part of it.
 #![allow(dead_code)]
 
+pub mod diff;
+
 use std::path::Path;
 
 use callgraph::{
@@ -73,7 +75,47 @@ pub fn flat_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8
 /// Our `gprof -b [-z] [-a] [-D] [-T] image gmons...` output (the full default report), or the
 /// error text.
 pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    report_output_with(image, gmons, flags, &[])
+}
+
+/// [`report_output`] with symbol specifications, each an option letter (`p P q Q e E f F n N
+/// k`) and its argument, as gprof's command line would give them.
+pub fn report_output_with(
+    image: &Path,
+    gmons: &[&Path],
+    flags: Flags,
+    specs: &[(char, Vec<u8>)],
+) -> Result<Vec<u8>, String> {
+    use callgraph::SymspecTable as T;
     let (table, sum) = load(image, gmons, flags)?;
+    let mut tables = callgraph::Symspecs::default();
+    let (mut flat, mut graph) = (None, None);
+    for (letter, text) in specs {
+        let arcs = text.contains(&b'/');
+        let targets: &[T] = match letter {
+            'p' => &[T::IncludeFlat],
+            'P' => &[T::ExcludeFlat],
+            'q' if arcs => &[T::IncludeArcs],
+            'q' | 'f' => &[T::IncludeGraph],
+            'Q' if arcs => &[T::ExcludeArcs],
+            'Q' | 'e' => &[T::ExcludeGraph],
+            'E' => &[T::ExcludeTime, T::ExcludeGraph],
+            'F' => &[T::IncludeTime, T::IncludeGraph],
+            'n' => &[T::IncludeTime],
+            'N' => &[T::ExcludeTime],
+            'k' => &[T::ExcludeArcs],
+            other => return Err(format!("-{other} takes no symspec")),
+        };
+        for &t in targets {
+            tables.add(t, text);
+        }
+        // With a spec, each of -p -P selects the flat profile and -q -Q the call graph.
+        match letter {
+            'p' | 'P' => flat = Some(true),
+            'q' | 'Q' => graph = Some(true),
+            _ => {}
+        }
+    }
     let static_arcs = if flags.static_call_graph {
         let data = std::fs::read(image).map_err(|e| e.to_string())?;
         let text = callgraph::TextSection::parse(&data)
@@ -83,8 +125,10 @@ pub fn report_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<
     } else {
         Vec::new()
     };
-    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &static_arcs);
+    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &tables, &static_arcs);
     let mut options = callgraph::ReportOptions::default();
+    options.flat_profile = flat;
+    options.call_graph = graph;
     options.brief = true;
     options.display_unused = flags.display_unused;
     options.traditional = flags.traditional;

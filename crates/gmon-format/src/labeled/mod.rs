@@ -1,10 +1,118 @@
 //! Process-labeled profile sets: the files a measurement leaves in its directory (pkprof
-//! paper, §4.7–4.8), their names, the measurement-info file, and listing a directory of them.
+//! paper, §4.7–4.8), their names, the measurement-info file, the sampled-stacks file, and
+//! listing a directory of them.
+//!
+//! # The measurement directory (normative)
+//!
+//! This is the contract between the collector (`pkgmon`, crate `collect-perf`) and the report
+//! (`pkgprof --pid`). A measurement directory (`pkgmon -o DIR`, default `.`) holds, for each
+//! profiled process, the files below. A process is a thread group: all threads of a process go
+//! into its files. A process that `exec`s gets a new file set under its new command name (and
+//! keeps its pid). When a pid is reused during a measurement by a process of the same command
+//! name, both go into one file set and the info file's `instances` counts them.
+//!
+//! | file | contents |
+//! |---|---|
+//! | `gmon.out.<pid>u.<comm>` | user profile (1) |
+//! | `gmon.out.<pid>k.<comm>` | profile of the kernel working for the process (2) |
+//! | `gmon.out.<pid>.<comm>` | measurement info (3) |
+//! | `kallsyms.<boot-id>` | kernel symbols at record time (4) |
+//! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
+//! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
+//!
+//! Names are built and parsed by [`ProfileName`](crate::ProfileName), which also says how a
+//! command name is escaped.
+//!
+//! 1. **User profile.** GNU tagged gmon, version 1, with the machine's address width and byte
+//!    order (64-bit little-endian on x86_64). Addresses are *runtime* virtual addresses of the
+//!    process, so the executable, its libraries, `ld.so` and the vDSO live in one file without
+//!    clashing; the info file's `[mapping]` sections relate them to files.
+//!    - Histogram: one tag-0 record per run of contiguous 4 KiB pages holding samples, with
+//!      `low_pc` and `high_pc` page-aligned (`high_pc` exclusive) and bins of 2 bytes, so every
+//!      record has the same scale (gprof requires it). `prof_rate` is the sampling frequency
+//!      in Hz, the dimension `seconds`, abbreviation `s`. Records are sorted by address. A bin
+//!      count above 65535 is carried by further records of the same range (gprof adds records
+//!      with identical ranges).
+//!    - Arcs: caller→callee edges of the sampled user stacks. `from_pc` is the return address
+//!      in the caller's frame, `self_pc` the pc of the callee's frame (the sampled pc for the
+//!      innermost frame, the return address into it for the others). `count` is the number of
+//!      samples whose stack holds that edge; a sample counts an edge at most once. Sorted by
+//!      (`from_pc`, `self_pc`). A count above 2³²−1 is carried by further records of the same
+//!      edge. The info file says `arcs = sampled-edges`.
+//!    - User stacks are unwound from `.eh_frame` on a copy of the top of the user stack until
+//!      they meet the kernel's frame-pointer chain, whose rest is taken, so the caller of a
+//!      frameless function (glibc's `read`) is right.
+//! 2. **Kernel profile** of the kernel working for the process (in system calls, faults and
+//!    interrupts that hit while it ran). Same layout, kernel runtime addresses (at or above
+//!    `0x8000_0000_0000_0000`). Arcs kernel→kernel as above, plus one *boundary arc* per sample
+//!    that has both parts: `from_pc` = the innermost user pc (the sample's user pc, e.g. inside
+//!    libc's `read`), `self_pc` = the outermost kernel frame (the entry point, e.g.
+//!    `entry_SYSCALL_64_after_hwframe`). User addresses are below `0x8000_0000_0000_0000`, so
+//!    the two ends cannot be confused; plain gprof shows such arcs as `<spontaneous>`.
+//!    Boundary arcs of every kind are written; the info file's `[boundary]` section and the
+//!    stacks file say which kind each was.
+//! 3. **Measurement info**, [`MeasurementInfo`](crate::MeasurementInfo), format in
+//!    [`crate::measurement_info`]. The collector writes:
+//!    - `[process]` `pid`, `ppid`, `comm`, `instances` (when above one), `argv` (the launched
+//!      command's, or `/proc/PID/cmdline` of a process seen alive), `exe` and `exe-build-id`
+//!      (from the mapping of the executable), `start-*-ns` and `end-*-ns`.
+//!    - `[sampling]` `event = "cpu-clock"`, `frequency`, `period-unit = "ns"`,
+//!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement: the kernel does not
+//!      say whose samples it dropped), `throttled`, and `truncated-stacks`: samples of this
+//!      process whose user stack may lack outer frames.
+//!    - `[kernel]` `release`, `build-id` (from `/sys/kernel/notes`, if readable),
+//!      `symbols-file` = the name of the snapshot (4).
+//!    - `[counters]` from `/proc`: `user-cpu-ns`, `system-cpu-ns` (clock ticks × 10⁹ / 100),
+//!      `minor-faults`, `major-faults`, `voluntary-switches`, `involuntary-switches`,
+//!      `read-bytes` and `written-bytes` (`rchar` and `wchar` of `/proc/PID/io`). They are read
+//!      for the launched command while it is a zombie (`waitid(WNOWAIT)`), so they cover its
+//!      whole life; for every other process they are the last values read by a periodic poll
+//!      (every poll interval, 100 ms by default) while it was alive, so they miss up to one
+//!      interval at its end, and are absent for a process that never lived through a poll.
+//!      From perf software counters, counted per process from switch records and page-fault
+//!      samples: `perf-page-faults`, `perf-context-switches`, `perf-cpu-migrations`.
+//!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
+//!      address − ELF virtual address, from the ELF program headers when the file is readable
+//!      and its build-id matches; absent otherwise), `path`, `build-id`, `mapped-ns` and
+//!      `unmapped-ns`.
+//!    - `[boundary]`: sample counts per boundary kind, keys `syscall`, `fault`, `interrupt`,
+//!      `other` (see [`BoundaryKind`](crate::BoundaryKind)), plus `user-only` (samples without
+//!      kernel frames), `kernel-only` (samples without user frames: kernel threads, exits) and
+//!      `stacks-file` = the name of the stacks file (5).
+//! 4. **Kernel symbols**: `kallsyms.<boot-id>`, a verbatim copy of `/proc/kallsyms` taken at
+//!    record time (`ffffffff81000000 T _stext`), `<boot-id>` being the first 8 hex digits of
+//!    `/proc/sys/kernel/random/boot_id`: KASLR moves the kernel at each boot, so snapshots of
+//!    different boots must not overwrite each other. If its addresses read as 0
+//!    (`kptr_restrict`), the collector warns and the report says kernel symbols are
+//!    unavailable.
+//! 5. **Sampled stacks**, [`crate::stacks`]: each distinct full stack (kernel frames, then user
+//!    frames, each innermost first, with its boundary kind) and how many samples and
+//!    nanoseconds it had. It gives exact inclusive times (each function counted once per
+//!    sample).
+//! 6. **System-wide kernel profiles** (`pkgmon -a`): `gmon.out.-k.kernel` holds kernel work done
+//!    for no process — samples of pid 0 (the idle task and interrupts that hit it) and of kernel
+//!    threads (tasks without a user context, e.g. `kworker`, `ksoftirqd`) — and
+//!    `gmon.out.-k.other` the kernel part of the samples of user processes that were not asked
+//!    for. Same kernel layout, without boundary arcs.
+//!
+//! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
+//! symbol with [`BoundaryKind::from_entry_symbol`](crate::BoundaryKind::from_entry_symbol):
+//! `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*` are system calls;
+//! `asm_exc_*`, `exc_*` (page faults and other exceptions) faults; `asm_sysvec_*`,
+//! `sysvec_*`, `*_interrupt` interrupts; `ret_from_fork*` (a new thread's first return to
+//! user space) and anything else `other`. When the outermost frame is `other`, the collector
+//! looks at up to two frames further in (entry code sometimes ends in a thunk). A report must
+//! not draw interrupt boundaries as calls from the user function: an interrupt's kernel time
+//! gets a `<spontaneous>`-style parent or a labelled pseudo-function.
+//!
+//! **Atomic files.** Every file is written under a temporary name (`.<name>.tmp` in the same
+//! directory) and renamed, so an interrupted run never leaves a partial file.
 
 mod name;
 mod scan;
 
 pub mod info;
+pub mod stacks;
 
 pub use info::{
     ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
@@ -12,3 +120,7 @@ pub use info::{
 };
 pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
+pub use stacks::{
+    BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,
+    StackRecords, Stacks, StacksHeader, StacksWriter,
+};

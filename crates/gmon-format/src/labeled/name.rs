@@ -89,7 +89,7 @@ impl fmt::Display for Comm {
     }
 }
 
-/// Which of a process's three files a name stands for.
+/// Which of a process's four files a name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FileKind {
     /// `gmon.out.<pid>u.<comm>`: the process's user-level gmon profile.
@@ -98,14 +98,17 @@ pub enum FileKind {
     Kernel,
     /// `gmon.out.<pid>.<comm>`: the measurement-info file.
     Info,
+    /// `gmon.out.<pid>s.<comm>`: the sampled-stacks file (see [`crate::stacks`]).
+    Stacks,
 }
 
 impl FileKind {
-    /// The letter after the pid in a name: `u`, `k` or nothing.
+    /// The letter after the pid in a name: `u`, `k`, `s` or nothing.
     pub fn suffix(self) -> &'static str {
         match self {
             FileKind::User => "u",
             FileKind::Kernel => "k",
+            FileKind::Stacks => "s",
             FileKind::Info => "",
         }
     }
@@ -113,14 +116,16 @@ impl FileKind {
 
 /// A parsed process-labeled file name.
 ///
-/// A measurement directory holds, for each profiled process, up to three files named after its
-/// process id and command name, plus two system-wide kernel profiles (pkprof paper, §4.8):
+/// A measurement directory holds, for each profiled process, up to four files named after its
+/// process id and command name, plus two system-wide kernel profiles (pkprof paper, §4.8, and
+/// pkgprof's stacks file):
 ///
 /// | name | contents |
 /// |---|---|
 /// | `gmon.out.<pid>u.<comm>` | gmon profile of the process's user code |
 /// | `gmon.out.<pid>k.<comm>` | gmon profile of the kernel working for the process |
 /// | `gmon.out.<pid>.<comm>` | measurement info (see [`crate::measurement_info`]) |
+/// | `gmon.out.<pid>s.<comm>` | the sampled stacks (see [`crate::stacks`]) |
 /// | `gmon.out.-k.kernel` | gmon profile of kernel work done for no process |
 /// | `gmon.out.-k.other` | gmon profile of kernel work done for processes not profiled |
 ///
@@ -208,6 +213,15 @@ impl ProfileName {
         }
     }
 
+    /// The name of process `pid`'s sampled-stacks file.
+    pub fn stacks(pid: u32, comm: Comm) -> Self {
+        ProfileName::Process {
+            pid,
+            kind: FileKind::Stacks,
+            comm,
+        }
+    }
+
     /// The name of process `pid`'s measurement-info file.
     pub fn info(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
@@ -241,9 +255,9 @@ impl ProfileName {
         }
     }
 
-    /// Whether the file is a gmon profile rather than a measurement-info file.
+    /// Whether the file is a gmon profile rather than a measurement-info or stacks file.
     pub fn is_gmon(&self) -> bool {
-        self.kind() != Some(FileKind::Info)
+        !matches!(self.kind(), Some(FileKind::Info | FileKind::Stacks))
     }
 
     /// The file name: printable ASCII, never containing `/`, at most 213 bytes long.
@@ -256,7 +270,7 @@ impl ProfileName {
     /// The pid is decimal without leading zeros and fits 32 bits. Returns an error of kind
     /// [`ErrorKind::InvalidFileName`], at the byte offset in `name` of the problem, if `name`
     /// does not start with `gmon.out.`, has no `.` after the label, has a label other than
-    /// `<pid>`, `<pid>u`, `<pid>k` or `-k`, names a system-wide profile other than `kernel` and
+    /// `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` or `-k`, names a system-wide profile other than `kernel` and
     /// `other`, or has a comm that is not escaped exactly as [`Comm::escaped`] does (see
     /// [above](ProfileName#escaping-the-command-name)) or is longer than [`Comm::MAX_LEN`].
     pub fn parse(name: &str) -> Result<Self> {
@@ -326,6 +340,7 @@ fn parse_name(name: &str) -> std::result::Result<ProfileName, Refusal> {
     let (digits, kind) = match label.as_bytes().last() {
         Some(b'u') => (&label[..label.len() - 1], FileKind::User),
         Some(b'k') => (&label[..label.len() - 1], FileKind::Kernel),
+        Some(b's') => (&label[..label.len() - 1], FileKind::Stacks),
         _ => (label, FileKind::Info),
     };
     let pid = parse_pid(digits).map_err(|(at, why)| (base + at, why))?;
@@ -337,7 +352,7 @@ fn parse_pid(digits: &str) -> std::result::Result<u32, Refusal> {
     if let Some(at) = digits.bytes().position(|b| !b.is_ascii_digit()) {
         return Err((
             at,
-            "the label must be `<pid>`, `<pid>u`, `<pid>k` or `-k`".to_owned(),
+            "the label must be `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` or `-k`".to_owned(),
         ));
     }
     if digits.is_empty() {
@@ -455,6 +470,7 @@ mod tests {
         for (name, parsed) in [
             ("gmon.out.137u.cat", ProfileName::user(137, cat.clone())),
             ("gmon.out.137k.cat", ProfileName::kernel(137, cat.clone())),
+            ("gmon.out.137s.cat", ProfileName::stacks(137, cat.clone())),
             ("gmon.out.137.cat", ProfileName::info(137, cat)),
             ("gmon.out.-k.kernel", ProfileName::KernelSystem),
             ("gmon.out.-k.other", ProfileName::KernelOther),
@@ -477,6 +493,7 @@ mod tests {
         assert_eq!(n.comm(), Some(&comm(b"sh")));
         assert!(n.is_gmon());
         assert!(!ProfileName::info(7, comm(b"sh")).is_gmon());
+        assert!(!ProfileName::stacks(7, comm(b"sh")).is_gmon());
         assert!(ProfileName::KernelOther.is_gmon());
         assert_eq!(ProfileName::KernelSystem.pid(), None);
         assert_eq!(ProfileName::KernelSystem.kind(), None);

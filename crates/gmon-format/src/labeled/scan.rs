@@ -44,6 +44,8 @@ pub struct ProcessFiles {
     pub kernel: Option<PathBuf>,
     /// `gmon.out.<pid>.<comm>`: the measurement-info file.
     pub info: Option<PathBuf>,
+    /// `gmon.out.<pid>s.<comm>`: the sampled-stacks file.
+    pub stacks: Option<PathBuf>,
 }
 
 /// A directory entry named like a profile that is not one, and why.
@@ -115,11 +117,13 @@ pub fn scan(dir: impl AsRef<Path>) -> Result<Measurement> {
                         user: None,
                         kernel: None,
                         info: None,
+                        stacks: None,
                     });
                 let slot = match kind {
                     FileKind::User => &mut files.user,
                     FileKind::Kernel => &mut files.kernel,
                     FileKind::Info => &mut files.info,
+                    FileKind::Stacks => &mut files.stacks,
                 };
                 *slot = Some(path);
             }

@@ -1,0 +1,218 @@
+//! The kernel's symbols, from a snapshot of `/proc/kallsyms` taken when the profile was
+//! recorded (the measurement's `kallsyms.<boot-id>` file).
+//!
+//! Each line is `ADDRESS TYPE NAME` with an optional `\t[MODULE]`, as the kernel prints it:
+//! `ffffffff81000000 T _stext`. Only text symbols (`T`, `t`, `W`, `w`) name code; the rest are
+//! read (so that a damaged file is noticed) but left out of the symbol table.
+
+use std::path::Path;
+
+use gmon_format::{AddressSize, Endian};
+
+use crate::error::{Error, Result};
+use crate::symbols::{RawSymbol, SymbolTable};
+
+/// One symbol of the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Runtime address.
+    pub address: u64,
+    /// The type letter (`T`, `t`, `D`, …).
+    pub kind: u8,
+    /// The name, without the module.
+    pub name: Vec<u8>,
+    /// The module it belongs to (`[ext4]` without brackets); `None` for the kernel image.
+    pub module: Option<Vec<u8>>,
+}
+
+impl KernelSymbol {
+    /// Whether the symbol names code (`T`, `t`, `W`, `w`).
+    pub fn is_text(&self) -> bool {
+        matches!(self.kind, b'T' | b't' | b'W' | b'w')
+    }
+}
+
+/// A parsed kallsyms snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct KernelSymbols {
+    /// Every symbol, in file order.
+    pub symbols: Vec<KernelSymbol>,
+}
+
+/// How far past the last text symbol its extent reaches: kallsyms gives no sizes, and the
+/// kernel's last functions are short.
+const LAST_SYMBOL_REACH: u64 = 0x1000;
+
+impl KernelSymbols {
+    /// Reads the snapshot at `path`.
+    ///
+    /// Returns an error naming `path` if it cannot be read or a line is malformed.
+    pub fn read(path: &Path) -> Result<Self> {
+        let data = std::fs::read(path).map_err(|source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(path, &data)
+    }
+
+    /// Parses snapshot text; `path` is only used in error messages.
+    ///
+    /// Returns an error naming the line (counted from 1) if a line does not have an address
+    /// of at most 16 hex digits, a one-letter type and a name, or has more than a module
+    /// after the name.
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Self> {
+        let mut symbols = Vec::new();
+        for (n, line) in data.split(|&b| b == b'\n').enumerate() {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let bad = |message: &str| Error::Kallsyms {
+                path: path.to_owned(),
+                line: n + 1,
+                message: message.to_owned(),
+            };
+            let mut fields = line
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|f| !f.is_empty());
+            let address = fields.next().ok_or_else(|| bad("empty line"))?;
+            if address.is_empty()
+                || address.len() > 16
+                || !address.iter().all(u8::is_ascii_hexdigit)
+            {
+                return Err(bad("the address is not 1 to 16 hex digits"));
+            }
+            let address = address
+                .iter()
+                .fold(0u64, |acc, &d| (acc << 4) | u64::from(hex_value(d)));
+            let kind = match fields.next() {
+                Some([k]) if k.is_ascii_alphabetic() || *k == b'?' => *k,
+                Some(_) => return Err(bad("the type is not one letter")),
+                None => return Err(bad("no type after the address")),
+            };
+            let name = fields.next().ok_or_else(|| bad("no name after the type"))?;
+            let module = match fields.next() {
+                None => None,
+                Some(m) if m.len() > 2 && m.starts_with(b"[") && m.ends_with(b"]") => {
+                    Some(m[1..m.len() - 1].to_vec())
+                }
+                Some(_) => return Err(bad("text after the name is not a [module]")),
+            };
+            if fields.next().is_some() {
+                return Err(bad("text after the module"));
+            }
+            symbols.push(KernelSymbol {
+                address,
+                kind,
+                name: name.to_vec(),
+                module,
+            });
+        }
+        Ok(KernelSymbols { symbols })
+    }
+
+    /// Whether the addresses are hidden: every address reads as 0, as when
+    /// `kernel.kptr_restrict` kept them from the process that took the snapshot.
+    pub fn addresses_hidden(&self) -> bool {
+        self.symbols.iter().all(|s| s.address == 0)
+    }
+
+    /// The text symbols as a gprof symbol table: global (`T`, `W`) and local (`t`, `w`)
+    /// functions, one per address (gprof's alias rules), each reaching up to the next; the last
+    /// reaches 4 KiB.
+    pub fn table(&self) -> SymbolTable {
+        let raw: Vec<RawSymbol> = self
+            .symbols
+            .iter()
+            .filter(|s| s.is_text() && s.address != 0)
+            .map(|s| RawSymbol {
+                name: s.name.clone(),
+                address: s.address,
+                is_function: true,
+                is_static: s.kind.is_ascii_lowercase(),
+            })
+            .collect();
+        let end = raw
+            .iter()
+            .map(|s| s.address)
+            .max()
+            .map_or(0, |a| a.saturating_add(LAST_SYMBOL_REACH));
+        SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+    }
+}
+
+fn hex_value(d: u8) -> u8 {
+    match d {
+        b'0'..=b'9' => d - b'0',
+        b'a'..=b'f' => d - b'a' + 10,
+        _ => d - b'A' + 10,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<KernelSymbols> {
+        KernelSymbols::parse(Path::new("kallsyms.1234abcd"), text.as_bytes())
+    }
+
+    #[test]
+    fn reads_the_kernels_line_format() {
+        let k = parse(
+            "ffffffff81000000 T _stext\n\
+             ffffffff81000010 t helper\n\
+             ffffffff82000000 D some_data\n\
+             ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(k.symbols.len(), 4);
+        assert_eq!(
+            k.symbols[3].module.as_deref(),
+            Some(&b"__builtin__ftrace"[..])
+        );
+        assert_eq!(k.symbols[1].kind, b't');
+        let t = k.table();
+        let names: Vec<_> = t.symbols().iter().map(|s| s.name_lossy()).collect();
+        assert_eq!(names, ["_stext", "helper", "ftrace_trampoline"]);
+        assert_eq!(t.symbols()[1].end_address, 0xffffffffc0200fff);
+        assert_eq!(t.symbols()[2].end_address, 0xffffffffc0201fff);
+        assert!(t.symbols()[1].is_static && !t.symbols()[0].is_static);
+        assert!(!k.addresses_hidden());
+    }
+
+    #[test]
+    fn bad_lines_are_errors_naming_the_line() {
+        for (text, line, what) in [
+            (
+                "ffffffff81000000 T a\nxyz T b\n",
+                2,
+                "the address is not 1 to 16 hex digits",
+            ),
+            ("ffffffff81000000\n", 1, "no type after the address"),
+            ("1 T a\n2 TT b\n", 2, "the type is not one letter"),
+            ("\n\n1 T\n", 3, "no name after the type"),
+            ("1 T a b\n", 1, "text after the name is not a [module]"),
+            ("1 T a [m] x\n", 1, "text after the module"),
+            (
+                "11112222333344445 T a\n",
+                1,
+                "the address is not 1 to 16 hex digits",
+            ),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("kallsyms.1234abcd: line {line}: {what}"),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn restricted_snapshots_are_noticed() {
+        let k = parse("0000000000000000 T _stext\n0000000000000000 t x\n").unwrap();
+        assert!(k.addresses_hidden());
+        assert!(k.table().is_empty());
+    }
+}

@@ -1,0 +1,154 @@
+//! The header printed before a seamless report: each process's kernel counters, as the info
+//! file recorded them, and its sample counts.
+//!
+//! It is data, not explanation, so it is printed with `-b` too. One block per process:
+//!
+//! ```text
+//! Process 4242 (syscall), parent 4241: ./syscall 1000
+//!     cpu time:         0.250000 s user, 1.100000 s system
+//!     page faults:      95 minor, 0 major
+//!     context switches: 2 voluntary, 5 involuntary
+//!     i/o:              0 bytes read, 4096 bytes written
+//!     samples:          250 user, 1100 kernel (cpu-clock at 997 Hz); 0 lost, 0 throttled
+//!     kernel entries:   1000 syscall, 3 fault, 2 interrupt, 0 other
+//!     other counters:   perf-page-faults 95, perf-context-switches 7
+//! ```
+//!
+//! A value the info file lacks is printed as `-`. `kernel entries` counts the boundary arcs
+//! (samples taken in the kernel with a user context) by kind of kernel entry; the
+//! system-wide blocks (`kernel`, `other`) have only a `samples` line. A blank line ends each
+//! block.
+
+use std::io::{self, Write};
+
+use super::{BoundaryKind, ProcessSummary};
+
+fn num(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+fn secs(ns: Option<u64>) -> String {
+    ns.map_or_else(
+        || "-".to_owned(),
+        |ns| format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000),
+    )
+}
+
+/// Quotes an argument the way a shell would need it, when it needs it.
+fn shell_word(arg: &[u8]) -> String {
+    let text = String::from_utf8_lossy(arg);
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// Writes one header block per process (see the module docs).
+///
+/// Returns an error if writing fails.
+pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) -> io::Result<()> {
+    for p in processes {
+        let Some(files) = &p.files else {
+            writeln!(
+                out,
+                "Kernel work for {}: {} samples\n",
+                if p.label == "kernel" {
+                    "no process (gmon.out.-k.kernel)"
+                } else {
+                    "processes not profiled (gmon.out.-k.other)"
+                },
+                p.kernel_samples
+            )?;
+            continue;
+        };
+        let info = p.info.as_ref();
+        let process = info.map(|i| &i.process);
+        write!(
+            out,
+            "Process {} ({})",
+            files.pid,
+            String::from_utf8_lossy(files.comm.as_bytes())
+        )?;
+        if let Some(ppid) = process.and_then(|p| p.ppid) {
+            write!(out, ", parent {ppid}")?;
+        }
+        if let Some(n) = process.and_then(|p| p.instances) {
+            write!(out, ", {n} instances")?;
+        }
+        match process.and_then(|p| p.argv.as_ref()) {
+            Some(argv) => {
+                let words: Vec<String> = argv.iter().map(|a| shell_word(a)).collect();
+                writeln!(out, ": {}", words.join(" "))?;
+            }
+            None => writeln!(out)?,
+        }
+        let c = info.map(|i| &i.counters);
+        let s = info.map(|i| &i.sampling);
+        writeln!(
+            out,
+            "    cpu time:         {} s user, {} s system",
+            secs(c.and_then(|c| c.user_cpu_ns)),
+            secs(c.and_then(|c| c.system_cpu_ns))
+        )?;
+        writeln!(
+            out,
+            "    page faults:      {} minor, {} major",
+            num(c.and_then(|c| c.minor_faults)),
+            num(c.and_then(|c| c.major_faults))
+        )?;
+        writeln!(
+            out,
+            "    context switches: {} voluntary, {} involuntary",
+            num(c.and_then(|c| c.voluntary_switches)),
+            num(c.and_then(|c| c.involuntary_switches))
+        )?;
+        writeln!(
+            out,
+            "    i/o:              {} bytes read, {} bytes written",
+            num(c.and_then(|c| c.read_bytes)),
+            num(c.and_then(|c| c.written_bytes))
+        )?;
+        let rate = match s.and_then(|s| s.rate) {
+            Some(gmon_format::SampleRate::Frequency(hz)) => format!(" at {hz} Hz"),
+            Some(gmon_format::SampleRate::Period(p)) => format!(
+                " every {p} {}",
+                s.and_then(|s| s.period_unit.as_deref()).unwrap_or("events")
+            ),
+            None => String::new(),
+        };
+        let event = s.and_then(|s| s.event.as_deref()).unwrap_or("-");
+        writeln!(
+            out,
+            "    samples:          {} user, {} kernel ({event}{rate}); {} lost, {} throttled",
+            p.user_samples,
+            p.kernel_samples,
+            num(s.and_then(|s| s.lost_samples)),
+            num(s.and_then(|s| s.throttled))
+        )?;
+        let kinds = [
+            BoundaryKind::Syscall,
+            BoundaryKind::Fault,
+            BoundaryKind::Interrupt,
+            BoundaryKind::Other,
+        ];
+        let entries: Vec<String> = kinds
+            .iter()
+            .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
+            .collect();
+        writeln!(out, "    kernel entries:   {}", entries.join(", "))?;
+        if let Some(extra) = c.map(|c| &c.extra).filter(|e| !e.is_empty()) {
+            let fields: Vec<String> = extra
+                .iter()
+                .map(|f| format!("{} {}", f.key, f.value))
+                .collect();
+            writeln!(out, "    other counters:   {}", fields.join(", "))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}

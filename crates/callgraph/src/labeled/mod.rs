@@ -1,0 +1,1186 @@
+//! Seamless profiles (pkprof paper, §2 and Figure 2.2): the user and kernel profiles of one or
+//! more processes of a measurement directory, symbolized and merged into one symbol table and
+//! one gmon sum, so that gprof's analysis and listings show user functions calling into the
+//! kernel, with names labelled `<pid>u:name` and `<pid>k:name`.
+//!
+//! # How the merge works
+//!
+//! Every address of the input is resolved where it was recorded:
+//!
+//! * a user address through the process's recorded mappings to an ELF object, relocated by the
+//!   mapping's load bias (from the info file, or from the object's program headers when absent),
+//!   and looked up in the object's gprof symbol table (`.symtab`; a separate debug file with the
+//!   same build-id; or `.dynsym` for stripped libraries). The object must have the recorded
+//!   build-id.
+//! * a kernel address in the kallsyms snapshot named by the info file.
+//!
+//! The symbols that received samples or arcs (all symbols with `keep_unused`, gprof's `-z`)
+//! are then laid out one after another in a synthetic 64-bit address space, each process and
+//! side (user, kernel) in its own region, and every histogram bin and arc is moved to the same
+//! offset in its symbol's new place. Histograms keep 2-byte bins, so every record has the same
+//! scale and gprof's arithmetic holds. The result is an ordinary [`SymbolTable`] and
+//! [`Sum`] for [`crate::Analysis::new`]; the merged profile can also be written out as one
+//! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
+//! gprof reads to the same listing.
+//!
+//! # Pseudo-functions
+//!
+//! Addresses that no symbol covers get one pseudo-function per object and side:
+//! `<pid>u:[libc.so.6]` (in a known object but outside its symbols, or the object could not be
+//! found or had another build-id), `<pid>u:[vdso]` and other bracketed mappings by their name,
+//! `<pid>u:[unknown]` (anonymous memory such as JIT code, or no mapping at all),
+//! `<pid>k:[kernel]` (kernel symbols unavailable or no symbol). A last symbol `[end]` bounds the
+//! table, since gprof gives the last symbol of a table no samples.
+//!
+//! # Boundary arcs
+//!
+//! The kernel profile's arcs from a user address into the kernel connect the user function
+//! (say libc's `read`) to the kernel entry function, by kind of entry (see [`BoundaryKind`]).
+//! System calls, faults and others are drawn as calls. Interrupts are not: the user function
+//! did not ask for them, so their arcs come from the pseudo-function `<pid>k:[interrupt]`
+//! instead, which thus is the parent of every interrupt entry and whose child time is the
+//! process's interrupt time.
+//!
+//! Arc counts are counts of sampled edges (how many samples had that caller above that
+//! callee), not calls, when the info file says `arcs = sampled-edges`.
+
+mod elf_out;
+mod header;
+mod objects;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use gmon_format::{
+    AddressSize, Arc, Endian, Header, HistogramHeader, Layout, Measurement, MeasurementInfo,
+    ProcessFiles, Profile, ReadOptions, Record, Sum, Writer,
+};
+
+use crate::error::{Error, Result};
+use crate::kallsyms::KernelSymbols;
+use crate::symbols::{RawSymbol, SymbolTable};
+
+pub use elf_out::write_symbol_image;
+pub use header::write_process_header;
+
+use objects::{LoadedObject, path_of};
+
+/// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
+const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
+
+/// Where the synthetic address space starts.
+const SYNTHETIC_BASE: u64 = 0x10000;
+
+/// How one crossing from user space into the kernel came about, from the name of the kernel's
+/// entry function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BoundaryKind {
+    /// A system call (`entry_SYSCALL_64`, `do_syscall_64`, …).
+    Syscall,
+    /// An exception such as a page fault (`asm_exc_page_fault`, `exc_*`).
+    Fault,
+    /// A device or timer interrupt (`asm_sysvec_*`, `asm_common_interrupt`, `*_interrupt`).
+    Interrupt,
+    /// Anything else (`ret_from_fork`, …).
+    Other,
+}
+
+impl BoundaryKind {
+    /// Classifies a kernel entry function by name.
+    pub fn from_entry_symbol(name: &[u8]) -> Self {
+        let starts = |p: &[u8]| name.starts_with(p);
+        if starts(b"entry_SYSCALL")
+            || starts(b"entry_SYSENTER")
+            || starts(b"entry_INT80")
+            || starts(b"do_syscall_64")
+            || starts(b"do_fast_syscall")
+            || starts(b"do_int80_syscall")
+        {
+            BoundaryKind::Syscall
+        } else if starts(b"asm_exc_") || starts(b"exc_") {
+            BoundaryKind::Fault
+        } else if starts(b"asm_sysvec_")
+            || starts(b"asm_common_interrupt")
+            || starts(b"sysvec_")
+            || starts(b"common_interrupt")
+            || name.ends_with(b"_interrupt")
+        {
+            BoundaryKind::Interrupt
+        } else {
+            BoundaryKind::Other
+        }
+    }
+
+    /// The word used in the process header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoundaryKind::Syscall => "syscall",
+            BoundaryKind::Fault => "fault",
+            BoundaryKind::Interrupt => "interrupt",
+            BoundaryKind::Other => "other",
+        }
+    }
+}
+
+/// Which processes to merge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessSelection {
+    /// These processes (a client and its server, say), in the order given.
+    Pids(Vec<u32>),
+    /// Every process of the measurement, plus the kernel's own work (`gmon.out.-k.kernel`,
+    /// labelled `kernel:`) and work for processes not profiled (`gmon.out.-k.other`,
+    /// labelled `other:`).
+    System,
+}
+
+/// How to build a seamless profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SeamlessOptions {
+    /// Include the user-level profiles. Default is true.
+    pub user: bool,
+    /// Include the kernel-level profiles. Default is true.
+    pub kernel: bool,
+    /// Directories to look for objects in when they are not at their recorded path (by file
+    /// name, and by build-id in the `.build-id/xx/rest.debug` layout). Default is empty.
+    pub object_path: Vec<PathBuf>,
+    /// Keep every symbol of every object hit, not only those with samples or arcs, as gprof's
+    /// `-z` needs. Default is false.
+    pub keep_unused: bool,
+    /// Demangle C++ and Rust names before labelling them (the label would hide a mangled name
+    /// from the listings' demangler). Default is true.
+    pub demangle: bool,
+}
+
+impl Default for SeamlessOptions {
+    fn default() -> Self {
+        SeamlessOptions {
+            user: true,
+            kernel: true,
+            object_path: Vec::new(),
+            keep_unused: false,
+            demangle: true,
+        }
+    }
+}
+
+/// One process of a seamless profile, for the header.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ProcessSummary {
+    /// `<pid>` or `kernel` / `other`.
+    pub label: String,
+    /// Its files.
+    pub files: Option<ProcessFiles>,
+    /// Its measurement-info file, if there was one.
+    pub info: Option<MeasurementInfo>,
+    /// Histogram samples in its user profile.
+    pub user_samples: u64,
+    /// Histogram samples in its kernel profile.
+    pub kernel_samples: u64,
+    /// Boundary arc counts by kind of kernel entry.
+    pub entries: BTreeMap<BoundaryKind, u64>,
+}
+
+/// A merged profile, ready for [`crate::Analysis::new`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Seamless {
+    /// The merged, labelled symbol table.
+    pub table: SymbolTable,
+    /// The merged histograms and arcs, in the table's address space.
+    pub sum: Sum,
+    /// The same as a GNU gmon.out file (64-bit, little-endian).
+    pub gmon: Vec<u8>,
+    /// The processes merged, in order.
+    pub processes: Vec<ProcessSummary>,
+    /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
+    /// sentence each.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Side {
+    User,
+    Kernel,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum What {
+    Object(usize),
+    Kernel(usize),
+    Pseudo(Vec<u8>),
+}
+
+/// A symbol table (or none) placed for one space and side.
+#[derive(Debug)]
+struct Region {
+    space: usize,
+    side: Side,
+    what: What,
+    /// Lowest runtime address seen, which orders the regions of a space.
+    first_address: u64,
+    pseudo_name: Vec<u8>,
+    pseudo_used: bool,
+    /// Largest offset used into each used symbol.
+    used: BTreeMap<usize, u64>,
+    /// Synthetic address of the pseudo-function and of each placed symbol.
+    pseudo_at: u64,
+    placed: BTreeMap<usize, u64>,
+}
+
+/// A resolved address: a region, a symbol of its table (or its pseudo-function) and an offset.
+#[derive(Debug, Clone, Copy)]
+struct Loc {
+    region: usize,
+    symbol: Option<usize>,
+    offset: u64,
+}
+
+#[derive(Debug)]
+enum Target {
+    Unresolved,
+    Object { object: usize, bias: u64 },
+    Pseudo(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct MappedRange {
+    start: u64,
+    end: u64,
+    target: Target,
+    index: usize,
+}
+
+/// One address space: a process's user side and kernel side.
+#[derive(Debug)]
+struct Space {
+    label: String,
+    /// Whether this is system-wide kernel work (`kernel:`, `other:`), not a process.
+    system: bool,
+    mappings: Vec<MappedRange>,
+    info: Option<MeasurementInfo>,
+    kernel: Option<usize>,
+    last_hit: usize,
+}
+
+#[derive(Debug, Default)]
+struct Builder {
+    options: SeamlessOptions,
+    dir: PathBuf,
+    objects: Vec<Option<LoadedObject>>,
+    object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
+    kernels: Vec<Option<(SymbolTable, PathBuf)>>,
+    kernel_index: BTreeMap<String, usize>,
+    regions: Vec<Region>,
+    region_index: BTreeMap<(usize, Side, What), usize>,
+    spaces: Vec<Space>,
+    hist: Vec<(Loc, u64)>,
+    arcs: Vec<(Loc, Loc, u64)>,
+    unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
+    warnings: Vec<String>,
+}
+
+impl Seamless {
+    /// Merges the processes `selection` picks from `measurement`.
+    ///
+    /// Returns an error if a pid asked for has no files, a file cannot be read, or a gmon,
+    /// info or kallsyms file is damaged. Objects that cannot be found, or whose build-id
+    /// differs, only give warnings (their samples go to a pseudo-function).
+    pub fn build(
+        measurement: &Measurement,
+        selection: &ProcessSelection,
+        options: &SeamlessOptions,
+    ) -> Result<Seamless> {
+        let mut b = Builder {
+            options: options.clone(),
+            dir: measurement.dir.clone(),
+            ..Builder::default()
+        };
+        let mut processes = Vec::new();
+        let files: Vec<&ProcessFiles> = match selection {
+            ProcessSelection::Pids(pids) => {
+                let mut out = Vec::new();
+                for &pid in pids {
+                    let before = out.len();
+                    out.extend(measurement.process(pid));
+                    if out.len() == before {
+                        return Err(Error::NoSuchProcess {
+                            pid,
+                            dir: measurement.dir.clone(),
+                        });
+                    }
+                }
+                out
+            }
+            ProcessSelection::System => measurement.processes.iter().collect(),
+        };
+        for f in files {
+            processes.push(b.add_process(f)?);
+        }
+        if *selection == ProcessSelection::System {
+            for (label, path) in [
+                ("kernel", &measurement.kernel_system),
+                ("other", &measurement.kernel_other),
+            ] {
+                if let Some(path) = path {
+                    processes.push(b.add_system_kernel(label, path)?);
+                }
+            }
+        }
+        if processes.is_empty() {
+            return Err(Error::EmptyMeasurement {
+                dir: measurement.dir.clone(),
+            });
+        }
+        let (table, gmon) = b.finish()?;
+        let mut sum = Sum::new();
+        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
+        sum.add(&Profile::parse(&gmon, &read)?)?;
+        Ok(Seamless {
+            table,
+            sum,
+            gmon,
+            processes,
+            warnings: b.warnings,
+        })
+    }
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::ReadFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The histogram bins (address of each bin, count) and arcs of one gmon file.
+type Contents = (Vec<(u64, u64)>, Vec<Arc>);
+
+impl Builder {
+    fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
+        let data = read_file(path)?;
+        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
+        let located = |e: gmon_format::Error| Error::from(e.with_path(path));
+        let profile = Profile::parse(&data, &read).map_err(located)?;
+        let mut bins = Vec::new();
+        let mut arcs = Vec::new();
+        for record in profile.records() {
+            let (_, record) = record.map_err(located)?;
+            match record {
+                Record::Histogram(h) => {
+                    let hh = &h.header;
+                    let unit = (hh.prof_rate, hh.dimension, hh.dimension_abbrev);
+                    match self.unit {
+                        None => self.unit = Some(unit),
+                        Some(first) if first.0 != unit.0 => {
+                            let w = format!(
+                                "{}: sampled at {} Hz, the first profile at {} Hz; times use {} Hz",
+                                path.display(),
+                                unit.0,
+                                first.0,
+                                first.0
+                            );
+                            if !self.warnings.contains(&w) {
+                                self.warnings.push(w);
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                    let n = h.bins.len() as u128;
+                    let span = u128::from(hh.high_pc.wrapping_sub(hh.low_pc));
+                    for (i, count) in h.bins.iter().enumerate() {
+                        if count == 0 {
+                            continue;
+                        }
+                        let at = hh.low_pc.wrapping_add((i as u128 * span / n) as u64);
+                        bins.push((at, u64::from(count)));
+                    }
+                }
+                Record::Arc(a) => arcs.push(a),
+                Record::BasicBlocks(_) => {}
+            }
+        }
+        Ok((bins, arcs))
+    }
+
+    fn add_process(&mut self, files: &ProcessFiles) -> Result<ProcessSummary> {
+        let info = match &files.info {
+            Some(path) => {
+                let data = read_file(path)?;
+                Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
+            }
+            None => {
+                self.warnings.push(format!(
+                    "process {}: no measurement-info file; its addresses cannot be symbolized",
+                    files.pid
+                ));
+                None
+            }
+        };
+        let space = self.spaces.len();
+        let mappings = info
+            .as_ref()
+            .map(|i| {
+                i.mappings
+                    .iter()
+                    .enumerate()
+                    .map(|(index, m)| MappedRange {
+                        start: m.start,
+                        end: m.end,
+                        target: Target::Unresolved,
+                        index,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.spaces.push(Space {
+            label: files.pid.to_string(),
+            system: false,
+            mappings,
+            info: info.clone(),
+            kernel: None,
+            last_hit: usize::MAX,
+        });
+        let mut summary = ProcessSummary {
+            label: files.pid.to_string(),
+            files: Some(files.clone()),
+            info,
+            user_samples: 0,
+            kernel_samples: 0,
+            entries: BTreeMap::new(),
+        };
+        if let (true, Some(path)) = (self.options.user, &files.user) {
+            let (bins, arcs) = self.read_gmon(path)?;
+            for (at, count) in bins {
+                summary.user_samples += count;
+                let loc = self.user_loc(space, at, false);
+                self.hit(loc, count);
+            }
+            for a in arcs {
+                let from = self.user_loc(space, a.from_pc, false);
+                let to = self.user_loc(space, a.self_pc, true);
+                self.arc(from, to, a.count);
+            }
+        }
+        if let (true, Some(path)) = (self.options.kernel, &files.kernel) {
+            self.spaces[space].kernel = self.kernel_symbols(space);
+            self.add_kernel_profile(space, path, &mut summary)?;
+        }
+        Ok(summary)
+    }
+
+    fn add_system_kernel(&mut self, label: &str, path: &Path) -> Result<ProcessSummary> {
+        let space = self.spaces.len();
+        self.spaces.push(Space {
+            label: label.to_owned(),
+            system: true,
+            mappings: Vec::new(),
+            info: None,
+            kernel: None,
+            last_hit: usize::MAX,
+        });
+        let mut summary = ProcessSummary {
+            label: label.to_owned(),
+            files: None,
+            info: None,
+            user_samples: 0,
+            kernel_samples: 0,
+            entries: BTreeMap::new(),
+        };
+        // Any process's snapshot will do: one measurement is one boot.
+        let first = (0..space).find_map(|s| self.spaces[s].kernel);
+        self.spaces[space].kernel = match first {
+            Some(k) => Some(k),
+            None => self.lone_snapshot(),
+        };
+        if self.options.kernel {
+            self.add_kernel_profile(space, path, &mut summary)?;
+        }
+        Ok(summary)
+    }
+
+    /// The only `kallsyms.*` file of the directory, for system-wide files without processes.
+    fn lone_snapshot(&mut self) -> Option<usize> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("kallsyms."))
+            .collect();
+        names.sort();
+        let name = names.first()?.clone();
+        self.load_kernel(&name)
+    }
+
+    fn add_kernel_profile(
+        &mut self,
+        space: usize,
+        path: &Path,
+        summary: &mut ProcessSummary,
+    ) -> Result<()> {
+        let (bins, arcs) = self.read_gmon(path)?;
+        for (at, count) in bins {
+            summary.kernel_samples += count;
+            let loc = self.kernel_loc(space, at);
+            self.hit(loc, count);
+        }
+        for a in arcs {
+            let to = self.kernel_loc(space, a.self_pc);
+            if a.from_pc >= KERNEL_SPACE_START {
+                let from = self.kernel_loc(space, a.from_pc);
+                self.arc(from, to, a.count);
+                continue;
+            }
+            let name = self.symbol_name(to);
+            let kind = BoundaryKind::from_entry_symbol(&name);
+            *summary.entries.entry(kind).or_default() += a.count;
+            if kind == BoundaryKind::Interrupt {
+                let from = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
+                self.arc(from, to, a.count);
+            } else if self.options.user && !self.spaces[space].mappings.is_empty() {
+                let from = self.user_loc(space, a.from_pc, false);
+                self.arc(from, to, a.count);
+            }
+            // Without the user side (or for work of no known process) the entry function
+            // keeps no caller, and gprof lists it as <spontaneous>.
+        }
+        Ok(())
+    }
+
+    fn symbol_name(&self, loc: Loc) -> Vec<u8> {
+        let region = &self.regions[loc.region];
+        match (&region.what, loc.symbol) {
+            (What::Kernel(k), Some(s)) => self.kernels[*k]
+                .as_ref()
+                .map(|(t, _)| t.symbols()[s].name.clone())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The kernel symbols the info file of `space` names.
+    fn kernel_symbols(&mut self, space: usize) -> Option<usize> {
+        let label = self.spaces[space].label.clone();
+        let name = self.spaces[space]
+            .info
+            .as_ref()
+            .and_then(|i| i.kernel.symbols_file.clone());
+        let Some(name) = name else {
+            self.warnings.push(format!(
+                "process {label}: no kernel symbols-file in its info file; kernel samples are \
+                 reported as {label}k:[kernel]"
+            ));
+            return None;
+        };
+        self.load_kernel(&name)
+    }
+
+    fn load_kernel(&mut self, name: &str) -> Option<usize> {
+        if let Some(&k) = self.kernel_index.get(name) {
+            return self.kernels[k].is_some().then_some(k);
+        }
+        let k = self.kernels.len();
+        self.kernel_index.insert(name.to_owned(), k);
+        // The name must stay inside the measurement directory.
+        let path = self.dir.join(name);
+        let loaded = if name.contains('/') || name == ".." {
+            self.warnings.push(format!(
+                "kernel symbols-file {name:?} is not a file name in the measurement directory"
+            ));
+            None
+        } else {
+            match KernelSymbols::read(&path) {
+                Ok(k) if k.addresses_hidden() => {
+                    self.warnings.push(format!(
+                        "{}: every address is 0 (kernel.kptr_restrict hid them when it was \
+                         taken); kernel symbols are unavailable",
+                        path.display()
+                    ));
+                    None
+                }
+                Ok(k) => Some((k.table(), path)),
+                Err(e) => {
+                    self.warnings
+                        .push(format!("{e}; kernel symbols are unavailable"));
+                    None
+                }
+            }
+        };
+        let ok = loaded.is_some();
+        self.kernels.push(loaded);
+        ok.then_some(k)
+    }
+
+    fn region(&mut self, space: usize, side: Side, what: What, pseudo: &[u8], at: u64) -> usize {
+        let key = (space, side, what);
+        let id = match self.region_index.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = self.regions.len();
+                self.regions.push(Region {
+                    space,
+                    side,
+                    what: key.2.clone(),
+                    first_address: at,
+                    pseudo_name: pseudo.to_vec(),
+                    pseudo_used: false,
+                    used: BTreeMap::new(),
+                    pseudo_at: 0,
+                    placed: BTreeMap::new(),
+                });
+                self.region_index.insert(key, id);
+                id
+            }
+        };
+        let r = &mut self.regions[id];
+        r.first_address = r.first_address.min(at);
+        id
+    }
+
+    fn pseudo_loc(&mut self, space: usize, side: Side, name: &[u8], at: u64) -> Loc {
+        let region = self.region(space, side, What::Pseudo(name.to_vec()), name, at);
+        Loc {
+            region,
+            symbol: None,
+            offset: 0,
+        }
+    }
+
+    fn kernel_loc(&mut self, space: usize, at: u64) -> Loc {
+        let Some(k) = self.spaces[space].kernel else {
+            return self.pseudo_loc(space, Side::Kernel, b"[kernel]", at);
+        };
+        let region = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
+        let table = self.kernels[k].as_ref().map(|(t, _)| t);
+        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.symbols()[i].address)));
+        match found {
+            Some((i, start)) => Loc {
+                region,
+                symbol: Some(i),
+                offset: at - start,
+            },
+            None => Loc {
+                region,
+                symbol: None,
+                offset: 0,
+            },
+        }
+    }
+
+    /// Resolves a user address of `space`; `callee` applies gprof's rule that an arc into a
+    /// label counts for the function before it.
+    fn user_loc(&mut self, space: usize, at: u64, callee: bool) -> Loc {
+        let Some(m) = self.mapping_of(space, at) else {
+            return self.pseudo_loc(space, Side::User, b"[unknown]", at);
+        };
+        if matches!(self.spaces[space].mappings[m].target, Target::Unresolved) {
+            let target = self.resolve(space, m);
+            self.spaces[space].mappings[m].target = target;
+        }
+        let start = self.spaces[space].mappings[m].start;
+        match &self.spaces[space].mappings[m].target {
+            Target::Object { object, bias } => {
+                let (object, bias) = (*object, *bias);
+                let region = self.region(space, Side::User, What::Object(object), &[], start);
+                if self.regions[region].pseudo_name.is_empty() {
+                    self.regions[region].pseudo_name = self.pseudo_name_of(object);
+                }
+                let Some(loaded) = &self.objects[object] else {
+                    return Loc {
+                        region,
+                        symbol: None,
+                        offset: 0,
+                    };
+                };
+                let link = at.wrapping_sub(bias);
+                let t = &loaded.table;
+                let i = if callee {
+                    t.lookup_callee(link)
+                } else {
+                    t.lookup(link)
+                };
+                match i {
+                    Some(i) => Loc {
+                        region,
+                        symbol: Some(i),
+                        offset: link.wrapping_sub(t.symbols()[i].address),
+                    },
+                    None => Loc {
+                        region,
+                        symbol: None,
+                        offset: 0,
+                    },
+                }
+            }
+            Target::Pseudo(name) => {
+                let name = name.clone();
+                self.pseudo_loc(space, Side::User, &name, start)
+            }
+            Target::Unresolved => self.pseudo_loc(space, Side::User, b"[unknown]", at),
+        }
+    }
+
+    fn pseudo_name_of(&self, object: usize) -> Vec<u8> {
+        let path = self
+            .object_index
+            .iter()
+            .find(|&(_, &i)| i == object)
+            .map(|((p, _), _)| p.clone())
+            .unwrap_or_default();
+        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
+        let mut name = b"[".to_vec();
+        name.extend_from_slice(file);
+        name.push(b']');
+        name
+    }
+
+    /// The mapping holding `at`, the latest recorded if several did over time.
+    fn mapping_of(&mut self, space: usize, at: u64) -> Option<usize> {
+        let s = &mut self.spaces[space];
+        let hit = |m: &MappedRange| m.start <= at && at < m.end;
+        if s.mappings.get(s.last_hit).is_some_and(hit) {
+            return Some(s.last_hit);
+        }
+        let found = s.mappings.iter().rposition(hit)?;
+        s.last_hit = found;
+        Some(found)
+    }
+
+    fn resolve(&mut self, space: usize, m: usize) -> Target {
+        let label = self.spaces[space].label.clone();
+        let index = self.spaces[space].mappings[m].index;
+        let Some(mapping) = self.spaces[space]
+            .info
+            .as_ref()
+            .and_then(|i| i.mappings.get(index))
+            .cloned()
+        else {
+            return Target::Pseudo(b"[unknown]".to_vec());
+        };
+        let path = match &mapping.path {
+            None => return Target::Pseudo(b"[unknown]".to_vec()),
+            Some(p) if p.is_empty() || p.starts_with(b"//anon") => {
+                return Target::Pseudo(b"[unknown]".to_vec());
+            }
+            Some(p) if p.starts_with(b"[") => return Target::Pseudo(p.clone()),
+            Some(p) => p.clone(),
+        };
+        let key = (path.clone(), mapping.build_id.clone());
+        let object = match self.object_index.get(&key) {
+            Some(&o) => o,
+            None => {
+                let o = self.objects.len();
+                self.object_index.insert(key, o);
+                let found = objects::find(
+                    path_of(&path),
+                    mapping.build_id.as_deref(),
+                    &self.options.object_path,
+                );
+                match found {
+                    Ok(obj) => self.objects.push(Some(obj)),
+                    Err(why) => {
+                        let id = mapping
+                            .build_id
+                            .as_deref()
+                            .map(|id| format!(" (build-id {})", objects::hex(id)))
+                            .unwrap_or_default();
+                        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
+                        self.warnings.push(format!(
+                            "process {label}: cannot use {}{id}: {}; its samples are reported \
+                             as {label}u:[{}]",
+                            path_of(&path).display(),
+                            why.describe(),
+                            String::from_utf8_lossy(file)
+                        ));
+                        self.objects.push(None);
+                    }
+                }
+                o
+            }
+        };
+        let bias = match (&self.objects[object], mapping.load_bias) {
+            (_, Some(b)) => b,
+            (Some(obj), None) => {
+                match obj.bias_for(mapping.start, mapping.file_offset.unwrap_or(0)) {
+                    Some(b) => b,
+                    None => {
+                        self.warnings.push(format!(
+                            "process {label}: no segment of {} holds offset {:#x}; its mapping \
+                             at {:#x} is taken as unrelocated",
+                            obj.path.display(),
+                            mapping.file_offset.unwrap_or(0),
+                            mapping.start
+                        ));
+                        0
+                    }
+                }
+            }
+            (None, None) => 0,
+        };
+        Target::Object { object, bias }
+    }
+
+    fn hit(&mut self, loc: Loc, count: u64) {
+        self.mark(loc);
+        self.hist.push((loc, count));
+    }
+
+    fn arc(&mut self, from: Loc, to: Loc, count: u64) {
+        self.mark(from);
+        self.mark(to);
+        self.arcs.push((from, to, count));
+    }
+
+    fn mark(&mut self, loc: Loc) {
+        let r = &mut self.regions[loc.region];
+        match loc.symbol {
+            None => r.pseudo_used = true,
+            Some(s) => {
+                let max = r.used.entry(s).or_insert(0);
+                *max = (*max).max(loc.offset);
+            }
+        }
+    }
+
+    fn table_of(&self, what: &What) -> Option<&SymbolTable> {
+        match what {
+            What::Object(o) => self.objects[*o].as_ref().map(|o| &o.table),
+            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| t),
+            What::Pseudo(_) => None,
+        }
+    }
+
+    /// Lays the used symbols out, then writes the merged gmon file.
+    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>)> {
+        let mut order: Vec<usize> = (0..self.regions.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (&self.regions[a], &self.regions[b]);
+            (ra.space, ra.side, ra.first_address, &ra.what).cmp(&(
+                rb.space,
+                rb.side,
+                rb.first_address,
+                &rb.what,
+            ))
+        });
+        let mut raw = Vec::new();
+        let mut cursor = SYNTHETIC_BASE;
+        let align = |x: u64, a: u64| x.div_ceil(a) * a;
+        for &id in &order {
+            let region = &self.regions[id];
+            let space = &self.spaces[region.space];
+            let prefix = match region.side {
+                Side::User => format!("{}u:", space.label),
+                Side::Kernel if space.system => format!("{}:", space.label),
+                Side::Kernel => format!("{}k:", space.label),
+            };
+            let label = |name: &[u8], demangle: bool| {
+                let mut out = prefix.as_bytes().to_vec();
+                match std::str::from_utf8(name) {
+                    Ok(text) if demangle => {
+                        out.extend_from_slice(crate::demangle::demangle(text).as_bytes())
+                    }
+                    _ => out.extend_from_slice(name),
+                }
+                out
+            };
+            cursor = align(cursor, 0x1000);
+            let mut placed = BTreeMap::new();
+            let mut pseudo_at = 0;
+            if region.pseudo_used || self.options.keep_unused {
+                pseudo_at = cursor;
+                raw.push(RawSymbol {
+                    name: label(&region.pseudo_name, false),
+                    address: cursor,
+                    is_function: true,
+                    is_static: false,
+                });
+                cursor += 0x10;
+            }
+            if let Some(table) = self.table_of(&region.what) {
+                let symbols = table.symbols();
+                let mut place = |i: usize, max_offset: u64, raw: &mut Vec<RawSymbol>| {
+                    let s = &symbols[i];
+                    // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
+                    let at = align(cursor, 0x10) + (s.address & 0xf);
+                    raw.push(RawSymbol {
+                        name: label(&s.name, self.options.demangle),
+                        address: at,
+                        is_function: s.is_function,
+                        // The merged image writes every symbol global (see
+                        // write_symbol_image); no listing depends on the binding.
+                        is_static: false,
+                    });
+                    placed.insert(i, at);
+                    cursor = at + max_offset + 2;
+                };
+                if self.options.keep_unused {
+                    for i in 0..symbols.len() {
+                        place(i, region.used.get(&i).copied().unwrap_or(0), &mut raw);
+                    }
+                } else {
+                    for (&i, &max) in &region.used {
+                        place(i, max, &mut raw);
+                    }
+                }
+            }
+            let region = &mut self.regions[id];
+            region.placed = placed;
+            region.pseudo_at = pseudo_at;
+        }
+        cursor = align(cursor, 0x10);
+        raw.push(RawSymbol {
+            name: b"[end]".to_vec(),
+            address: cursor,
+            is_function: false,
+            is_static: false,
+        });
+        let text_end = cursor + 0x10;
+        let table = SymbolTable::from_symbols(raw, text_end, AddressSize::U64, Endian::Little);
+
+        let synthetic = |regions: &[Region], loc: &Loc| -> u64 {
+            let r = &regions[loc.region];
+            match loc.symbol {
+                None => r.pseudo_at,
+                Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + loc.offset,
+            }
+        };
+        let mut units: BTreeMap<u64, u64> = BTreeMap::new();
+        for (loc, count) in &self.hist {
+            *units.entry(synthetic(&self.regions, loc) / 2).or_default() += count;
+        }
+        let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+        for (from, to, count) in &self.arcs {
+            let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
+            *arcs.entry(key).or_default() += count;
+        }
+        let gmon = write_gmon(&units, &arcs, self.unit)?;
+        Ok((table, gmon))
+    }
+}
+
+/// Bins per 4 KiB page at 2 bytes per bin.
+const PAGE_BINS: u64 = 2048;
+
+/// Writes histogram units (2-byte bins, by unit address) and arcs as a GNU gmon file: one
+/// record per run of pages holding samples, repeated while a bin holds more than a record's
+/// 16 bits can carry; arcs above 32 bits are split likewise.
+fn write_gmon(
+    units: &BTreeMap<u64, u64>,
+    arcs: &BTreeMap<(u64, u64), u64>,
+    unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
+) -> Result<Vec<u8>> {
+    let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, Endian::Little));
+    w.header(&Header::Gnu {
+        version: 1,
+        spare: [0; 12],
+    })?;
+    if let Some((prof_rate, dimension, dimension_abbrev)) = unit {
+        // Runs of consecutive pages that hold samples.
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for &u in units.keys() {
+            let page = u / PAGE_BINS;
+            match runs.last_mut() {
+                Some((_, last)) if *last == page || *last + 1 == page => *last = page,
+                _ => runs.push((page, page)),
+            }
+        }
+        for (first, last) in runs {
+            let lo = first * PAGE_BINS;
+            let hi = (last + 1) * PAGE_BINS;
+            let bins: Vec<u64> = (lo..hi)
+                .map(|u| units.get(&u).copied().unwrap_or(0))
+                .collect();
+            let max = bins.iter().copied().max().unwrap_or(0);
+            let header = HistogramHeader {
+                low_pc: lo * 2,
+                high_pc: hi * 2,
+                prof_rate,
+                dimension,
+                dimension_abbrev,
+            };
+            let mut carried = 0u64;
+            while carried < max {
+                w.histogram(
+                    &header,
+                    bins.iter()
+                        .map(|&b| b.saturating_sub(carried).min(u64::from(u16::MAX)) as u16),
+                )?;
+                carried += u64::from(u16::MAX);
+            }
+        }
+    }
+    for (&(from_pc, self_pc), &count) in arcs {
+        let mut left = count;
+        while left > 0 {
+            let part = left.min(u64::from(u32::MAX));
+            w.arc(&Arc {
+                from_pc,
+                self_pc,
+                count: part,
+            })?;
+            left -= part;
+        }
+    }
+    Ok(w.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gmon_format::{Comm, Mapping, SECONDS};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
+    }
+
+    fn gmon(bins: &[(u64, u16)], arcs: &[(u64, u64, u64)]) -> Vec<u8> {
+        let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, Endian::Little));
+        w.header(&Header::Gnu {
+            version: 1,
+            spare: [0; 12],
+        })
+        .unwrap();
+        for &(at, count) in bins {
+            let low = at & !0xfff;
+            let header = HistogramHeader {
+                low_pc: low,
+                high_pc: low + 0x1000,
+                prof_rate: 100,
+                dimension: SECONDS.0,
+                dimension_abbrev: SECONDS.1,
+            };
+            let mut v = vec![0u16; 2048];
+            v[((at - low) / 2) as usize] = count;
+            w.histogram(&header, v.into_iter()).unwrap();
+        }
+        for &(from_pc, self_pc, count) in arcs {
+            w.arc(&Arc {
+                from_pc,
+                self_pc,
+                count,
+            })
+            .unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn names(s: &Seamless) -> Vec<String> {
+        s.table
+            .symbols()
+            .iter()
+            .map(|s| s.name_lossy().into_owned())
+            .collect()
+    }
+
+    /// One process whose address 0x7000_1000 held `reader`'s code, then (after it was
+    /// unmapped) `libfake.so`'s; a hidden kallsyms snapshot.
+    fn measurement(dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut info = MeasurementInfo::default();
+        info.process.pid = 7;
+        info.process.comm = Some(Comm::new("x").unwrap());
+        info.kernel.symbols_file = Some("kallsyms.00000000".into());
+        let mut old = Mapping::new(0x7000_1000, 0x7000_2000);
+        old.file_offset = Some(0x1000);
+        old.path = Some(
+            fixtures()
+                .join("reader")
+                .to_string_lossy()
+                .as_bytes()
+                .to_vec(),
+        );
+        old.unmapped_ns = Some(5);
+        let mut new = Mapping::new(0x7000_1000, 0x7000_2000);
+        new.file_offset = Some(0x1000);
+        new.path = Some(
+            fixtures()
+                .join("libfake.so")
+                .to_string_lossy()
+                .as_bytes()
+                .to_vec(),
+        );
+        info.mappings = vec![old, new];
+        let mut text = Vec::new();
+        info.write(&mut text).unwrap();
+        std::fs::write(dir.join("gmon.out.7.x"), text).unwrap();
+        // 0x7000_1004 is `write` in libfake.so (and would be `compute` in reader).
+        std::fs::write(dir.join("gmon.out.7u.x"), gmon(&[(0x7000_1004, 3)], &[])).unwrap();
+        let kernel = 0xffff_ffff_8100_0010;
+        std::fs::write(
+            dir.join("gmon.out.7k.x"),
+            gmon(
+                &[(kernel, 2)],
+                &[(0x7000_1000, kernel, 1), (0x7000_1000, kernel + 0x100, 1)],
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("kallsyms.00000000"),
+            "0000000000000000 T _stext\n0000000000000000 T entry_SYSCALL_64\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn the_latest_mapping_wins_and_hidden_kernel_symbols_are_reported() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-labeled-{}", std::process::id()));
+        measurement(&dir);
+        let m = gmon_format::scan(&dir).unwrap();
+        let s = Seamless::build(
+            &m,
+            &ProcessSelection::Pids(vec![7]),
+            &SeamlessOptions::default(),
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let s = s.unwrap();
+        assert_eq!(names(&s), ["7u:read", "7u:write", "7k:[kernel]", "[end]"]);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(
+            s.warnings[0].ends_with(
+                "kallsyms.00000000: every address is 0 (kernel.kptr_restrict \
+                 hid them when it was taken); kernel symbols are unavailable"
+            ),
+            "{}",
+            s.warnings[0]
+        );
+        assert_eq!(s.processes[0].user_samples, 3);
+        assert_eq!(s.processes[0].kernel_samples, 2);
+        // Without names, the entries cannot be classified.
+        assert_eq!(s.processes[0].entries.get(&BoundaryKind::Other), Some(&2));
+    }
+
+    #[test]
+    fn entries_are_classified_by_name() {
+        for (name, kind) in [
+            ("entry_SYSCALL_64_after_hwframe", BoundaryKind::Syscall),
+            ("do_syscall_64", BoundaryKind::Syscall),
+            ("asm_exc_page_fault", BoundaryKind::Fault),
+            ("asm_sysvec_apic_timer_interrupt", BoundaryKind::Interrupt),
+            ("asm_common_interrupt", BoundaryKind::Interrupt),
+            ("ret_from_fork_asm", BoundaryKind::Other),
+        ] {
+            assert_eq!(
+                BoundaryKind::from_entry_symbol(name.as_bytes()),
+                kind,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn bins_above_16_bits_are_carried_by_repeated_records() {
+        let mut units = BTreeMap::new();
+        units.insert(0x8000, 70_000);
+        units.insert(0x8001, 5);
+        let arcs = BTreeMap::from([((0x10000, 0x10010), 5_000_000_000u64)]);
+        let data = write_gmon(&units, &arcs, Some((100, SECONDS.0, SECONDS.1))).unwrap();
+        let mut sum = Sum::new();
+        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
+        sum.add(&Profile::parse(&data, &read).unwrap()).unwrap();
+        assert_eq!(sum.histograms().len(), 1);
+        let h = &sum.histograms()[0];
+        assert_eq!((h.low_pc, h.high_pc), (0x10000, 0x11000));
+        assert_eq!((h.bins[0], h.bins[1]), (70_000, 5));
+        assert_eq!(sum.arcs()[0].count, 5_000_000_000);
+    }
+}

@@ -1,0 +1,368 @@
+//! The ELF objects a process had mapped: finding them again (by recorded path, by file name in
+//! search directories, by build-id), checking that they are the files that ran, reading their
+//! symbols with gprof's rules and working out their load bias.
+
+use std::fmt::Write as _;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolFlags};
+
+use crate::error::Error;
+use crate::symbols::{RawSymbol, SymbolOptions, SymbolTable};
+
+/// Where this machine keeps separate debug files by build-id; searched for full symbol tables
+/// of objects that ship only `.dynsym`.
+const SYSTEM_DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// A loadable segment: which file bytes land at which ELF virtual address.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoadSegment {
+    file_offset: u64,
+    file_size: u64,
+    address: u64,
+}
+
+/// An object found and read.
+#[derive(Debug)]
+pub(crate) struct LoadedObject {
+    /// Its symbols at ELF (link-time) addresses.
+    pub table: SymbolTable,
+    /// Where it was found.
+    pub path: PathBuf,
+    /// Where its symbols came from, when not `path` (a separate debug file).
+    pub symbols_from: Option<PathBuf>,
+    /// Whether only `.dynsym` was available.
+    pub dynamic_only: bool,
+    segments: Vec<LoadSegment>,
+}
+
+impl LoadedObject {
+    /// The load bias of a mapping of this object at `start` mapping file offset `offset`:
+    /// runtime address minus ELF address, from the segment holding that offset.
+    pub fn bias_for(&self, start: u64, offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|s| s.file_offset <= offset && offset < s.file_offset + s.file_size.max(1))
+            .map(|s| start.wrapping_sub(s.address.wrapping_add(offset - s.file_offset)))
+    }
+}
+
+/// Why an object could not be used: every path tried, with what was wrong there.
+#[derive(Debug, Default)]
+pub(crate) struct NotFound {
+    pub tried: Vec<(PathBuf, String)>,
+}
+
+impl NotFound {
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        for (i, (path, why)) in self.tried.iter().enumerate() {
+            if i > 0 {
+                s.push_str("; ");
+            }
+            let _ = write!(s, "{}: {why}", path.display());
+        }
+        s
+    }
+}
+
+/// Hex digits of a build-id.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The paths where an object recorded as `recorded` (with `build_id`) may be: the recorded
+/// path itself, then for each search directory the file of the same name and the
+/// `.build-id/xx/rest.debug` and `.build-id/xx/rest` files.
+fn candidates(recorded: &Path, build_id: Option<&[u8]>, search: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = vec![recorded.to_owned()];
+    for dir in search {
+        if let Some(name) = recorded.file_name() {
+            out.push(dir.join(name));
+        }
+        if let Some(id) = build_id.filter(|id| id.len() > 1) {
+            let id = hex(id);
+            let sub = dir.join(".build-id").join(&id[..2]);
+            out.push(sub.join(format!("{}.debug", &id[2..])));
+            out.push(sub.join(&id[2..]));
+        }
+    }
+    out
+}
+
+/// Finds the object recorded as `recorded` with `build_id` and reads it.
+///
+/// The first candidate (see [`candidates`]) that reads as ELF and, when a build-id was
+/// recorded, has that build-id, is used. If it has no `.symtab`, a separate debug file with the
+/// same build-id (in the search directories or the system's) gives the symbols; failing that,
+/// `.dynsym` does.
+pub(crate) fn find(
+    recorded: &Path,
+    build_id: Option<&[u8]>,
+    search: &[PathBuf],
+) -> Result<LoadedObject, NotFound> {
+    let mut not_found = NotFound::default();
+    for path in candidates(recorded, build_id, search) {
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                not_found.tried.push((path, "not found".into()));
+                continue;
+            }
+            Err(e) => {
+                not_found.tried.push((path, format!("cannot read: {e}")));
+                continue;
+            }
+        };
+        match read(&path, &data, build_id) {
+            Ok(mut object) => {
+                if object.dynamic_only
+                    && let Some(id) = build_id
+                {
+                    improve_from_debug_file(&mut object, id, search);
+                }
+                return Ok(object);
+            }
+            Err(why) => not_found.tried.push((path, why)),
+        }
+    }
+    Err(not_found)
+}
+
+fn improve_from_debug_file(object: &mut LoadedObject, id: &[u8], search: &[PathBuf]) {
+    let mut dirs = search.to_vec();
+    dirs.push(PathBuf::from(SYSTEM_DEBUG_DIR));
+    let id_hex = hex(id);
+    if id_hex.len() < 3 {
+        return;
+    }
+    for dir in dirs {
+        let path = dir
+            .join(".build-id")
+            .join(&id_hex[..2])
+            .join(format!("{}.debug", &id_hex[2..]));
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        if let Ok(debug) = read(&path, &data, Some(id))
+            && !debug.dynamic_only
+        {
+            object.table = debug.table;
+            object.dynamic_only = false;
+            object.symbols_from = Some(path);
+            return;
+        }
+    }
+}
+
+/// Reads one ELF file; the error says why it cannot stand for the object.
+fn read(path: &Path, data: &[u8], build_id: Option<&[u8]>) -> Result<LoadedObject, String> {
+    let file = object::File::parse(data).map_err(|e| format!("not an ELF file ({e})"))?;
+    if file.format() != object::BinaryFormat::Elf {
+        return Err("not an ELF file".into());
+    }
+    let found_id = file.build_id().ok().flatten();
+    if let Some(want) = build_id {
+        match found_id {
+            Some(got) if got == want => {}
+            Some(got) => {
+                return Err(format!(
+                    "build-id {} differs from the recorded {}",
+                    hex(got),
+                    hex(want)
+                ));
+            }
+            None => return Err(format!("has no build-id, {} was recorded", hex(want))),
+        }
+    }
+    let segments = file
+        .segments()
+        .map(|s| {
+            let (file_offset, file_size) = s.file_range();
+            LoadSegment {
+                file_offset,
+                file_size,
+                address: s.address(),
+            }
+        })
+        .collect();
+    let (table, dynamic_only) = match SymbolTable::parse(path, data, &SymbolOptions::default()) {
+        Ok(t) => (t, false),
+        Err(Error::NoSymbols { .. }) => (dynamic_table(&file), true),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(LoadedObject {
+        table,
+        path: path.to_owned(),
+        symbols_from: None,
+        dynamic_only,
+        segments,
+    })
+}
+
+/// A table from `.dynsym`, for objects stripped of `.symtab` (as distributions ship shared
+/// libraries), with the rules gprof applies to `.symtab`: defined code symbols, no indirect
+/// functions or unique symbols, weak objects left out.
+fn dynamic_table(file: &object::File<'_>) -> SymbolTable {
+    let mut raw = Vec::new();
+    for sym in file.dynamic_symbols() {
+        if sym.is_undefined() {
+            continue;
+        }
+        let SymbolFlags::Elf { st_info, .. } = sym.flags() else {
+            continue;
+        };
+        let (st_type, bind) = (st_info.st_type(), st_info.st_bind());
+        if st_type == object::elf::STT_SECTION
+            || st_type == object::elf::STT_FILE
+            || st_type == object::elf::STT_GNU_IFUNC
+            || bind == object::elf::STB_GNU_UNIQUE
+        {
+            continue;
+        }
+        let weak = bind == object::elf::STB_WEAK;
+        if weak && st_type == object::elf::STT_OBJECT {
+            continue;
+        }
+        let in_code = sym
+            .section_index()
+            .and_then(|i| file.section_by_index(i).ok())
+            .is_some_and(|s| s.kind() == SectionKind::Text);
+        if !weak && !in_code {
+            continue;
+        }
+        let Ok(name) = sym.name_bytes() else {
+            continue;
+        };
+        if name.is_empty() {
+            continue;
+        }
+        raw.push(RawSymbol {
+            name: name.to_vec(),
+            address: sym.address(),
+            is_function: st_type == object::elf::STT_FUNC,
+            is_static: bind == object::elf::STB_LOCAL,
+        });
+    }
+    let text_end = file
+        .section_by_name(".text")
+        .map_or(0, |s| s.address().wrapping_add(s.size()));
+    let address_size = if file.is_64() {
+        gmon_format::AddressSize::U64
+    } else {
+        gmon_format::AddressSize::U32
+    };
+    let endian = if file.is_little_endian() {
+        gmon_format::Endian::Little
+    } else {
+        gmon_format::Endian::Big
+    };
+    SymbolTable::from_symbols(raw, text_end, address_size, endian)
+}
+
+/// A path recorded as bytes.
+pub(crate) fn path_of(bytes: &[u8]) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless")
+    }
+
+    fn id_of(path: &Path) -> Vec<u8> {
+        let data = std::fs::read(path).unwrap();
+        object::File::parse(&*data)
+            .unwrap()
+            .build_id()
+            .unwrap()
+            .unwrap()
+            .to_vec()
+    }
+
+    fn names(t: &SymbolTable) -> Vec<String> {
+        t.symbols()
+            .iter()
+            .map(|s| s.name_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_recorded_path_is_used_when_its_build_id_matches() {
+        let path = fixtures().join("objects/reader");
+        let id = id_of(&path);
+        let o = find(&path, Some(&id), &[]).unwrap();
+        assert_eq!(o.path, path);
+        assert!(!o.dynamic_only);
+        assert_eq!(names(&o.table), ["compute", "read_input", "main"]);
+        // Without a recorded build-id, any readable ELF at the path will do.
+        assert!(find(&path, None, &[]).is_ok());
+    }
+
+    #[test]
+    fn bias_comes_from_the_segment_holding_the_mapped_offset() {
+        let path = fixtures().join("objects/reader");
+        let o = find(&path, None, &[]).unwrap();
+        // The code segment: file offset 0x1000 at ELF address 0x1000.
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1000), Some(0x5555_5555_4000));
+        // A mapping starting part-way into it.
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1010), Some(0x5555_5555_3ff0));
+        assert_eq!(o.bias_for(0x5555_5555_5000, 0x10_0000), None);
+    }
+
+    #[test]
+    fn another_build_and_missing_files_are_named_with_what_was_wrong() {
+        let recorded = Path::new("/nonexistent/dir/reader");
+        let id = id_of(&fixtures().join("objects/reader"));
+        let other = fixtures().join("objects-other");
+        let e = find(recorded, Some(&id), std::slice::from_ref(&other)).unwrap_err();
+        let hex_id = hex(&id);
+        let other_id = hex(&id_of(&other.join("reader")));
+        assert_eq!(
+            e.describe(),
+            format!(
+                "/nonexistent/dir/reader: not found; {o}/reader: build-id {other_id} differs \
+                 from the recorded {hex_id}; {o}/.build-id/{a}/{b}.debug: not found; \
+                 {o}/.build-id/{a}/{b}: not found",
+                o = other.display(),
+                a = &hex_id[..2],
+                b = &hex_id[2..]
+            )
+        );
+        // A file that is no ELF at all.
+        let e = find(&fixtures().join("README.md"), None, &[]).unwrap_err();
+        assert!(
+            e.describe().contains("README.md: not an ELF file"),
+            "{}",
+            e.describe()
+        );
+    }
+
+    #[test]
+    fn stripped_objects_fall_back_to_the_dynamic_symbols() {
+        let path = fixtures().join("objects-stripped/libfake.so");
+        let id = id_of(&path);
+        let o = find(&path, Some(&id), &[]).unwrap();
+        assert!(o.dynamic_only);
+        assert_eq!(names(&o.table), ["read", "write"]);
+        // A debug file with the same build-id in a search directory gives the full table.
+        let dir = std::env::temp_dir().join(format!("pkgprof-debug-{}", std::process::id()));
+        let hex_id = hex(&id);
+        let sub = dir.join(".build-id").join(&hex_id[..2]);
+        std::fs::create_dir_all(&sub).unwrap();
+        let debug = sub.join(format!("{}.debug", &hex_id[2..]));
+        std::fs::copy(fixtures().join("objects/libfake.so"), &debug).unwrap();
+        let o = find(&path, Some(&id), std::slice::from_ref(&dir)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!o.dynamic_only);
+        assert_eq!(o.symbols_from.as_deref(), Some(debug.as_path()));
+        assert_eq!(o.path, path);
+    }
+}

@@ -1,0 +1,99 @@
+//! `pkgprof --pid PID[,PID...] [DIR]` and `--system`: the seamless report of a measurement
+//! directory written by pkgmon (pkprof paper, Figure 2.2).
+//!
+//! The processes' user and kernel profiles are symbolized and merged into one labelled symbol
+//! table and profile by [`callgraph::Seamless`], then printed by the ordinary gprof listings,
+//! so every gprof option that applies to a report (`-b`, `-p`, `-q`, `-P`, `-Q`, `-z`, `-T`,
+//! `--no-demangle`) works in the same layout. A header with each process's kernel counters
+//! comes first (see [`callgraph::write_process_header`]).
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use callgraph::{
+    Analysis, ProcessSelection, Seamless, SeamlessOptions, write_process_header, write_report,
+    write_symbol_image,
+};
+
+use crate::options::Options;
+
+/// Runs the seamless report for `o`, writing it to `out`; warnings go to standard error.
+///
+/// Returns an error if the options conflict, the directory cannot be scanned, a process asked
+/// for is absent, or a profile is damaged.
+pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -> Result<()> {
+    if let Some(bad) = &o.bad_pid {
+        bail!("--pid: `{bad}' is not a process id");
+    }
+    if o.user_only && o.kernel_only {
+        bail!("--user and --kernel exclude each other (give neither for both sides)");
+    }
+    if o.seamless && o.system {
+        bail!("--pid and --system exclude each other");
+    }
+    if let Some(kind) = o.inclusive.as_deref()
+        && kind != "gprof"
+    {
+        if kind == "stacks" {
+            bail!(
+                "--inclusive=stacks needs the sampled-stacks files (gmon.out.<pid>s.<comm>), \
+                 which this version cannot read yet"
+            );
+        }
+        bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)");
+    }
+    if o.operands.len() > 1 {
+        bail!(
+            "--pid and --system take one measurement directory, not {} operands",
+            o.operands.len()
+        );
+    }
+    let dir = o
+        .operands
+        .first()
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let measurement =
+        gmon_format::scan(&dir).with_context(|| format!("{}: cannot scan", dir.display()))?;
+    let selection = if o.system {
+        ProcessSelection::System
+    } else {
+        ProcessSelection::Pids(o.pids.clone())
+    };
+    let mut options = SeamlessOptions::default();
+    options.user = !o.kernel_only;
+    options.kernel = !o.user_only;
+    options.object_path = o.object_path.iter().map(PathBuf::from).collect();
+    options.keep_unused = o.display_unused;
+    options.demangle = o.demangle && !o.traditional;
+    let seamless = Seamless::build(&measurement, &selection, &options)?;
+    for w in &seamless.warnings {
+        eprintln!("pkgprof: warning: {w}");
+    }
+    if let Some(path) = &o.merge_out {
+        write_merged(Path::new(path), &seamless)?;
+    }
+    write_process_header(&mut *out, &seamless.processes)?;
+    let analysis = Analysis::new(seamless.table, &seamless.sum);
+    let mut report = report;
+    report.after_other_output = true;
+    // Names are labelled (and demangled) already; the listings print them as they are.
+    report.no_demangle = true;
+    write_report(out, &analysis, &report)?;
+    Ok(())
+}
+
+/// Writes the merged profile to `path` and its symbol table to `path.elf`, so that
+/// `gprof path.elf path` reads them.
+fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
+    fs::write(path, &seamless.gmon).with_context(|| format!("{}", path.display()))?;
+    let mut image_path = OsString::from(path.as_os_str());
+    image_path.push(".elf");
+    let image_path = PathBuf::from(image_path);
+    let mut image = Vec::new();
+    write_symbol_image(&mut image, &seamless.table)?;
+    fs::write(&image_path, image).with_context(|| format!("{}", image_path.display()))?;
+    Ok(())
+}
