@@ -45,9 +45,6 @@ pub enum Error {
     /// The image's DWARF debugging information is damaged.
     #[error("cannot read the debugging information")]
     Dwarf(#[source] gimli::Error),
-    /// A symbol's code overlaps two histogram records, which `-c` cannot scan.
-    #[error("found a symbol that covers several histogram records")]
-    SeveralHistograms,
     /// The flat profile was asked for but no histogram record was read.
     #[error("gmon.out file is missing histogram")]
     MissingHistogram,

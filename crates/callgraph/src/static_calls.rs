@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use gmon_format::{Arc, Sum};
 
-use crate::error::{Error, Result};
 use crate::lines::TextSection;
 use crate::symbols::SymbolTable;
 
@@ -12,19 +11,13 @@ use crate::symbols::SymbolTable;
 /// (opcode `E8`) whose target is the start of a symbol inside a histogram range, from the
 /// symbol holding the call, in the order gprof creates them.
 ///
-/// Each symbol's bytes, from its start to the next symbol's, are clipped to the histogram
-/// record they overlap, and every byte position is tried as an opcode (operand bytes too, as
-/// gprof does not decode instructions). The displacement is read as an *unsigned* 32-bit
+/// Each symbol's bytes, from its start to the next symbol's, are scanned where they overlap a
+/// histogram record (a symbol spanning two records is scanned in both parts), and every byte
+/// position is tried as an opcode (operand bytes too, as gprof does not decode instructions).
+/// The displacement is read as an *unsigned* 32-bit
 /// number, so calls to lower addresses land 4 GiB too high and are never found. The callee is
 /// the symbol starting at the target even if it is a label.
-///
-/// Returns an error if a symbol's range overlaps more than one histogram record, as gprof
-/// refuses that.
-pub fn static_arcs(
-    table: &SymbolTable,
-    text: &TextSection,
-    sum: &Sum,
-) -> Result<Vec<(usize, usize)>> {
+pub fn static_arcs(table: &SymbolTable, text: &TextSection, sum: &Sum) -> Vec<(usize, usize)> {
     let symbols = table.symbols();
     let histograms = sum.histograms();
     let in_histogram = |pc: u64| histograms.iter().any(|h| h.low_pc <= pc && pc < h.high_pc);
@@ -34,44 +27,41 @@ pub fn static_arcs(
             Some(next) => next.address,
             None => s.end_address.wrapping_add(1),
         };
-        // The record holding the symbol's first byte, or else its last one; a symbol that
-        // merely spans a record from outside on both sides is not scanned.
-        let holding = |pc: u64| histograms.iter().find(|h| h.low_pc <= pc && pc < h.high_pc);
-        let h = match (holding(s.address), holding(end.wrapping_sub(1))) {
-            (Some(a), Some(b)) if !std::ptr::eq(a, b) => return Err(Error::SeveralHistograms),
-            (Some(h), _) | (None, Some(h)) => h,
-            (None, None) => continue,
-        };
-        let (low, high) = (s.address.max(h.low_pc), end.min(h.high_pc));
-        for pc in low..high {
-            if text.byte(pc) != Some(0xe8) {
-                continue;
-            }
-            let mut displacement = [0u8; 4];
-            let mut complete = true;
-            for (k, b) in displacement.iter_mut().enumerate() {
-                match text.byte(pc + 1 + k as u64) {
-                    Some(v) => *b = v,
-                    None => complete = false,
+        for h in histograms
+            .iter()
+            .filter(|h| s.address < h.high_pc && h.low_pc < end)
+        {
+            let (low, high) = (s.address.max(h.low_pc), end.min(h.high_pc));
+            for pc in low..high {
+                if text.byte(pc) != Some(0xe8) {
+                    continue;
                 }
-            }
-            if !complete {
-                continue;
-            }
-            let target = pc
-                .wrapping_add(5)
-                .wrapping_add(u64::from(u32::from_le_bytes(displacement)));
-            if !in_histogram(target) {
-                continue;
-            }
-            if let Some(t) = table.lookup(target)
-                && symbols[t].address == target
-            {
-                arcs.push((i, t));
+                let mut displacement = [0u8; 4];
+                let mut complete = true;
+                for (k, b) in displacement.iter_mut().enumerate() {
+                    match text.byte(pc + 1 + k as u64) {
+                        Some(v) => *b = v,
+                        None => complete = false,
+                    }
+                }
+                if !complete {
+                    continue;
+                }
+                let target = pc
+                    .wrapping_add(5)
+                    .wrapping_add(u64::from(u32::from_le_bytes(displacement)));
+                if !in_histogram(target) {
+                    continue;
+                }
+                if let Some(t) = table.lookup(target)
+                    && symbols[t].address == target
+                {
+                    arcs.push((i, t));
+                }
             }
         }
     }
-    Ok(arcs)
+    arcs
 }
 
 /// The arcs of `arcs` as `gprof -s` writes them: resolved to (caller, callee) symbols and

@@ -120,7 +120,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     }
     if reports {
         let static_arcs = if o.static_call_graph {
-            static_arcs(&table, &text, &sum)?
+            static_arcs(&table, &text, &sum)
         } else {
             Vec::new()
         };

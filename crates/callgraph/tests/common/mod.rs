@@ -121,7 +121,7 @@ pub fn report_output_with(
         let text = callgraph::TextSection::parse(&data)
             .map_err(|e| e.to_string())?
             .unwrap_or_default();
-        callgraph::static_arcs(&table, &text, &sum).map_err(|e| e.to_string())?
+        callgraph::static_arcs(&table, &text, &sum)
     } else {
         Vec::new()
     };
