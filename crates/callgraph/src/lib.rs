@@ -59,6 +59,7 @@ mod histogram;
 mod kallsyms;
 mod labeled;
 mod lines;
+mod ordering;
 mod report;
 mod sort;
 mod static_calls;
@@ -82,6 +83,7 @@ pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
     symbol_sources,
 };
+pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
 pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};

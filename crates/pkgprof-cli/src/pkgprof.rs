@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, AnnotateOptions, ReportOptions, SourceLines, SourceNames, SymbolOptions, SymbolTable,
-    SymspecTable as Table, Symspecs, TextSection, line_table, source_file_order, static_arcs,
-    sum_arcs, sum_basic_blocks, symbol_sources, write_annotated_source, write_exec_counts,
-    write_report,
+    Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, ReportOptions, SourceLines, SourceNames,
+    SymbolOptions, SymbolTable, SymspecTable as Table, Symspecs, TextSection, function_ordering,
+    line_table, source_file_order, static_arcs, sum_arcs, sum_basic_blocks, symbol_sources,
+    write_annotated_source, write_exec_counts, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
@@ -130,6 +130,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         analysis.set_sources(source_names);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
+        // Refused before anything is printed.
+        let ordering = if o.has(Style::FunctionOrdering) {
+            let Some(order) = function_ordering(&analysis.graph) else {
+                bail!(
+                    "not implemented yet: -r (function ordering) with {ORDERING_HUB_THRESHOLD} \
+                     or more called functions"
+                );
+            };
+            Some(order)
+        } else {
+            None
+        };
         // Only the flat profile and call graph come from write_report; -A/-C/-s alone print
         // neither.
         let by_default = analysis.has_histogram() || analysis.has_arcs;
@@ -178,6 +190,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
                 &options,
                 &mut warn,
             )?;
+        }
+        if let Some(order) = ordering {
+            // Raw names, one per line, with no separator before them.
+            let mut buf = Vec::new();
+            for s in order {
+                buf.extend_from_slice(&analysis.table.symbols()[s].name);
+                buf.push(b'\n');
+            }
+            out.write_all(&buf)?;
         }
     }
     Ok(())
@@ -284,10 +305,7 @@ fn report_options(o: &Options) -> ReportOptions {
 /// something other than what gprof would.
 fn refuse_unbuilt(o: &Options) -> Result<()> {
     let mut missing = Vec::new();
-    let styles = [
-        (Style::FunctionOrdering, "-r (function ordering)"),
-        (Style::FileOrdering, "-R (file ordering)"),
-    ];
+    let styles = [(Style::FileOrdering, "-R (file ordering)")];
     missing.extend(
         styles
             .iter()

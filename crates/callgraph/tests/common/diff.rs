@@ -17,7 +17,7 @@
 //! do not, file and line forms, empty specs, arc specs) to the report mode.
 //!
 //! Every case also runs `gprof -s` (with the same `-a`/`-D`) and compares the `gmon.sum` it
-//! writes with ours. In the report modes some 64-bit images get code bytes instead of NOP
+//! writes with ours, and in the report modes `gprof -r` (function ordering). In the report modes some 64-bit images get code bytes instead of NOP
 //! padding: `call` instructions to other blocks (forward and backward), stray `E8` bytes and
 //! random bytes, and then `-c` (static call graph) is added to both command lines. These draws
 //! come from a second generator, so a seed still yields the same layouts and profiles.
@@ -585,7 +585,36 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
     if ours != theirs.stdout {
         return Outcome::Differs;
     }
-    compare_sums(dir, &img, &gmon_refs, flags)
+    match compare_sums(dir, &img, &gmon_refs, flags) {
+        Outcome::Same if report => compare_ordering(dir, &img, &gmon_refs, flags),
+        other => other,
+    }
+}
+
+/// Runs `gprof -r [-a] [-D] [-c]` and compares its function ordering with ours.
+fn compare_ordering(dir: &Path, img: &Path, gmons: &[&Path], flags: Flags) -> Outcome {
+    let mut cmd = Command::new("gprof");
+    cmd.arg("-r");
+    for (on, flag) in [
+        (flags.no_static, "-a"),
+        (flags.ignore_non_functions, "-D"),
+        (flags.static_call_graph, "-c"),
+    ] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    let Ok(theirs) = cmd.arg(img).args(gmons).output() else {
+        return Outcome::Setup("cannot run gprof -r".into());
+    };
+    let ours = super::ordering_output(img, gmons, flags).unwrap_or_else(String::into_bytes);
+    let _ = std::fs::write(dir.join("gprof.order"), &theirs.stdout);
+    let _ = std::fs::write(dir.join("ours.order"), &ours);
+    if theirs.status.success() && ours == theirs.stdout {
+        Outcome::Same
+    } else {
+        Outcome::Differs
+    }
 }
 
 /// Runs `gprof -s [-a] [-D]` in `dir` and compares the gmon.sum it writes with ours.

@@ -157,3 +157,31 @@ pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>
     )
     .map_err(|e| e.to_string())
 }
+
+/// Our `gprof -r [-a] [-D] [-c] image gmons...` output, or the error text.
+pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let (table, sum) = load(image, gmons, flags)?;
+    let static_arcs = if flags.static_call_graph {
+        let data = std::fs::read(image).map_err(|e| e.to_string())?;
+        let text = callgraph::TextSection::parse(&data)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        callgraph::static_arcs(&table, &text, &sum)
+    } else {
+        Vec::new()
+    };
+    let analysis = callgraph::Analysis::with_static_arcs(
+        table,
+        &sum,
+        &callgraph::Symspecs::default(),
+        &static_arcs,
+    );
+    let order = callgraph::function_ordering(&analysis.graph)
+        .ok_or_else(|| "too many called functions for -r".to_string())?;
+    let mut out = Vec::new();
+    for s in order {
+        out.extend_from_slice(&analysis.table.symbols()[s].name);
+        out.push(b'\n');
+    }
+    Ok(out)
+}
