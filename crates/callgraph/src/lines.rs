@@ -143,6 +143,23 @@ impl SourceLines {
         })
     }
 
+    /// The parts of [`low`, `high`) that line-table sequences cover, in address order and
+    /// without overlaps.
+    fn covered(&self, low: u64, high: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for s in &self.sequences {
+            let (lo, hi) = (s.start.max(low), s.end.min(high));
+            if lo >= hi {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => out.push((lo, hi)),
+            }
+        }
+        out
+    }
+
     /// The file and line of the row covering `address`: in the sequence holding it, the last
     /// row at or below it.
     fn line_of(&self, address: u64) -> Option<(Rc<[u8]>, u64)> {
@@ -394,7 +411,14 @@ pub fn line_table(
     let mut made: Vec<(RawSymbol, SourceInfo)> = Vec::new();
     if let Some(lines) = lines {
         let mut last: Option<NearestLine> = None;
-        for address in text.address..text.address.saturating_add(text.size) {
+        // Only addresses inside line-table sequences can have a line, and only bytes the image
+        // holds are walked, so damaged headers cannot make the walk endless.
+        let end = text.address.saturating_add(text.size.min(text.bytes.len() as u64));
+        let addresses = lines
+            .covered(text.address, end)
+            .into_iter()
+            .flat_map(|(lo, hi)| lo..hi);
+        for address in addresses {
             let Some(p) = lines.nearest(address) else {
                 continue;
             };
