@@ -11,6 +11,42 @@ use std::rc::Rc;
 use crate::lines::{SourceInfo, SourceLines};
 use crate::sort::glibc_qsort;
 use crate::symbols::SymbolTable;
+use crate::symspec::{SourcePosition, Symspec};
+
+/// Which symbols an include/exclude pair of symspec lists selects (`-A`/`-J` for annotated
+/// source, `-C`/`-Z` for execution counts): those included, or when no symbol is included all
+/// those not excluded. File and line specs match the symbols' source positions in `sources`.
+pub fn select_symbols(
+    table: &SymbolTable,
+    sources: &[Option<SourceInfo>],
+    include: &[Symspec],
+    exclude: &[Symspec],
+) -> Vec<bool> {
+    let hits = |specs: &[Symspec]| -> Vec<bool> {
+        table
+            .symbols()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let source = match sources.get(i).and_then(Option::as_ref) {
+                    Some(src) => SourcePosition {
+                        file: Some(&src.file),
+                        line: src.line,
+                    },
+                    None => SourcePosition::default(),
+                };
+                specs.iter().any(|spec| spec.matches(s, source))
+            })
+            .collect()
+    };
+    let (inc, exc) = (hits(include), hits(exclude));
+    // A table whose specs name no symbol stays empty, as in gprof: `-A nosuch` annotates all.
+    let include_empty = !inc.contains(&true);
+    inc.iter()
+        .zip(&exc)
+        .map(|(&i, &e)| i || (include_empty && !e))
+        .collect()
+}
 
 /// Source files in the order gprof lists them: the most recently seen first.
 ///
@@ -45,9 +81,9 @@ pub fn source_file_order(
     seen
 }
 
-/// The `-C` listing: `FILE:LINE: (NAME:0xADDR) N executions` for every symbol that was called
-/// (every symbol with `display_unused`), ordered by file and line where both symbols have
-/// one and by address otherwise, as gprof's comparator does.
+/// The `-C` listing: `FILE:LINE: (NAME:0xADDR) N executions` for every selected symbol (all
+/// when `selected` is empty) that was called (every one with `display_unused`), ordered by file
+/// and line where both symbols have one and by address otherwise, as gprof's comparator does.
 ///
 /// Returns an error if writing fails.
 pub fn write_exec_counts<W: Write>(
@@ -55,11 +91,17 @@ pub fn write_exec_counts<W: Write>(
     table: &SymbolTable,
     sources: &[Option<SourceInfo>],
     ncalls: &[u64],
+    selected: &[bool],
     display_unused: bool,
     after_other_output: bool,
 ) -> io::Result<()> {
     let symbols = table.symbols();
-    let mut order: Vec<usize> = (0..symbols.len()).collect();
+    let calls = |i: usize| ncalls.get(i).copied().unwrap_or(0);
+    // gprof sorts the symbols the specs select, and skips uncalled ones only when printing;
+    // its comparator mixes two orders, so the set sorted changes the order of the rest.
+    let mut order: Vec<usize> = (0..symbols.len())
+        .filter(|&i| selected.get(i).copied().unwrap_or(true))
+        .collect();
     let source = |i: usize| sources.get(i).and_then(Option::as_ref);
     glibc_qsort(&mut order, |&a, &b| match (source(a), source(b)) {
         (Some(x), Some(y)) => x
@@ -74,7 +116,7 @@ pub fn write_exec_counts<W: Write>(
         buf.extend_from_slice(b"\x0c\n");
     }
     for i in order {
-        let calls = ncalls.get(i).copied().unwrap_or(0);
+        let calls = calls(i);
         if calls == 0 && !display_unused {
             continue;
         }
@@ -112,6 +154,9 @@ pub struct AnnotateOptions {
     /// Something was printed before, so the first file opens with a form feed. Default is
     /// false.
     pub after_other_output: bool,
+    /// Which symbols count (`-A`/`-J` with symspecs, see [`select_symbols`]); the others are
+    /// left out as if absent. Default is empty: all.
+    pub selected: Vec<bool>,
 }
 
 impl Default for AnnotateOptions {
@@ -123,6 +168,7 @@ impl Default for AnnotateOptions {
             display_unused: false,
             all_lines: false,
             after_other_output: false,
+            selected: Vec::new(),
         }
     }
 }
@@ -158,7 +204,7 @@ pub fn write_annotated_source<W: Write>(
         let mut total: u64 = 0;
         for (i, src) in sources.iter().enumerate() {
             let Some(src) = src else { continue };
-            if src.file != *file {
+            if src.file != *file || !options.selected.get(i).copied().unwrap_or(true) {
                 continue;
             }
             let line = usize::try_from(src.line).unwrap_or(usize::MAX);

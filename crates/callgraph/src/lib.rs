@@ -67,7 +67,9 @@ mod symbols;
 mod symspec;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
-pub use annotate::{AnnotateOptions, source_file_order, write_annotated_source, write_exec_counts};
+pub use annotate::{
+    AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
+};
 pub use calls::CallCounts;
 pub use demangle::demangle;
 pub use error::{Error, Result};

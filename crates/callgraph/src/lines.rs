@@ -413,7 +413,9 @@ pub fn line_table(
         let mut last: Option<NearestLine> = None;
         // Only addresses inside line-table sequences can have a line, and only bytes the image
         // holds are walked, so damaged headers cannot make the walk endless.
-        let end = text.address.saturating_add(text.size.min(text.bytes.len() as u64));
+        let end = text
+            .address
+            .saturating_add(text.size.min(text.bytes.len() as u64));
         let addresses = lines
             .covered(text.address, end)
             .into_iter()

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use callgraph::{
     Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, ReportOptions, SourceLines, SourceNames,
-    SymbolOptions, SymbolTable, SymspecTable as Table, Symspecs, TextSection, function_ordering,
-    line_table, source_file_order, static_arcs, sum_arcs, sum_basic_blocks, symbol_sources,
-    write_annotated_source, write_exec_counts, write_report,
+    SymbolOptions, SymbolTable, Symspec, SymspecTable as Table, Symspecs, TextSection,
+    function_ordering, line_table, select_symbols, source_file_order, static_arcs, sum_arcs,
+    sum_basic_blocks, symbol_sources, write_annotated_source, write_exec_counts, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
@@ -153,12 +153,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         let exec_counts = o.has(Style::ExecCounts)
             || (o.styles == 0 && !analysis.has_histogram() && !analysis.has_arcs);
         let ncalls = &analysis.calls.calls;
+        let specs_of = |table: SymspecTable| -> Vec<Symspec> {
+            o.symspecs
+                .iter()
+                .filter(|(t, _)| *t == table)
+                .map(|(_, text)| Symspec::parse(text))
+                .collect()
+        };
+        let selection = |include: SymspecTable, exclude: SymspecTable| {
+            let (inc, exc) = (specs_of(include), specs_of(exclude));
+            if inc.is_empty() && exc.is_empty() {
+                Vec::new()
+            } else {
+                select_symbols(&analysis.table, &sources, &inc, &exc)
+            }
+        };
         if exec_counts {
+            let selected = selection(SymspecTable::IncludeExec, SymspecTable::ExcludeExec);
             write_exec_counts(
                 &mut *out,
                 &analysis.table,
                 &sources,
                 ncalls,
+                &selected,
                 o.display_unused,
                 printed,
             )?;
@@ -171,6 +188,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             options.table_length = o.table_length.unwrap_or(10);
             options.display_unused = o.display_unused;
             options.all_lines = o.all_lines;
+            options.selected = selection(
+                SymspecTable::IncludeAnnotation,
+                SymspecTable::ExcludeAnnotation,
+            );
             options.after_other_output = printed;
             let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
             options.directories = o
@@ -313,18 +334,6 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             .map(|(_, name)| *name),
     );
     let flags = [
-        (
-            o.symspecs.iter().any(|(t, _)| {
-                matches!(
-                    t,
-                    SymspecTable::IncludeAnnotation
-                        | SymspecTable::ExcludeAnnotation
-                        | SymspecTable::IncludeExec
-                        | SymspecTable::ExcludeExec
-                )
-            }),
-            "symbol specifications of -A, -J, -C and -Z",
-        ),
         (o.external_symbols.is_some(), "-S (external symbol table)"),
         (
             o.separate_files && o.has(Style::Annotate),
