@@ -65,19 +65,22 @@ impl Analysis {
     /// time, `-q`/`-Q`/`-e`/`-f` what the call graph prints, `-n`/`-N`/`-E`/`-F` what
     /// propagates time, and `-k` and `-q FROM/TO` which arcs are read at all.
     pub fn with_symspecs(table: SymbolTable, sum: &Sum, specs: &Symspecs) -> Self {
-        Self::with_static_arcs(table, sum, specs, &[])
+        Self::with_static_arcs(table, sum, specs, &[], &[])
     }
 
     /// [`Analysis::with_symspecs`] with the count-0 arcs of a static call graph (`-c`, see
     /// [`crate::static_arcs`]) added after the arcs of `sum`, as (caller, callee) symbol pairs.
     /// Like gprof, arc specs do not filter them: they are made after the arcs are read.
+    /// `sources` (see [`crate::symbol_sources`]) let file and line specs match; empty when the
+    /// image has no debugging information.
     pub fn with_static_arcs(
         table: SymbolTable,
         sum: &Sum,
         specs: &Symspecs,
         static_arcs: &[(usize, usize)],
+        sources: &[Option<crate::SourceInfo>],
     ) -> Self {
-        let selection = Selection::new(&table, specs);
+        let selection = Selection::with_sources(&table, specs, sources);
         let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, sum, &included);
         let arcs = filter_arcs(&table, sum.arcs(), &selection);

@@ -126,7 +126,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         };
         let source_names =
             SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
-        let mut analysis = Analysis::with_static_arcs(table, &sum, &symspecs(&o), &static_arcs);
+        let mut analysis =
+            Analysis::with_static_arcs(table, &sum, &symspecs(&o), &static_arcs, &sources);
         analysis.set_sources(source_names);
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);

@@ -125,7 +125,7 @@ pub fn report_output_with(
     } else {
         Vec::new()
     };
-    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &tables, &static_arcs);
+    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &tables, &static_arcs, &[]);
     let mut options = callgraph::ReportOptions::default();
     options.flat_profile = flat;
     options.call_graph = graph;
@@ -175,6 +175,7 @@ pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Ve
         &sum,
         &callgraph::Symspecs::default(),
         &static_arcs,
+        &[],
     );
     let order = callgraph::function_ordering(&analysis.graph)
         .ok_or_else(|| "too many called functions for -r".to_string())?;
