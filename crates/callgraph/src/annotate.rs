@@ -157,6 +157,9 @@ pub struct AnnotateOptions {
     /// Which symbols count (`-A`/`-J` with symspecs, see [`select_symbols`]); the others are
     /// left out as if absent. Default is empty: all.
     pub selected: Vec<bool>,
+    /// Write each file's listing to `BASENAME-ann` in the current directory instead (`-y`),
+    /// without the `*** File` line and the separators. Default is false.
+    pub separate_files: bool,
 }
 
 impl Default for AnnotateOptions {
@@ -169,6 +172,7 @@ impl Default for AnnotateOptions {
             all_lines: false,
             after_other_output: false,
             selected: Vec::new(),
+            separate_files: false,
         }
     }
 }
@@ -184,7 +188,8 @@ struct LineCount {
 
 /// Writes gprof's annotated source (`-A`): for each source file (in `files` order) whose
 /// functions were called, the file with a 16-column count margin, the most executed lines and a
-/// summary. A file that cannot be found is reported through `warn` and skipped.
+/// summary (with `separate_files`, into `BASENAME-ann` files). A file that cannot be found, or
+/// an `-ann` file that cannot be written, is reported through `warn` and skipped.
 ///
 /// Returns an error if writing fails.
 #[allow(clippy::too_many_arguments)]
@@ -239,16 +244,18 @@ pub fn write_annotated_source<W: Write>(
             continue;
         };
         let mut buf = Vec::with_capacity(text.len() * 2 + 512);
-        if !first_file {
-            buf.push(b'\n');
+        if !options.separate_files {
+            if !first_file {
+                buf.push(b'\n');
+            }
+            if !first_file || options.after_other_output {
+                buf.extend_from_slice(b"\x0c\n");
+            }
+            first_file = false;
+            buf.extend_from_slice(b"*** File ");
+            buf.extend_from_slice(file);
+            buf.extend_from_slice(b":\n");
         }
-        if !first_file || options.after_other_output {
-            buf.extend_from_slice(b"\x0c\n");
-        }
-        first_file = false;
-        buf.extend_from_slice(b"*** File ");
-        buf.extend_from_slice(file);
-        buf.extend_from_slice(b":\n");
         let mut body = text.as_slice();
         let mut number = 1usize;
         let mut last = 0u64;
@@ -321,7 +328,16 @@ pub fn write_annotated_source<W: Write>(
         buf.extend_from_slice(
             format!("{:>9}   Average executions per line\n", fixed2(average)).as_bytes(),
         );
-        out.write_all(&buf)?;
+        if options.separate_files {
+            let base = file.rsplit(|&b| b == b'/').next().unwrap_or(file);
+            let mut name = String::from_utf8_lossy(base).into_owned();
+            name.push_str("-ann");
+            if let Err(e) = std::fs::write(&name, &buf) {
+                warn(format!("{name}: {e}"));
+            }
+        } else {
+            out.write_all(&buf)?;
+        }
     }
     Ok(())
 }

@@ -189,6 +189,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             options.table_length = o.table_length.unwrap_or(10);
             options.display_unused = o.display_unused;
             options.all_lines = o.all_lines;
+            options.separate_files = o.separate_files;
             options.selected = selection(
                 SymspecTable::IncludeAnnotation,
                 SymspecTable::ExcludeAnnotation,
@@ -334,13 +335,7 @@ fn refuse_unbuilt(o: &Options) -> Result<()> {
             .filter(|(s, _)| o.has(*s))
             .map(|(_, name)| *name),
     );
-    let flags = [
-        (o.external_symbols.is_some(), "-S (external symbol table)"),
-        (
-            o.separate_files && o.has(Style::Annotate),
-            "-y (annotated source in separate files)",
-        ),
-    ];
+    let flags = [(o.external_symbols.is_some(), "-S (external symbol table)")];
     missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
     if !missing.is_empty() {
         bail!("not implemented yet: {}", missing.join(", "));

@@ -7,8 +7,8 @@
 //! (gprof's is kept as `gprof.stderr` for reference; ours explains more). All other cases are
 //! our own output: run with PKGPROF_BLESS=1 to rewrite their expectations.
 //!
-//! A case with `expected-gmon.sum` must write that file, byte for byte, as `gmon.sum` (`-s`);
-//! the written file is removed afterwards.
+//! A case with `expected-NAME` files must write each of them, byte for byte, as `NAME`
+//! (`gmon.sum` for `-s`, `FILE-ann` for `-y`); the written files are removed afterwards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,8 +22,8 @@ struct Outcome {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     status: i32,
-    /// The `gmon.sum` the command wrote, if any.
-    sum: Option<Vec<u8>>,
+    /// The files the command wrote that the case expects: (name, contents if written).
+    files: Vec<(String, Option<Vec<u8>>)>,
 }
 
 fn run_case(dir: &Path) -> Outcome {
@@ -34,21 +34,42 @@ fn run_case(dir: &Path) -> Outcome {
         "pkgprof" => env!("CARGO_BIN_EXE_pkgprof"),
         other => panic!("{}: unknown program {other}", dir.display()),
     };
-    let sum_path = dir.join("gmon.sum");
-    let _ = fs::remove_file(&sum_path);
+    let expected = expected_files(dir);
+    for name in &expected {
+        let _ = fs::remove_file(dir.join(name));
+    }
     let out = Command::new(exe)
         .args(words)
         .current_dir(dir)
         .output()
         .expect("run pkgprof");
-    let sum = fs::read(&sum_path).ok();
-    let _ = fs::remove_file(&sum_path);
+    let files = expected
+        .into_iter()
+        .map(|name| {
+            let written = fs::read(dir.join(&name)).ok();
+            let _ = fs::remove_file(dir.join(&name));
+            (name, written)
+        })
+        .collect();
     Outcome {
         stdout: out.stdout,
         stderr: out.stderr,
         status: out.status.code().unwrap_or(-1),
-        sum,
+        files,
     }
+}
+
+/// The names of the files a case expects to be written: `NAME` for every `expected-NAME`.
+fn expected_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("case directory")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("expected-").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 fn read_or(path: &Path, default: &[u8]) -> Vec<u8> {
@@ -99,18 +120,19 @@ fn golden_cases() {
                 String::from_utf8_lossy(&got.stdout)
             ));
         }
-        if let Ok(want_sum) = fs::read(dir.join("expected-gmon.sum")) {
-            match &got.sum {
-                None => problems.push("no gmon.sum was written".to_string()),
-                Some(sum) if *sum != want_sum => problems.push(format!(
-                    "gmon.sum differs from expected-gmon.sum ({} bytes written, {} expected; \
+        for (name, written) in &got.files {
+            let want = fs::read(dir.join(format!("expected-{name}"))).expect("expected file");
+            match written {
+                None => problems.push(format!("{name} was not written")),
+                Some(data) if *data != want => problems.push(format!(
+                    "{name} differs from expected-{name} ({} bytes written, {} expected; \
                      first difference at byte {})",
-                    sum.len(),
-                    want_sum.len(),
-                    sum.iter()
-                        .zip(&want_sum)
+                    data.len(),
+                    want.len(),
+                    data.iter()
+                        .zip(&want)
                         .position(|(a, b)| a != b)
-                        .unwrap_or(sum.len().min(want_sum.len()))
+                        .unwrap_or(data.len().min(want.len()))
                 )),
                 Some(_) => {}
             }
