@@ -366,3 +366,111 @@ fn locate(file: &[u8], directories: &[PathBuf]) -> Option<Vec<u8>> {
     }
     candidates.into_iter().find_map(|c| std::fs::read(c).ok())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::symbols::RawSymbol;
+    use gmon_format::{AddressSize, Endian};
+
+    /// A six-line source: function `f` (3 calls) starts on line 1 after a line symbol of `g`,
+    /// function `h` (5 calls) on line 3, a line symbol of `h` on line 4; no newline at the end.
+    fn annotate(options: &AnnotateOptions) -> String {
+        static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("pkgprof-annotate-{}-{run}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.c");
+        std::fs::write(&path, "one\ntwo\nthree\nfour\nfive\nsix").unwrap();
+        let file: Rc<[u8]> = Rc::from(path.to_str().unwrap().as_bytes());
+        let raw = |name: &str, address, is_function| RawSymbol {
+            name: name.as_bytes().to_vec(),
+            address,
+            is_function,
+            is_static: false,
+        };
+        let t = SymbolTable::from_symbols(
+            vec![
+                raw("g", 0x100, false),
+                raw("f", 0x110, true),
+                raw("h", 0x120, true),
+                raw("h", 0x130, false),
+            ],
+            0x140,
+            AddressSize::U64,
+            Endian::Little,
+        );
+        let at = |line| {
+            Some(SourceInfo {
+                file: file.clone(),
+                line,
+            })
+        };
+        let sources = [at(1), at(1), at(3), at(4)];
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        write_annotated_source(
+            &mut out,
+            &t,
+            &sources,
+            &[0, 3, 5, 0],
+            &[file.clone()],
+            options,
+            &mut |w| warnings.push(w),
+        )
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_first_symbol_on_a_line_decides_whether_it_shows_a_count() {
+        let text = annotate(&AnnotateOptions::default());
+        let body: Vec<&str> = text.lines().skip(1).take(6).collect();
+        assert_eq!(
+            body,
+            [
+                "                one",
+                "                two",
+                "           5 -> three",
+                "                four",
+                "                five",
+                "                six",
+            ]
+        );
+        // Line 1 still counts f's calls in the top lines and the totals.
+        assert!(
+            text.contains("        3          5\n        1          3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("        3   Executable lines in this file\n"),
+            "{text}"
+        );
+        assert!(text.contains("        1   Lines executed\n"), "{text}");
+        assert!(
+            text.contains("        8   Total number of line executions\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn all_lines_repeat_the_last_count_shown() {
+        let mut options = AnnotateOptions::default();
+        options.all_lines = true;
+        let text = annotate(&options);
+        let body: Vec<&str> = text.lines().skip(1).take(4).collect();
+        assert_eq!(
+            body,
+            [
+                "       ##### -> one",
+                "                two",
+                "           5 -> three",
+                "           5 -> four",
+            ]
+        );
+        assert!(text.contains("        3   Lines executed\n"), "{text}");
+    }
+}

@@ -513,3 +513,86 @@ pub fn name_suffix(
     out.push(b')');
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gmon_format::{AddressSize, Endian};
+
+    fn raw(name: &str, address: u64, is_function: bool) -> RawSymbol {
+        RawSymbol {
+            name: name.as_bytes().to_vec(),
+            address,
+            is_function,
+            is_static: false,
+        }
+    }
+
+    #[test]
+    fn suffixes_name_the_base_name_unless_full_paths_are_asked_for() {
+        let s = SourceInfo {
+            file: Rc::from(&b"/src/dir/a.c"[..]),
+            line: 12,
+        };
+        assert_eq!(
+            name_suffix(Some(&s), 0x11da, true, false),
+            b" (a.c:12 @ 11da)"
+        );
+        assert_eq!(
+            name_suffix(Some(&s), 0x11da, false, true),
+            b" (/src/dir/a.c:12)"
+        );
+        assert_eq!(name_suffix(None, 0x11da, true, false), b"");
+    }
+
+    #[test]
+    fn refinalising_keeps_functions_first_and_drops_symbols_past_text() {
+        let t = SymbolTable::from_symbols(
+            vec![
+                raw("f", 0x100, true),
+                raw("g", 0x120, true),
+                raw("data_start", 0x900, false),
+            ],
+            0x140,
+            AddressSize::U64,
+            Endian::Little,
+        );
+        // Line symbols: one at f's start (the function wins), two inside f, one inside g.
+        let lines = vec![
+            raw("f", 0x100, false),
+            raw("f", 0x108, false),
+            raw("f", 0x110, false),
+            raw("g", 0x130, false),
+        ];
+        let (lt, origin) = t.refinalise(lines, 0x140);
+        let names: Vec<(u64, bool)> = lt
+            .symbols()
+            .iter()
+            .map(|s| (s.address, s.is_function))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0x100, true),
+                (0x108, false),
+                (0x110, false),
+                (0x120, true),
+                (0x130, false)
+            ]
+        );
+        assert_eq!(
+            origin,
+            [
+                Origin::Function,
+                Origin::Line(1),
+                Origin::Line(2),
+                Origin::Function,
+                Origin::Line(3)
+            ]
+        );
+        // An arc's caller inside f is now a line symbol; the function keeps its old extent.
+        assert_eq!(lt.lookup(0x112), Some(2));
+        assert_eq!(lt.symbols()[0].end_address, 0x11f);
+        assert_eq!(lt.symbols()[4].end_address, 0x13f);
+    }
+}
