@@ -415,7 +415,7 @@ mod tests {
             &t,
             &sources,
             &[0, 3, 5, 0],
-            &[file.clone()],
+            std::slice::from_ref(&file),
             options,
             &mut |w| warnings.push(w),
         )
@@ -458,8 +458,10 @@ mod tests {
 
     #[test]
     fn all_lines_repeat_the_last_count_shown() {
-        let mut options = AnnotateOptions::default();
-        options.all_lines = true;
+        let options = AnnotateOptions {
+            all_lines: true,
+            ..AnnotateOptions::default()
+        };
         let text = annotate(&options);
         let body: Vec<&str> = text.lines().skip(1).take(4).collect();
         assert_eq!(
