@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::flat::{FlatOptions, FlatProfile};
 use crate::graph::CallGraph;
 use crate::histogram::HistogramTimes;
+use crate::report::explain;
 use crate::report::flat::{FlatPrintOptions, write_flat};
 use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
 use crate::report::graph::{GraphPrint, write_graph};
@@ -36,7 +37,7 @@ pub struct Analysis {
     /// The symbol table the analysis was made from.
     pub table: SymbolTable,
     /// Flat-profile selection per symbol (see [`Selection::flat`]).
-    included: Vec<bool>,
+    pub(crate) included: Vec<bool>,
     /// Source-line additions to the names (see [`Analysis::set_sources`]).
     pub sources: SourceNames,
 }
@@ -106,7 +107,7 @@ impl Analysis {
         self.sources = sources;
     }
 
-    fn flat_profile(
+    pub(crate) fn flat_profile(
         table: &SymbolTable,
         times: &HistogramTimes,
         calls: &CallCounts,
@@ -197,8 +198,10 @@ pub struct ReportOptions {
     /// Print the call graph and the index: `Some(true)` as `-q`, `Some(false)` as `-Q`.
     /// Default is `None`: gprof's choice, if arcs were read.
     pub call_graph: Option<bool>,
-    /// Leave out the explanatory texts (`-b`). Only the brief layout is implemented, so this
-    /// must be true. Default is false.
+    /// Leave out the explanatory texts (`-b`). Without it each listing comes with
+    /// pkgprof's own explanation, placed where gprof puts its texts (same blank lines, form
+    /// feeds and titles), so only the explanations differ from gprof's output. Default is
+    /// false.
     pub brief: bool,
     /// List functions that were neither called nor sampled (`-z`) in every listing. Default
     /// is false.
@@ -228,27 +231,23 @@ pub enum ReportError {
     /// Writing the report failed.
     #[error("cannot write the report")]
     Write(#[source] io::Error),
-    /// The explanatory texts (no `-b`) are not implemented yet.
-    #[error("only the brief (-b) report is implemented")]
-    NotBrief,
 }
 
-/// Writes gprof's `-b` report: the flat profile, then the call graph, then the index by
-/// function name, each selected as gprof selects them (see [`ReportOptions`]).
+/// Writes gprof's report: the flat profile, then the call graph, then the index by function
+/// name (with `traditional`, the call graph first), each selected as gprof selects them (see
+/// [`ReportOptions`]), with explanations unless `brief`.
 ///
 /// When nothing at all is selected (no histogram and no arcs) nothing is printed, as gprof
 /// then prints the (empty) execution counts.
 ///
 /// Returns an error if a listing explicitly asked for lacks its data (gprof's "gmon.out file
-/// is missing histogram" / "... call-graph data"), if `brief` is false, or if writing fails.
+/// is missing histogram" / "... call-graph data"), or if writing fails.
 pub fn write_report<W: Write>(
     mut out: W,
     analysis: &Analysis,
     options: &ReportOptions,
 ) -> Result<(), ReportError> {
-    if !options.brief {
-        return Err(ReportError::NotBrief);
-    }
+    let explained = !options.brief;
     let any_explicit = options.flat_profile == Some(true) || options.call_graph == Some(true);
     let (flat, graph) = if any_explicit {
         (
@@ -303,9 +302,14 @@ pub fn write_report<W: Write>(
         after_other_output,
         bsd: options.traditional,
         line_functions,
+        explained,
     };
-    // BSD style prints the call graph before the flat profile.
+    let write = |out: &mut W, text: &[u8]| out.write_all(text).map_err(ReportError::Write);
+    // BSD style prints the call graph before the flat profile, its explanation first of all.
     if graph && options.traditional {
+        if explained {
+            write(&mut out, explain::bsd_call_graph().as_bytes())?;
+        }
         write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
         first = false;
     }
@@ -320,13 +324,19 @@ pub fn write_report<W: Write>(
             &a.flat
         };
         if options.traditional {
+            if explained {
+                if !first {
+                    write(&mut out, b"\x0c\n")?;
+                }
+                write(&mut out, explain::bsd_flat().as_bytes())?;
+            }
             let bsd = BsdFlat {
                 flat: profile,
                 times: &a.times,
                 graph: &a.graph,
                 names,
                 decorate: a.has_arcs,
-                after_other_output: !first,
+                after_other_output: !first && !explained,
             };
             write_flat_bsd(&mut out, &bsd).map_err(ReportError::Write)?;
         } else {
@@ -340,12 +350,18 @@ pub fn write_report<W: Write>(
                 }
             }
             write_flat(&mut out, &shown, &o).map_err(ReportError::Write)?;
+            if explained {
+                write(&mut out, explain::gnu_flat().as_bytes())?;
+            }
         }
         first = false;
     }
     if graph {
         if !options.traditional {
             write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
+            if explained {
+                write(&mut out, explain::gnu_call_graph().as_bytes())?;
+            }
         }
         let index_names: Vec<Vec<u8>>;
         let index_names = if analysis.sources.index.is_empty() {

@@ -81,6 +81,14 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+    /// Exact inclusive times were asked for but a process has no sampled-stacks file.
+    #[error("process {pid} has no sampled-stacks file (gmon.out.{pid}s.<comm>) in {dir}")]
+    NoStacks {
+        /// The pid.
+        pid: u32,
+        /// The measurement directory.
+        dir: PathBuf,
+    },
     /// The measurement directory holds nothing to report.
     #[error("{dir}: no process-labeled profiles")]
     EmptyMeasurement {

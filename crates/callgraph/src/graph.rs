@@ -239,7 +239,7 @@ impl CallGraph {
         (c != 0 && s < self.symbol_count).then(|| self.symbol_count + c - 1)
     }
 
-    fn sort_for_printing(&mut self, table: &SymbolTable) {
+    pub(crate) fn sort_for_printing(&mut self, table: &SymbolTable) {
         let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         let symbols = table.symbols();
         let nodes = &self.nodes;

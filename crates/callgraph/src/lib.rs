@@ -37,14 +37,44 @@
 //! # }
 //! ```
 //!
-//! Source lines come from DWARF ([`SourceLines`]): line granularity ([`line_table`], gprof's
-//! `-l`), name suffixes ([`SourceNames`]), execution counts and annotated source
-//! ([`write_exec_counts`], [`write_annotated_source`]). [`static_arcs`] scans x86 code for
-//! calls (`-c`), and [`sum_arcs`] gives the arcs `gprof -s` writes.
+//! Symbol specifications (`-p NAME`, `-q NAME`, `-k FROM/TO`, `-n`, `-N`, …) go in a
+//! [`Symspecs`] given to [`Analysis::with_symspecs`]; they resolve as gprof resolves them (see
+//! [`Selection`]). Without `brief`, [`write_report`] adds pkgprof's own explanations in gprof's
+//! layout. [`check_profile`] and [`check_samples`] say when a profile does not fit the image
+//! (gprof's report is then silently empty or meaningless).
 //!
-//! What it does not do yet: the explanatory texts (only `-b` output), symspecs (`-p NAME`,
-//! `-q NAME`, `-k`, `-n`, `-N`, …), basic-block records in the listings, and function or file
-//! ordering (`-r`, `-R`).
+//! Source lines come from DWARF ([`SourceLines`]): line granularity ([`line_table`], gprof's
+//! `-l`), name suffixes ([`SourceNames`]), file and line symspecs ([`symbol_sources`] given to
+//! [`Analysis::with_static_arcs`]), execution counts and annotated source
+//! ([`write_exec_counts`], [`write_annotated_source`]). [`static_arcs`] scans x86 code for
+//! calls (`-c`), [`sum_arcs`] gives the arcs `gprof -s` writes and [`function_ordering`] the
+//! `-r` suggestion.
+//!
+//! What it does not do yet: basic-block records in the listings, `-r` with 80 or more called
+//! functions, and file ordering (`-R`).
+//!
+//! # Seamless profiles of a measurement directory
+//!
+//! [`Seamless::build`] symbolizes and merges the user and kernel profiles of one or more
+//! processes that pkgmon recorded (the pkprof paper's seamless profiling): user addresses
+//! through the recorded mappings and the objects' symbol tables (found by path, in
+//! [`SeamlessOptions::object_path`] by file name or build-id, build-ids checked), kernel
+//! addresses through the kallsyms snapshot ([`KernelSymbols`]). The result is one
+//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`], so
+//! `Analysis::new` and [`write_report`] print it like any gprof profile;
+//! [`write_process_header`] prints each process's kernel counters first. See the `labeled`
+//! module docs (on [`Seamless`]) for the pseudo-functions and how boundary arcs are drawn.
+//!
+//! # Inclusive times: gprof's propagation and exact stacks
+//!
+//! gprof computes a function's children time by propagation: each arc carries a share of the
+//! callee's total time in proportion to the arc's count, which assumes every call costs the
+//! average. A function that is cheap from one caller and expensive from another gets its time
+//! split by call counts, not by cost. When the samples' whole stacks are known,
+//! [`apply_stacks`] replaces the propagated times by exact ones: a function's inclusive time is
+//! the number of samples whose stack holds it (once per sample, however deep the recursion),
+//! and an arc's time is the samples whose stack holds that caller directly above that callee.
+//! Self times and the layout stay gprof's.
 
 #![deny(missing_docs)]
 
@@ -52,10 +82,12 @@ mod analysis;
 mod annotate;
 mod calls;
 mod demangle;
+mod diagnose;
 mod error;
 mod flat;
 mod graph;
 mod histogram;
+mod inclusive;
 mod kallsyms;
 mod labeled;
 mod lines;
@@ -72,10 +104,12 @@ pub use annotate::{
 };
 pub use calls::CallCounts;
 pub use demangle::demangle;
+pub use diagnose::{Warning, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
+pub use inclusive::{SampledStack, apply_stacks};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
     BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
@@ -88,5 +122,5 @@ pub use lines::{
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
-pub use symbols::{RawSymbol, Symbol, SymbolOptions, SymbolTable};
+pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};

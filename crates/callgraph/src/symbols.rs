@@ -79,6 +79,18 @@ pub struct SymbolTable {
     /// Addresses of the symbols read, in `.symtab` order before sorting: gprof looks up their
     /// source files in this order, which orders its annotated-source listing.
     read_order: Vec<u64>,
+    /// What the image says about its code, for diagnostics; unknown for built tables.
+    image: Option<ImageFacts>,
+}
+
+/// Facts about the image that explain a profile that does not fit it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageFacts {
+    /// `.text`: first address and the address just past it.
+    pub text: (u64, u64),
+    /// Whether the image is position independent (`ET_DYN`), so a profile taken with
+    /// run-time addresses would not match its link-time symbol values.
+    pub position_independent: bool,
 }
 
 impl SymbolTable {
@@ -141,7 +153,13 @@ impl SymbolTable {
             address_size,
             endian,
             read_order,
+            image: None,
         }
+    }
+
+    /// The image's `.text` range and type, when the table was read from an image.
+    pub fn image_facts(&self) -> Option<ImageFacts> {
+        self.image
     }
 
     /// The symbols in ascending address order.
@@ -227,13 +245,18 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
         .map(|(_, s)| {
             let addr: u64 = s.sh_addr(endian).into();
             let size: u64 = s.sh_size(endian).into();
-            addr.wrapping_add(size)
+            (addr, addr.wrapping_add(size))
         });
 
     // gprof looks for `.text` before it reads any symbol.
-    let text_end = text.ok_or_else(|| Error::NoTextSection {
+    let text = text.ok_or_else(|| Error::NoTextSection {
         path: path.to_owned(),
     })?;
+    let text_end = text.1;
+    let facts = ImageFacts {
+        text,
+        position_independent: header.e_type(endian) == elf::ET_DYN,
+    };
     let symtab = sections
         .symbols(endian, data, elf::SHT_SYMTAB)
         .map_err(not_exec)?;
@@ -313,12 +336,9 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
     } else {
         Endian::Little
     };
-    Ok(SymbolTable::from_symbols(
-        raw,
-        text_end,
-        address_size,
-        endian,
-    ))
+    let mut table = SymbolTable::from_symbols(raw, text_end, address_size, endian);
+    table.image = Some(facts);
+    Ok(table)
 }
 
 /// Whether gprof keeps the local symbol whose name starts at `offset` in the string table
@@ -493,6 +513,7 @@ impl SymbolTable {
                 address_size: self.address_size,
                 endian: self.endian,
                 read_order: self.read_order.clone(),
+                image: self.image,
             },
             origin,
         )

@@ -7,34 +7,43 @@
 //! 1. Check permissions with [`preflight`] (optional: opening the events reports the same
 //!    problems, with the same messages).
 //! 2. Build a [`Sampler`] with [`Sampler::launch`] (the command starts stopped and the events
-//!    turn on at its `exec`) or [`Sampler::attach`].
+//!    turn on at its `exec`) or [`Sampler::attach`]; [`Config::system_wide`] samples every CPU.
 //! 3. Call [`Sampler::run`], which drains the per-CPU ring buffers until the whole process tree
-//!    is gone or the stop flag is set, then [`replay`] the recording to rebuild processes,
-//!    threads and memory maps keyed by (pid, generation).
+//!    is gone or the stop flag is set, [`replay`] the recording to rebuild processes, threads
+//!    and memory maps keyed by (pid, generation), and [`write_measurement`] the files.
 //!
 //! ```no_run
 //! # #[cfg(target_os = "linux")]
 //! # fn main() -> collect_perf::Result<()> {
 //! use std::sync::atomic::AtomicBool;
-//! use collect_perf::{Config, Sampler, replay};
+//! use collect_perf::{Config, Sampler, WriteOptions, replay, write_measurement};
 //!
 //! let sampler = Sampler::launch(&["/bin/ls".into()], &Config::default())?;
 //! let recording = sampler.run(&AtomicBool::new(false))?;
 //! let processes = replay(&recording);
-//! println!("{} samples, {} lost", recording.samples.len(), recording.lost);
-//! # let _ = processes;
+//! let summary = write_measurement(&recording, &processes, &WriteOptions::default())?;
+//! println!("{} samples, {} lost, {} files", summary.samples, recording.lost, summary.files.len());
 //! # Ok(())
 //! # }
 //! # #[cfg(not(target_os = "linux"))]
 //! # fn main() {}
 //! ```
 //!
-//! It does not symbolize, unwind user stacks past the kernel's frame-pointer chain, or write gmon
-//! files: those are later stages that read the [`Recording`] and the [`replay`] result.
+//! User stacks come from the kernel's frame-pointer walk, repaired near the leaf by unwinding
+//! each sample's stack copy from `.eh_frame` ([`unwind_user_stacks`]). The files are those of
+//! `gmon_format::labeled`, in runtime addresses. It does not symbolize: that is the report's
+//! job, with the mappings, build-ids and kernel-symbol snapshot the files record.
+//!
+//! In system-wide mode, kernel work for no process — samples of pid 0 (idle, and interrupts
+//! taken while idle) and of kernel threads (tasks without user registers) — goes to
+//! `gmon.out.-k.kernel`, and the kernel part of the samples of processes not asked for to
+//! `gmon.out.-k.other`; their user-mode samples are dropped.
 
 #![deny(missing_docs)]
 
 mod error;
+#[cfg(target_os = "linux")]
+mod measurement;
 mod recording;
 mod replay;
 
@@ -52,10 +61,15 @@ mod sys;
 mod unwind;
 
 pub use error::{Error, Result};
-pub use recording::{ChildExit, ProcCounters, Recording, Sample, SideBand, SideRecord, UserRegs};
+pub use recording::{
+    ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
+    SideRecord, UserRegs,
+};
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 
 #[cfg(target_os = "linux")]
-pub use sampler::{Config, Permissions, Sampler, preflight};
+pub use measurement::{WriteOptions, WriteSummary, WrittenFile, write_measurement};
+#[cfg(target_os = "linux")]
+pub use sampler::{Config, Permissions, Progress, Sampler, preflight};
 #[cfg(target_os = "linux")]
 pub use unwind::{UnwindStats, UserStacks, unwind_user_stacks};

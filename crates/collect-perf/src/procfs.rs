@@ -75,3 +75,30 @@ pub(crate) fn threads(pid: i32) -> std::io::Result<Vec<i32>> {
     tids.sort_unstable();
     Ok(tids)
 }
+
+/// Reads what the run keeps of a live process: counters, start time, comm and command line.
+pub(crate) fn reading(pid: u32, time: u64) -> Option<crate::recording::ProcReading> {
+    let counters = counters(pid)?;
+    let open = counters.stat.find('(')?;
+    let close = counters.stat.rfind(')')?;
+    let comm = counters.stat.get(open + 1..close)?.to_owned();
+    let start_ticks = counters.stat[close + 1..]
+        .split_whitespace()
+        .nth(22 - 3)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let argv = cmdline
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    Some(crate::recording::ProcReading {
+        pid,
+        time,
+        start_ticks,
+        comm,
+        argv,
+        counters,
+    })
+}

@@ -153,6 +153,63 @@ pub struct ProcCounters {
     pub schedstat: String,
 }
 
+/// Which perf software counter an event came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CounterKind {
+    /// `PERF_COUNT_SW_PAGE_FAULTS`.
+    PageFault,
+    /// `PERF_COUNT_SW_CONTEXT_SWITCHES`.
+    ContextSwitch,
+    /// `PERF_COUNT_SW_CPU_MIGRATIONS`.
+    CpuMigration,
+}
+
+impl CounterKind {
+    /// All kinds.
+    pub const ALL: [CounterKind; 3] = [
+        CounterKind::PageFault,
+        CounterKind::ContextSwitch,
+        CounterKind::CpuMigration,
+    ];
+
+    /// Its key in the `[counters]` section of the info file.
+    pub fn key(self) -> &'static str {
+        match self {
+            CounterKind::PageFault => "perf-page-faults",
+            CounterKind::ContextSwitch => "perf-context-switches",
+            CounterKind::CpuMigration => "perf-cpu-migrations",
+        }
+    }
+}
+
+/// One occurrence of a counted software event, attributed to a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterEvent {
+    /// CLOCK_MONOTONIC time in ns.
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Which counter.
+    pub kind: CounterKind,
+}
+
+/// The latest /proc reading of a process that was alive while the run polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcReading {
+    /// Process id.
+    pub pid: u32,
+    /// CLOCK_MONOTONIC ns of the reading.
+    pub time: u64,
+    /// Start time in clock ticks since boot (`stat` field 22), which tells reused pids apart.
+    pub start_ticks: u64,
+    /// Command name from `stat`.
+    pub comm: String,
+    /// `/proc/PID/cmdline`, split at NULs.
+    pub argv: Vec<Vec<u8>>,
+    /// The counters.
+    pub counters: ProcCounters,
+}
+
 /// How the launched command ended, with its counters read before it was reaped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildExit {
@@ -192,6 +249,8 @@ pub struct Recording {
     pub frequency: u64,
     /// CLOCK_MONOTONIC ns when the events were set up.
     pub start_time: u64,
+    /// CLOCK_REALTIME ns at the same moment as `start_time`, to convert times to wall-clock.
+    pub start_realtime: u64,
     /// CLOCK_MONOTONIC ns when draining ended.
     pub end_time: u64,
     /// Whether the run ended through the stop flag or the duration rather than by the process
@@ -201,6 +260,12 @@ pub struct Recording {
     pub child: Option<ChildExit>,
     /// Records the parser did not understand (counted, not kept).
     pub unparsed_records: u64,
+    /// Page faults, context switches and CPU migrations, one per occurrence.
+    pub counter_events: Vec<CounterEvent>,
+    /// The latest /proc reading of each process seen alive during the run, by (pid, start).
+    pub proc_readings: Vec<ProcReading>,
+    /// The sample identifiers of the counting events, and what they count.
+    pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
 }
@@ -410,7 +475,15 @@ mod parse {
     }
 
     fn sample(r: &mut Recording, misc: u16, c: &mut Cur<'_>) -> Option<()> {
-        let _identifier = c.u64()?;
+        let identifier = c.u64()?;
+        if let Some(&(_, kind)) = r.counter_ids.iter().find(|(id, _)| *id == identifier) {
+            let pid = c.u32()?;
+            let _tid = c.u32()?;
+            let time = c.u64()?;
+            r.counter_events
+                .push(super::CounterEvent { time, pid, kind });
+            return Some(());
+        }
         let ip = c.u64()?;
         let pid = c.u32()?;
         let tid = c.u32()?;

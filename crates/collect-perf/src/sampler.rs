@@ -1,5 +1,6 @@
 //! The public sampling API: launch or attach, drain the rings, return a [`Recording`].
 
+use std::collections::BTreeSet;
 use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::procfs;
-use crate::recording::{ChildExit, Recording, SideBand, SideRecord};
+use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
 
@@ -32,6 +33,11 @@ pub struct Config {
     pub duration: Option<Duration>,
     /// Longest wait between drains of the rings. Default is 100 ms.
     pub poll_interval: Duration,
+    /// Sample every task on every CPU (`pid = -1`), not only the command or the attached
+    /// processes and their descendants; needs root or `perf_event_paranoid` ≤ 0. The run then
+    /// ends when the launched command exits, at the duration, or at the stop flag. Default is
+    /// false.
+    pub system_wide: bool,
 }
 
 impl Default for Config {
@@ -44,8 +50,26 @@ impl Default for Config {
             user_only: false,
             duration: None,
             poll_interval: Duration::from_millis(100),
+            system_wide: false,
         }
     }
+}
+
+/// How a run is going, passed to the callback of [`Sampler::run_with`] after each drain.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Progress<'a> {
+    /// Time since [`Sampler::run_with`] started.
+    pub elapsed: Duration,
+    /// Samples so far.
+    pub samples: u64,
+    /// Samples lost so far (from LOST records).
+    pub lost: u64,
+    /// Processes seen so far.
+    pub processes: usize,
+    /// Processes that appeared since the last call: pid and command name (empty if not known
+    /// yet).
+    pub new_processes: &'a [(u32, String)],
 }
 
 /// What [`preflight`] found out about this machine's perf settings.
@@ -79,7 +103,11 @@ pub fn preflight(config: &Config) -> Result<Permissions> {
         procfs::sysctl_i64("/proc/sys/kernel/kptr_restrict").map_or(-9, |v| v as i32);
     // Safety: geteuid has no preconditions.
     let is_root = unsafe { libc::geteuid() } == 0;
-    if !is_root && (paranoid > 2 || (paranoid > 1 && !config.user_only)) {
+    if !is_root
+        && (paranoid > 2
+            || (paranoid > 1 && !config.user_only)
+            || (paranoid > 0 && config.system_wide))
+    {
         return Err(Error::Refused {
             paranoid,
             hint: if paranoid > 2 {
@@ -202,6 +230,16 @@ pub(crate) fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // Safety: `fds` has room for the two descriptors.
@@ -217,6 +255,19 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub struct Sampler {
     config: Config,
     events: Vec<OwnedFd>,
+    /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
+    counters: Vec<OwnedFd>,
+    /// Pids seen in the records, read from /proc at each poll while they live.
+    watched: BTreeSet<u32>,
+    /// Every pid reported through [`Progress::new_processes`].
+    ever_seen: BTreeSet<u32>,
+    /// System-wide mode: the processes asked for and their descendants, the only ones watched
+    /// and reported.
+    follow: Option<BTreeSet<u32>>,
+    /// How far `watched` has looked into the recording.
+    seen_samples: usize,
+    seen_side_band: usize,
+    last_proc_poll: Option<Instant>,
     rings: Vec<Ring>,
     child: Option<u32>,
     recording: Recording,
@@ -231,9 +282,12 @@ impl Sampler {
             max_stack: config.max_stack,
             user_only: config.user_only,
             enable_on_exec: on_exec,
+            inherit: !config.system_wide,
             wakeup_watermark: (pages * page_size() / 4) as u32,
         };
         let mut events = Vec::new();
+        let mut counters = Vec::new();
+        let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
         for cpu in procfs::online_cpus() {
             let mut owner: Option<usize> = None;
@@ -265,17 +319,46 @@ impl Sampler {
                         Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
                     })?,
                 }
+                let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
+                for (config_id, kind) in [
+                    (sys::PERF_COUNT_SW_PAGE_FAULTS, CounterKind::PageFault),
+                    (
+                        sys::PERF_COUNT_SW_CONTEXT_SWITCHES,
+                        CounterKind::ContextSwitch,
+                    ),
+                    (sys::PERF_COUNT_SW_CPU_MIGRATIONS, CounterKind::CpuMigration),
+                ] {
+                    let mut attr = sys::counter_attr(config_id, &spec);
+                    let fd = sys::open(&mut attr, pid, cpu)
+                        .map_err(|e| open_error(e, pid, cpu, config))?;
+                    sys::set_output(&fd, &events[ring_owner]).map_err(|e| {
+                        Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
+                    })?;
+                    let id = sys::event_id(&fd)
+                        .map_err(|e| Error::io("cannot read a perf event's id", e))?;
+                    counter_ids.push((id, kind));
+                    counters.push(fd);
+                }
             }
         }
         let recording = Recording {
             frequency: config.frequency,
             start_time: monotonic_ns(),
+            start_realtime: realtime_ns(),
+            counter_ids,
             ..Recording::default()
         };
         Ok(Sampler {
             config: config.clone(),
             events,
+            counters,
+            watched: BTreeSet::new(),
+            ever_seen: BTreeSet::new(),
+            follow: None,
+            seen_samples: 0,
+            seen_side_band: 0,
+            last_proc_poll: None,
             rings,
             child: None,
             recording,
@@ -337,7 +420,16 @@ impl Sampler {
                 libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
         };
-        let mut sampler = match Sampler::open_events(&[pid], config, true) {
+        let opened = if config.system_wide {
+            Sampler::open_events(&[-1], config, false).and_then(|mut s| {
+                s.enable()?;
+                s.follow = Some(BTreeSet::from([pid as u32]));
+                Ok(s)
+            })
+        } else {
+            Sampler::open_events(&[pid], config, true)
+        };
+        let mut sampler = match opened {
             Ok(s) => s,
             Err(e) => {
                 reap(pid);
@@ -383,10 +475,16 @@ impl Sampler {
         for &pid in pids {
             tids.extend(procfs::threads(pid).map_err(|_| Error::NoSuchProcess { pid })?);
         }
-        let mut s = Sampler::open_events(&tids, config, false)?;
-        for fd in &s.events {
-            sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
+        if config.system_wide {
+            tids = vec![-1];
+        } else if tids.is_empty() {
+            return Err(Error::EmptyCommand);
         }
+        let mut s = Sampler::open_events(&tids, config, false)?;
+        if config.system_wide {
+            s.follow = Some(pids.iter().map(|&p| p as u32).collect());
+        }
+        s.enable()?;
         // Read /proc only after enabling, so a mapping made meanwhile shows up in at least one
         // of the two; records from the rings override these snapshots (time 0) in replay.
         let mut synth = Vec::new();
@@ -414,6 +512,13 @@ impl Sampler {
         Ok(s)
     }
 
+    fn enable(&self) -> Result<()> {
+        for fd in self.events.iter().chain(&self.counters) {
+            sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
+        }
+        Ok(())
+    }
+
     /// The pid of the launched command, if any.
     pub fn child_pid(&self) -> Option<u32> {
         self.child
@@ -424,6 +529,106 @@ impl Sampler {
         for ring in &mut self.rings {
             ring.drain(|r| rec.push_raw(r));
         }
+    }
+
+    /// Reads /proc for every process the records have named, at most once per poll interval,
+    /// keeping the latest reading of each: processes other than the launched command are reaped
+    /// by their own parents, so this is the last chance to see their counters.
+    fn poll_proc(&mut self) {
+        if self
+            .last_proc_poll
+            .is_some_and(|t| t.elapsed() < self.config.poll_interval)
+        {
+            return;
+        }
+        self.last_proc_poll = Some(Instant::now());
+        let rec = &mut self.recording;
+        let now = monotonic_ns();
+        self.watched.retain(|&pid| {
+            let Some(reading) = procfs::reading(pid, now) else {
+                return false;
+            };
+            // A zombie's /proc entry is still readable; a pid seen exiting stays watched until
+            // its entry goes, which costs one failed read.
+            match rec
+                .proc_readings
+                .iter_mut()
+                .find(|r| r.pid == pid && r.start_ticks == reading.start_ticks)
+            {
+                Some(old) => *old = reading,
+                None => rec.proc_readings.push(reading),
+            }
+            true
+        });
+    }
+
+    fn report(&mut self, started: Instant, progress: &mut impl FnMut(&Progress<'_>)) {
+        let new = self.note_new_pids();
+        progress(&Progress {
+            elapsed: started.elapsed(),
+            samples: self.recording.samples.len() as u64,
+            lost: self.recording.lost,
+            processes: self.ever_seen.len(),
+            new_processes: &new,
+        });
+    }
+
+    /// Adds the pids named by records drained since the last call to the watched set, and
+    /// returns the ones never seen before, with their command name when a record gave it.
+    fn note_new_pids(&mut self) -> Vec<(u32, String)> {
+        let rec = &self.recording;
+        let mut new = Vec::new();
+        let (watched, seen) = (&mut self.watched, &mut self.ever_seen);
+        let mut add = |pid: u32, follow: &Option<BTreeSet<u32>>| {
+            if follow.as_ref().is_some_and(|f| !f.contains(&pid)) {
+                return;
+            }
+            if seen.insert(pid) {
+                watched.insert(pid);
+                new.push(pid);
+            }
+        };
+        for r in &rec.side_band[self.seen_side_band..] {
+            match r.kind {
+                SideBand::Fork { pid, ppid, .. } => {
+                    if let Some(f) = self.follow.as_mut()
+                        && f.contains(&ppid)
+                    {
+                        f.insert(pid);
+                    }
+                    add(pid, &self.follow);
+                }
+                SideBand::Comm { pid, .. } => add(pid, &self.follow),
+                _ => {}
+            }
+        }
+        for s in &rec.samples[self.seen_samples..] {
+            add(s.pid, &self.follow);
+        }
+        let named: Vec<(u32, String)> = new
+            .into_iter()
+            .map(|pid| {
+                let comm = rec.side_band[..]
+                    .iter()
+                    .rev()
+                    .find_map(|r| match &r.kind {
+                        SideBand::Comm {
+                            pid: p, tid, comm, ..
+                        } if *p == pid && *tid == pid => Some(comm.clone()),
+                        _ => None,
+                    })
+                    .or_else(|| {
+                        std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                            .ok()
+                            .map(|c| c.trim_end().to_owned())
+                    })
+                    .unwrap_or_default();
+                (pid, comm)
+            })
+            .collect();
+        self.seen_samples = rec.samples.len();
+        self.seen_side_band = rec.side_band.len();
+        named
     }
 
     /// Reaps the launched child if it exited (or waits for it if `block`), reading its /proc
@@ -461,7 +666,17 @@ impl Sampler {
     /// When stopped early, the events are disabled, the rings drained once more, and a launched
     /// command that is still running is killed (SIGKILL) and reaped. Returns an error only if
     /// `poll` fails.
-    pub fn run(mut self, stop: &AtomicBool) -> Result<Recording> {
+    pub fn run(self, stop: &AtomicBool) -> Result<Recording> {
+        self.run_with(stop, |_| {})
+    }
+
+    /// Like [`Sampler::run`], calling `progress` after each drain of the rings (about every
+    /// poll interval) with counts so far and the processes that appeared.
+    pub fn run_with(
+        mut self,
+        stop: &AtomicBool,
+        mut progress: impl FnMut(&Progress<'_>),
+    ) -> Result<Recording> {
         let started = Instant::now();
         let timeout = self.config.poll_interval.as_millis().clamp(1, 10_000) as i32;
         let mut pfds: Vec<libc::pollfd> = self
@@ -484,14 +699,23 @@ impl Sampler {
             }
             self.drain();
             self.collect_child(false);
+            self.report(started, &mut progress);
+            self.poll_proc();
             let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
-            if all_hup {
+            // CPU-wide events never hang up: a system-wide run of a command ends with it.
+            let command_done = self.config.system_wide && self.recording.child.is_some();
+            if all_hup || command_done {
+                if command_done {
+                    for fd in self.events.iter().chain(&self.counters) {
+                        let _ = sys::set_enabled(fd, false);
+                    }
+                }
                 break;
             }
             let expired = self.config.duration.is_some_and(|d| started.elapsed() >= d);
             if stop.load(Ordering::Relaxed) || expired {
                 self.recording.stopped = true;
-                for fd in &self.events {
+                for fd in self.events.iter().chain(&self.counters) {
                     let _ = sys::set_enabled(fd, false);
                 }
                 if let Some(pid) = self.child {
@@ -502,6 +726,7 @@ impl Sampler {
             }
         }
         self.drain();
+        self.report(started, &mut progress);
         self.recording.lost_reported_by_events = self
             .events
             .iter()

@@ -6,96 +6,15 @@
 #![cfg(target_os = "linux")]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use collect_perf::{Config, Error, Recording, Sampler, preflight, replay};
+use collect_perf::{Error, Recording, Sampler, replay};
 
-fn workload(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("collect-perf-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("create temp dir");
-        d
-    });
-    let out = dir.join(name);
-    if !out.exists() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/workloads/{name}.c"));
-        let tmp = dir.join(format!("{name}.tmp"));
-        let st = Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .expect("run cc");
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).expect("rename workload");
-    }
-    out
-}
+mod common;
 
-/// The machine has 2 CPUs: tests run one at a time so CPU-bound workloads get their CPU time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn config() -> Config {
-    let c = Config::default();
-    if let Err(e) = preflight(&c) {
-        panic!("perf_event_open is not usable here: {e}");
-    }
-    c
-}
-
-fn record(argv: &[OsString], c: &Config) -> Recording {
-    let s = match Sampler::launch(argv, c) {
-        Ok(s) => s,
-        Err(e) => panic!("launch failed: {e} ({:?})", std::error::Error::source(&e)),
-    };
-    s.run(&AtomicBool::new(false)).expect("run")
-}
-
-fn args(v: &[&dyn AsRef<std::ffi::OsStr>]) -> Vec<OsString> {
-    v.iter().map(|a| a.as_ref().to_owned()).collect()
-}
-
-/// Tiny /proc/kallsyms lookup: address → symbol name.
-struct Kallsyms(Vec<(u64, String)>);
-
-impl Kallsyms {
-    fn load() -> Kallsyms {
-        let text = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
-        let mut v: Vec<(u64, String)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let a = u64::from_str_radix(f.next()?, 16).ok()?;
-                let t = f.next()?;
-                if !matches!(t, "t" | "T" | "w" | "W") {
-                    return None;
-                }
-                Some((a, f.next()?.to_owned()))
-            })
-            .collect();
-        v.sort();
-        assert!(
-            v.last().is_some_and(|l| l.0 != 0),
-            "kallsyms addresses hidden"
-        );
-        Kallsyms(v)
-    }
-
-    fn name(&self, addr: u64) -> Option<&str> {
-        let i = self.0.partition_point(|(a, _)| *a <= addr);
-        (i > 0).then(|| self.0[i - 1].1.as_str())
-    }
-}
+use common::*;
 
 fn samples_by_pid(r: &Recording) -> BTreeMap<u32, usize> {
     let mut m = BTreeMap::new();
@@ -457,49 +376,6 @@ fn samples_larger_than_the_ring_are_all_counted_lost() {
         "{}",
         r.lost_reported_by_events
     );
-}
-
-/// Function symbols of an ELF file (`.symtab` and `.dynsym`), looked up by file address.
-struct ElfSyms {
-    syms: Vec<(u64, u64, String)>,
-    segments: Vec<(u64, u64, u64)>,
-}
-
-impl ElfSyms {
-    fn load(path: &str) -> ElfSyms {
-        use object::read::elf::{ElfFile64, ProgramHeader as _};
-        use object::{Object as _, ObjectSymbol as _};
-        let data = std::fs::read(path).expect("read ELF");
-        let f = ElfFile64::<object::Endianness>::parse(&*data).expect("parse ELF");
-        let e = f.endian();
-        let segments = f
-            .elf_program_headers()
-            .iter()
-            .filter(|p| p.p_type(e) == object::elf::PT_LOAD)
-            .map(|p| (p.p_offset(e), p.p_vaddr(e), p.p_filesz(e)))
-            .collect();
-        let mut syms: Vec<_> = f
-            .symbols()
-            .chain(f.dynamic_symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-            .map(|s| (s.address(), s.size(), s.name().unwrap_or("").to_owned()))
-            .collect();
-        syms.sort();
-        ElfSyms { syms, segments }
-    }
-
-    /// The function holding runtime address `a` of a mapping at `start` of offset `pgoff`.
-    fn name(&self, m: &collect_perf::Mapping, a: u64) -> Option<&str> {
-        let off = a - m.start + m.pgoff;
-        let &(o, v, _) = self
-            .segments
-            .iter()
-            .find(|(o, _, sz)| *o & !4095 <= off && off < o + sz)?;
-        let svma = v + (off - o);
-        let i = self.syms.partition_point(|s| s.0 <= svma);
-        let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
-        (svma < start + size.max(&1)).then_some(name.as_str())
-    }
 }
 
 #[test]

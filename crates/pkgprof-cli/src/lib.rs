@@ -1,9 +1,12 @@
-//! The command-line front ends of pkgprof: `pkgprof` (gprof's reports) and, later, `pkgmon`.
+//! The command-line front ends of pkgprof: `pkgprof` (gprof's reports) and `pkgmon` (the
+//! Linux collector).
 //!
 //! The binaries are thin; everything they do lives here so that tests can call it.
 
 mod getopt;
 mod image;
 mod options;
+#[cfg(target_os = "linux")]
+pub mod pkgmon;
 pub mod pkgprof;
 mod seamless;

@@ -76,6 +76,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         if o.line {
             refuse_foreign_basic_blocks(&profile, path)?;
         }
+        if let (true, Some((table, _))) = (reports, &image) {
+            for w in callgraph::check_profile(table, &profile) {
+                warn(&w.message(&path.display().to_string(), &image_name(&o)));
+            }
+        }
         if o.has(Style::FileInfo) {
             let s = profile.summary().map_err(|e| e.with_path(path))?;
             let plural = |n: u64| if n == 1 { "record" } else { "records" };
@@ -129,6 +134,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         let mut analysis =
             Analysis::with_static_arcs(table, &sum, &symspecs(&o), &static_arcs, &sources);
         analysis.set_sources(source_names);
+        if let Some(w) = callgraph::check_samples(&analysis.times) {
+            warn(&w.message("", &image_name(&o)));
+        }
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
         // Refused before anything is printed.
@@ -276,9 +284,21 @@ fn refuse_foreign_basic_blocks(profile: &Profile<'_>, path: &Path) -> Result<()>
     Ok(())
 }
 
+/// Says on stderr what gprof would leave unsaid; stdout stays gprof's.
+fn warn(message: &str) {
+    eprintln!("pkgprof: warning: {message}");
+}
+
+/// The image as the command line names it (gprof's default `a.out`).
+fn image_name(o: &Options) -> String {
+    o.operands
+        .first()
+        .map_or_else(|| "a.out".to_owned(), |i| i.to_string_lossy().into_owned())
+}
+
 /// The specs of the command line in callgraph's tables. The annotation and execution-count
 /// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
-fn symspecs(o: &Options) -> Symspecs {
+pub(crate) fn symspecs(o: &Options) -> Symspecs {
     let mut specs = Symspecs::default();
     for (table, text) in &o.symspecs {
         let table = match table {

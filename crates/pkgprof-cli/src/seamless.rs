@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ProcessSelection, Seamless, SeamlessOptions, write_process_header, write_report,
-    write_symbol_image,
+    Analysis, ProcessSelection, Seamless, SeamlessOptions, apply_stacks, write_process_header,
+    write_report, write_symbol_image,
 };
 
 use crate::options::Options;
@@ -34,17 +34,11 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if o.seamless && o.system {
         bail!("--pid and --system exclude each other");
     }
-    if let Some(kind) = o.inclusive.as_deref()
-        && kind != "gprof"
-    {
-        if kind == "stacks" {
-            bail!(
-                "--inclusive=stacks needs the sampled-stacks files (gmon.out.<pid>s.<comm>), \
-                 which this version cannot read yet"
-            );
-        }
-        bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)");
-    }
+    let exact = match o.inclusive.as_deref() {
+        None | Some("gprof") => false,
+        Some("stacks") => true,
+        Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
+    };
     if o.operands.len() > 1 {
         bail!(
             "--pid and --system take one measurement directory, not {} operands",
@@ -68,6 +62,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     options.object_path = o.object_path.iter().map(PathBuf::from).collect();
     options.keep_unused = o.display_unused;
     options.demangle = o.demangle && !o.traditional;
+    options.stacks = exact;
     let seamless = Seamless::build(&measurement, &selection, &options)?;
     for w in &seamless.warnings {
         eprintln!("pkgprof: warning: {w}");
@@ -76,7 +71,11 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         write_merged(Path::new(path), &seamless)?;
     }
     write_process_header(&mut *out, &seamless.processes)?;
-    let analysis = Analysis::new(seamless.table, &seamless.sum);
+    let mut analysis =
+        Analysis::with_symspecs(seamless.table, &seamless.sum, &crate::pkgprof::symspecs(o));
+    if exact {
+        apply_stacks(&mut analysis, &seamless.stacks);
+    }
     let mut report = report;
     report.after_other_output = true;
     // Names are labelled (and demangled) already; the listings print them as they are.

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use callgraph::{SymbolOptions, SymbolTable};
 use gmon_format::{
-    AddressSize, Arc, ArcCounts, Comm, Endian, Header, HistogramHeader, Layout, Mapping,
-    MeasurementInfo, SECONDS, SampleRate, Writer,
+    AddressSize, Arc, ArcCounts, BoundaryKind, Comm, Endian, Header, HistogramHeader, Layout,
+    Mapping, MeasurementInfo, SECONDS, SampleRate, Stack, StacksWriter, Writer,
 };
 use object::{Object, ObjectSegment};
 
@@ -108,6 +108,37 @@ fn kernel(name: &str) -> u64 {
 struct Gmon {
     bins: BTreeMap<u64, u64>,
     arcs: BTreeMap<(u64, u64), u64>,
+}
+
+/// Distinct stacks: (kernel frames, user frames, boundary) → samples.
+type StackMap = BTreeMap<(Vec<u64>, Vec<u64>, Option<BoundaryKind>), u64>;
+
+/// `count` samples with these frames (innermost first), spread over the sampled pc and the
+/// next bin as [`Gmon::samples`] spreads them.
+fn stack(s: &mut StackMap, kernel: &[u64], user: &[u64], kind: Option<BoundaryKind>, count: u64) {
+    for i in 0..count {
+        let mut k = kernel.to_vec();
+        let mut u = user.to_vec();
+        let first = if k.is_empty() { &mut u[0] } else { &mut k[0] };
+        *first = (*first & !1) + 2 * (i % 2);
+        *s.entry((k, u, kind)).or_default() += 1;
+    }
+}
+
+fn stacks_bytes(s: &StackMap) -> Vec<u8> {
+    let mut w = StacksWriter::new(Vec::new(), s.len() as u64).unwrap();
+    for ((kernel, user, boundary), &samples) in s {
+        w.stack(&Stack {
+            samples,
+            nanoseconds: samples * 1_000_000,
+            boundary: *boundary,
+            user_truncated: false,
+            kernel,
+            user,
+        })
+        .unwrap();
+    }
+    w.finish().unwrap()
 }
 
 impl Gmon {
@@ -218,16 +249,30 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
 
     // Process 137, "reader": compute burns user time and takes page faults and timer
     // interrupts; read_input calls libfake's read, which enters the kernel by system call.
-    let (mut u, mut kg) = (Gmon::default(), Gmon::default());
+    let (mut u, mut kg, mut st) = (Gmon::default(), Gmon::default(), StackMap::new());
     let main_to_compute = r("main") + 0x10;
     let main_to_read_input = r("main") + 0x20;
+    let main_to_read = r("main") + 0x30;
     let read_input_to_read = r("read_input") + 0x8;
-    u.samples(r("compute") + 0x8, 300);
-    u.samples(r("read_input") + 0x4, 4);
-    u.samples(r("main") + 0x4, 2);
-    u.samples(l("read"), 3);
-    u.samples(VDSO + 0x40, 2);
-    u.samples(ANON + 0x100, 1);
+    let in_compute = [r("compute") + 0x8, main_to_compute];
+    let in_read = [l("read"), read_input_to_read, main_to_read_input];
+    let user = |u: &mut Gmon, st: &mut StackMap, frames: &[u64], n| {
+        u.samples(frames[0], n);
+        stack(st, &[], frames, None, n);
+    };
+    user(&mut u, &mut st, &in_compute, 300);
+    user(
+        &mut u,
+        &mut st,
+        &[r("read_input") + 0x4, main_to_read_input],
+        4,
+    );
+    user(&mut u, &mut st, &[r("main") + 0x4], 2);
+    user(&mut u, &mut st, &in_read, 3);
+    // main also calls read directly, for reads that end at once: cheap calls, all user time.
+    user(&mut u, &mut st, &[l("read"), main_to_read], 40);
+    user(&mut u, &mut st, &[VDSO + 0x40], 2);
+    user(&mut u, &mut st, &[ANON + 0x100], 1);
     // Kernel time under read: 175 samples; under compute: 10 faults, 8 interrupts.
     let syscall = [
         ("entry_SYSCALL_64", 5),
@@ -236,15 +281,49 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
         ("vfs_read", 40),
         ("copy_user_generic", 100),
     ];
-    for (name, n) in syscall {
-        kg.samples(k(name) + 0x10, n);
+    let syscall_user = [l("read") + 2, read_input_to_read, main_to_read_input];
+    for (depth, (name, n)) in syscall.iter().enumerate() {
+        kg.samples(k(name) + 0x10, *n);
+        let mut frames = vec![k(name) + 0x10];
+        frames.extend(
+            syscall[..depth]
+                .iter()
+                .rev()
+                .map(|(caller, _)| k(caller) + 0x20),
+        );
+        stack(
+            &mut st,
+            &frames,
+            &syscall_user,
+            Some(BoundaryKind::Syscall),
+            *n,
+        );
     }
     kg.samples(k("handle_mm_fault") + 0x10, 10);
+    let fault = [
+        k("handle_mm_fault") + 0x10,
+        k("exc_page_fault") + 0x20,
+        k("asm_exc_page_fault") + 0x20,
+    ];
+    stack(&mut st, &fault, &in_compute, Some(BoundaryKind::Fault), 10);
     kg.samples(k("scheduler_tick") + 0x10, 8);
+    let tick = [
+        k("scheduler_tick") + 0x10,
+        k("sysvec_apic_timer_interrupt") + 0x20,
+        k("asm_sysvec_apic_timer_interrupt") + 0x20,
+    ];
+    stack(
+        &mut st,
+        &tick,
+        &in_compute,
+        Some(BoundaryKind::Interrupt),
+        8,
+    );
     // User edges of every sample's user stack (user and kernel samples alike).
     u.arc(main_to_compute, r("compute") + 0x8, 300 + 18);
     u.arc(main_to_read_input, r("read_input") + 0x4, 4 + 3 + 175);
     u.arc(read_input_to_read, l("read"), 3 + 175);
+    u.arc(main_to_read, l("read"), 40);
     // Boundary arcs: the innermost user pc to the outermost kernel frame.
     kg.arc(l("read") + 2, k("entry_SYSCALL_64") + 0x10, 175);
     kg.arc(r("compute") + 0x8, k("asm_exc_page_fault") + 0x10, 10);
@@ -273,6 +352,7 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
         k("scheduler_tick") + 0x10,
         8,
     );
+    files.insert("gmon.out.137s.reader".into(), stacks_bytes(&st));
     files.insert("gmon.out.137u.reader".into(), u.bytes());
     files.insert("gmon.out.137k.reader".into(), kg.bytes());
     let mut text = Vec::new();
@@ -282,16 +362,33 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
     files.insert("gmon.out.137.reader".into(), text);
 
     // Process 138, "server": the same program, writing through libfake's write.
-    let (mut u, mut kg) = (Gmon::default(), Gmon::default());
+    let (mut u, mut kg, mut st) = (Gmon::default(), Gmon::default(), StackMap::new());
     u.samples(r("compute") + 0x8, 50);
+    stack(&mut st, &[], &in_compute, None, 50);
     u.samples(l("write"), 1);
+    stack(&mut st, &[], &[l("write"), main_to_read_input], None, 1);
     u.arc(main_to_compute, r("compute") + 0x8, 50);
     u.arc(main_to_read_input, l("write"), 1 + 30);
     kg.samples(k("vfs_write") + 0x10, 30);
+    let write_path = [
+        k("vfs_write") + 0x10,
+        k("ksys_write") + 0x20,
+        k("do_syscall_64") + 0x20,
+        k("entry_SYSCALL_64") + 0x20,
+    ];
+    let write_user = [l("write") + 2, main_to_read_input];
+    stack(
+        &mut st,
+        &write_path,
+        &write_user,
+        Some(BoundaryKind::Syscall),
+        30,
+    );
     kg.arc(l("write") + 2, k("entry_SYSCALL_64") + 0x10, 30);
     kg.arc(k("entry_SYSCALL_64") + 0x20, k("do_syscall_64") + 0x10, 30);
     kg.arc(k("do_syscall_64") + 0x20, k("ksys_write") + 0x10, 30);
     kg.arc(k("ksys_write") + 0x20, k("vfs_write") + 0x10, 30);
+    files.insert("gmon.out.138s.server".into(), stacks_bytes(&st));
     files.insert("gmon.out.138u.server".into(), u.bytes());
     files.insert("gmon.out.138k.server".into(), kg.bytes());
     let mut text = Vec::new();
@@ -405,7 +502,10 @@ fn an_archived_measurement_reports_from_anywhere() {
     );
     assert_eq!((status, stderr.as_str()), (0, ""), "{stdout}");
     assert_eq!(parents_of(&stdout, "137k:entry_SYSCALL_64"), ["137u:read"]);
-    assert_eq!(parents_of(&stdout, "137u:read"), ["137u:read_input"]);
+    assert_eq!(
+        parents_of(&stdout, "137u:read"),
+        ["137u:main", "137u:read_input"]
+    );
     assert_eq!(parents_of(&stdout, "137u:read_input"), ["137u:main"]);
     // Interrupts are not calls from the user function.
     assert_eq!(

@@ -71,56 +71,7 @@ const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
 /// Where the synthetic address space starts.
 const SYNTHETIC_BASE: u64 = 0x10000;
 
-/// How one crossing from user space into the kernel came about, from the name of the kernel's
-/// entry function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum BoundaryKind {
-    /// A system call (`entry_SYSCALL_64`, `do_syscall_64`, …).
-    Syscall,
-    /// An exception such as a page fault (`asm_exc_page_fault`, `exc_*`).
-    Fault,
-    /// A device or timer interrupt (`asm_sysvec_*`, `asm_common_interrupt`, `*_interrupt`).
-    Interrupt,
-    /// Anything else (`ret_from_fork`, …).
-    Other,
-}
-
-impl BoundaryKind {
-    /// Classifies a kernel entry function by name.
-    pub fn from_entry_symbol(name: &[u8]) -> Self {
-        let starts = |p: &[u8]| name.starts_with(p);
-        if starts(b"entry_SYSCALL")
-            || starts(b"entry_SYSENTER")
-            || starts(b"entry_INT80")
-            || starts(b"do_syscall_64")
-            || starts(b"do_fast_syscall")
-            || starts(b"do_int80_syscall")
-        {
-            BoundaryKind::Syscall
-        } else if starts(b"asm_exc_") || starts(b"exc_") {
-            BoundaryKind::Fault
-        } else if starts(b"asm_sysvec_")
-            || starts(b"asm_common_interrupt")
-            || starts(b"sysvec_")
-            || starts(b"common_interrupt")
-            || name.ends_with(b"_interrupt")
-        {
-            BoundaryKind::Interrupt
-        } else {
-            BoundaryKind::Other
-        }
-    }
-
-    /// The word used in the process header.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BoundaryKind::Syscall => "syscall",
-            BoundaryKind::Fault => "fault",
-            BoundaryKind::Interrupt => "interrupt",
-            BoundaryKind::Other => "other",
-        }
-    }
-}
+pub use gmon_format::BoundaryKind;
 
 /// Which processes to merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +98,9 @@ pub struct SeamlessOptions {
     /// Keep every symbol of every object hit, not only those with samples or arcs, as gprof's
     /// `-z` needs. Default is false.
     pub keep_unused: bool,
+    /// Read each process's sampled-stacks file into [`Seamless::stacks`] (for exact inclusive
+    /// times); a process without one is an error. Default is false.
+    pub stacks: bool,
     /// Demangle C++ and Rust names before labelling them (the label would hide a mangled name
     /// from the listings' demangler). Default is true.
     pub demangle: bool,
@@ -159,6 +113,7 @@ impl Default for SeamlessOptions {
             kernel: true,
             object_path: Vec::new(),
             keep_unused: false,
+            stacks: false,
             demangle: true,
         }
     }
@@ -194,6 +149,9 @@ pub struct Seamless {
     pub gmon: Vec<u8>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
+    /// The sampled stacks of the processes' stacks files, in the table's address space, for
+    /// [`crate::apply_stacks`]; empty when the measurement has none.
+    pub stacks: Vec<crate::SampledStack>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -261,6 +219,8 @@ struct Space {
     mappings: Vec<MappedRange>,
     info: Option<MeasurementInfo>,
     kernel: Option<usize>,
+    /// The region of `kernel`, once made.
+    kernel_region: Option<usize>,
     last_hit: usize,
 }
 
@@ -277,6 +237,7 @@ struct Builder {
     spaces: Vec<Space>,
     hist: Vec<(Loc, u64)>,
     arcs: Vec<(Loc, Loc, u64)>,
+    stacks: Vec<(Vec<Loc>, u64)>,
     unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
     warnings: Vec<String>,
 }
@@ -301,7 +262,8 @@ impl Seamless {
         let files: Vec<&ProcessFiles> = match selection {
             ProcessSelection::Pids(pids) => {
                 let mut out = Vec::new();
-                for &pid in pids {
+                let mut seen = std::collections::BTreeSet::new();
+                for &pid in pids.iter().filter(|&&p| seen.insert(p)) {
                     let before = out.len();
                     out.extend(measurement.process(pid));
                     if out.len() == before {
@@ -333,7 +295,7 @@ impl Seamless {
                 dir: measurement.dir.clone(),
             });
         }
-        let (table, gmon) = b.finish()?;
+        let (table, gmon, stacks) = b.finish()?;
         let mut sum = Sum::new();
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         sum.add(&Profile::parse(&gmon, &read)?)?;
@@ -342,6 +304,7 @@ impl Seamless {
             sum,
             gmon,
             processes,
+            stacks,
             warnings: b.warnings,
         })
     }
@@ -440,6 +403,7 @@ impl Builder {
             mappings,
             info: info.clone(),
             kernel: None,
+            kernel_region: None,
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
@@ -467,6 +431,25 @@ impl Builder {
             self.spaces[space].kernel = self.kernel_symbols(space);
             self.add_kernel_profile(space, path, &mut summary)?;
         }
+        if self.options.stacks {
+            let Some(path) = &files.stacks else {
+                return Err(Error::NoStacks {
+                    pid: files.pid,
+                    dir: self.dir.clone(),
+                });
+            };
+            if self.spaces[space].kernel.is_none() && self.options.kernel {
+                self.spaces[space].kernel = self.kernel_symbols(space);
+            }
+            let data = read_file(path)?;
+            let located = |e: gmon_format::Error| Error::from(e.with_path(path));
+            let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
+            for record in stacks.records() {
+                let (_, r) = record.map_err(located)?;
+                let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
+                self.add_stack(space, r.boundary, &kernel, &user, r.samples);
+            }
+        }
         Ok(summary)
     }
 
@@ -478,6 +461,7 @@ impl Builder {
             mappings: Vec::new(),
             info: None,
             kernel: None,
+            kernel_region: None,
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
@@ -532,7 +516,7 @@ impl Builder {
                 continue;
             }
             let name = self.symbol_name(to);
-            let kind = BoundaryKind::from_entry_symbol(&name);
+            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
             *summary.entries.entry(kind).or_default() += a.count;
             if kind == BoundaryKind::Interrupt {
                 let from = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
@@ -650,7 +634,14 @@ impl Builder {
         let Some(k) = self.spaces[space].kernel else {
             return self.pseudo_loc(space, Side::Kernel, b"[kernel]", at);
         };
-        let region = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
+        let region = match self.spaces[space].kernel_region {
+            Some(r) => r,
+            None => {
+                let r = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
+                self.spaces[space].kernel_region = Some(r);
+                r
+            }
+        };
         let table = self.kernels[k].as_ref().map(|(t, _)| t);
         let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.symbols()[i].address)));
         match found {
@@ -820,6 +811,39 @@ impl Builder {
         Target::Object { object, bias }
     }
 
+    /// Adds one record of a stacks file: kernel frames then user frames, each innermost
+    /// first. An interrupt's user frames are replaced by `[interrupt]`, as its arcs are.
+    fn add_stack(
+        &mut self,
+        space: usize,
+        boundary: Option<BoundaryKind>,
+        kernel: &[u64],
+        user: &[u64],
+        samples: u64,
+    ) {
+        let mut locs = Vec::with_capacity(kernel.len() + user.len());
+        if self.options.kernel {
+            for &a in kernel {
+                locs.push(self.kernel_loc(space, a));
+            }
+        }
+        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() {
+            if self.options.kernel {
+                locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+            }
+        } else if self.options.user {
+            for &a in user {
+                locs.push(self.user_loc(space, a, false));
+            }
+        }
+        for &l in &locs {
+            self.mark(l);
+        }
+        if !locs.is_empty() {
+            self.stacks.push((locs, samples));
+        }
+    }
+
     fn hit(&mut self, loc: Loc, count: u64) {
         self.mark(loc);
         self.hist.push((loc, count));
@@ -851,7 +875,7 @@ impl Builder {
     }
 
     /// Lays the used symbols out, then writes the merged gmon file.
-    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>)> {
+    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>, Vec<crate::SampledStack>)> {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -954,7 +978,15 @@ impl Builder {
             *arcs.entry(key).or_default() += count;
         }
         let gmon = write_gmon(&units, &arcs, self.unit)?;
-        Ok((table, gmon))
+        let stacks = self
+            .stacks
+            .iter()
+            .map(|(locs, samples)| crate::SampledStack {
+                frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
+                samples: *samples,
+            })
+            .collect();
+        Ok((table, gmon, stacks))
     }
 }
 
@@ -1159,11 +1191,7 @@ mod tests {
             ("asm_common_interrupt", BoundaryKind::Interrupt),
             ("ret_from_fork_asm", BoundaryKind::Other),
         ] {
-            assert_eq!(
-                BoundaryKind::from_entry_symbol(name.as_bytes()),
-                kind,
-                "{name}"
-            );
+            assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
         }
     }
 

@@ -238,6 +238,8 @@ fn dynamic_table(file: &object::File<'_>) -> SymbolTable {
         let Ok(name) = sym.name_bytes() else {
             continue;
         };
+        // Version suffixes (`memcpy@@GLIBC_2.14`) are not part of the name.
+        let name = name.split(|&b| b == b'@').next().unwrap_or(name);
         if name.is_empty() {
             continue;
         }

@@ -1,10 +1,34 @@
 //! pkgprof's own explanations of its listings, printed where gprof prints its explanatory
-//! texts when `-b` is not given. The layout around them (blank lines, form feeds, the notice) is
-//! gprof's, so tools that split gprof's output on form feeds still find every part; the words
-//! are ours.
+//! texts when `-b` is not given. The layout around them (blank lines, form feeds, the titles,
+//! a notice after a form feed) is gprof's, so tools that split gprof's output on form feeds
+//! still find every part; the words are ours.
+//!
+//! Each `*_flat`/`*_call_graph` function returns the whole block as the report prints it,
+//! from the first byte after the listing (GNU) or before it (BSD) up to the end of the notice.
 
-/// Follows the flat profile listing.
-pub const FLAT: &str = "\
+/// After the GNU flat profile's last row.
+pub(crate) fn gnu_flat() -> String {
+    format!("\n{FLAT}\x0c\n{NOTICE}")
+}
+
+/// After the GNU call graph's last separator.
+pub(crate) fn gnu_call_graph() -> String {
+    format!("\n{CALL_GRAPH}\x0c\n{NOTICE}")
+}
+
+/// Before the BSD (`-T`) call graph, and before its form feed when it is not the first
+/// listing.
+pub(crate) fn bsd_call_graph() -> String {
+    format!("\n\n\ncall graph profile:\n{BSD_CALL_GRAPH}\x0c\n{NOTICE}")
+}
+
+/// Before the BSD flat profile, after its form feed when it is not the first listing.
+pub(crate) fn bsd_flat() -> String {
+    format!("\n\n\nflat profile:\n\n{FLAT}\x0c\n{NOTICE}")
+}
+
+/// Explains the flat profile (both layouts).
+const FLAT: &str = "\
  Reading the flat profile
 
  Each line is one function; the lines are sorted by self seconds, then by
@@ -32,13 +56,19 @@ pub const FLAT: &str = "\
                  cost of one call including what it called. Children's time is
                  shared out in proportion to call counts (see the call graph).
 
- name            The function. A number in brackets is its entry in the call
-                 graph and the index below; a name with <cycle N> belongs to
-                 a group of functions that call each other.
+ name            The function. In the -T layout, when there is a call graph,
+                 the name also shows its entry number in the call graph in
+                 brackets, and <cycle N> when it belongs to a group of
+                 functions that call each other.
+
+ Functions that were neither called nor sampled are left out (-z lists
+ them too). The percentages need not add up to 100: samples can fall
+ outside every function, and a bin that straddles two functions is shared
+ between them.
 ";
 
-/// Follows the GNU-style call graph.
-pub const CALL_GRAPH: &str = "\
+/// Explains the GNU-style call graph.
+const CALL_GRAPH: &str = "\
  Reading the call graph
 
  The listing has one entry per function, between dashed lines, sorted by
@@ -89,8 +119,8 @@ pub const CALL_GRAPH: &str = "\
  counts calls from inside the cycle.
 ";
 
-/// Precedes the BSD-style (`-T`) call graph.
-pub const BSD_CALL_GRAPH: &str = "\
+/// Explains the BSD-style (`-T`) call graph.
+const BSD_CALL_GRAPH: &str = "\
  Reading the call graph
 
  One entry per function, between dashed lines. The line starting with
@@ -105,7 +135,7 @@ pub const BSD_CALL_GRAPH: &str = "\
 ";
 
 /// Follows each explanation after a form feed, where gprof prints its notice.
-pub const NOTICE: &str = "\
+const NOTICE: &str = "\
 These explanations are pkgprof's own text and may be copied and changed
 freely.
 ";

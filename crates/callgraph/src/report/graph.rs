@@ -28,6 +28,8 @@ pub(crate) struct GraphPrint<'a> {
     pub bsd: bool,
     /// Line mode: whether each symbol is a function; only functions get entries.
     pub line_functions: Option<&'a [bool]>,
+    /// Explanations follow (no `-b`): the GNU title announces them.
+    pub explained: bool,
 }
 
 impl GraphPrint<'_> {
@@ -180,7 +182,11 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         buf.extend_from_slice(b"\x0c\n");
     }
     if !p.bsd {
-        buf.extend_from_slice(b"\t\t\tCall graph\n\n");
+        buf.extend_from_slice(if p.explained {
+            &b"\t\t     Call graph (explanation follows)\n\n"[..]
+        } else {
+            b"\t\t\tCall graph\n\n"
+        });
     }
     buf.extend_from_slice(
         format!(
@@ -375,6 +381,7 @@ mod tests {
             granularity: 4,
             display_unused: false,
             after_other_output: false,
+            explained: false,
             bsd: false,
             line_functions: None,
         };

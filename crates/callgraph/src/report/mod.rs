@@ -1,5 +1,6 @@
 //! Text listings in GNU gprof's layouts.
 
+pub(crate) mod explain;
 pub(crate) mod flat;
 pub(crate) mod flat_bsd;
 pub(crate) mod format;

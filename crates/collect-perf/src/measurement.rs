@@ -1,0 +1,738 @@
+//! Writing a measurement directory from a recording: per process the user and kernel gmon
+//! files, the info file and the stacks file, plus the kernel-symbol snapshot, exactly as
+//! `gmon_format::labeled` specifies.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use gmon_format::{
+    AddressSize, Arc, ArcCounts, BoundaryKind, Comm, Endian, Field, Header, HistogramHeader,
+    Layout, Mapping as InfoMapping, MeasurementInfo, ProcessCounters, ProfileName, SECONDS,
+    SampleRate, Section, Stack, StacksWriter, Writer,
+};
+
+use crate::error::{Error, Result};
+use crate::recording::{CounterKind, ProcCounters, Recording};
+use crate::replay::{Process, Replay};
+use crate::unwind::{Images, UnwindStats, unwind_with};
+
+/// Options of [`write_measurement`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// The measurement directory; it must exist. Default is `.`.
+    pub dir: PathBuf,
+    /// The launched command line, written as `argv` of the launched process. Default is None.
+    pub argv: Option<Vec<OsString>>,
+    /// System-wide mode: the pids asked for. Their processes, and the processes they start, get
+    /// file sets; the kernel part of every other process's samples goes to `gmon.out.-k.other`,
+    /// and kernel work for no process (pid 0, kernel threads) to `gmon.out.-k.kernel`. None (the
+    /// default) gives every process of the recording its file set.
+    pub system_wide: Option<BTreeSet<u32>>,
+    /// Most frames kept of each user stack. Default is 127.
+    pub max_frames: usize,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            dir: PathBuf::from("."),
+            argv: None,
+            system_wide: None,
+            max_frames: 127,
+        }
+    }
+}
+
+/// A file [`write_measurement`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// What [`write_measurement`] did.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct WriteSummary {
+    /// The files, in the order written.
+    pub files: Vec<WrittenFile>,
+    /// File sets written (one per process and command name).
+    pub processes: usize,
+    /// Samples written into per-process files.
+    pub samples: u64,
+    /// Samples whose user stack may lack outer frames.
+    pub truncated_stacks: u64,
+    /// How the user stacks were unwound.
+    pub unwind: UnwindStats,
+    /// Problems that did not stop the writing, as sentences for the user.
+    pub warnings: Vec<String>,
+}
+
+/// Histogram bins and arcs of one gmon file.
+#[derive(Debug, Default)]
+struct Side {
+    /// Address of a 2-byte bin → samples.
+    hist: BTreeMap<u64, u64>,
+    /// (from_pc, self_pc) → samples whose stack holds the edge.
+    arcs: BTreeMap<(u64, u64), u64>,
+}
+
+impl Side {
+    fn add_stack(&mut self, frames: &[u64], edges: &mut Vec<(u64, u64)>) {
+        edges.clear();
+        edges.extend(frames.windows(2).map(|w| (w[1], w[0])));
+        edges.sort_unstable();
+        edges.dedup();
+        for e in edges.iter() {
+            *self.arcs.entry(*e).or_default() += 1;
+        }
+    }
+}
+
+type StackKey = (Vec<u64>, Vec<u64>, Option<BoundaryKind>, bool);
+
+/// One segment of a process's life under one command name: from its start or an exec to the
+/// next exec or its end.
+#[derive(Debug)]
+struct Segment<'a> {
+    process: &'a Process,
+    /// Which image: the number of execs before it.
+    image: usize,
+    start: u64,
+    end: u64,
+    /// Whether it is the process's last image (which gets the whole process's counters).
+    last: bool,
+    /// Whether it starts with the exec of the launched command.
+    launched: bool,
+}
+
+/// Everything that goes into one file set.
+#[derive(Debug, Default)]
+struct FileSet<'a> {
+    segments: Vec<Segment<'a>>,
+    user: Side,
+    kernel: Side,
+    stacks: BTreeMap<StackKey, (u64, u64)>,
+    boundary: BTreeMap<BoundaryKind, u64>,
+    user_only: u64,
+    kernel_only: u64,
+    samples: u64,
+    truncated: u64,
+}
+
+/// Sorted kernel text symbols, for classifying entry points.
+struct KernelSymbols(Vec<(u64, String)>);
+
+impl KernelSymbols {
+    fn parse(text: &str) -> KernelSymbols {
+        let mut v: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let a = u64::from_str_radix(f.next()?, 16).ok()?;
+                let t = f.next()?;
+                let name = f.next()?;
+                (matches!(t, "t" | "T" | "w" | "W") && a != 0 && !name.starts_with("__pfx_"))
+                    .then(|| (a, name.to_owned()))
+            })
+            .collect();
+        v.sort();
+        KernelSymbols(v)
+    }
+
+    fn name(&self, addr: u64) -> Option<&str> {
+        let i = self.0.partition_point(|(a, _)| *a <= addr);
+        (i > 0).then(|| self.0[i - 1].1.as_str())
+    }
+
+    /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of
+    /// the two inside it when the outermost is a thunk or other unknown entry code.
+    fn boundary(&self, kernel: &[u64]) -> BoundaryKind {
+        let mut kind = BoundaryKind::Other;
+        for &a in kernel.iter().rev().take(3) {
+            kind = self
+                .name(a)
+                .map_or(BoundaryKind::Other, BoundaryKind::from_entry_symbol);
+            if kind != BoundaryKind::Other {
+                break;
+            }
+        }
+        kind
+    }
+}
+
+/// The GNU build-id note in `/sys/kernel/notes` (a sequence of ELF notes).
+fn kernel_build_id() -> Option<Vec<u8>> {
+    let notes = fs::read("/sys/kernel/notes").ok()?;
+    let mut pos = 0;
+    let u32_at = |p: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(notes.get(p..p + 4)?.try_into().ok()?))
+    };
+    while pos + 12 <= notes.len() {
+        let namesz = u32_at(pos)? as usize;
+        let descsz = u32_at(pos + 4)? as usize;
+        let ty = u32_at(pos + 8)?;
+        let name_at = pos + 12;
+        let desc_at = name_at + namesz.next_multiple_of(4);
+        let next = desc_at + descsz.next_multiple_of(4);
+        if ty == 3 && notes.get(name_at..name_at + namesz) == Some(b"GNU\0") {
+            return notes.get(desc_at..desc_at + descsz).map(<[u8]>::to_vec);
+        }
+        pos = next;
+    }
+    None
+}
+
+/// The snapshot's name: `kallsyms.` and the first 8 hex digits of the boot id.
+fn kallsyms_name() -> String {
+    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let digits: String = id.chars().filter(char::is_ascii_hexdigit).take(8).collect();
+    format!(
+        "kallsyms.{}",
+        if digits.len() == 8 {
+            digits
+        } else {
+            "unknown".into()
+        }
+    )
+}
+
+/// Writes `bytes` as `dir/name` through a temporary `.name.tmp`, so that the name never
+/// stands for a partial file.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<WrittenFile> {
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.tmp"));
+    fs::write(&tmp, bytes)
+        .and_then(|()| fs::rename(&tmp, &path))
+        .map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            Error::io(format!("cannot write {}", path.display()), e)
+        })?;
+    Ok(WrittenFile {
+        path,
+        bytes: bytes.len() as u64,
+    })
+}
+
+fn gmon_error(what: &str, e: gmon_format::Error) -> Error {
+    Error::io(
+        format!("cannot encode {what}"),
+        std::io::Error::other(e.to_string()),
+    )
+}
+
+/// Encodes a gmon file as the contract says: page runs of 2-byte bins, counts above 65535 in
+/// further records of the same range, arcs sorted, counts above 2³²−1 split.
+fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
+    let endian = if cfg!(target_endian = "big") {
+        Endian::Big
+    } else {
+        Endian::Little
+    };
+    let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, endian));
+    w.header(&Header::Gnu {
+        version: 1,
+        spare: [0; 12],
+    })
+    .map_err(|e| gmon_error("a gmon header", e))?;
+    // Runs of contiguous pages holding samples (the last page of the address space cannot
+    // have a page-aligned exclusive end, and holds no code).
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &a in side.hist.keys() {
+        let page = a >> 12;
+        if page == u64::MAX >> 12 {
+            continue;
+        }
+        match runs.last_mut() {
+            Some((_, last)) if *last == page || *last + 1 == page => *last = page,
+            _ => runs.push((page, page)),
+        }
+    }
+    for (first, last) in runs {
+        let low = first << 12;
+        let high = (last + 1) << 12;
+        let mut bins = vec![0u64; ((high - low) / 2) as usize];
+        for (&a, &n) in side.hist.range(low..high) {
+            bins[((a - low) / 2) as usize] += n;
+        }
+        let max = bins.iter().copied().max().unwrap_or(0);
+        let header = HistogramHeader {
+            low_pc: low,
+            high_pc: high,
+            prof_rate: rate,
+            dimension: SECONDS.0,
+            dimension_abbrev: SECONDS.1,
+        };
+        let mut done = 0u64;
+        while done < max {
+            let part = bins
+                .iter()
+                .map(|&b| b.saturating_sub(done).min(u64::from(u16::MAX)) as u16);
+            w.histogram(&header, part)
+                .map_err(|e| gmon_error("a histogram", e))?;
+            done += u64::from(u16::MAX);
+        }
+    }
+    for (&(from_pc, self_pc), &count) in &side.arcs {
+        let mut left = count;
+        while left > 0 {
+            let c = left.min(u64::from(u32::MAX));
+            w.arc(&Arc {
+                from_pc,
+                self_pc,
+                count: c,
+            })
+            .map_err(|e| gmon_error("an arc", e))?;
+            left -= c;
+        }
+    }
+    w.finish().map_err(|e| gmon_error("a gmon file", e))
+}
+
+fn stacks_bytes(stacks: &BTreeMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
+    let enc = |e| gmon_error("a stacks file", e);
+    let mut w = StacksWriter::new(Vec::new(), stacks.len() as u64).map_err(enc)?;
+    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in stacks {
+        w.stack(&Stack {
+            samples,
+            nanoseconds,
+            boundary: *boundary,
+            user_truncated: *truncated,
+            kernel,
+            user,
+        })
+        .map_err(enc)?;
+    }
+    w.finish().map_err(enc)
+}
+
+/// The segments of a process: one per image (before the first exec, after each exec). The
+/// launched command's image before its exec is skipped: the events only start at that exec.
+fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> {
+    let start = p.start.unwrap_or(rec.start_time);
+    let end = p.exit.unwrap_or(rec.end_time).max(start);
+    let mut bounds = vec![start];
+    bounds.extend(p.execs.iter().copied());
+    let launched_pid = rec.child.as_ref().map(|c| c.pid);
+    let mut out = Vec::new();
+    for (k, &from) in bounds.iter().enumerate() {
+        let to = bounds.get(k + 1).copied().unwrap_or(end);
+        let comm = if k == 0 {
+            p.comms.iter().find(|c| !c.2).map(|c| c.1.clone())
+        } else {
+            p.comms
+                .iter()
+                .find(|c| c.2 && c.0 == from)
+                .map(|c| c.1.clone())
+        };
+        let has_samples = p
+            .samples
+            .iter()
+            .any(|&i| p.execs.partition_point(|&e| e <= rec.samples[i].time) == k);
+        if k == 0 && comm.is_none() && !has_samples && bounds.len() > 1 {
+            continue;
+        }
+        let mut comm = comm.unwrap_or_default().into_bytes();
+        comm.truncate(Comm::MAX_LEN);
+        out.push((
+            Segment {
+                process: p,
+                image: k,
+                start: from,
+                end: to,
+                last: k + 1 == bounds.len(),
+                launched: k == 1 && p.key.generation == 0 && launched_pid == Some(p.key.pid),
+            },
+            comm,
+        ));
+    }
+    out
+}
+
+fn proc_counters(c: &ProcCounters, tick_ns: u64) -> ProcessCounters {
+    let mut out = ProcessCounters::default();
+    out.user_cpu_ns = Some(c.utime_ticks * tick_ns);
+    out.system_cpu_ns = Some(c.stime_ticks * tick_ns);
+    out.minor_faults = Some(c.minflt);
+    out.major_faults = Some(c.majflt);
+    out.voluntary_switches = c.voluntary_ctxt_switches;
+    out.involuntary_switches = c.nonvoluntary_ctxt_switches;
+    out.read_bytes = c.rchar;
+    out.written_bytes = c.wchar;
+    out
+}
+
+fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
+    let add = |x: &mut Option<u64>, y: Option<u64>| {
+        if let Some(y) = y {
+            *x = Some(x.unwrap_or(0) + y);
+        }
+    };
+    add(&mut a.user_cpu_ns, b.user_cpu_ns);
+    add(&mut a.system_cpu_ns, b.system_cpu_ns);
+    add(&mut a.minor_faults, b.minor_faults);
+    add(&mut a.major_faults, b.major_faults);
+    add(&mut a.voluntary_switches, b.voluntary_switches);
+    add(&mut a.involuntary_switches, b.involuntary_switches);
+    add(&mut a.read_bytes, b.read_bytes);
+    add(&mut a.written_bytes, b.written_bytes);
+}
+
+/// Writes the measurement: for each process (pid and command name) its user gmon, kernel gmon,
+/// info and stacks files, and the kernel-symbol snapshot, into `opts.dir`.
+///
+/// Output is deterministic for a given recording and machine state: maps are sorted and
+/// nothing depends on hash order. Each file is written under a temporary name and renamed.
+/// Returns an error if a file cannot be written; the files written before stay complete.
+pub fn write_measurement(
+    rec: &Recording,
+    replay: &Replay,
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let mut summary = WriteSummary::default();
+    let mut images = Images::default();
+    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images);
+    summary.unwind = stacks.stats;
+
+    let kallsyms_text = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let ksyms = KernelSymbols::parse(&kallsyms_text);
+    let symbols_file = kallsyms_name();
+    if ksyms.0.is_empty() {
+        summary.warnings.push(
+            "kernel addresses are hidden (/proc/kallsyms shows zeros): kernel symbols are \
+             unavailable to the report; run as root or lower kernel.kptr_restrict"
+                .into(),
+        );
+    }
+
+    // Which processes get file sets: all, or in system-wide mode those asked for and their
+    // descendants.
+    let profiled: BTreeSet<usize> = match &opts.system_wide {
+        None => (0..replay.processes.len()).collect(),
+        Some(pids) => {
+            let mut set = BTreeSet::new();
+            for (i, p) in replay.processes.iter().enumerate() {
+                let asked = pids.contains(&p.key.pid)
+                    || p.parent.is_some_and(|k| {
+                        replay
+                            .processes
+                            .iter()
+                            .position(|q| q.key == k)
+                            .is_some_and(|j| set.contains(&j))
+                    });
+                if asked && p.key.pid != 0 {
+                    set.insert(i);
+                }
+            }
+            set
+        }
+    };
+
+    let mut sets: BTreeMap<(u32, Vec<u8>), FileSet<'_>> = BTreeMap::new();
+    let mut system = Side::default();
+    let mut other = Side::default();
+    let mut edges = Vec::new();
+    for (pi, p) in replay.processes.iter().enumerate() {
+        if !profiled.contains(&pi) {
+            // System-wide mode only: the kernel part goes to -k.kernel (pid 0 and kernel
+            // threads, which have no user context) or -k.other.
+            for &i in &p.samples {
+                let s = &rec.samples[i];
+                let kernel = rec.kernel_chain(s);
+                if s.user_mode || kernel.is_empty() {
+                    continue;
+                }
+                let side = if s.pid == 0 || s.regs.is_none() {
+                    &mut system
+                } else {
+                    &mut other
+                };
+                *side.hist.entry(kernel[0] & !1).or_default() += 1;
+                side.add_stack(kernel, &mut edges);
+            }
+            continue;
+        }
+        let segs = segments(p, rec);
+        for (seg, comm) in segs {
+            let set = sets.entry((p.key.pid, comm)).or_default();
+            for &i in &p.samples {
+                let s = &rec.samples[i];
+                if p.execs.partition_point(|&e| e <= s.time) != seg.image {
+                    continue;
+                }
+                let kernel = rec.kernel_chain(s);
+                let user = stacks.frames(i);
+                let truncated = stacks.truncated(i);
+                set.samples += 1;
+                set.truncated += u64::from(truncated);
+                if s.user_mode {
+                    *set.user.hist.entry(s.ip & !1).or_default() += 1;
+                } else if let Some(&pc) = kernel.first() {
+                    *set.kernel.hist.entry(pc & !1).or_default() += 1;
+                }
+                set.user.add_stack(user, &mut edges);
+                set.kernel.add_stack(kernel, &mut edges);
+                let boundary = match (kernel.last(), user.first()) {
+                    (Some(&entry), Some(&upc)) => {
+                        *set.kernel.arcs.entry((upc, entry)).or_default() += 1;
+                        let kind = ksyms.boundary(kernel);
+                        *set.boundary.entry(kind).or_default() += 1;
+                        Some(kind)
+                    }
+                    (None, _) => {
+                        set.user_only += 1;
+                        None
+                    }
+                    (Some(_), None) => {
+                        set.kernel_only += 1;
+                        None
+                    }
+                };
+                let e = set
+                    .stacks
+                    .entry((kernel.to_vec(), user.to_vec(), boundary, truncated))
+                    .or_default();
+                e.0 += 1;
+                e.1 += s.period;
+            }
+            set.segments.push(seg);
+        }
+    }
+    let realtime_offset = rec.start_realtime.wrapping_sub(rec.start_time);
+    // Safety: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let tick_ns = 1_000_000_000 / ticks;
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .ok();
+    let kernel_build_id = kernel_build_id();
+    let mut perf_by_pid: BTreeMap<u32, Vec<(u64, CounterKind)>> = BTreeMap::new();
+    for e in &rec.counter_events {
+        perf_by_pid.entry(e.pid).or_default().push((e.time, e.kind));
+    }
+    let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
+    let dir = &opts.dir;
+
+    for ((pid, comm_bytes), set) in &sets {
+        let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
+        let mut info = MeasurementInfo::default();
+        let first = &set.segments[0];
+        let last = &set.segments[set.segments.len() - 1];
+        info.process.pid = *pid;
+        info.process.ppid = first.process.parent.map(|k| k.pid);
+        info.process.comm = Some(comm.clone());
+        if set.segments.len() > 1 {
+            info.process.instances = Some(set.segments.len() as u64);
+        }
+        info.process.start_monotonic_ns = Some(first.start);
+        info.process.start_realtime_ns = Some(first.start.wrapping_add(realtime_offset));
+        info.process.end_monotonic_ns = Some(last.end);
+        info.process.end_realtime_ns = Some(last.end.wrapping_add(realtime_offset));
+
+        let mut counters: Option<ProcessCounters> = None;
+        let mut perf: BTreeMap<CounterKind, u64> = BTreeMap::new();
+        let mut mappings = Vec::new();
+        for seg in &set.segments {
+            let p = seg.process;
+            if seg.launched
+                && let Some(argv) = &opts.argv
+            {
+                info.process.argv = Some(argv.iter().map(|a| a.as_bytes().to_vec()).collect());
+            }
+            let reading = rec
+                .proc_readings
+                .iter()
+                .filter(|r| {
+                    r.pid == *pid
+                        && r.time >= seg.start
+                        && r.comm.as_bytes() == comm_bytes.as_slice()
+                })
+                .max_by_key(|r| r.time);
+            if info.process.argv.is_none()
+                && let Some(r) = reading
+                && !r.argv.is_empty()
+            {
+                info.process.argv = Some(r.argv.clone());
+            }
+            if seg.last {
+                let from_child = rec
+                    .child
+                    .as_ref()
+                    .filter(|c| c.pid == *pid && p.key.generation == 0)
+                    .and_then(|c| c.counters.as_ref());
+                if let Some(c) = from_child.or(reading.map(|r| &r.counters)) {
+                    let c = proc_counters(c, tick_ns);
+                    match &mut counters {
+                        Some(acc) => add_counters(acc, &c),
+                        None => counters = Some(c),
+                    }
+                }
+            }
+            for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
+                if p.execs.partition_point(|&e| e <= t) == seg.image {
+                    *perf.entry(kind).or_default() += 1;
+                }
+            }
+            for m in &p.mappings {
+                if m.from > seg.end || m.to.is_some_and(|t| t <= seg.start) {
+                    continue;
+                }
+                let elf = images.get(m);
+                let mut im = InfoMapping::new(m.start, m.end);
+                im.file_offset = Some(m.pgoff);
+                im.load_bias = elf.as_ref().and_then(|e| e.bias(m.start, m.pgoff));
+                im.path = Some(m.filename.as_bytes().to_vec());
+                im.build_id = m
+                    .build_id
+                    .clone()
+                    .or_else(|| elf.as_ref().and_then(|e| e.build_id.clone()))
+                    .filter(|b| !b.is_empty());
+                im.mapped_ns = (m.from != 0).then_some(m.from);
+                im.unmapped_ns = m.to;
+                if info.process.exe.is_none() && m.filename.starts_with('/') {
+                    info.process.exe = im.path.clone();
+                    info.process.exe_build_id = im.build_id.clone();
+                }
+                mappings.push(im);
+            }
+        }
+        let mut c = counters.unwrap_or_default();
+        for kind in CounterKind::ALL {
+            c.extra.push(Field::new(
+                kind.key(),
+                perf.get(&kind).copied().unwrap_or(0).to_string(),
+            ));
+        }
+        info.counters = c;
+        info.mappings = mappings;
+        info.sampling.event = Some("cpu-clock".into());
+        info.sampling.rate = Some(SampleRate::Frequency(rec.frequency));
+        info.sampling.period_unit = Some("ns".into());
+        info.sampling.arcs = Some(ArcCounts::SampledEdges);
+        info.sampling.lost_samples = Some(rec.lost_samples());
+        info.sampling.throttled = Some(rec.throttled);
+        info.sampling
+            .extra
+            .push(Field::new("truncated-stacks", set.truncated.to_string()));
+        info.kernel.release = release.clone();
+        info.kernel.build_id = kernel_build_id.clone();
+        info.kernel.symbols_file = Some(symbols_file.clone());
+        let stacks_name = ProfileName::stacks(*pid, comm.clone()).file_name();
+        let mut fields: Vec<Field> = BoundaryKind::ALL
+            .iter()
+            .map(|k| {
+                Field::new(
+                    k.as_str(),
+                    set.boundary.get(k).copied().unwrap_or(0).to_string(),
+                )
+            })
+            .collect();
+        fields.push(Field::new("user-only", set.user_only.to_string()));
+        fields.push(Field::new("kernel-only", set.kernel_only.to_string()));
+        let quoted: String = stacks_name
+            .chars()
+            .flat_map(|c| match c {
+                '"' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        fields.push(Field::new("stacks-file", format!("\"{quoted}\"")));
+        info.extra_sections.push(Section {
+            name: "boundary".into(),
+            fields,
+        });
+
+        let user = gmon_bytes(&set.user, rate)?;
+        let kernel = gmon_bytes(&set.kernel, rate)?;
+        let stacks_file = stacks_bytes(&set.stacks)?;
+        let mut info_text = Vec::new();
+        info.write(&mut info_text)
+            .map_err(|e| gmon_error("measurement info", e))?;
+        for (name, bytes) in [
+            (ProfileName::user(*pid, comm.clone()), &user),
+            (ProfileName::kernel(*pid, comm.clone()), &kernel),
+            (ProfileName::stacks(*pid, comm.clone()), &stacks_file),
+            (ProfileName::info(*pid, comm.clone()), &info_text),
+        ] {
+            summary
+                .files
+                .push(write_atomic(dir, &name.file_name(), bytes)?);
+        }
+        summary.processes += 1;
+        summary.samples += set.samples;
+        summary.truncated_stacks += set.truncated;
+    }
+    if opts.system_wide.is_some() {
+        for (name, side) in [
+            (ProfileName::KernelSystem, &system),
+            (ProfileName::KernelOther, &other),
+        ] {
+            let bytes = gmon_bytes(side, rate)?;
+            summary
+                .files
+                .push(write_atomic(dir, &name.file_name(), &bytes)?);
+        }
+    }
+    summary
+        .files
+        .push(write_atomic(dir, &symbols_file, kallsyms_text.as_bytes())?);
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Record};
+
+    #[test]
+    fn histograms_split_at_page_runs_and_saturation() {
+        let mut side = Side::default();
+        side.hist.insert(0x401000, 70_000);
+        side.hist.insert(0x402ffe, 1);
+        side.hist.insert(0x7f00_0000_0010, 3);
+        side.arcs.insert((0x401100, 0x401000), 5);
+        let bytes = gmon_bytes(&side, 1000).expect("encode");
+        let p = Profile::parse(&bytes, &ReadOptions::new(AddressSize::U64, Endian::Little))
+            .expect("parse");
+        let mut hists = Vec::new();
+        let mut arcs = Vec::new();
+        for r in p.records() {
+            match r.expect("record").1 {
+                Record::Histogram(h) => {
+                    let bins: Vec<u16> = h.bins.iter().collect();
+                    hists.push((h.header.low_pc, h.header.high_pc, bins));
+                }
+                Record::Arc(a) => arcs.push((a.from_pc, a.self_pc, a.count)),
+                Record::BasicBlocks(_) => panic!("no basic blocks"),
+            }
+        }
+        // Two records for the first run (70000 = 65535 + 4465), one for the second.
+        assert_eq!(hists.len(), 3);
+        assert_eq!((hists[0].0, hists[0].1), (0x401000, 0x403000));
+        assert_eq!(hists[0].2[0], 65535);
+        assert_eq!(hists[0].2[0xffe / 2 + 0x800], 1);
+        assert_eq!((hists[1].0, hists[1].1), (0x401000, 0x403000));
+        assert_eq!(hists[1].2[0], 4465);
+        assert_eq!(hists[1].2[0xffe / 2 + 0x800], 0);
+        assert_eq!(hists[2].0, 0x7f00_0000_0000);
+        assert_eq!(hists[2].2[8], 3);
+        assert_eq!(arcs, [(0x401100, 0x401000, 5)]);
+    }
+
+    #[test]
+    fn edges_count_once_per_sample() {
+        let mut side = Side::default();
+        let mut edges = Vec::new();
+        // A recursive stack: f (0x10) called from f (0x20) twice.
+        side.add_stack(&[0x10, 0x20, 0x20, 0x30], &mut edges);
+        assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
+        assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
+        assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
+    }
+}

@@ -1,0 +1,338 @@
+//! End-to-end tests of the measurement writer: workloads recorded, written as a measurement
+//! directory, and read back with gmon-format.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use collect_perf::{Recording, Replay, WriteOptions, WriteSummary, replay, write_measurement};
+use gmon_format::{
+    AddressSize, BoundaryKind, Endian, MeasurementInfo, Profile, ReadOptions, Record, Stacks, scan,
+};
+
+mod common;
+
+use common::*;
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("collect-perf-measure-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Measured {
+    dir: PathBuf,
+    rec: Recording,
+    rep: Replay,
+    summary: WriteSummary,
+}
+
+fn measure(tag: &str, argv: &[&dyn AsRef<std::ffi::OsStr>]) -> Measured {
+    let argv = args(argv);
+    let rec = record(&argv, &config());
+    let rep = replay(&rec);
+    let dir = temp_dir(tag);
+    let mut opts = WriteOptions::default();
+    opts.dir = dir.clone();
+    opts.argv = Some(argv);
+    let summary = write_measurement(&rec, &rep, &opts).unwrap();
+    Measured {
+        dir,
+        rec,
+        rep,
+        summary,
+    }
+}
+
+/// Histogram sample total and arcs of a gmon file.
+fn gmon(path: &Path) -> (u64, Vec<(u64, u64, u64)>) {
+    let data = std::fs::read(path).unwrap();
+    let p = Profile::parse(&data, &ReadOptions::new(AddressSize::U64, Endian::Little))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut total, mut arcs) = (0, Vec::new());
+    for r in p.records() {
+        match r.unwrap().1 {
+            Record::Histogram(h) => total += h.bins.iter().map(u64::from).sum::<u64>(),
+            Record::Arc(a) => arcs.push((a.from_pc, a.self_pc, a.count)),
+            Record::BasicBlocks(_) => panic!("basic blocks"),
+        }
+    }
+    (total, arcs)
+}
+
+fn info(path: &Path) -> MeasurementInfo {
+    MeasurementInfo::parse(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn field<'a>(info: &'a MeasurementInfo, section: &str, key: &str) -> Option<&'a str> {
+    let fields = match section {
+        "counters" => &info.counters.extra,
+        "sampling" => &info.sampling.extra,
+        _ => {
+            &info
+                .extra_sections
+                .iter()
+                .find(|s| s.name == section)?
+                .fields
+        }
+    };
+    fields
+        .iter()
+        .find(|f| f.key == key)
+        .map(|f| f.value.as_str())
+}
+
+/// The names of the files in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
+    let _serial = serial();
+    let exe = workload("syscall");
+    let m = measure("syscall", &[&exe, &"800"]);
+    let pid = m.rec.child.as_ref().unwrap().pid;
+    let files = names(&m.dir);
+    let boot = files
+        .iter()
+        .find(|n| n.starts_with("kallsyms."))
+        .expect("kallsyms snapshot");
+    assert_eq!(boot.len(), "kallsyms.".len() + 8);
+    assert_eq!(
+        files,
+        [
+            format!("gmon.out.{pid}.syscall"),
+            format!("gmon.out.{pid}k.syscall"),
+            format!("gmon.out.{pid}s.syscall"),
+            format!("gmon.out.{pid}u.syscall"),
+            boot.clone(),
+        ]
+    );
+    let ms = scan(&m.dir).unwrap();
+    assert_eq!(ms.processes.len(), 1);
+    let pf = &ms.processes[0];
+    let inf = info(pf.info.as_ref().unwrap());
+    assert_eq!(inf.process.pid, pid);
+    assert_eq!(
+        inf.process.argv.as_ref().unwrap()[1],
+        b"800".to_vec(),
+        "argv of the launched command"
+    );
+    assert_eq!(
+        inf.process.exe.as_deref(),
+        Some(exe.to_str().unwrap().as_bytes())
+    );
+    assert!(inf.process.exe_build_id.is_some());
+    assert_eq!(inf.kernel.symbols_file.as_deref(), Some(boot.as_str()));
+    assert!(
+        inf.mappings
+            .iter()
+            .any(|mp| mp.path.as_deref() == Some(b"[vdso]".as_slice()))
+    );
+    let (user_samples, user_arcs) = gmon(pf.user.as_ref().unwrap());
+    let (kernel_samples, kernel_arcs) = gmon(pf.kernel.as_ref().unwrap());
+    assert_eq!(
+        user_samples + kernel_samples,
+        m.summary.samples,
+        "every sample is in one histogram"
+    );
+    assert!(!user_arcs.is_empty());
+
+    // Boundary arcs: user pc inside libc's read wrapper → the syscall entry.
+    let k = Kallsyms::load();
+    let libc = inf
+        .mappings
+        .iter()
+        .find(|mp| {
+            mp.path
+                .as_deref()
+                .is_some_and(|p| String::from_utf8_lossy(p).contains("libc.so"))
+        })
+        .expect("libc mapping");
+    let libc_syms = ElfSyms::load(&String::from_utf8_lossy(libc.path.as_deref().unwrap()));
+    let bias = libc.load_bias.expect("libc bias from its program headers");
+    let boundary_reads: u64 = kernel_arcs
+        .iter()
+        .filter(|(from, to, _)| {
+            *from >= libc.start
+                && *from < libc.end
+                && libc_syms
+                    .name_at(from - bias)
+                    .is_some_and(|n| n.contains("read"))
+                && k.name(*to)
+                    .is_some_and(|n| n.starts_with("entry_SYSCALL_64"))
+        })
+        .map(|a| a.2)
+        .sum();
+    assert!(boundary_reads >= 50, "{boundary_reads} read boundary arcs");
+
+    // In the stacks file, read-path samples have copy_loop as the caller of read.
+    let exe_map = inf
+        .mappings
+        .iter()
+        .find(|mp| mp.path.as_deref() == inf.process.exe.as_deref())
+        .unwrap();
+    let exe_syms = ElfSyms::load(exe.to_str().unwrap());
+    let exe_bias = exe_map.load_bias.expect("exe bias");
+    let data = std::fs::read(pf.stacks.as_ref().unwrap()).unwrap();
+    let stacks = Stacks::parse(&data).unwrap();
+    let (mut reads, mut callers, mut total, mut ns) = (0, 0, 0, 0);
+    let mut kinds: BTreeMap<Option<BoundaryKind>, u64> = BTreeMap::new();
+    for r in stacks.records() {
+        let r = r.unwrap().1;
+        total += r.samples;
+        ns += r.nanoseconds;
+        *kinds.entry(r.boundary).or_default() += r.samples;
+        if !r.kernel.iter().any(|a| k.name(a) == Some("ksys_read")) {
+            continue;
+        }
+        reads += r.samples;
+        let caller = r.user.get(1).unwrap_or(0);
+        if exe_syms.name_at(caller.wrapping_sub(1).wrapping_sub(exe_bias)) == Some("copy_loop") {
+            callers += r.samples;
+        }
+    }
+    assert_eq!(total, m.summary.samples);
+    assert_eq!(ns, total * 1_000_000, "cpu-clock period at 1000 Hz");
+    assert!(
+        reads >= 50 && callers * 100 >= reads * 95,
+        "{callers} of {reads}"
+    );
+    let syscall = kinds
+        .get(&Some(BoundaryKind::Syscall))
+        .copied()
+        .unwrap_or(0);
+    assert!(
+        syscall * 10 >= kernel_samples * 9,
+        "{kinds:?} for {kernel_samples} kernel samples"
+    );
+    assert_eq!(
+        field(&inf, "boundary", "syscall"),
+        Some(syscall.to_string().as_str())
+    );
+
+    // The kernel/user split of the samples agrees with the kernel's own accounting.
+    let utime = inf.counters.user_cpu_ns.unwrap() as f64;
+    let stime = inf.counters.system_cpu_ns.unwrap() as f64;
+    let proc_user = utime / (utime + stime);
+    let sampled_user = user_samples as f64 / (user_samples + kernel_samples) as f64;
+    eprintln!(
+        "user share: samples {:.1}% ({user_samples}/{}), /proc {:.1}% (utime {utime} ns, stime {stime} ns); boundary {kinds:?}; {:?}",
+        sampled_user * 100.0,
+        user_samples + kernel_samples,
+        proc_user * 100.0,
+        m.summary.unwind
+    );
+    assert!(
+        (sampled_user - proc_user).abs() <= 0.03,
+        "sampled user share {sampled_user:.3} vs /proc {proc_user:.3}"
+    );
+    assert!(field(&inf, "counters", "perf-context-switches").is_some());
+    assert_eq!(field(&inf, "sampling", "truncated-stacks"), Some("0"));
+    let _ = &m.rep;
+}
+
+/// Every file set of a measurement: (pid, comm) → samples in its two histograms, with every
+/// file parsed.
+fn file_sets(dir: &Path) -> BTreeMap<(u32, String), u64> {
+    let ms = scan(dir).unwrap();
+    assert!(ms.skipped.is_empty(), "{:?}", ms.skipped);
+    let mut out = BTreeMap::new();
+    for pf in &ms.processes {
+        let (u, _) = gmon(pf.user.as_ref().expect("user file"));
+        let (k, _) = gmon(pf.kernel.as_ref().expect("kernel file"));
+        let inf = info(pf.info.as_ref().expect("info file"));
+        assert_eq!(inf.process.pid, pf.pid);
+        let data = std::fs::read(pf.stacks.as_ref().expect("stacks file")).unwrap();
+        let stacks: u64 = Stacks::parse(&data)
+            .unwrap()
+            .records()
+            .map(|r| r.unwrap().1.samples)
+            .sum();
+        assert_eq!(stacks, u + k, "{}: stacks vs histograms", pf.pid);
+        out.insert((pf.pid, pf.comm.to_string()), u + k);
+    }
+    out
+}
+
+#[test]
+fn forked_children_and_threads_get_their_files() {
+    let _serial = serial();
+    let m = measure("forker", &[&workload("forker")]);
+    let main = m.rec.child.as_ref().unwrap().pid;
+    let sets = file_sets(&m.dir);
+    assert_eq!(sets.len(), 3, "{sets:?}");
+    for ((pid, comm), n) in &sets {
+        assert_eq!(comm, "forker");
+        assert!(*n >= 200, "{pid}: {n} samples");
+    }
+    // The children's counters come from the periodic /proc reads while they lived.
+    let ms = scan(&m.dir).unwrap();
+    for pf in &ms.processes {
+        let inf = info(pf.info.as_ref().unwrap());
+        let cpu = inf.counters.user_cpu_ns.unwrap_or(0) + inf.counters.system_cpu_ns.unwrap_or(0);
+        assert!(cpu >= 100_000_000, "{}: {cpu} ns of cpu", pf.pid);
+        if pf.pid != main {
+            assert_eq!(inf.process.ppid, Some(main));
+        }
+    }
+
+    let m = measure("threads", &[&workload("threads")]);
+    let sets = file_sets(&m.dir);
+    assert_eq!(sets.len(), 1, "all threads in one file set: {sets:?}");
+    let n = *sets.values().next().unwrap();
+    assert!(n >= 1100, "{n} samples of five threads spinning 250 ms");
+}
+
+#[test]
+fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
+    let _serial = serial();
+    let cpu = workload("cpu");
+    let m = measure("execer", &[&workload("execer"), &cpu, &"200"]);
+    let main = m.rec.child.as_ref().unwrap().pid;
+    let sets = file_sets(&m.dir);
+    let keys: Vec<_> = sets.keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [(main, "cpu".to_string()), (main, "execer".to_string())]
+    );
+    assert!(sets[&(main, "execer".into())] >= 100, "{sets:?}");
+    assert!(sets[&(main, "cpu".into())] >= 150, "{sets:?}");
+    let inf = info(&m.dir.join(format!("gmon.out.{main}.cpu")));
+    assert_eq!(
+        inf.process.exe.as_deref(),
+        Some(cpu.to_str().unwrap().as_bytes())
+    );
+
+    let m = measure("storm", &[&workload("storm")]);
+    let sets = file_sets(&m.dir);
+    assert_eq!(sets.len(), 51, "parent and 50 children: {sets:?}");
+    assert_eq!(m.summary.processes, 51);
+}
+
+#[test]
+fn output_is_deterministic() {
+    let _serial = serial();
+    let m = measure("det1", &[&workload("forker")]);
+    let again = temp_dir("det2");
+    let mut opts = WriteOptions::default();
+    opts.dir = again.clone();
+    opts.argv = Some(args(&[&workload("forker")]));
+    write_measurement(&m.rec, &m.rep, &opts).unwrap();
+    let files = names(&m.dir);
+    assert_eq!(files, names(&again));
+    for f in files {
+        assert!(!f.ends_with(".tmp"), "temporary file left: {f}");
+        let same = std::fs::read(m.dir.join(&f)).unwrap() == std::fs::read(again.join(&f)).unwrap();
+        assert!(same, "{f} differs between two writes");
+    }
+}

@@ -1,0 +1,318 @@
+//! `pkgmon`: profiles a command, or running processes, in user space and in the kernel, and
+//! writes a process-labeled measurement directory for `pkgprof --pid`.
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use collect_perf::{Config, Progress, Recording, Sampler, WriteOptions, preflight, replay};
+
+const AFTER_HELP: &str = "\
+Files (in DIR, per process PID with command name COMM):
+  gmon.out.PIDu.COMM   user-space profile (gmon.out, runtime addresses)
+  gmon.out.PIDk.COMM   profile of the kernel working for the process
+  gmon.out.PIDs.COMM   sampled stacks (exact inclusive times)
+  gmon.out.PID.COMM    measurement info: mappings, counters, boundary counts
+  kallsyms.BOOTID      kernel symbols at record time
+  gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
+                       other processes (with -a)
+
+Examples:
+  pkgmon -- ./server --port 8080      profile a command and all it starts
+  pkgmon -o prof -F 4000 -- make -j2   4000 samples/s, files in prof/
+  pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
+  pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
+  pkgprof --pid 1234 ./server          report on one process (user and kernel)
+
+Ctrl-C stops profiling (the command gets the signal as usual) and still
+writes complete files.
+
+Exit status:
+  the command's exit status (128+N if a signal N ended it); 0 with -p;
+  2 for a usage error; 125 if pkgmon failed (e.g. perf_event_open refused);
+  126 if the command cannot be run; 127 if it is not found.";
+
+/// Profiles a command (or running processes) in user space and in the kernel with
+/// perf_event_open, and writes per-process user and kernel gmon.out files for pkgprof.
+#[derive(Debug, Parser)]
+#[command(name = "pkgmon", version, after_help = AFTER_HELP)]
+struct Args {
+    /// Directory to write the files into (created if missing).
+    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// Samples per second of CPU time, per thread.
+    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    freq: u64,
+    /// System-wide: sample all CPUs; kernel work for no process and for processes not asked
+    /// for goes to gmon.out.-k.kernel and gmon.out.-k.other.
+    #[arg(short = 'a', long = "all-cpus")]
+    all: bool,
+    /// Stop after this many seconds (the command is killed if still running).
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// Sample user space only (allowed with kernel.perf_event_paranoid=2 for your own
+    /// processes); the kernel files stay empty.
+    #[arg(short = 'u', long = "user-only")]
+    user_only: bool,
+    /// Attach to running processes (and what they start from now on).
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        value_delimiter = ',',
+        conflicts_with = "command"
+    )]
+    pids: Vec<i32>,
+    /// The command to run and profile, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// Makes SIGINT and SIGTERM set [`STOP`] instead of killing pkgmon, so the files still get
+/// written. The launched command resets them at exec, so it reacts to Ctrl-C as usual.
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // Safety: installing a handler that only stores to an atomic, which is
+        // async-signal-safe; the sigaction struct is fully initialized.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Exit statuses of pkgmon's own failures (as `timeout` and `env` use them).
+const EXIT_FAILED: u8 = 125;
+const EXIT_CANNOT_RUN: u8 = 126;
+const EXIT_NOT_FOUND: u8 = 127;
+
+/// Runs pkgmon with the process's arguments; returns its exit status.
+pub fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(args) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("pkgmon: {err:#}");
+            if err
+                .chain()
+                .any(|c| matches!(c.downcast_ref(), Some(collect_perf::Error::Refused { .. })))
+            {
+                eprintln!(
+                    "pkgmon: --user-only samples user space only, which needs less privilege"
+                );
+            }
+            let spawn = err
+                .chain()
+                .find_map(|c| match c.downcast_ref::<collect_perf::Error>() {
+                    Some(collect_perf::Error::Spawn { source, .. }) => Some(source.kind()),
+                    _ => None,
+                });
+            ExitCode::from(match spawn {
+                Some(std::io::ErrorKind::NotFound) => EXIT_NOT_FOUND,
+                Some(_) => EXIT_CANNOT_RUN,
+                None => EXIT_FAILED,
+            })
+        }
+    }
+}
+
+/// The progress line on a terminal: rewritten in place, cleared before other messages.
+struct Status {
+    tty: bool,
+    shown: bool,
+}
+
+impl Status {
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+
+    fn update(&mut self, p: &Progress<'_>) {
+        for (pid, comm) in p.new_processes {
+            self.clear();
+            eprintln!("pkgmon: pid {pid} ({comm})");
+        }
+        if self.tty {
+            eprint!(
+                "\r\x1b[Kpkgmon: {:.1} s, {} process{}, {} samples, {} lost",
+                p.elapsed.as_secs_f64(),
+                p.processes,
+                if p.processes == 1 { "" } else { "es" },
+                p.samples,
+                p.lost
+            );
+            let _ = std::io::stderr().flush();
+            self.shown = true;
+        }
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<u8> {
+    if args.command.is_empty() && args.pids.is_empty() && !args.all {
+        bail!("nothing to profile: give a command after `--`, or -p PID (see --help)");
+    }
+    if args.all && args.command.is_empty() && args.pids.is_empty() && args.duration.is_none() {
+        eprintln!("pkgmon: profiling the whole system until Ctrl-C");
+    }
+    let mut config = Config::default();
+    config.frequency = args.freq;
+    config.system_wide = args.all;
+    config.user_only = args.user_only;
+    if let Some(s) = args.duration {
+        if !(s.is_finite() && s > 0.0) {
+            bail!("--duration must be a positive number of seconds, not {s}");
+        }
+        config.duration = Some(Duration::from_secs_f64(s));
+    }
+    let perms = preflight(&config)?;
+    for w in &perms.warnings {
+        eprintln!("pkgmon: warning: {w}");
+    }
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    catch_signals();
+    let sampler = if !args.command.is_empty() {
+        Sampler::launch(&args.command, &config)?
+    } else {
+        Sampler::attach(&args.pids, &config)?
+    };
+    let mut status = Status {
+        tty: std::io::stderr().is_terminal(),
+        shown: false,
+    };
+    let rec = sampler.run_with(&STOP, |p| status.update(p))?;
+    status.clear();
+    if STOP.load(Ordering::Relaxed) {
+        eprintln!("pkgmon: interrupted; writing the files");
+    }
+    let rep = replay(&rec);
+    let mut opts = WriteOptions::default();
+    opts.dir = args.dir.clone();
+    if !args.command.is_empty() {
+        opts.argv = Some(args.command.clone());
+    }
+    if args.all {
+        let mut asked: std::collections::BTreeSet<u32> =
+            args.pids.iter().map(|&p| p as u32).collect();
+        asked.extend(rec.child.as_ref().map(|c| c.pid));
+        opts.system_wide = Some(asked);
+    }
+    let summary = collect_perf::write_measurement(&rec, &rep, &opts)
+        .with_context(|| format!("cannot write the measurement into {}", args.dir.display()))?;
+    for w in &summary.warnings {
+        eprintln!("pkgmon: warning: {w}");
+    }
+    print_summary(&rec, &summary, &args.dir);
+    Ok(exit_status(&rec, args.command.is_empty()))
+}
+
+fn print_summary(rec: &Recording, s: &collect_perf::WriteSummary, dir: &std::path::Path) {
+    let lost = rec.lost_samples();
+    eprintln!(
+        "pkgmon: {} process{}, {} samples, {} lost, {} throttled, {} truncated stacks",
+        s.processes,
+        if s.processes == 1 { "" } else { "es" },
+        s.samples,
+        lost,
+        rec.throttled,
+        s.truncated_stacks
+    );
+    if lost > 0 {
+        let total = rec.samples.len() as u64 + lost;
+        eprintln!(
+            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%); lower -F",
+            lost as f64 * 100.0 / total as f64
+        );
+    }
+    let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();
+    eprintln!(
+        "pkgmon: wrote {} files ({bytes} bytes) to {}:",
+        s.files.len(),
+        dir.display()
+    );
+    let width = s
+        .files
+        .iter()
+        .map(|f| f.path.file_name().map_or(0, |n| n.len()))
+        .max()
+        .unwrap_or(0);
+    for f in &s.files {
+        let name = f
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        eprintln!("  {name:<width$}  {:>10} bytes", f.bytes);
+    }
+}
+
+/// The launched command's status (128+N for a signal), or 0 when attached.
+fn exit_status(rec: &Recording, attached: bool) -> u8 {
+    if attached {
+        return 0;
+    }
+    match &rec.child {
+        Some(c) => match (c.code, c.signal) {
+            (Some(code), _) => code as u8,
+            (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
+            _ => EXIT_FAILED,
+        },
+        None => EXIT_FAILED,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn arguments() {
+        Args::command().debug_assert();
+        let a = Args::try_parse_from(["pkgmon", "-o", "d", "-F", "99", "--", "ls", "-l"])
+            .expect("parses");
+        assert_eq!(a.dir, PathBuf::from("d"));
+        assert_eq!(a.freq, 99);
+        assert_eq!(a.command, ["ls", "-l"]);
+        let a = Args::try_parse_from(["pkgmon", "-p", "3,4", "--duration", "1.5"]).expect("pids");
+        assert_eq!(a.pids, [3, 4]);
+        assert_eq!(a.duration, Some(1.5));
+        assert!(Args::try_parse_from(["pkgmon", "-p", "3", "--", "ls"]).is_err());
+        assert!(Args::try_parse_from(["pkgmon", "-F", "0", "--", "ls"]).is_err());
+    }
+
+    #[test]
+    fn help_ends_with_examples_and_exit_statuses() {
+        let help = Args::command().render_long_help().to_string();
+        let ex = help.find("Examples:").expect("examples");
+        let st = help.find("Exit status:").expect("exit statuses");
+        assert!(
+            ex < st && help.trim_end().ends_with("if it is not found."),
+            "{help}"
+        );
+    }
+}

@@ -1,0 +1,298 @@
+//! End-to-end tests of `pkgmon`: the binary run on the collector's C workloads.
+//!
+//! These need perf_event_open with kernel sampling (root here); if it is refused they fail
+//! with pkgmon's message, they never skip.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use gmon_format::{AddressSize, Endian, MeasurementInfo, Profile, ReadOptions, Stacks, scan};
+
+const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
+
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("pkgmon-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+/// A collector workload, compiled on first use.
+fn workload(name: &str) -> PathBuf {
+    let out = scratch().join(name);
+    if !out.exists() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../collect-perf/tests/workloads/{name}.c"));
+        let tmp = scratch().join(format!("{name}.tmp"));
+        let st = Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc failed for {}", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
+}
+
+/// Tests run one at a time: the machine has two CPUs and the workloads count CPU time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn out_dir(tag: &str) -> PathBuf {
+    let d = scratch().join(tag);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Checks every file of a measurement directory parses; returns (pid, comm, samples) per
+/// file set.
+fn check_measurement(dir: &Path) -> Vec<(u32, String, u64)> {
+    let names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.ends_with(".tmp")),
+        "temporary files left: {names:?}"
+    );
+    assert!(names.iter().any(|n| n.starts_with("kallsyms.")));
+    let m = scan(dir).unwrap();
+    assert!(m.skipped.is_empty(), "{:?}", m.skipped);
+    let opts = ReadOptions::new(AddressSize::U64, Endian::Little);
+    let mut out = Vec::new();
+    for pf in &m.processes {
+        let mut samples = 0;
+        for p in [&pf.user, &pf.kernel] {
+            let data = std::fs::read(p.as_ref().expect("gmon file")).unwrap();
+            let prof = Profile::parse(&data, &opts).unwrap();
+            for r in prof.records() {
+                if let gmon_format::Record::Histogram(h) = r.unwrap().1 {
+                    samples += h.bins.iter().map(u64::from).sum::<u64>();
+                }
+            }
+        }
+        let data = std::fs::read(pf.stacks.as_ref().expect("stacks file")).unwrap();
+        let stacks = Stacks::parse(&data).unwrap();
+        let in_stacks: u64 = stacks.records().map(|r| r.unwrap().1.samples).sum();
+        assert_eq!(in_stacks, samples);
+        let info = MeasurementInfo::parse(&std::fs::read(pf.info.as_ref().expect("info")).unwrap())
+            .unwrap();
+        assert_eq!(info.process.pid, pf.pid);
+        out.push((pf.pid, pf.comm.to_string(), samples));
+    }
+    out
+}
+
+#[test]
+fn profiles_a_command_and_passes_its_status_through() {
+    let _s = serial();
+    let dir = out_dir("run");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("forker"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    assert_eq!(sets.len(), 3, "{sets:?}\n{err}");
+    for (pid, comm, samples) in &sets {
+        assert_eq!(comm, "forker");
+        assert!(*samples >= 200, "{pid}: {samples}");
+        assert!(
+            err.contains(&format!("pkgmon: pid {pid} (forker)")),
+            "pid {pid} not announced:\n{err}"
+        );
+    }
+    assert!(err.contains("pkgmon: 3 processes, "), "{err}");
+    assert!(err.contains(" 0 lost, 0 throttled, "), "{err}");
+    assert!(err.contains("pkgmon: wrote 13 files ("), "{err}");
+    assert!(
+        !err.contains('\r'),
+        "no progress line when stderr is not a terminal"
+    );
+
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(out_dir("status"))
+        .args(["--", "/bin/sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(out_dir("status"))
+        .args(["--", "/bin/sh", "-c", "kill -TERM $$"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
+    let o = Command::new(PKGMON)
+        .args(["--", "/nonexistent/program"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(127));
+    assert!(
+        stderr(&o).starts_with("pkgmon: cannot run /nonexistent/program: "),
+        "{}",
+        stderr(&o)
+    );
+    let o = Command::new(PKGMON).output().unwrap();
+    assert_eq!(o.status.code(), Some(125));
+    assert!(stderr(&o).contains("nothing to profile"), "{}", stderr(&o));
+}
+
+#[test]
+fn sigint_mid_run_still_writes_complete_files() {
+    let _s = serial();
+    let dir = out_dir("interrupted");
+    let child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("20000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(600));
+    // Safety: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    assert!(err.contains("interrupted; writing the files"), "{err}");
+    // The command was stopped by pkgmon (SIGKILL): 128 + 9.
+    assert_eq!(o.status.code(), Some(137), "{err}");
+    let sets = check_measurement(&dir);
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    // How much CPU the workload got in 0.6 s depends on the machine's load; it got some.
+    assert!(sets[0].2 >= 10, "{sets:?}");
+}
+
+#[test]
+fn attaches_to_a_running_process_for_a_duration() {
+    let _s = serial();
+    let mut target = Command::new(workload("cpu")).arg("5000").spawn().unwrap();
+    let dir = out_dir("attach");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .args(["--duration", "0.5", "-p"])
+        .arg(target.id().to_string())
+        .output()
+        .unwrap();
+    let _ = target.kill();
+    let _ = target.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    assert_eq!(sets.len(), 1, "{sets:?}\n{err}");
+    let (pid, comm, samples) = &sets[0];
+    assert_eq!((*pid, comm.as_str()), (target.id(), "cpu"));
+    // At most 0.5 s of one thread's CPU time at 1000 Hz, and some of it (load varies).
+    assert!((10..=600).contains(samples), "{samples} samples in 0.5 s");
+}
+
+#[test]
+fn refusal_is_explained() {
+    let _s = serial();
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // As an unprivileged user (nobody), kernel sampling needs paranoid <= 1.
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", PKGMON])
+        .args(["-o", "/nonexistent-dir", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    if paranoid >= 2 {
+        assert_eq!(o.status.code(), Some(125), "{err}");
+        assert!(
+            err.starts_with(&format!(
+                "pkgmon: perf_event_open was refused (perf_event_paranoid={paranoid}): run as root or set kernel.perf_event_paranoid to 1 or lower"
+            )),
+            "{err}"
+        );
+    } else {
+        assert!(err.contains("cannot create /nonexistent-dir"), "{err}");
+    }
+}
+
+/// Histogram samples of a gmon file.
+fn gmon_samples(path: &Path) -> u64 {
+    let data = std::fs::read(path).unwrap();
+    let prof = Profile::parse(&data, &ReadOptions::new(AddressSize::U64, Endian::Little)).unwrap();
+    let mut n = 0;
+    for r in prof.records() {
+        match r.unwrap().1 {
+            gmon_format::Record::Histogram(h) => n += h.bins.iter().map(u64::from).sum::<u64>(),
+            gmon_format::Record::Arc(a) => assert!(
+                a.from_pc >= 0x8000_0000_0000_0000,
+                "only kernel arcs in a system-wide kernel file"
+            ),
+            gmon_format::Record::BasicBlocks(_) => panic!("basic blocks"),
+        }
+    }
+    n
+}
+
+#[test]
+fn system_wide_puts_other_kernel_work_in_the_k_files() {
+    let _s = serial();
+    // A process not asked for, busy in the kernel.
+    let mut other = Command::new(workload("syscall"))
+        .arg("4000")
+        .spawn()
+        .unwrap();
+    let dir = out_dir("system");
+    let o = Command::new(PKGMON)
+        .arg("-a")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("300")
+        .output()
+        .unwrap();
+    let _ = other.kill();
+    let _ = other.wait();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    assert_eq!(sets.len(), 1, "only the command gets files: {sets:?}");
+    assert_eq!(sets[0].1, "cpu");
+    assert!(sets[0].2 >= 10, "{sets:?}");
+    let m = scan(&dir).unwrap();
+    let other_samples = gmon_samples(m.kernel_other.as_ref().expect("gmon.out.-k.other"));
+    let system_samples = gmon_samples(m.kernel_system.as_ref().expect("gmon.out.-k.kernel"));
+    eprintln!("-k.other {other_samples} samples, -k.kernel {system_samples}");
+    assert!(
+        other_samples >= 10,
+        "the other process's kernel time: {other_samples}"
+    );
+    assert!(
+        !err.contains(&format!("pkgmon: pid {} ", other.id())),
+        "a process not asked for was announced:\n{err}"
+    );
+}
