@@ -205,21 +205,15 @@ pub fn write_annotated_source<W: Write>(
     let symbols = table.symbols();
     let mut first_file = true;
     for file in files {
-        let mut counts: Vec<LineCount> = Vec::new();
+        // A map, not a vector: damaged debugging information can claim any line number.
+        let mut counts: std::collections::BTreeMap<u64, LineCount> = Default::default();
         let mut total: u64 = 0;
         for (i, src) in sources.iter().enumerate() {
             let Some(src) = src else { continue };
             if src.file != *file || !options.selected.get(i).copied().unwrap_or(true) {
                 continue;
             }
-            let line = usize::try_from(src.line).unwrap_or(usize::MAX);
-            if line >= counts.len() {
-                if line > 1 << 24 {
-                    continue;
-                }
-                counts.resize(line + 1, LineCount::default());
-            }
-            let c = &mut counts[line];
+            let c = counts.entry(src.line).or_default();
             // The first symbol on a line (in address order) decides whether it shows a count:
             // a line symbol first leaves it blank, even if a function starts there too
             // (whose calls still count in the totals and the top lines).
@@ -257,7 +251,7 @@ pub fn write_annotated_source<W: Write>(
             buf.extend_from_slice(b":\n");
         }
         let mut body = text.as_slice();
-        let mut number = 1usize;
+        let mut number = 1u64;
         let mut last = 0u64;
         while !body.is_empty() {
             // The text is copied as it is: a last line without a newline stays without one.
@@ -265,7 +259,7 @@ pub fn write_annotated_source<W: Write>(
                 Some(nl) => (&body[..=nl], &body[nl + 1..]),
                 None => (body, &[][..]),
             };
-            let c = counts.get(number).copied().unwrap_or_default();
+            let c = counts.get(&number).copied().unwrap_or_default();
             let shown = if c.has_count {
                 last = c.count;
                 Some(c.count)
@@ -288,11 +282,10 @@ pub fn write_annotated_source<W: Write>(
             number += 1;
         }
         if options.table_length > 0 {
-            let mut top: Vec<(usize, u64)> = counts
+            let mut top: Vec<(u64, u64)> = counts
                 .iter()
-                .enumerate()
                 .filter(|(_, c)| c.count > 0)
-                .map(|(l, c)| (l, c.count))
+                .map(|(&l, c)| (l, c.count))
                 .collect();
             glibc_qsort(&mut top, |a, b| b.1.cmp(&a.1));
             let n = usize::try_from(options.table_length).unwrap_or(usize::MAX);
@@ -307,9 +300,9 @@ pub fn write_annotated_source<W: Write>(
                 buf.extend_from_slice(format!("{line:>9} {count:>10}\n").as_bytes());
             }
         }
-        let executable = counts.iter().filter(|c| c.has_symbol).count();
+        let executable = counts.values().filter(|c| c.has_symbol).count();
         let executed = counts
-            .iter()
+            .values()
             .filter(|c| c.has_count || (options.all_lines && c.has_symbol))
             .count();
         buf.extend_from_slice(b"\nExecution Summary:\n\n");
