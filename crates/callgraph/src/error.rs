@@ -43,8 +43,14 @@ pub enum Error {
         path: PathBuf,
     },
     /// The image's DWARF debugging information is damaged.
-    #[error("cannot read the debugging information")]
-    Dwarf(#[source] gimli::Error),
+    #[error("{path}: cannot read the debugging information")]
+    Dwarf {
+        /// Path of the image.
+        path: PathBuf,
+        /// What gimli objected to.
+        #[source]
+        source: gimli::Error,
+    },
     /// The flat profile was asked for but no histogram record was read.
     #[error("gmon.out file is missing histogram")]
     MissingHistogram,

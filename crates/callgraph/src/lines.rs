@@ -7,6 +7,7 @@
 //! arc's caller and a histogram sample's owner become source lines, while callees stay functions.
 
 use std::borrow::Cow;
+use std::path::Path;
 use std::rc::Rc;
 
 use gimli::Reader as _;
@@ -30,11 +31,12 @@ pub struct TextSection {
 }
 
 impl TextSection {
-    /// Reads the `.text` section (or `$CODE$`) of the ELF image `data`.
+    /// Reads the `.text` section (or `$CODE$`) of the ELF image `data`; `path` only names it
+    /// in errors.
     ///
     /// Returns `None` if the image has no such section, and an error if it cannot be parsed.
-    pub fn parse(data: &[u8]) -> Result<Option<Self>> {
-        let file = object::File::parse(data).map_err(not_exec)?;
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
         let Some(section) = file
             .section_by_name(".text")
             .or_else(|| file.section_by_name("$CODE$"))
@@ -55,9 +57,9 @@ impl TextSection {
     }
 }
 
-fn not_exec(source: object::Error) -> Error {
+fn not_exec(path: &Path, source: object::Error) -> Error {
     Error::NotExecutable {
-        path: "image".into(),
+        path: path.to_owned(),
         source: Some(source),
     }
 }
@@ -89,12 +91,12 @@ impl std::fmt::Debug for SourceLines {
 }
 
 impl SourceLines {
-    /// Loads the DWARF sections of the ELF image `data`.
+    /// Loads the DWARF sections of the ELF image `data`; `path` only names it in errors.
     ///
     /// Returns `None` if the image has no line information, and an error if the image or its
     /// DWARF cannot be parsed.
-    pub fn parse(data: &[u8]) -> Result<Option<Self>> {
-        let file = object::File::parse(data).map_err(not_exec)?;
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
         if file.section_by_name(".debug_line").is_none() {
             return Ok(None);
         }
@@ -109,6 +111,10 @@ impl SourceLines {
                 .and_then(|s| s.uncompressed_data().ok())
                 .unwrap_or_default();
             Ok(gimli::EndianRcSlice::new(Rc::from(&*bytes), endian))
+        };
+        let dwarf_error = |source| Error::Dwarf {
+            path: path.to_owned(),
+            source,
         };
         let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
         let mut files = Vec::new();
@@ -343,10 +349,6 @@ fn bfd_path(
     }
     path.extend_from_slice(&name);
     Some(path)
-}
-
-fn dwarf_error(source: gimli::Error) -> Error {
-    Error::Dwarf(source)
 }
 
 /// A symbol's source position as gprof prints it: file and line.

@@ -15,7 +15,7 @@ fn report(image: &Path, gmons: &[&Path], options: &ReportOptions) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("{}: {e}", image.display()));
     // Debugging information gives static functions a `(file)` in the index.
     let data = std::fs::read(image).unwrap();
-    let lines = callgraph::SourceLines::parse(&data).unwrap();
+    let lines = callgraph::SourceLines::parse(image, &data).unwrap();
     let sources = callgraph::symbol_sources(&table, lines.as_ref());
     let names = callgraph::SourceNames::new(&table, &sources, false, false, false);
     let mut analysis = Analysis::new(table, &sum);

@@ -110,9 +110,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     let Some((table, image_data)) = image else {
         return Ok(());
     };
-    let text = TextSection::parse(&image_data)?.unwrap_or_default();
+    let image_path = PathBuf::from(image_name(&o));
+    let text = TextSection::parse(&image_path, &image_data)?.unwrap_or_default();
     // Damaged debugging information only costs the source names, as in gprof.
-    let lines = SourceLines::parse(&image_data).ok().flatten();
+    let lines = SourceLines::parse(&image_path, &image_data).ok().flatten();
     let (table, sources) = if o.line {
         let t = line_table(&table, &text, lines.as_ref());
         (t.table, t.sources)

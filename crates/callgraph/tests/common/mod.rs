@@ -118,7 +118,7 @@ pub fn report_output_with(
     }
     let static_arcs = if flags.static_call_graph {
         let data = std::fs::read(image).map_err(|e| e.to_string())?;
-        let text = callgraph::TextSection::parse(&data)
+        let text = callgraph::TextSection::parse(image, &data)
             .map_err(|e| e.to_string())?
             .unwrap_or_default();
         callgraph::static_arcs(&table, &text, &sum)
@@ -141,10 +141,10 @@ pub fn report_output_with(
 pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
     let (table, sum) = load(image, gmons, flags)?;
     let data = std::fs::read(image).map_err(|e| e.to_string())?;
-    let text = callgraph::TextSection::parse(&data)
+    let text = callgraph::TextSection::parse(image, &data)
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
-    let lines = callgraph::SourceLines::parse(&data).ok().flatten();
+    let lines = callgraph::SourceLines::parse(image, &data).ok().flatten();
     let line_table = callgraph::line_table(&table, &text, lines.as_ref());
     let arcs = callgraph::sum_arcs(&line_table.table, sum.arcs());
     let blocks = callgraph::sum_basic_blocks(&line_table.table, sum.basic_blocks());
@@ -163,7 +163,7 @@ pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Ve
     let (table, sum) = load(image, gmons, flags)?;
     let static_arcs = if flags.static_call_graph {
         let data = std::fs::read(image).map_err(|e| e.to_string())?;
-        let text = callgraph::TextSection::parse(&data)
+        let text = callgraph::TextSection::parse(image, &data)
             .map_err(|e| e.to_string())?
             .unwrap_or_default();
         callgraph::static_arcs(&table, &text, &sum)
