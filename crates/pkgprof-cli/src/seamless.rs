@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ProcessSelection, Seamless, SeamlessOptions, apply_stacks, write_process_header,
-    write_report, write_symbol_image,
+    Analysis, ProcessSelection, Seamless, SeamlessOptions, Symspec, Symspecs, apply_stacks,
+    write_process_header, write_report, write_symbol_image,
 };
 
 use crate::options::Options;
@@ -71,8 +71,9 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         write_merged(Path::new(path), &seamless)?;
     }
     write_process_header(&mut *out, &seamless.processes)?;
-    let mut analysis =
-        Analysis::with_symspecs(seamless.table, &seamless.sum, &crate::pkgprof::symspecs(o));
+    let mut specs = crate::pkgprof::symspecs(o);
+    relabel_specs(&mut specs);
+    let mut analysis = Analysis::with_symspecs(seamless.table, &seamless.sum, &specs);
     if exact {
         apply_stacks(&mut analysis, &seamless.stacks);
     }
@@ -95,4 +96,45 @@ fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
     write_symbol_image(&mut image, &seamless.table)?;
     fs::write(&image_path, image).with_context(|| format!("{}", image_path.display()))?;
     Ok(())
+}
+
+/// Makes `137u:read` in a symbol specification name the labelled function, not function
+/// `read` of source file `137u` (gprof's `FILE:FUNCTION`): a "file" that is a label
+/// (`<pid>u`, `<pid>k`, `kernel`, `other`) joins the function name again. Merged tables have
+/// no source files, so no real file spec is lost.
+fn relabel_specs(specs: &mut Symspecs) {
+    let is_label = |f: &[u8]| {
+        f == b"kernel"
+            || f == b"other"
+            || (f.len() > 1
+                && matches!(f[f.len() - 1], b'u' | b'k')
+                && f[..f.len() - 1].iter().all(u8::is_ascii_digit))
+    };
+    let fix = |spec: &mut Symspec| {
+        if let (Some(file), Some(function)) = (&spec.file, &spec.function)
+            && is_label(file)
+        {
+            let mut name = file.clone();
+            name.push(b':');
+            name.extend_from_slice(function);
+            spec.function = Some(name);
+            spec.file = None;
+        }
+    };
+    for list in [
+        &mut specs.include_flat,
+        &mut specs.exclude_flat,
+        &mut specs.include_graph,
+        &mut specs.exclude_graph,
+        &mut specs.include_time,
+        &mut specs.exclude_time,
+    ] {
+        list.iter_mut().for_each(fix);
+    }
+    for arcs in [&mut specs.include_arcs, &mut specs.exclude_arcs] {
+        for arc in arcs.iter_mut() {
+            fix(&mut arc.from);
+            fix(&mut arc.to);
+        }
+    }
 }

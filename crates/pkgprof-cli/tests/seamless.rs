@@ -238,6 +238,23 @@ fn info(pid: u32, comm: &str, argv: &[&str], o: &Objects) -> MeasurementInfo {
     info
 }
 
+/// The collector's `[boundary]` section: samples per kind of kernel entry.
+fn boundary(counts: [u64; 4], stacks: &str) -> gmon_format::Section {
+    let mut fields: Vec<gmon_format::Field> = ["syscall", "fault", "interrupt", "other"]
+        .iter()
+        .zip(counts)
+        .map(|(k, n)| gmon_format::Field::new(*k, n.to_string()))
+        .collect();
+    fields.push(gmon_format::Field::new(
+        "stacks-file",
+        format!("\"{stacks}\""),
+    ));
+    gmon_format::Section {
+        name: "boundary".into(),
+        fields,
+    }
+}
+
 /// The files of the measurement, by name.
 fn measurement() -> BTreeMap<String, Vec<u8>> {
     let o = objects();
@@ -356,9 +373,9 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
     files.insert("gmon.out.137u.reader".into(), u.bytes());
     files.insert("gmon.out.137k.reader".into(), kg.bytes());
     let mut text = Vec::new();
-    info(137, "reader", &["reader", "-n", "100"], &o)
-        .write(&mut text)
-        .unwrap();
+    let mut reader = info(137, "reader", &["reader", "-n", "100"], &o);
+    reader.extra_sections = vec![boundary([175, 10, 8, 0], "gmon.out.137s.reader")];
+    reader.write(&mut text).unwrap();
     files.insert("gmon.out.137.reader".into(), text);
 
     // Process 138, "server": the same program, writing through libfake's write.
@@ -395,6 +412,7 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
     let mut server = info(138, "server", &["server", "--port", "7"], &o);
     server.process.ppid = Some(137);
     server.counters.extra = vec![gmon_format::Field::new("perf-context-switches", "15")];
+    server.extra_sections = vec![boundary([30, 0, 0, 0], "gmon.out.138s.server")];
     server.write(&mut text).unwrap();
     files.insert("gmon.out.138.server".into(), text);
 

@@ -14,10 +14,11 @@
 //!     other counters:   perf-page-faults 95, perf-context-switches 7
 //! ```
 //!
-//! A value the info file lacks is printed as `-`. `kernel entries` counts the boundary arcs
-//! (samples taken in the kernel with a user context) by kind of kernel entry; the
-//! system-wide blocks (`kernel`, `other`) have only a `samples` line. A blank line ends each
-//! block.
+//! A value the info file lacks is printed as `-`. `samples` counts both sides' histograms
+//! whichever side the listing shows. `kernel entries` are the samples taken in the kernel on
+//! behalf of user code, by kind of kernel entry: the collector's `[boundary]` section when the
+//! info file has one, else the boundary arcs counted. The system-wide blocks (`kernel`,
+//! `other`) have only a `samples` line. A blank line ends each block.
 
 use std::io::{self, Write};
 

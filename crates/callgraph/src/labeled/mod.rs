@@ -431,6 +431,35 @@ impl Builder {
             self.spaces[space].kernel = self.kernel_symbols(space);
             self.add_kernel_profile(space, path, &mut summary)?;
         }
+        // The header shows both sides' samples whatever the listing shows.
+        for (shown, file, total) in [
+            (self.options.user, &files.user, &mut summary.user_samples),
+            (
+                self.options.kernel,
+                &files.kernel,
+                &mut summary.kernel_samples,
+            ),
+        ] {
+            if let (false, Some(path)) = (shown, file) {
+                *total = self.read_gmon(path)?.0.iter().map(|&(_, n)| n).sum();
+            }
+        }
+        // The collector's own count of entries by kind, when it wrote one, is the full one
+        // (boundary arcs are not read with --user).
+        let recorded = summary
+            .info
+            .as_ref()
+            .and_then(|i| i.extra_sections.iter().find(|s| s.name == "boundary"));
+        if let Some(section) = recorded {
+            let mut entries = BTreeMap::new();
+            for kind in BoundaryKind::ALL {
+                let value = section.fields.iter().find(|f| f.key == kind.as_str());
+                if let Some(n) = value.and_then(|f| f.value.parse::<u64>().ok()) {
+                    entries.insert(kind, n);
+                }
+            }
+            summary.entries = entries;
+        }
         if self.options.stacks {
             let Some(path) = &files.stacks else {
                 return Err(Error::NoStacks {
