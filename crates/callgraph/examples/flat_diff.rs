@@ -48,7 +48,7 @@ fn main() -> ExitCode {
         eprintln!("time limit reached");
     }
     println!(
-        "flat_diff {mode:?} seed {seed}: {}/{} identical ({} differ, {} skipped because gprof failed)",
+        "flat_diff {mode:?} seed {seed}: {}/{} identical ({} differ, {} refused by gprof and by us)",
         summary.same,
         summary.run,
         summary.differ.len(),

@@ -247,28 +247,37 @@ fn sorted_last_wins<T>(mut items: Vec<T>, key: impl Fn(&T) -> u64) -> Vec<T> {
 /// nothing (so `-q FROM/nosuch` keeps no arc at all), entries starting at the same address
 /// replace each other (the last spec wins), and an arc matches if any entry does.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct ArcRanges(Vec<(u64, u64, std::rc::Rc<Ranges>)>);
+struct ArcRanges {
+    /// Caller runs: first address, last address, index into `callees`.
+    entries: Vec<(u64, u64, usize)>,
+    /// The callee ranges of each spec.
+    callees: Vec<Ranges>,
+}
 
 impl ArcRanges {
     fn resolve(table: &SymbolTable, specs: &[ArcSpec]) -> Self {
         let mut entries = Vec::new();
+        let mut callees = Vec::new();
         for spec in specs {
-            let to = std::rc::Rc::new(Ranges(runs(table, &spec.to)));
             for (lo, hi) in runs(table, &spec.from) {
-                entries.push((lo, hi, to.clone()));
+                entries.push((lo, hi, callees.len()));
             }
+            callees.push(Ranges(runs(table, &spec.to)));
         }
-        ArcRanges(sorted_last_wins(entries, |e| e.0))
+        ArcRanges {
+            entries: sorted_last_wins(entries, |e| e.0),
+            callees,
+        }
     }
 
     fn matches(&self, from: u64, to: u64) -> bool {
-        self.0
+        self.entries
             .iter()
-            .any(|(lo, hi, callee)| *lo <= from && from <= *hi && callee.contains(to))
+            .any(|&(lo, hi, c)| lo <= from && from <= hi && self.callees[c].contains(to))
     }
 
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.entries.is_empty()
     }
 }
 

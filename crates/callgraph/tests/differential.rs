@@ -76,7 +76,7 @@ fn random_cases_match_gprof() {
             .unwrap_or_else(|e| panic!("cannot set up a case: {e}"));
         total += summary.run;
         lines.push(format!(
-            "{name}: {}/{} identical, {} refused by gprof",
+            "{name}: {}/{} identical, {} refused by both",
             summary.same, summary.run, summary.gprof_failed
         ));
         for case in &summary.differ {

@@ -126,12 +126,13 @@ struct FileSet<'a> {
     truncated: u64,
 }
 
-/// Sorted kernel text symbols, for classifying entry points.
-struct KernelSymbols(Vec<(u64, String)>);
+/// Sorted kernel text symbols, for classifying entry points (names borrowed from the
+/// snapshot's text: it has over 100,000 lines).
+struct KernelSymbols<'a>(Vec<(u64, &'a str)>);
 
-impl KernelSymbols {
-    fn parse(text: &str) -> KernelSymbols {
-        let mut v: Vec<(u64, String)> = text
+impl<'a> KernelSymbols<'a> {
+    fn parse(text: &'a str) -> KernelSymbols<'a> {
+        let mut v: Vec<(u64, &'a str)> = text
             .lines()
             .filter_map(|l| {
                 let mut f = l.split_whitespace();
@@ -139,16 +140,16 @@ impl KernelSymbols {
                 let t = f.next()?;
                 let name = f.next()?;
                 (matches!(t, "t" | "T" | "w" | "W") && a != 0 && !name.starts_with("__pfx_"))
-                    .then(|| (a, name.to_owned()))
+                    .then_some((a, name))
             })
             .collect();
-        v.sort();
+        v.sort_unstable();
         KernelSymbols(v)
     }
 
-    fn name(&self, addr: u64) -> Option<&str> {
+    fn name(&self, addr: u64) -> Option<&'a str> {
         let i = self.0.partition_point(|(a, _)| *a <= addr);
-        (i > 0).then(|| self.0[i - 1].1.as_str())
+        (i > 0).then(|| self.0[i - 1].1)
     }
 
     /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of
@@ -312,8 +313,9 @@ fn stacks_bytes(stacks: &BTreeMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
     w.finish().map_err(enc)
 }
 
-/// The segments of a process: one per image (before the first exec, after each exec). The
-/// launched command's image before its exec is skipped: the events only start at that exec.
+/// The segments of a process: one per image (before the first exec, after each exec), less
+/// the images without samples that an exec replaced (such as the launched command's image
+/// before its exec: the events only start at that exec).
 fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> {
     let start = p.start.unwrap_or(rec.start_time);
     let end = p.exit.unwrap_or(rec.end_time).max(start);
@@ -335,7 +337,10 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
             .samples
             .iter()
             .any(|&i| p.execs.partition_point(|&e| e <= rec.samples[i].time) == k);
-        if k == 0 && comm.is_none() && !has_samples && bounds.len() > 1 {
+        // An image replaced before any sample (the moments between a fork and an exec) would
+        // only add an empty file set per child; a process's last image is always written, so
+        // every process appears.
+        if !has_samples && k + 1 < bounds.len() {
             continue;
         }
         let mut comm = comm.unwrap_or_default().into_bytes();
@@ -527,8 +532,10 @@ pub fn write_measurement(
         info.process.pid = *pid;
         info.process.ppid = first.process.parent.map(|k| k.pid);
         info.process.comm = Some(comm.clone());
-        if set.segments.len() > 1 {
-            info.process.instances = Some(set.segments.len() as u64);
+        // Processes, not images: a process that execs a program of the same name is one.
+        let instances: BTreeSet<_> = set.segments.iter().map(|g| g.process.key).collect();
+        if instances.len() > 1 {
+            info.process.instances = Some(instances.len() as u64);
         }
         info.process.start_monotonic_ns = Some(first.start);
         info.process.start_realtime_ns = Some(first.start.wrapping_add(realtime_offset));
@@ -734,5 +741,80 @@ mod tests {
         assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
         assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
         assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
+    }
+
+    #[test]
+    fn pid_reuse_merges_and_counts_instances_but_exec_does_not() {
+        use crate::recording::{SideBand, SideRecord};
+        let side = |time, kind| SideRecord { time, cpu: 0, kind };
+        let fork = |pid, ppid| SideBand::Fork {
+            pid,
+            ppid,
+            tid: pid,
+            ptid: ppid,
+        };
+        let comm = |pid, name: &str, exec| SideBand::Comm {
+            pid,
+            tid: pid,
+            comm: name.into(),
+            exec,
+        };
+        let mut rec = Recording {
+            frequency: 1000,
+            end_time: 10,
+            ..Recording::default()
+        };
+        rec.side_band = vec![
+            side(1, comm(10, "sh", true)),
+            side(2, fork(11, 10)),
+            side(3, comm(11, "job", true)),
+            side(
+                5,
+                SideBand::Exit {
+                    pid: 11,
+                    ppid: 10,
+                    tid: 11,
+                    ptid: 10,
+                },
+            ),
+            side(6, fork(11, 10)),
+            side(7, comm(11, "job", true)),
+            // Process 10 execs a program of its own name: one process, two images.
+            side(8, comm(10, "sh", true)),
+        ];
+        for (t, pid) in [(4, 11), (7, 11), (9, 10), (2, 10)] {
+            rec.push_sample(
+                t,
+                pid,
+                pid,
+                0,
+                1_000_000,
+                0x1000,
+                true,
+                None,
+                &[],
+                &[0x1000],
+                &[],
+            );
+        }
+        let rep = crate::replay(&rec);
+        let dir =
+            std::env::temp_dir().join(format!("collect-perf-instances-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("temp dir");
+        let opts = WriteOptions {
+            dir: dir.clone(),
+            ..WriteOptions::default()
+        };
+        let summary = write_measurement(&rec, &rep, &opts).expect("write");
+        assert_eq!(summary.processes, 2);
+        let read = |name: &str| {
+            MeasurementInfo::parse(&fs::read(dir.join(name)).expect(name)).expect("info")
+        };
+        let job = read("gmon.out.11.job");
+        assert_eq!(job.process.instances, Some(2));
+        let sh = read("gmon.out.10.sh");
+        assert_eq!(sh.process.instances, None);
+        let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -138,10 +138,11 @@ pub fn preflight(config: &Config) -> Result<Permissions> {
             });
         }
     }
-    let first = std::fs::read_to_string("/proc/kallsyms")
-        .ok()
-        .and_then(|t| t.lines().next().map(str::to_owned))
-        .unwrap_or_default();
+    // Only the first line: the kernel formats the whole 5 MB file on each full read.
+    let mut first = String::new();
+    if let Ok(f) = std::fs::File::open("/proc/kallsyms") {
+        let _ = io::BufRead::read_line(&mut io::BufReader::new(f), &mut first);
+    }
     let kernel_addresses_visible = first
         .split_whitespace()
         .next()
@@ -660,12 +661,29 @@ impl Sampler {
         });
     }
 
+    /// Ends a launched command that is still running: SIGTERM, so that it can clean up as it
+    /// would on Ctrl-C, then SIGKILL if it has not exited within a second.
+    fn end_child(&mut self) {
+        let Some(pid) = self.child else { return };
+        // Safety: `pid` is our unreaped child, so it cannot have been reused.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        for _ in 0..100 {
+            self.collect_child(false);
+            if self.child.is_none() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Safety: as above; still unreaped.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+
     /// Drains the rings until every ring reports POLLHUP (the whole process tree is gone),
     /// `stop` becomes true, or the configured duration passes.
     ///
     /// When stopped early, the events are disabled, the rings drained once more, and a launched
-    /// command that is still running is killed (SIGKILL) and reaped. Returns an error only if
-    /// `poll` fails.
+    /// command that is still running is sent SIGTERM (SIGKILL if it has not exited a second
+    /// later) and reaped. Returns an error only if `poll` fails.
     pub fn run(self, stop: &AtomicBool) -> Result<Recording> {
         self.run_with(stop, |_| {})
     }
@@ -718,10 +736,7 @@ impl Sampler {
                 for fd in self.events.iter().chain(&self.counters) {
                     let _ = sys::set_enabled(fd, false);
                 }
-                if let Some(pid) = self.child {
-                    // Safety: `pid` is our unreaped child.
-                    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                }
+                self.end_child();
                 break;
             }
         }

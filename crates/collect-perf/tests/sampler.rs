@@ -281,7 +281,7 @@ fn stop_flag_ends_the_run_with_a_complete_recording() {
     assert!(r.stopped);
     let child = r.child.as_ref().expect("child reaped");
     assert_eq!(child.pid, pid);
-    assert_eq!(child.signal, Some(9));
+    assert_eq!(child.signal, Some(15), "ended with SIGTERM");
     assert!(child.counters.is_some());
     assert!(r.samples.len() >= 50, "{} samples", r.samples.len());
     let rep = replay(&r);

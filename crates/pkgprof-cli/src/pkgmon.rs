@@ -29,8 +29,9 @@ Examples:
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
   pkgprof --pid 1234 ./server          report on one process (user and kernel)
 
-Ctrl-C stops profiling (the command gets the signal as usual) and still
-writes complete files.
+Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
+command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
+a second later).
 
 Exit status:
   the command's exit status (128+N if a signal N ended it); 0 with -p;
@@ -53,7 +54,8 @@ struct Args {
     /// for goes to gmon.out.-k.kernel and gmon.out.-k.other.
     #[arg(short = 'a', long = "all-cpus")]
     all: bool,
-    /// Stop after this many seconds (the command is killed if still running).
+    /// Stop after this many seconds (a command still running gets SIGTERM, then SIGKILL a
+    /// second later).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
     /// Sample user space only (allowed with kernel.perf_event_paranoid=2 for your own

@@ -8,7 +8,8 @@
 //! (`pkgprof --pid`). A measurement directory (`pkgmon -o DIR`, default `.`) holds, for each
 //! profiled process, the files below. A process is a thread group: all threads of a process go
 //! into its files. A process that `exec`s gets a new file set under its new command name (and
-//! keeps its pid). When a pid is reused during a measurement by a process of the same command
+//! keeps its pid); an image that an exec replaced before it was sampled (a forked child between
+//! `fork` and `exec`) gets none, but a process's last image always gets one. When a pid is reused during a measurement by a process of the same command
 //! name, both go into one file set and the info file's `instances` counts them.
 //!
 //! | file | contents |
