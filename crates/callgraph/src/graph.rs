@@ -134,6 +134,19 @@ impl CallGraph {
         times: &HistogramTimes,
         selection: &Selection,
     ) -> Self {
+        Self::build_with_static(table, arcs, &[], times, selection)
+    }
+
+    /// [`CallGraph::build_selected`] with the (caller, callee) symbol pairs of a static call
+    /// graph (`-c`) added as count-0 arcs after the arcs read. The callee is taken as it is,
+    /// even a label, as gprof adds these arcs without moving them to a function.
+    pub fn build_with_static(
+        table: &SymbolTable,
+        arcs: &[Arc],
+        static_pairs: &[(usize, usize)],
+        times: &HistogramTimes,
+        selection: &Selection,
+    ) -> Self {
         let n = table.len();
         let mut nodes: Vec<Node> = (0..n).map(|i| Node::new(Some(i))).collect();
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -167,6 +180,22 @@ impl CallGraph {
                 nodes[parent].children.push(id);
                 nodes[child].parents.push(id);
             }
+        }
+        for &(parent, child) in static_pairs {
+            if parent >= n || child >= n || by_pair.contains_key(&(parent, child)) {
+                continue;
+            }
+            let id = graph_arcs.len();
+            graph_arcs.push(GraphArc {
+                parent,
+                child,
+                count: 0,
+                time: 0.0,
+                child_time: 0.0,
+            });
+            by_pair.insert((parent, child), id);
+            nodes[parent].children.push(id);
+            nodes[child].parents.push(id);
         }
         for node in &mut nodes {
             node.children.reverse();

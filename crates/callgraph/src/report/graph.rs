@@ -26,6 +26,8 @@ pub(crate) struct GraphPrint<'a> {
     /// BSD layout (`-T`): wider children column, three-line header, blank lines around
     /// separators, no title.
     pub bsd: bool,
+    /// Line mode: whether each symbol is a function; only functions get entries.
+    pub line_functions: Option<&'a [bool]>,
     /// Explanations follow (no `-b`): the GNU title announces them.
     pub explained: bool,
 }
@@ -216,7 +218,10 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         let n = &g.nodes[node];
         let all_zero =
             n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0.0 && n.prop_child == 0.0;
-        if (!p.display_unused && all_zero) || !n.print_flag {
+        let not_function = p
+            .line_functions
+            .is_some_and(|f| n.symbol.is_none_or(|s| !f.get(s).copied().unwrap_or(false)));
+        if (!p.display_unused && all_zero) || !n.print_flag || not_function {
             continue;
         }
         if n.symbol.is_none() {
@@ -378,6 +383,7 @@ mod tests {
             after_other_output: false,
             explained: false,
             bsd: false,
+            line_functions: None,
         };
         let mut out = Vec::new();
         write_graph(&mut out, &print).unwrap();
