@@ -27,7 +27,7 @@ Examples:
   pkgmon -o prof -F 4000 -- make -j2   4000 samples/s, files in prof/
   pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
-  pkgprof --pid 1234 ./server          report on one process (user and kernel)
+  pkgprof -b --pid 1234               report on one process (user and kernel)
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
