@@ -3,5 +3,6 @@
 
 pub mod gmon;
 pub mod info;
+pub mod kallsyms;
 pub mod name;
 pub mod stacks;

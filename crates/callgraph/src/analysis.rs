@@ -37,6 +37,21 @@ pub struct Analysis {
     pub table: SymbolTable,
     /// Flat-profile selection per symbol (see [`Selection::flat`]).
     pub(crate) included: Vec<bool>,
+    /// Source-line additions to the names (see [`Analysis::set_sources`]).
+    pub sources: SourceNames,
+}
+
+/// What the listings add to names from the debugging information (see [`crate::name_suffix`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SourceNames {
+    /// Appended to a symbol's name everywhere: ` (FILE:LINE @ ADDR)` in line mode, ` (FILE:LINE)`
+    /// with `--inline-file-names`. Empty means nothing is appended.
+    pub everywhere: Vec<Vec<u8>>,
+    /// Appended in the index only: ` (FILE)` for static functions. Empty means nothing.
+    pub index: Vec<Vec<u8>>,
+    /// Line granularity: the call graph prints entries for functions only.
+    pub line_mode: bool,
 }
 
 impl Analysis {
@@ -50,25 +65,53 @@ impl Analysis {
     /// time, `-q`/`-Q`/`-e`/`-f` what the call graph prints, `-n`/`-N`/`-E`/`-F` what
     /// propagates time, and `-k` and `-q FROM/TO` which arcs are read at all.
     pub fn with_symspecs(table: SymbolTable, sum: &Sum, specs: &Symspecs) -> Self {
-        let selection = Selection::new(&table, specs);
+        Self::with_static_arcs(table, sum, specs, &[], &[])
+    }
+
+    /// [`Analysis::with_symspecs`] with the count-0 arcs of a static call graph (`-c`, see
+    /// [`crate::static_arcs`]) added after the arcs of `sum`, as (caller, callee) symbol pairs.
+    /// Like gprof, arc specs do not filter them: they are made after the arcs are read.
+    /// `sources` (see [`crate::symbol_sources`]) let file and line specs match; empty when the
+    /// image has no debugging information.
+    pub fn with_static_arcs(
+        table: SymbolTable,
+        sum: &Sum,
+        specs: &Symspecs,
+        static_arcs: &[(usize, usize)],
+        sources: &[Option<crate::SourceInfo>],
+    ) -> Self {
+        let selection = Selection::with_sources(&table, specs, sources);
         let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, sum, &included);
         let arcs = filter_arcs(&table, sum.arcs(), &selection);
-        Self::with_times(table, times, &arcs, !sum.arcs().is_empty(), &selection)
+        Self::with_times(
+            table,
+            times,
+            &arcs,
+            !sum.arcs().is_empty(),
+            static_arcs,
+            &selection,
+        )
     }
 
-    /// [`Analysis::with_symspecs`] taking the sum by value, to free it early: the summed
+    /// [`Analysis::with_static_arcs`] taking the sum by value, to free it early: the summed
     /// histograms (8 bytes per bin) and the sum's arc index go as soon as the self times are
     /// known, before the call graph is built. This is what keeps big profiles within gprof's
     /// memory.
-    pub fn from_sum(table: SymbolTable, sum: Sum, specs: &Symspecs) -> Self {
-        let selection = Selection::new(&table, specs);
+    pub fn from_sum(
+        table: SymbolTable,
+        sum: Sum,
+        specs: &Symspecs,
+        static_arcs: &[(usize, usize)],
+        sources: &[Option<crate::SourceInfo>],
+    ) -> Self {
+        let selection = Selection::with_sources(&table, specs, sources);
         let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, &sum, &included);
         let arcs = filter_arcs(&table, sum.arcs(), &selection).into_owned();
         let has_arcs = !sum.arcs().is_empty();
         drop(sum);
-        Self::with_times(table, times, &arcs, has_arcs, &selection)
+        Self::with_times(table, times, &arcs, has_arcs, static_arcs, &selection)
     }
 
     /// The rest of the analysis once the self times are known; `arcs` are already filtered
@@ -78,10 +121,11 @@ impl Analysis {
         times: HistogramTimes,
         arcs: &[Arc],
         has_arcs: bool,
+        static_arcs: &[(usize, usize)],
         selection: &Selection,
     ) -> Self {
         let included = selection.flat.clone();
-        let graph = CallGraph::build_selected(&table, arcs, &times, selection);
+        let graph = CallGraph::build_with_static(&table, arcs, static_arcs, &times, selection);
         let calls = CallCounts::from_graph(&graph);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
@@ -92,7 +136,14 @@ impl Analysis {
             has_arcs,
             table,
             included,
+            sources: SourceNames::default(),
         }
+    }
+
+    /// Sets what the listings append to names (line mode, `--inline-file-names`, the index's
+    /// `(file)` of static functions).
+    pub fn set_sources(&mut self, sources: SourceNames) {
+        self.sources = sources;
     }
 
     pub(crate) fn flat_profile(
@@ -122,6 +173,47 @@ impl Analysis {
     /// Whether a histogram was read (gprof then selects the flat profile by default).
     pub fn has_histogram(&self) -> bool {
         self.times.has_histogram
+    }
+}
+
+impl SourceNames {
+    /// What gprof appends to the names of `table`'s symbols, whose source positions are
+    /// `sources`: in line mode (`line_mode`) ` (FILE:LINE @ ADDR)` everywhere, else with
+    /// `inline_file_names` ` (FILE:LINE)` everywhere and in any case ` (FILE)` after static
+    /// functions in the index. FILE is the base name unless `full_path` (`-L`).
+    pub fn new(
+        table: &SymbolTable,
+        sources: &[Option<crate::SourceInfo>],
+        line_mode: bool,
+        inline_file_names: bool,
+        full_path: bool,
+    ) -> Self {
+        let mut names = SourceNames::default();
+        let symbols = table.symbols();
+        if line_mode || inline_file_names {
+            names.everywhere = symbols
+                .iter()
+                .zip(sources)
+                .map(|(s, src)| crate::name_suffix(src.as_ref(), s.address, line_mode, full_path))
+                .collect();
+        }
+        if !line_mode {
+            names.index = symbols
+                .iter()
+                .zip(sources)
+                .map(|(s, src)| match src {
+                    Some(src) if s.is_static => {
+                        let mut suffix = b" (".to_vec();
+                        suffix.extend_from_slice(src.file_name(full_path));
+                        suffix.push(b')');
+                        suffix
+                    }
+                    _ => Vec::new(),
+                })
+                .collect();
+        }
+        names.line_mode = line_mode;
+        names
     }
 }
 
@@ -168,6 +260,9 @@ pub struct ReportOptions {
     /// Something (such as `-i`'s file summaries) was printed before the report, so its first
     /// listing opens with a form feed, as every later one does. Default is false.
     pub after_other_output: bool,
+    /// Width of the index's lines (`-w`): the column width is (width − 1) / 3. Default is
+    /// `None`, gprof's 80.
+    pub width: Option<i64>,
 }
 
 /// Why [`write_report`] failed.
@@ -231,6 +326,25 @@ pub fn write_report<W: Write>(
             .then_some(all)
     };
     let names: &[Cow<'_, [u8]>] = demangled.as_deref().unwrap_or(&mangled);
+    let suffixed: Vec<Cow<'_, [u8]>>;
+    let names: &[Cow<'_, [u8]>] = if analysis.sources.everywhere.is_empty() {
+        names
+    } else {
+        suffixed = append(names, &analysis.sources.everywhere);
+        &suffixed
+    };
+    let functions: Vec<bool>;
+    let line_functions = if analysis.sources.line_mode {
+        functions = analysis
+            .table
+            .symbols()
+            .iter()
+            .map(|s| s.is_function)
+            .collect();
+        Some(functions.as_slice())
+    } else {
+        None
+    };
     let mut first = !options.after_other_output;
     let graph_print = |after_other_output: bool| GraphPrint {
         graph: &analysis.graph,
@@ -240,6 +354,7 @@ pub fn write_report<W: Write>(
         display_unused: options.display_unused,
         after_other_output,
         bsd: options.traditional,
+        line_functions,
         explained,
     };
     let write = |out: &mut W, text: &[u8]| out.write_all(text).map_err(ReportError::Write);
@@ -272,7 +387,7 @@ pub fn write_report<W: Write>(
                 flat: profile,
                 times: &a.times,
                 graph: &a.graph,
-                names: &mangled,
+                names,
                 decorate: a.has_arcs,
                 after_other_output: !first && !explained,
             };
@@ -299,18 +414,38 @@ pub fn write_report<W: Write>(
                 write(&mut out, explain::gnu_call_graph().as_bytes())?;
             }
         }
+        let index_names: Vec<Cow<'_, [u8]>>;
+        let index_names = if analysis.sources.index.is_empty() {
+            names
+        } else {
+            index_names = append(names, &analysis.sources.index);
+            &index_names
+        };
         write_index(
             &mut out,
             &analysis.graph,
-            names,
+            index_names,
             &mangled,
             &analysis.times.time,
             options.display_unused,
             options.traditional,
+            options.width.unwrap_or(80),
         )
         .map_err(ReportError::Write)?;
     }
     Ok(())
+}
+
+/// Each name with its suffix appended.
+fn append<'a>(names: &[Cow<'a, [u8]>], suffixes: &[Vec<u8>]) -> Vec<Cow<'a, [u8]>> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match suffixes.get(i).filter(|x| !x.is_empty()) {
+            Some(suffix) => Cow::Owned([&n[..], &suffix[..]].concat()),
+            None => n.clone(),
+        })
+        .collect()
 }
 
 /// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.

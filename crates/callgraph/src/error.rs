@@ -42,6 +42,15 @@ pub enum Error {
         /// Path of the image.
         path: PathBuf,
     },
+    /// The image's DWARF debugging information is damaged.
+    #[error("{path}: cannot read the debugging information")]
+    Dwarf {
+        /// Path of the image.
+        path: PathBuf,
+        /// What gimli objected to.
+        #[source]
+        source: gimli::Error,
+    },
     /// The flat profile was asked for but no histogram record was read.
     #[error("gmon.out file is missing histogram")]
     MissingHistogram,

@@ -135,6 +135,19 @@ impl CallGraph {
         times: &HistogramTimes,
         selection: &Selection,
     ) -> Self {
+        Self::build_with_static(table, arcs, &[], times, selection)
+    }
+
+    /// [`CallGraph::build_selected`] with the (caller, callee) symbol pairs of a static call
+    /// graph (`-c`) added as count-0 arcs after the arcs read. The callee is taken as it is,
+    /// even a label, as gprof adds these arcs without moving them to a function.
+    pub fn build_with_static(
+        table: &SymbolTable,
+        arcs: &[Arc],
+        static_pairs: &[(usize, usize)],
+        times: &HistogramTimes,
+        selection: &Selection,
+    ) -> Self {
         let n = table.len();
         let mut nodes: Vec<Node> = (0..n).map(|i| Node::new(Some(i))).collect();
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -168,6 +181,20 @@ impl CallGraph {
                     child_time: 0.0,
                 });
             }
+        }
+        for &(parent, child) in static_pairs {
+            let key = ((parent as u64) << 32) ^ child as u64;
+            if parent >= n || child >= n || by_pair.contains_key(&key) {
+                continue;
+            }
+            by_pair.insert(key, graph_arcs.len());
+            graph_arcs.push(GraphArc {
+                parent,
+                child,
+                count: 0,
+                time: 0.0,
+                child_time: 0.0,
+            });
         }
         drop(by_pair);
         for (node, c) in nodes.iter_mut().zip(ncalls) {

@@ -43,9 +43,15 @@
 //! layout. [`check_profile`] and [`check_samples`] say when a profile does not fit the image
 //! (gprof's report is then silently empty or meaningless).
 //!
-//! What it does not do yet: line-level (`-l`) tables, DWARF file names (so file and line
-//! symspecs match as gprof matches them without debug information), and static call graphs
-//! (`-c`).
+//! Source lines come from DWARF ([`SourceLines`]): line granularity ([`line_table`], gprof's
+//! `-l`), name suffixes ([`SourceNames`]), file and line symspecs ([`symbol_sources`] given to
+//! [`Analysis::with_static_arcs`]), execution counts and annotated source
+//! ([`write_exec_counts`], [`write_annotated_source`]). [`static_arcs`] scans x86 code for
+//! calls (`-c`), [`sum_arcs`] gives the arcs `gprof -s` writes and [`function_ordering`] the
+//! `-r` suggestion.
+//!
+//! What it does not do yet: basic-block records in the listings, `-r` with 80 or more called
+//! functions, and file ordering (`-R`).
 //!
 //! # Seamless profiles of a measurement directory
 //!
@@ -73,6 +79,7 @@
 #![deny(missing_docs)]
 
 mod analysis;
+mod annotate;
 mod calls;
 mod demangle;
 mod diagnose;
@@ -83,12 +90,18 @@ mod histogram;
 mod inclusive;
 mod kallsyms;
 mod labeled;
+mod lines;
+mod ordering;
 mod report;
 mod sort;
+mod static_calls;
 mod symbols;
 mod symspec;
 
-pub use analysis::{Analysis, ReportError, ReportOptions, write_report};
+pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
+pub use annotate::{
+    AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
+};
 pub use calls::CallCounts;
 pub use demangle::demangle;
 pub use diagnose::{Warning, check_profile, check_samples};
@@ -102,6 +115,12 @@ pub use labeled::{
     BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
     write_process_header, write_symbol_image,
 };
+pub use lines::{
+    LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
+    symbol_sources,
+};
+pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
+pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};

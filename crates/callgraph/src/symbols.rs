@@ -9,6 +9,7 @@ use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::{FileKind, SymbolIndex};
 
 use crate::error::{Error, Result};
+use crate::sort::glibc_qsort;
 
 /// Which symbols to leave out of the table, mirroring gprof's `-a` and `-D`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,6 +77,9 @@ pub struct SymbolTable {
     index: AddressIndex,
     address_size: AddressSize,
     endian: Endian,
+    /// Addresses of the symbols read, in `.symtab` order before sorting: gprof looks up their
+    /// source files in this order, which orders its annotated-source listing.
+    read_order: Vec<u64>,
     /// What the image says about its code, for diagnostics; unknown for built tables.
     image: Option<ImageFacts>,
 }
@@ -162,12 +166,14 @@ impl SymbolTable {
         address_size: AddressSize,
         endian: Endian,
     ) -> Self {
+        let read_order = entries.iter().map(|s| s.address).collect();
         let symbols = finish(entries, text_end);
         SymbolTable {
             index: AddressIndex::new(&symbols),
             symbols,
             address_size,
             endian,
+            read_order,
             image: None,
         }
     }
@@ -180,6 +186,12 @@ impl SymbolTable {
     /// The symbols in ascending address order.
     pub fn symbols(&self) -> &[Symbol] {
         &self.symbols
+    }
+
+    /// Addresses of the symbols as read from the image, in `.symtab` order (before sorting
+    /// and alias resolution).
+    pub fn read_order(&self) -> &[u64] {
+        &self.read_order
     }
 
     /// Number of symbols.
@@ -358,6 +370,17 @@ struct Entry<'a> {
     address: u64,
     is_function: bool,
     is_static: bool,
+}
+
+impl<'a> Entry<'a> {
+    fn of(s: &'a Symbol) -> Self {
+        Entry {
+            name: &s.name,
+            address: s.address,
+            is_function: s.is_function,
+            is_static: s.is_static,
+        }
+    }
 }
 
 /// Marks symbols with no function at or before them in [`AddressIndex::function_at_or_before`].
@@ -541,6 +564,83 @@ fn finish(mut raw: Vec<Entry<'_>>, text_end: u64) -> Vec<Symbol> {
         });
     }
     out
+}
+
+impl SymbolTable {
+    /// Finalises this table again with `lines` added, as gprof does in line mode; returns the
+    /// new table and where each of its symbols came from.
+    ///
+    /// The symbols of this table keep their extents, so one whose extent ended before its start
+    /// is dropped; the others, line symbols included, follow the rules of the first pass.
+    pub(crate) fn refinalise(
+        &self,
+        lines: Vec<RawSymbol>,
+        text_end: u64,
+    ) -> (SymbolTable, Vec<crate::lines::Origin>) {
+        use crate::lines::Origin;
+        let mut all: Vec<(Symbol, Origin)> = self
+            .symbols
+            .iter()
+            .map(|s| (s.clone(), Origin::Function))
+            .collect();
+        all.extend(lines.into_iter().enumerate().map(|(i, s)| {
+            (
+                Symbol {
+                    name: s.name,
+                    address: s.address,
+                    end_address: 0,
+                    is_function: s.is_function,
+                    is_static: s.is_static,
+                },
+                Origin::Line(i),
+            )
+        }));
+        glibc_qsort(&mut all, |(a, _), (b, _)| {
+            a.address
+                .cmp(&b.address)
+                .then(b.is_function.cmp(&a.is_function))
+                .then(a.is_static.cmp(&b.is_static))
+        });
+        let mut out: Vec<Symbol> = Vec::with_capacity(all.len());
+        let mut origin: Vec<Origin> = Vec::with_capacity(all.len());
+        for (s, o) in all {
+            if let Some(kept) = out.last_mut()
+                && kept.address == s.address
+            {
+                if replaces(&Entry::of(&s), &Entry::of(kept)) {
+                    *kept = s;
+                    if let Some(last) = origin.last_mut() {
+                        *last = o;
+                    }
+                }
+                continue;
+            }
+            if s.end_address != 0 && s.end_address < s.address {
+                continue;
+            }
+            if let Some(prev) = out.last_mut()
+                && prev.end_address == 0
+            {
+                prev.end_address = s.address.wrapping_sub(1);
+            }
+            out.push(s);
+            origin.push(o);
+        }
+        if let Some(last) = out.last_mut() {
+            last.end_address = text_end.wrapping_sub(1);
+        }
+        (
+            SymbolTable {
+                index: AddressIndex::new(&out),
+                symbols: out,
+                address_size: self.address_size,
+                endian: self.endian,
+                read_order: self.read_order.clone(),
+                image: self.image,
+            },
+            origin,
+        )
+    }
 }
 
 /// Whether `new` displaces `kept`, a symbol at the same address seen earlier in sorted order.

@@ -7,6 +7,7 @@
 //! of table X". A spec that matches nothing adds nothing, so `-pnosuch` behaves like `-p`.
 
 use crate::histogram::MCOUNT_NAMES;
+use crate::lines::SourceInfo;
 use crate::symbols::{Symbol, SymbolTable};
 
 /// One symbol specification, parsed as gprof parses it.
@@ -191,10 +192,10 @@ impl Symspecs {
 struct Ranges(Vec<(u64, u64)>);
 
 impl Ranges {
-    fn resolve(table: &SymbolTable, specs: &[Symspec]) -> Self {
+    fn resolve(table: &SymbolTable, specs: &[Symspec], sources: &[Option<SourceInfo>]) -> Self {
         let mut ranges = Vec::new();
         for spec in specs {
-            ranges.extend(runs(table, spec));
+            ranges.extend(runs(table, spec, sources));
         }
         Ranges(sorted_last_wins(ranges, |&(lo, _)| lo))
     }
@@ -212,11 +213,11 @@ impl Ranges {
 /// The runs of consecutive symbols `spec` matches, as `[first.address, last.end_address]`, in
 /// address order. A run that ends before it starts (a lone symbol past the end of `.text`,
 /// such as `data_start`) adds nothing, as observed: `-f data_start` is as if not given.
-fn runs(table: &SymbolTable, spec: &Symspec) -> Vec<(u64, u64)> {
+fn runs(table: &SymbolTable, spec: &Symspec, sources: &[Option<SourceInfo>]) -> Vec<(u64, u64)> {
     let mut runs = Vec::new();
     let mut run: Option<(u64, u64)> = None;
     for (i, symbol) in table.symbols().iter().enumerate() {
-        if spec.matches(symbol, symbol_source(table, i)) {
+        if spec.matches(symbol, symbol_source(sources, i)) {
             let start = run.map_or(symbol.address, |(lo, _)| lo);
             run = Some((start, symbol.end_address));
         } else if let Some(r) = run.take() {
@@ -255,14 +256,14 @@ struct ArcRanges {
 }
 
 impl ArcRanges {
-    fn resolve(table: &SymbolTable, specs: &[ArcSpec]) -> Self {
+    fn resolve(table: &SymbolTable, specs: &[ArcSpec], sources: &[Option<SourceInfo>]) -> Self {
         let mut entries = Vec::new();
         let mut callees = Vec::new();
         for spec in specs {
-            for (lo, hi) in runs(table, &spec.from) {
+            for (lo, hi) in runs(table, &spec.from, sources) {
                 entries.push((lo, hi, callees.len()));
             }
-            callees.push(Ranges(runs(table, &spec.to)));
+            callees.push(Ranges(runs(table, &spec.to, sources)));
         }
         ArcRanges {
             entries: sorted_last_wins(entries, |e| e.0),
@@ -282,9 +283,16 @@ impl ArcRanges {
 }
 
 /// The source position of symbol `i`: the single hook through which file and line specs see
-/// debugging information. This crate reads none yet, so every symbol is at line 0 of no file.
-fn symbol_source(_table: &SymbolTable, _i: usize) -> SourcePosition<'static> {
-    SourcePosition::default()
+/// debugging information (see [`crate::symbol_sources`]); without it a symbol is at line 0 of
+/// no file.
+fn symbol_source(sources: &[Option<SourceInfo>], i: usize) -> SourcePosition<'_> {
+    match sources.get(i).and_then(Option::as_ref) {
+        Some(src) => SourcePosition {
+            file: Some(&src.file),
+            line: src.line,
+        },
+        None => SourcePosition::default(),
+    }
 }
 
 /// What an include/exclude pair says about one symbol when gprof walks the call graph.
@@ -316,19 +324,29 @@ impl Selection {
     /// Resolves `specs` against `table`, with gprof's default exclusions ([`MCOUNT_NAMES`] out
     /// of the flat profile, the call graph and time propagation) added.
     pub fn new(table: &SymbolTable, specs: &Symspecs) -> Self {
+        Self::with_sources(table, specs, &[])
+    }
+
+    /// [`Selection::new`] with the symbols' source positions (see [`crate::symbol_sources`]),
+    /// so that file and line specs can match.
+    pub fn with_sources(
+        table: &SymbolTable,
+        specs: &Symspecs,
+        sources: &[Option<SourceInfo>],
+    ) -> Self {
         let with_mcount = |list: &[Symspec]| {
             let mut all = list.to_vec();
             all.extend(MCOUNT_NAMES.iter().map(|name| Symspec {
                 function: Some(name.to_vec()),
                 ..Symspec::default()
             }));
-            Ranges::resolve(table, &all)
+            Ranges::resolve(table, &all, sources)
         };
-        let include_flat = Ranges::resolve(table, &specs.include_flat);
+        let include_flat = Ranges::resolve(table, &specs.include_flat, sources);
         let exclude_flat = with_mcount(&specs.exclude_flat);
-        let include_graph = Ranges::resolve(table, &specs.include_graph);
+        let include_graph = Ranges::resolve(table, &specs.include_graph, sources);
         let exclude_graph = with_mcount(&specs.exclude_graph);
-        let include_time = Ranges::resolve(table, &specs.include_time);
+        let include_time = Ranges::resolve(table, &specs.include_time, sources);
         let exclude_time = with_mcount(&specs.exclude_time);
         let toggle = |include: &Ranges, exclude: &Ranges, address: u64| {
             let (inc, exc) = (include.contains(address), exclude.contains(address));
@@ -351,8 +369,8 @@ impl Selection {
                 .iter()
                 .map(|s| toggle(&include_time, &exclude_time, s.address))
                 .collect(),
-            include_arcs: ArcRanges::resolve(table, &specs.include_arcs),
-            exclude_arcs: ArcRanges::resolve(table, &specs.exclude_arcs),
+            include_arcs: ArcRanges::resolve(table, &specs.include_arcs, sources),
+            exclude_arcs: ArcRanges::resolve(table, &specs.exclude_arcs, sources),
         }
     }
 

@@ -2,7 +2,7 @@
 //! files, the info file and the stacks file, plus the kernel-symbol snapshot, exactly as
 //! `gmon_format::labeled` specifies.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -66,6 +66,9 @@ pub struct WriteSummary {
     pub processes: usize,
     /// Samples written into per-process files.
     pub samples: u64,
+    /// System-wide mode: kernel samples written into `gmon.out.-k.kernel` and
+    /// `gmon.out.-k.other`.
+    pub system_samples: (u64, u64),
     /// Samples whose user stack may lack outer frames.
     pub truncated_stacks: u64,
     /// How the user stacks were unwound.
@@ -74,13 +77,14 @@ pub struct WriteSummary {
     pub warnings: Vec<String>,
 }
 
-/// Histogram bins and arcs of one gmon file.
+/// Histogram bins and arcs of one gmon file. Hash maps while counting (a sample touches a
+/// dozen entries); sorted when written, so the output does not depend on hash order.
 #[derive(Debug, Default)]
 struct Side {
     /// Address of a 2-byte bin → samples.
-    hist: BTreeMap<u64, u64>,
+    hist: HashMap<u64, u64>,
     /// (from_pc, self_pc) → samples whose stack holds the edge.
-    arcs: BTreeMap<(u64, u64), u64>,
+    arcs: HashMap<(u64, u64), u64>,
 }
 
 impl Side {
@@ -110,6 +114,20 @@ struct Segment<'a> {
     last: bool,
     /// Whether it starts with the exec of the launched command.
     launched: bool,
+    /// Whether its process is the launched command.
+    launched_process: bool,
+}
+
+/// Which image of `p` ran at `time`: the number of its execs at or before then. For the
+/// launched command, whose events may start before its exec (system-wide mode), the kernel's
+/// work on that exec counts for the command's image, not for pkgmon's.
+fn image_at(p: &Process, time: u64, launched: bool) -> usize {
+    let k = p.execs.partition_point(|&e| e <= time);
+    if launched && k == 0 && !p.execs.is_empty() {
+        1
+    } else {
+        k
+    }
 }
 
 /// Everything that goes into one file set.
@@ -118,7 +136,7 @@ struct FileSet<'a> {
     segments: Vec<Segment<'a>>,
     user: Side,
     kernel: Side,
-    stacks: BTreeMap<StackKey, (u64, u64)>,
+    stacks: HashMap<StackKey, (u64, u64)>,
     boundary: BTreeMap<BoundaryKind, u64>,
     user_only: u64,
     kernel_only: u64,
@@ -242,10 +260,12 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
         spare: [0; 12],
     })
     .map_err(|e| gmon_error("a gmon header", e))?;
+    let mut hist: Vec<(u64, u64)> = side.hist.iter().map(|(&a, &n)| (a, n)).collect();
+    hist.sort_unstable();
     // Runs of contiguous pages holding samples (the last page of the address space cannot
     // have a page-aligned exclusive end, and holds no code).
     let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &a in side.hist.keys() {
+    for &(a, _) in &hist {
         let page = a >> 12;
         if page == u64::MAX >> 12 {
             continue;
@@ -259,7 +279,8 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
         let low = first << 12;
         let high = (last + 1) << 12;
         let mut bins = vec![0u64; ((high - low) / 2) as usize];
-        for (&a, &n) in side.hist.range(low..high) {
+        let from = hist.partition_point(|&(a, _)| a < low);
+        for &(a, n) in hist[from..].iter().take_while(|&&(a, _)| a < high) {
             bins[((a - low) / 2) as usize] += n;
         }
         let max = bins.iter().copied().max().unwrap_or(0);
@@ -280,7 +301,9 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
             done += u64::from(u16::MAX);
         }
     }
-    for (&(from_pc, self_pc), &count) in &side.arcs {
+    let mut arcs: Vec<((u64, u64), u64)> = side.arcs.iter().map(|(&k, &n)| (k, n)).collect();
+    arcs.sort_unstable();
+    for ((from_pc, self_pc), count) in arcs {
         let mut left = count;
         while left > 0 {
             let c = left.min(u64::from(u32::MAX));
@@ -296,10 +319,12 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
     w.finish().map_err(|e| gmon_error("a gmon file", e))
 }
 
-fn stacks_bytes(stacks: &BTreeMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
+fn stacks_bytes(stacks: &HashMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
     let enc = |e| gmon_error("a stacks file", e);
+    let mut sorted: Vec<(&StackKey, &(u64, u64))> = stacks.iter().collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut w = StacksWriter::new(Vec::new(), stacks.len() as u64).map_err(enc)?;
-    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in stacks {
+    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in sorted {
         w.stack(&Stack {
             samples,
             nanoseconds,
@@ -322,6 +347,7 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
     let mut bounds = vec![start];
     bounds.extend(p.execs.iter().copied());
     let launched_pid = rec.child.as_ref().map(|c| c.pid);
+    let launched = p.key.generation == 0 && launched_pid == Some(p.key.pid);
     let mut out = Vec::new();
     for (k, &from) in bounds.iter().enumerate() {
         let to = bounds.get(k + 1).copied().unwrap_or(end);
@@ -336,7 +362,7 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
         let has_samples = p
             .samples
             .iter()
-            .any(|&i| p.execs.partition_point(|&e| e <= rec.samples[i].time) == k);
+            .any(|&i| image_at(p, rec.samples[i].time, launched) == k);
         // An image replaced before any sample (the moments between a fork and an exec) would
         // only add an empty file set per child; a process's last image is always written, so
         // every process appears.
@@ -352,7 +378,8 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
                 start: from,
                 end: to,
                 last: k + 1 == bounds.len(),
-                launched: k == 1 && p.key.generation == 0 && launched_pid == Some(p.key.pid),
+                launched: k == 1 && launched,
+                launched_process: launched,
             },
             comm,
         ));
@@ -402,8 +429,6 @@ pub fn write_measurement(
 ) -> Result<WriteSummary> {
     let mut summary = WriteSummary::default();
     let mut images = Images::default();
-    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images);
-    summary.unwind = stacks.stats;
 
     let kallsyms_text = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
     let ksyms = KernelSymbols::parse(&kallsyms_text);
@@ -438,6 +463,11 @@ pub fn write_measurement(
             set
         }
     };
+    // Only the profiled processes' user stacks are written, so only theirs are unwound.
+    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images, |k| {
+        profiled.contains(&k)
+    });
+    summary.unwind = stacks.stats;
 
     let mut sets: BTreeMap<(u32, Vec<u8>), FileSet<'_>> = BTreeMap::new();
     let mut system = Side::default();
@@ -468,7 +498,7 @@ pub fn write_measurement(
             let set = sets.entry((p.key.pid, comm)).or_default();
             for &i in &p.samples {
                 let s = &rec.samples[i];
-                if p.execs.partition_point(|&e| e <= s.time) != seg.image {
+                if image_at(p, s.time, seg.launched_process) != seg.image {
                     continue;
                 }
                 let kernel = rec.kernel_chain(s);
@@ -582,7 +612,7 @@ pub fn write_measurement(
                 }
             }
             for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
-                if p.execs.partition_point(|&e| e <= t) == seg.image {
+                if image_at(p, t, seg.launched_process) == seg.image {
                     *perf.entry(kind).or_default() += 1;
                 }
             }
@@ -607,6 +637,22 @@ pub fn write_measurement(
                     info.process.exe_build_id = im.build_id.clone();
                 }
                 mappings.push(im);
+            }
+        }
+        // The kernel silently stops profiling a process that execs a set-uid or set-gid
+        // program (it is no longer dumpable); its CPU time then has no samples. Only processes
+        // born during the run are checked: an attached one's counters cover its whole life.
+        let born_here = last.launched_process || last.process.start.is_some();
+        if let Some(c) = counters.as_ref().filter(|_| born_here && rec.frequency > 0) {
+            let cpu_ns = c.user_cpu_ns.unwrap_or(0) + c.system_cpu_ns.unwrap_or(0);
+            let expected = cpu_ns / (1_000_000_000 / rec.frequency).max(1);
+            if expected >= 20 && set.samples * 10 < expected {
+                summary.warnings.push(format!(
+                    "process {pid} ({comm}) used {} ms of CPU time but has only {} samples: the \
+                     kernel stops profiling a process that execs a set-uid or set-gid program",
+                    cpu_ns / 1_000_000,
+                    set.samples
+                ));
             }
         }
         let mut c = counters.unwrap_or_default();
@@ -676,6 +722,7 @@ pub fn write_measurement(
         summary.truncated_stacks += set.truncated;
     }
     if opts.system_wide.is_some() {
+        summary.system_samples = (system.hist.values().sum(), other.hist.values().sum());
         for (name, side) in [
             (ProfileName::KernelSystem, &system),
             (ProfileName::KernelOther, &other),

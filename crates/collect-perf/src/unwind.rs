@@ -162,7 +162,7 @@ fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<SectionRef> {
 /// stack (the kernel's chains are capped by `sample_max_stack` already).
 pub fn unwind_user_stacks(rec: &Recording, replay: &Replay, max_frames: usize) -> UserStacks {
     let mut images = Images::default();
-    unwind_with(rec, replay, max_frames, &mut images)
+    unwind_with(rec, replay, max_frames, &mut images, |_| true)
 }
 
 pub(crate) fn unwind_with(
@@ -170,6 +170,7 @@ pub(crate) fn unwind_with(
     replay: &Replay,
     max_frames: usize,
     images: &mut Images,
+    wanted: impl Fn(usize) -> bool,
 ) -> UserStacks {
     let n = rec.samples.len();
     let mut out = UserStacks {
@@ -182,7 +183,10 @@ pub(crate) fn unwind_with(
     let mut cache = CacheX86_64::<_>::new();
     let mut dwarf = Vec::with_capacity(max_frames);
     let mut fp = Vec::with_capacity(max_frames);
-    for p in &replay.processes {
+    for (k, p) in replay.processes.iter().enumerate() {
+        if !wanted(k) {
+            continue;
+        }
         let mut unwinders: HashMap<Vec<usize>, FhUnwinder> = HashMap::new();
         let mut live = Vec::new();
         for &i in &p.samples {

@@ -59,6 +59,8 @@ pub struct Sum {
     block_index: HashMap<u64, usize, AddressHash>,
     /// `hpc` and bin count (BSD: `ncnt`) of the last histogram header read.
     last_histogram: Option<(u64, u32)>,
+    /// Whether any basic-block record was read, even an empty one.
+    basic_block_records: bool,
 }
 
 impl Sum {
@@ -88,6 +90,7 @@ impl Sum {
                 }
                 Record::Arc(arc) => self.add_arc(arc),
                 Record::BasicBlocks(bb) => {
+                    self.basic_block_records = true;
                     for (address, count) in bb.iter() {
                         let next = self.basic_blocks.len();
                         let i = *self.block_index.entry(address).or_insert(next);
@@ -218,6 +221,12 @@ impl Sum {
         &self.basic_blocks
     }
 
+    /// Whether any basic-block record was read (even one with no pairs): `gprof -s` then
+    /// writes one, however many pairs it kept.
+    pub fn has_basic_block_records(&self) -> bool {
+        self.basic_block_records
+    }
+
     /// The 12 spare header bytes `gprof -s` writes.
     ///
     /// gprof never initialises them, and in practice they hold the `hpc` (as 8 bytes) and bin
@@ -247,6 +256,35 @@ impl Sum {
         endian: Endian,
     ) -> Result<W> {
         let mut w = Writer::new(out, Layout::gnu(address_size, endian));
+        self.write_gnu_records(&mut w, &self.arcs)?;
+        if !self.basic_blocks.is_empty() {
+            w.basic_blocks(self.basic_blocks.iter().copied())?;
+        }
+        w.finish()
+    }
+
+    /// [`Sum::write_gnu`] as `gprof -s` writes it: `arcs` and `basic_blocks` in place of the
+    /// summed ones, since gprof writes what it resolved to symbols, which only the symbol table
+    /// knows; the basic-block record is written whenever one was read.
+    ///
+    /// Returns an error as [`Sum::write_gnu`] does.
+    pub fn write_gnu_with<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+        arcs: &[Arc],
+        basic_blocks: &[(u64, u64)],
+    ) -> Result<W> {
+        let mut w = Writer::new(out, Layout::gnu(address_size, endian));
+        self.write_gnu_records(&mut w, arcs)?;
+        if self.basic_block_records {
+            w.basic_blocks(basic_blocks.iter().copied())?;
+        }
+        w.finish()
+    }
+
+    fn write_gnu_records<W: Write>(&self, w: &mut Writer<W>, arcs: &[Arc]) -> Result<()> {
         w.header(&Header::Gnu {
             version: 1,
             spare: self.gnu_spare(),
@@ -259,16 +297,13 @@ impl Sum {
                 )?;
             }
         }
-        for arc in &self.arcs {
+        for arc in arcs {
             w.arc(&Arc {
                 count: arc.count & 0xffff_ffff,
                 ..*arc
             })?;
         }
-        if !self.basic_blocks.is_empty() {
-            w.basic_blocks(self.basic_blocks.iter().copied())?;
-        }
-        w.finish()
+        Ok(())
     }
 
     /// Writes the sum as a BSD file, as `gprof -s -O b` (or `-O 4`) does: the 4.4BSD header if
@@ -281,6 +316,21 @@ impl Sum {
         address_size: AddressSize,
         endian: Endian,
         force_44: bool,
+    ) -> Result<W> {
+        self.write_bsd_with_arcs(out, address_size, endian, force_44, &self.arcs)
+    }
+
+    /// [`Sum::write_bsd`] with `arcs` in place of the summed arcs (see
+    /// [`Sum::write_gnu_with_arcs`]).
+    ///
+    /// Returns an error as [`Sum::write_bsd`] does.
+    pub fn write_bsd_with_arcs<W: Write>(
+        &self,
+        out: W,
+        address_size: AddressSize,
+        endian: Endian,
+        force_44: bool,
+        arcs: &[Arc],
     ) -> Result<W> {
         let rate = self.unit.map_or(OLD_BSD_PROF_RATE, |u| u.prof_rate);
         let format = if force_44 || rate != OLD_BSD_PROF_RATE {
@@ -306,7 +356,7 @@ impl Sum {
                 h.bins.iter().map(|&b| b as u16),
             )?;
         }
-        for arc in &self.arcs {
+        for arc in arcs {
             w.arc(arc)?;
         }
         w.finish()

@@ -206,7 +206,7 @@ Usage: pkgprof [-[abcDhilLrsTvwxyz]] [-[ABCeEfFJnNOpPqQRStZ][name]] [-I dirs]
 
 /// The seamless report's options, printed after [`USAGE`] by `--help` (not after usage
 /// errors, whose text is gprof's).
-pub const SEAMLESS_HELP: &str = "\
+pub const SEAMLESS_HELP: &str = "\n\
 Seamless reports of a pkgmon measurement directory (default .):
   pkgprof [gprof options] --pid=PID[,PID...] [DIR]
   pkgprof [gprof options] --system [DIR]

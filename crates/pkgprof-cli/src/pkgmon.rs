@@ -27,7 +27,7 @@ Examples:
   pkgmon -o prof -F 4000 -- make -j2   4000 samples/s, files in prof/
   pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
-  pkgprof --pid 1234 ./server          report on one process (user and kernel)
+  pkgprof -b --pid 1234               report on one process (user and kernel)
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
@@ -228,11 +228,16 @@ fn run(args: Args) -> anyhow::Result<u8> {
     for w in &summary.warnings {
         eprintln!("pkgmon: warning: {w}");
     }
-    print_summary(&rec, &summary, &args.dir);
+    print_summary(&rec, &summary, &args.dir, args.all);
     Ok(exit_status(&rec, args.command.is_empty()))
 }
 
-fn print_summary(rec: &Recording, s: &collect_perf::WriteSummary, dir: &std::path::Path) {
+fn print_summary(
+    rec: &Recording,
+    s: &collect_perf::WriteSummary,
+    dir: &std::path::Path,
+    system_wide: bool,
+) {
     let lost = rec.lost_samples();
     eprintln!(
         "pkgmon: {} process{}, {} samples, {} lost, {} throttled, {} truncated stacks",
@@ -243,6 +248,12 @@ fn print_summary(rec: &Recording, s: &collect_perf::WriteSummary, dir: &std::pat
         rec.throttled,
         s.truncated_stacks
     );
+    if system_wide {
+        eprintln!(
+            "pkgmon: kernel samples for no process: {}, for other processes: {}",
+            s.system_samples.0, s.system_samples.1
+        );
+    }
     if lost > 0 {
         let total = rec.samples.len() as u64 + lost;
         eprintln!(

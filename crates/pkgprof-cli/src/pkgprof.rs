@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ReportOptions, SymbolOptions, SymbolTable, SymspecTable as Table, Symspecs,
-    write_report,
+    Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, ReportOptions, SourceLines, SourceNames,
+    SymbolOptions, SymbolTable, Symspec, SymspecTable as Table, Symspecs, TextSection,
+    function_ordering, line_table, select_symbols, source_file_order, static_arcs, sum_arcs,
+    sum_basic_blocks, symbol_sources, write_annotated_source, write_exec_counts, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
@@ -56,11 +58,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         return crate::seamless::run(&o, report_options(&o), out);
     }
     let format = file_format(&o)?;
-    let reports = !o.dump && (o.styles & !(Style::FileInfo as u32) != 0 || o.styles == 0);
+    // -i and -s print nothing of the reports; alone they select none.
+    let quiet = Style::FileInfo as u32 | Style::Sum as u32;
+    let reports = !o.dump && (o.styles & !quiet != 0 || o.styles == 0);
     if reports {
         refuse_unbuilt(&o)?;
     }
-    let (read_options, gmon_files, table) = inputs(&o)?;
+    let (read_options, gmon_files, image) = inputs(&o)?;
     let read_options = read_options.with_format(format);
     // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
     // histogram scale, overlapping range) stops the run before anything about it is printed.
@@ -69,7 +73,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
         let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
-        if let (true, Some(table)) = (reports, &table) {
+        if o.line {
+            refuse_foreign_basic_blocks(&profile, path)?;
+        }
+        if let (true, Some(Image { table, .. })) = (reports, &image) {
             for w in callgraph::check_profile(table, &profile) {
                 warn(&w.message(&path.display().to_string(), &image_name(&o)));
             }
@@ -100,14 +107,176 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             dump_one(out, &profile, path)?;
         }
     }
-    if let (true, Some(table)) = (reports, table) {
-        let analysis = Analysis::from_sum(table, sum, &symspecs(&o));
+    let Some(Image { table, text, lines }) = image else {
+        return Ok(());
+    };
+    let (table, sources) = if o.line {
+        let t = line_table(&table, &text, lines.as_ref());
+        (t.table, t.sources)
+    } else {
+        let sources = symbol_sources(&table, lines.as_ref());
+        (table, sources)
+    };
+    if o.has(Style::Sum) {
+        write_sum(format, &table, &sum)?;
+    }
+    if reports {
+        let static_arcs = if o.static_call_graph {
+            static_arcs(&table, &text, &sum)
+        } else {
+            Vec::new()
+        };
+        let source_names =
+            SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
+        // The sum goes as soon as the self times are known (see Analysis::from_sum).
+        let mut analysis = Analysis::from_sum(table, sum, &symspecs(&o), &static_arcs, &sources);
+        analysis.set_sources(source_names);
         if let Some(w) = callgraph::check_samples(&analysis.times) {
             warn(&w.message("", &image_name(&o)));
         }
         let mut report = report_options(&o);
         report.after_other_output = o.has(Style::FileInfo);
-        write_report(out, &analysis, &report)?;
+        // Refused before anything is printed.
+        let ordering = if o.has(Style::FunctionOrdering) {
+            let Some(order) = function_ordering(&analysis.graph) else {
+                bail!(
+                    "not implemented yet: -r (function ordering) with {ORDERING_HUB_THRESHOLD} \
+                     or more called functions"
+                );
+            };
+            Some(order)
+        } else {
+            None
+        };
+        // Only the flat profile and call graph come from write_report; -A/-C/-s alone print
+        // neither.
+        let by_default = analysis.has_histogram() || analysis.has_arcs;
+        if (o.styles == 0 && by_default) || o.has(Style::Flat) || o.has(Style::Graph) {
+            write_report(&mut *out, &analysis, &report)?;
+        }
+        let mut printed = o.has(Style::FileInfo) || o.has(Style::Flat) || o.has(Style::Graph);
+        // With nothing selected and nothing to show, gprof falls back to the exec counts.
+        let exec_counts = o.has(Style::ExecCounts)
+            || (o.styles == 0 && !analysis.has_histogram() && !analysis.has_arcs);
+        let ncalls = &analysis.calls.calls;
+        let specs_of = |table: SymspecTable| -> Vec<Symspec> {
+            o.symspecs
+                .iter()
+                .filter(|(t, _)| *t == table)
+                .map(|(_, text)| Symspec::parse(text))
+                .collect()
+        };
+        let selection = |include: SymspecTable, exclude: SymspecTable| {
+            let (inc, exc) = (specs_of(include), specs_of(exclude));
+            if inc.is_empty() && exc.is_empty() {
+                Vec::new()
+            } else {
+                select_symbols(&analysis.table, &sources, &inc, &exc)
+            }
+        };
+        if exec_counts {
+            let selected = selection(SymspecTable::IncludeExec, SymspecTable::ExcludeExec);
+            write_exec_counts(
+                &mut *out,
+                &analysis.table,
+                &sources,
+                ncalls,
+                &selected,
+                o.display_unused,
+                printed,
+            )?;
+            printed = true;
+        }
+        if o.has(Style::Annotate) {
+            let files = source_file_order(&analysis.table, lines.as_ref(), &sources);
+            let mut options = AnnotateOptions::default();
+            options.min_count = o.min_count.unwrap_or(1);
+            options.table_length = o.table_length.unwrap_or(10);
+            options.display_unused = o.display_unused;
+            options.all_lines = o.all_lines;
+            options.separate_files = o.separate_files;
+            options.selected = selection(
+                SymspecTable::IncludeAnnotation,
+                SymspecTable::ExcludeAnnotation,
+            );
+            options.after_other_output = printed;
+            let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
+            options.directories = o
+                .directories
+                .iter()
+                .flat_map(|d| d.split(':').map(PathBuf::from).collect::<Vec<_>>())
+                .chain(std::env::split_paths(&env_path))
+                .filter(|d| !d.as_os_str().is_empty())
+                .collect();
+            let mut warn = |message: String| eprintln!("pkgprof: {message}");
+            write_annotated_source(
+                &mut *out,
+                &analysis.table,
+                &sources,
+                ncalls,
+                &files,
+                &options,
+                &mut warn,
+            )?;
+        }
+        if let Some(order) = ordering {
+            // Raw names, one per line, with no separator before them.
+            let mut buf = Vec::new();
+            for s in order {
+                buf.extend_from_slice(&analysis.table.symbols()[s].name);
+                buf.push(b'\n');
+            }
+            out.write_all(&buf)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `gmon.sum` in the current directory as `gprof -s` does: GNU format unless `-O` asks
+/// for BSD, arcs between the symbols (or, in line mode, source lines) they resolve to.
+fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()> {
+    let path = Path::new("gmon.sum");
+    let file = fs::File::create(path).with_context(|| format!("{}", path.display()))?;
+    let out = io::BufWriter::new(file);
+    let arcs = sum_arcs(table, sum.arcs());
+    let (size, endian) = (table.address_size(), table.endian());
+    let out = match format {
+        FormatChoice::Bsd | FormatChoice::Bsd44 => {
+            let force_44 = format == FormatChoice::Bsd44;
+            sum.write_bsd_with_arcs(out, size, endian, force_44, &arcs)
+        }
+        _ => {
+            let blocks = sum_basic_blocks(table, sum.basic_blocks());
+            sum.write_gnu_with(out, size, endian, &arcs, &blocks)
+        }
+    }
+    .map_err(|e| e.with_path(path))?;
+    out.into_inner()
+        .map_err(io::IntoInnerError::into_error)
+        .with_context(|| format!("{}", path.display()))?;
+    Ok(())
+}
+
+/// In line mode gprof reads basic-block records, and it reads their pair count in the byte order
+/// of the machine (little-endian x86), not the file's: a big-endian count then claims far more
+/// pairs than the file holds and gprof stops. We stop too rather than read such a file
+/// differently.
+fn refuse_foreign_basic_blocks(profile: &Profile<'_>, path: &Path) -> Result<()> {
+    if profile.layout().endian != Endian::Big {
+        return Ok(());
+    }
+    for record in profile.records() {
+        if let Ok((offset, gmon_format::Record::BasicBlocks(bb))) = record {
+            let n = u32::try_from(bb.len()).unwrap_or(u32::MAX);
+            if n.swap_bytes() != n {
+                bail!(
+                    "{}: gprof cannot read this big-endian basic-block record in line mode: \
+                     it takes the count {n} as {} (at offset {offset:#x})",
+                    path.display(),
+                    n.swap_bytes()
+                );
+            }
+        }
     }
     Ok(())
 }
@@ -168,6 +337,7 @@ fn report_options(o: &Options) -> ReportOptions {
     report.display_unused = o.display_unused;
     report.traditional = o.traditional;
     report.no_demangle = !o.demangle;
+    report.width = o.width;
     report
 }
 
@@ -175,24 +345,14 @@ fn report_options(o: &Options) -> ReportOptions {
 /// something other than what gprof would.
 fn refuse_unbuilt(o: &Options) -> Result<()> {
     let mut missing = Vec::new();
-    let styles = [
-        (Style::ExecCounts, "-C (exec counts)"),
-        (Style::Annotate, "-A (annotated source)"),
-        (Style::FunctionOrdering, "-r (function ordering)"),
-        (Style::FileOrdering, "-R (file ordering)"),
-        (Style::Sum, "-s (gmon.sum)"),
-    ];
+    let styles = [(Style::FileOrdering, "-R (file ordering)")];
     missing.extend(
         styles
             .iter()
             .filter(|(s, _)| o.has(*s))
             .map(|(_, name)| *name),
     );
-    let flags = [
-        (o.static_call_graph, "-c (static call graph)"),
-        (o.line && !o.has(Style::Sum), "-l (line granularity)"),
-        (o.external_symbols.is_some(), "-S (external symbol table)"),
-    ];
+    let flags = [(o.external_symbols.is_some(), "-S (external symbol table)")];
     missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
     if !missing.is_empty() {
         bail!("not implemented yet: {}", missing.join(", "));
@@ -222,7 +382,14 @@ fn file_format(o: &Options) -> Result<FormatChoice> {
 /// byte order of the profiles (default `gmon.out`). `--dump` needs no symbols: it reads only the
 /// ELF header, or takes the layout from `--dump-layout`, in which case every operand is a
 /// profile.
-fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<SymbolTable>)> {
+struct Image {
+    table: SymbolTable,
+    /// `.text`, kept only for line mode (`-l`) and the static call graph (`-c`).
+    text: TextSection,
+    lines: Option<SourceLines>,
+}
+
+fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
     let mut operands = o.operands.iter().map(PathBuf::from);
     let (read_options, table) = match o.dump_layout.as_deref() {
         Some(kind) => {
@@ -238,8 +405,22 @@ fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<SymbolTable>
                 let mut symbol_options = SymbolOptions::default();
                 symbol_options.no_static = o.no_static;
                 symbol_options.ignore_non_functions = o.ignore_non_functions;
-                let table = SymbolTable::read(&image, &symbol_options)?;
-                (table.read_options(), Some(table))
+                let data = fs::read(&image).map_err(|source| callgraph::Error::ReadImage {
+                    path: image.clone(),
+                    source,
+                })?;
+                let table = SymbolTable::parse(&image, &data, &symbol_options)?;
+                let mut text = TextSection::parse(&image, &data)?.unwrap_or_default();
+                if !o.line && !o.static_call_graph {
+                    text.bytes = Vec::new();
+                }
+                // Damaged debugging information only costs the source names, as in gprof.
+                let lines = SourceLines::parse(&image, &data).ok().flatten();
+                // The image itself (10 MB for 60,000 functions) goes before any profile is
+                // read: what the rest needs of it is in these three.
+                drop(data);
+                let read_options = table.read_options();
+                (read_options, Some(Image { table, text, lines }))
             }
         }
     };

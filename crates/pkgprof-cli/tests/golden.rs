@@ -7,6 +7,9 @@
 //! when the case has a hand-written `stderr` (our warnings where gprof says nothing); gprof's
 //! own is kept as `gprof.stderr` for reference. All other cases are our own output: run with
 //! PKGPROF_BLESS=1 to rewrite their expectations.
+//!
+//! A case with `expected-NAME` files must write each of them, byte for byte, as `NAME`
+//! (`gmon.sum` for `-s`, `FILE-ann` for `-y`); the written files are removed afterwards.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,8 @@ struct Outcome {
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     status: i32,
+    /// The files the command wrote that the case expects: (name, contents if written).
+    files: Vec<(String, Option<Vec<u8>>)>,
 }
 
 fn run_case(dir: &Path) -> Outcome {
@@ -30,16 +35,42 @@ fn run_case(dir: &Path) -> Outcome {
         "pkgprof" => env!("CARGO_BIN_EXE_pkgprof"),
         other => panic!("{}: unknown program {other}", dir.display()),
     };
+    let expected = expected_files(dir);
+    for name in &expected {
+        let _ = fs::remove_file(dir.join(name));
+    }
     let out = Command::new(exe)
         .args(words)
         .current_dir(dir)
         .output()
         .expect("run pkgprof");
+    let files = expected
+        .into_iter()
+        .map(|name| {
+            let written = fs::read(dir.join(&name)).ok();
+            let _ = fs::remove_file(dir.join(&name));
+            (name, written)
+        })
+        .collect();
     Outcome {
         stdout: out.stdout,
         stderr: out.stderr,
         status: out.status.code().unwrap_or(-1),
+        files,
     }
+}
+
+/// The names of the files a case expects to be written: `NAME` for every `expected-NAME`.
+fn expected_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("case directory")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("expected-").map(str::to_owned)
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 fn read_or(path: &Path, default: &[u8]) -> Vec<u8> {
@@ -89,6 +120,23 @@ fn golden_cases() {
                 String::from_utf8_lossy(&want_stdout),
                 String::from_utf8_lossy(&got.stdout)
             ));
+        }
+        for (name, written) in &got.files {
+            let want = fs::read(dir.join(format!("expected-{name}"))).expect("expected file");
+            match written {
+                None => problems.push(format!("{name} was not written")),
+                Some(data) if *data != want => problems.push(format!(
+                    "{name} differs from expected-{name} ({} bytes written, {} expected; \
+                     first difference at byte {})",
+                    data.len(),
+                    want.len(),
+                    data.iter()
+                        .zip(&want)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(data.len().min(want.len()))
+                )),
+                Some(_) => {}
+            }
         }
         if got.status != want_status {
             problems.push(format!(

@@ -286,7 +286,12 @@ fn system_wide_puts_other_kernel_work_in_the_k_files() {
     let m = scan(&dir).unwrap();
     let other_samples = gmon_samples(m.kernel_other.as_ref().expect("gmon.out.-k.other"));
     let system_samples = gmon_samples(m.kernel_system.as_ref().expect("gmon.out.-k.kernel"));
-    eprintln!("-k.other {other_samples} samples, -k.kernel {system_samples}");
+    assert!(
+        err.contains(&format!(
+            "pkgmon: kernel samples for no process: {system_samples}, for other processes: {other_samples}"
+        )),
+        "{err}"
+    );
     assert!(
         other_samples >= 10,
         "the other process's kernel time: {other_samples}"
@@ -295,4 +300,40 @@ fn system_wide_puts_other_kernel_work_in_the_k_files() {
         !err.contains(&format!("pkgmon: pid {} ", other.id())),
         "a process not asked for was announced:\n{err}"
     );
+}
+
+#[test]
+fn a_set_uid_command_is_reported_unprofiled() {
+    use std::os::unix::fs::PermissionsExt;
+    let _s = serial();
+    // A copy of the CPU loop owned by nobody, set-uid: the kernel detaches perf events when
+    // root execs it, so its CPU time has no samples.
+    let exe = scratch().join("cpu_suid");
+    std::fs::copy(workload("cpu"), &exe).unwrap();
+    std::os::unix::fs::chown(&exe, Some(65534), None).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(out_dir("suid"))
+        .arg("--")
+        .arg(&exe)
+        .arg("300")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("(cpu_suid) used ") && err.contains("execs a set-uid or set-gid program"),
+        "{err}"
+    );
+    // An ordinary command gets no such warning.
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(out_dir("suid"))
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("300")
+        .output()
+        .unwrap();
+    assert!(!stderr(&o).contains("set-uid"), "{}", stderr(&o));
 }

@@ -9,12 +9,13 @@
 //!     page faults:      95 minor, 0 major
 //!     context switches: 2 voluntary, 5 involuntary
 //!     i/o:              0 bytes read, 4096 bytes written
-//!     samples:          250 user, 1100 kernel (cpu-clock at 997 Hz); 0 lost, 0 throttled
+//!     samples:          250 user, 1100 kernel (cpu-clock at 997 Hz); 0 lost, 0 throttled, 3 truncated stacks
 //!     kernel entries:   1000 syscall, 3 fault, 2 interrupt, 0 other
 //!     other counters:   perf-page-faults 95, perf-context-switches 7
 //! ```
 //!
-//! A value the info file lacks is printed as `-`. `samples` counts both sides' histograms
+//! A value the info file lacks is printed as `-`; `truncated stacks` (samples whose user stack
+//! the collector could not unwind to its end) only when the info file has that key. `samples` counts both sides' histograms
 //! whichever side the listing shows. `kernel entries` are the samples taken in the kernel on
 //! behalf of user code, by kind of kernel entry: the collector's `[boundary]` section when the
 //! info file has one, else the boundary arcs counted. The system-wide blocks (`kernel`,
@@ -123,9 +124,14 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             None => String::new(),
         };
         let event = s.and_then(|s| s.event.as_deref()).unwrap_or("-");
+        // The collector's count of samples whose user stack could not be unwound to the end.
+        let truncated = s
+            .and_then(|s| s.extra.iter().find(|f| f.key == "truncated-stacks"))
+            .map(|f| format!(", {} truncated stacks", f.value))
+            .unwrap_or_default();
         writeln!(
             out,
-            "    samples:          {} user, {} kernel ({event}{rate}); {} lost, {} throttled",
+            "    samples:          {} user, {} kernel ({event}{rate}); {} lost, {} throttled{truncated}",
             p.user_samples,
             p.kernel_samples,
             num(s.and_then(|s| s.lost_samples)),

@@ -71,6 +71,11 @@ const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
 /// Where the synthetic address space starts.
 const SYNTHETIC_BASE: u64 = 0x10000;
 
+/// The largest offset into one symbol the synthetic space keeps; anything further is placed at
+/// this offset, so that a damaged object whose symbol spans most of the address space cannot
+/// overflow the layout.
+const MAX_SYMBOL_SPAN: u64 = 1 << 32;
+
 pub use gmon_format::BoundaryKind;
 
 /// Which processes to merge.
@@ -890,7 +895,7 @@ impl Builder {
             None => r.pseudo_used = true,
             Some(s) => {
                 let max = r.used.entry(s).or_insert(0);
-                *max = (*max).max(loc.offset);
+                *max = (*max).max(loc.offset.min(MAX_SYMBOL_SPAN));
             }
         }
     }
@@ -994,7 +999,10 @@ impl Builder {
             let r = &regions[loc.region];
             match loc.symbol {
                 None => r.pseudo_at,
-                Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + loc.offset,
+                Some(s) => {
+                    r.placed.get(&s).copied().unwrap_or(r.pseudo_at)
+                        + loc.offset.min(MAX_SYMBOL_SPAN)
+                }
             }
         };
         let mut units: BTreeMap<u64, u64> = BTreeMap::new();

@@ -31,6 +31,8 @@ pub(crate) struct GraphPrint<'a> {
     /// BSD layout (`-T`): wider children column, three-line header, blank lines around
     /// separators, no title.
     pub bsd: bool,
+    /// Line mode: whether each symbol is a function; only functions get entries.
+    pub line_functions: Option<&'a [bool]>,
     /// Explanations follow (no `-b`): the GNU title announces them.
     pub explained: bool,
 }
@@ -366,7 +368,10 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
         let n = &g.nodes[node];
         let all_zero =
             n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0.0 && n.prop_child == 0.0;
-        n.print_flag && (p.display_unused || !all_zero)
+        let not_function = p
+            .line_functions
+            .is_some_and(|f| n.symbol.is_none_or(|s| !f.get(s).copied().unwrap_or(false)));
+        n.print_flag && (p.display_unused || !all_zero) && !not_function
     });
     // Entries are independent, so batches of them are formatted on all cores, each part
     // into its own buffer, and written in order; a batch bounds the memory this takes.
@@ -564,6 +569,7 @@ mod tests {
                 after_other_output: false,
                 bsd: false,
                 explained: false,
+                line_functions: None,
             };
             let c = Compact::new(&print);
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
@@ -650,6 +656,7 @@ mod tests {
             after_other_output: false,
             bsd: false,
             explained: false,
+            line_functions: None,
         };
         let mut parallel = Vec::new();
         write_graph(&mut parallel, &print).unwrap();
@@ -764,6 +771,7 @@ mod tests {
             after_other_output: false,
             explained: false,
             bsd: false,
+            line_functions: None,
         };
         let mut out = Vec::new();
         write_graph(&mut out, &print).unwrap();

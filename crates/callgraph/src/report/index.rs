@@ -11,8 +11,11 @@ use crate::sort::glibc_qsort_fast;
 /// Writes `\f\nIndex by function name` and the three-column index (GNU layout, width 80, or
 /// with `bsd` the fixed-width BSD layout).
 ///
-/// `names` are printed, `mangled` decide the order. `self_time` is the histogram self time per symbol; a symbol is listed if it was called or
+/// `names` are printed, `mangled` decide the order (and are what the BSD index prints);
+/// `width` is `-w`. `self_time` is the histogram self time per symbol; a symbol is listed if it was called or
 /// sampled (always with `display_unused`), which is not the call graph's own filter.
+// The listing needs all of these; a struct for one caller would only rename them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_index<W: Write>(
     mut out: W,
     graph: &CallGraph,
@@ -21,6 +24,7 @@ pub(crate) fn write_index<W: Write>(
     self_time: &[f64],
     display_unused: bool,
     bsd: bool,
+    width: i64,
 ) -> io::Result<()> {
     let mut symbols: Vec<usize> = (0..graph.symbol_count)
         .filter(|&s| {
@@ -40,11 +44,12 @@ pub(crate) fn write_index<W: Write>(
 
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(b"\x0c\nIndex by function name\n\n");
-    // gprof's column width for the default output width of 80.
-    const WIDTH: usize = (80 - 1) / 3;
+    // gprof's column width, from the output width (`-w`, default 80) in C's int arithmetic:
+    // widths below 4 give 0 or negative columns, which just pack the entries.
+    let column = width.saturating_sub(1) / 3;
     let rows = entries.len().div_ceil(3);
     for row in 0..rows {
-        let (mut col, mut start) = (0usize, 0usize);
+        let (mut col, mut start) = (0i64, 0i64);
         for &e in entries.iter().skip(row).step_by(rows.max(1)) {
             let n = &graph.nodes[e];
             let mut digits = [0u8; 20];
@@ -72,13 +77,18 @@ pub(crate) fn write_index<W: Write>(
                 }
             };
             if bsd {
-                // Fixed columns: label right-aligned in 6, name cut to 19.
+                // Fixed columns: label right-aligned in 6, the bare name (no source suffix)
+                // cut to 19.
+                let bare = match n.symbol {
+                    Some(s) => key(s),
+                    None => text,
+                };
                 right_cut(&mut buf, label, 6);
                 buf.push(b' ');
-                left_cut(&mut buf, text, 19);
+                left_cut(&mut buf, bare, 19);
                 continue;
             }
-            col += label.len();
+            col += label.len() as i64;
             // The two spaces around the label are not counted, as in gprof, so columns drift.
             while col < start + 5 {
                 buf.push(b' ');
@@ -87,9 +97,9 @@ pub(crate) fn write_index<W: Write>(
             buf.push(b' ');
             buf.extend_from_slice(label);
             buf.push(b' ');
-            col += text.len();
+            col += text.len() as i64;
             buf.extend_from_slice(text);
-            start += WIDTH;
+            start = start.saturating_add(column);
         }
         buf.push(b'\n');
         if buf.len() >= CHUNK {

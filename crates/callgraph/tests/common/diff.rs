@@ -15,6 +15,12 @@
 //! labels and objects, arcs into non-functions. [`Mode::Symspecs`] adds one to four random
 //! symbol specifications (`-p -P -q -Q -e -E -f -F -n -N -k`, with names that exist, names that
 //! do not, file and line forms, empty specs, arc specs) to the report mode.
+//!
+//! Every case also runs `gprof -s` (with the same `-a`/`-D`) and compares the `gmon.sum` it
+//! writes with ours, and in the report modes `gprof -r` (function ordering). In the report modes some 64-bit images get code bytes instead of NOP
+//! padding: `call` instructions to other blocks (forward and backward), stray `E8` bytes and
+//! random bytes, and then `-c` (static call graph) is added to both command lines. These draws
+//! come from a second generator, so a seed still yields the same layouts and profiles.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -181,6 +187,10 @@ fn name(rng: &mut Rng, used: &mut Vec<String>) -> String {
 
 fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
     let report = mode != Mode::Flat;
+    // Draws added later (code bytes, -c) use their own generator, so the original draws and
+    // hence every earlier seed's layout stay the same.
+    let mut code_rng = Rng(rng.0 ^ 0x5eed_c0de_0000_0001);
+    code_rng.next();
     let bits32 = rng.chance(15);
     let mut used = Vec::new();
     let nblocks = rng.range(1, 25) as usize;
@@ -253,6 +263,13 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
         });
     }
     let data_weak = rng.chance(30);
+    let with_code = report && !bits32 && code_rng.chance(40);
+    // Blocks a `call` may name: the first name of blocks that are not indirect functions.
+    let targets: Vec<String> = blocks
+        .iter()
+        .filter(|b| b.names[0].1 != Kind::Ifunc)
+        .map(|b| b.names[0].0.clone())
+        .collect();
 
     let mut asm = String::from("\t.text\n\t.globl _start\n_start:\n\t.skip 16, 0x90\n");
     for b in &blocks {
@@ -280,7 +297,11 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
             }
             let _ = writeln!(asm, "\"{n}\":");
         }
-        let _ = writeln!(asm, "\t.skip {}, 0x90", b.size);
+        if with_code && code_rng.chance(60) {
+            code_bytes(&mut code_rng, &mut asm, b.size, &targets);
+        } else {
+            let _ = writeln!(asm, "\t.skip {}, 0x90", b.size);
+        }
     }
     // gprof reads the end of the last symbol from past the end of its table, so whether that
     // symbol gets samples depends on its heap (see the crate's findings). Keep it out of reach
@@ -497,6 +518,7 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
         no_static: rng.chance(12),
         ignore_non_functions: rng.chance(12),
         traditional: report && rng.chance(30),
+        static_call_graph: with_code && code_rng.chance(70),
     };
     let mut args: Vec<String> = vec!["-b".into()];
     if !report {
@@ -507,6 +529,7 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
         (flags.no_static, "-a"),
         (flags.ignore_non_functions, "-D"),
         (flags.traditional, "-T"),
+        (flags.static_call_graph, "-c"),
     ] {
         if on {
             args.push(flag.into());
@@ -567,10 +590,100 @@ fn run_case(rng: &mut Rng, dir: &Path, mode: Mode) -> Outcome {
     let ours = ours.unwrap_or_else(String::into_bytes);
     let _ = std::fs::write(dir.join("gprof.txt"), &theirs.stdout);
     let _ = std::fs::write(dir.join("ours.txt"), &ours);
-    if ours == theirs.stdout {
+    if ours != theirs.stdout {
+        return Outcome::Differs;
+    }
+    match compare_sums(dir, &img, &gmon_refs, flags) {
+        Outcome::Same if report => compare_ordering(dir, &img, &gmon_refs, flags),
+        other => other,
+    }
+}
+
+/// Runs `gprof -r [-a] [-D] [-c]` and compares its function ordering with ours.
+fn compare_ordering(dir: &Path, img: &Path, gmons: &[&Path], flags: Flags) -> Outcome {
+    let mut cmd = Command::new("gprof");
+    cmd.arg("-r");
+    for (on, flag) in [
+        (flags.no_static, "-a"),
+        (flags.ignore_non_functions, "-D"),
+        (flags.static_call_graph, "-c"),
+    ] {
+        if on {
+            cmd.arg(flag);
+        }
+    }
+    let Ok(theirs) = cmd.arg(img).args(gmons).output() else {
+        return Outcome::Setup("cannot run gprof -r".into());
+    };
+    let ours = super::ordering_output(img, gmons, flags).unwrap_or_else(String::into_bytes);
+    let _ = std::fs::write(dir.join("gprof.order"), &theirs.stdout);
+    let _ = std::fs::write(dir.join("ours.order"), &ours);
+    if theirs.status.success() && ours == theirs.stdout {
         Outcome::Same
     } else {
         Outcome::Differs
+    }
+}
+
+/// Runs `gprof -s [-a] [-D]` in `dir` and compares the gmon.sum it writes with ours.
+fn compare_sums(dir: &Path, img: &Path, gmons: &[&Path], flags: Flags) -> Outcome {
+    let sum_path = dir.join("gmon.sum");
+    let _ = std::fs::remove_file(&sum_path);
+    let mut cmd = Command::new("gprof");
+    cmd.arg("-s").current_dir(dir);
+    if flags.no_static {
+        cmd.arg("-a");
+    }
+    if flags.ignore_non_functions {
+        cmd.arg("-D");
+    }
+    let Ok(theirs) = cmd.arg(img).args(gmons).output() else {
+        return Outcome::Setup("cannot run gprof -s".into());
+    };
+    let theirs = if theirs.status.success() {
+        std::fs::read(&sum_path).unwrap_or_default()
+    } else {
+        format!(
+            "gprof -s failed: {}",
+            String::from_utf8_lossy(&theirs.stderr)
+        )
+        .into_bytes()
+    };
+    let ours = super::sum_output(img, gmons, flags).unwrap_or_else(String::into_bytes);
+    let _ = std::fs::write(dir.join("gprof.sum"), &theirs);
+    let _ = std::fs::write(dir.join("ours.sum"), &ours);
+    let _ = std::fs::remove_file(&sum_path);
+    if ours == theirs {
+        Outcome::Same
+    } else {
+        Outcome::Differs
+    }
+}
+
+/// `size` bytes of code for one block: calls to random blocks (the linker fills in the
+/// displacement, so both directions occur), stray `E8` bytes with random operands, NOPs and
+/// random bytes.
+fn code_bytes(rng: &mut Rng, asm: &mut String, size: u64, targets: &[String]) {
+    let mut left = size;
+    while left > 0 {
+        if left >= 5 && !targets.is_empty() && rng.chance(25) {
+            let _ = writeln!(asm, "\tcall \"{}\"", rng.pick(targets));
+            left -= 5;
+        } else if left >= 5 && rng.chance(10) {
+            let _ = writeln!(
+                asm,
+                "\t.byte 0xe8, {}, {}, {}, {}",
+                rng.below(256),
+                rng.below(256),
+                rng.below(3),
+                0
+            );
+            left -= 5;
+        } else {
+            let b = if rng.chance(50) { 0x90 } else { rng.below(256) };
+            let _ = writeln!(asm, "\t.byte {b}");
+            left -= 1;
+        }
     }
 }
 

@@ -24,6 +24,8 @@ pub struct Flags {
     pub ignore_non_functions: bool,
     /// `-T` (full report only)
     pub traditional: bool,
+    /// `-c` (full report only)
+    pub static_call_graph: bool,
 }
 
 /// The image's symbols (with `-a`/`-D` from `flags`) and the sum of the gmon files read by its
@@ -114,7 +116,16 @@ pub fn report_output_with(
             _ => {}
         }
     }
-    let analysis = callgraph::Analysis::with_symspecs(table, &sum, &tables);
+    let static_arcs = if flags.static_call_graph {
+        let data = std::fs::read(image).map_err(|e| e.to_string())?;
+        let text = callgraph::TextSection::parse(image, &data)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        callgraph::static_arcs(&table, &text, &sum)
+    } else {
+        Vec::new()
+    };
+    let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &tables, &static_arcs, &[]);
     let mut options = callgraph::ReportOptions::default();
     options.flat_profile = flat;
     options.call_graph = graph;
@@ -123,5 +134,55 @@ pub fn report_output_with(
     options.traditional = flags.traditional;
     let mut out = Vec::new();
     callgraph::write_report(&mut out, &analysis, &options).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The `gmon.sum` our `gprof -s [-a] [-D] image gmons...` writes, or the error text.
+pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let (table, sum) = load(image, gmons, flags)?;
+    let data = std::fs::read(image).map_err(|e| e.to_string())?;
+    let text = callgraph::TextSection::parse(image, &data)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let lines = callgraph::SourceLines::parse(image, &data).ok().flatten();
+    let line_table = callgraph::line_table(&table, &text, lines.as_ref());
+    let arcs = callgraph::sum_arcs(&line_table.table, sum.arcs());
+    let blocks = callgraph::sum_basic_blocks(&line_table.table, sum.basic_blocks());
+    sum.write_gnu_with(
+        Vec::new(),
+        table.address_size(),
+        table.endian(),
+        &arcs,
+        &blocks,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Our `gprof -r [-a] [-D] [-c] image gmons...` output, or the error text.
+pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
+    let (table, sum) = load(image, gmons, flags)?;
+    let static_arcs = if flags.static_call_graph {
+        let data = std::fs::read(image).map_err(|e| e.to_string())?;
+        let text = callgraph::TextSection::parse(image, &data)
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        callgraph::static_arcs(&table, &text, &sum)
+    } else {
+        Vec::new()
+    };
+    let analysis = callgraph::Analysis::with_static_arcs(
+        table,
+        &sum,
+        &callgraph::Symspecs::default(),
+        &static_arcs,
+        &[],
+    );
+    let order = callgraph::function_ordering(&analysis.graph)
+        .ok_or_else(|| "too many called functions for -r".to_string())?;
+    let mut out = Vec::new();
+    for s in order {
+        out.extend_from_slice(&analysis.table.symbols()[s].name);
+        out.push(b'\n');
+    }
     Ok(out)
 }

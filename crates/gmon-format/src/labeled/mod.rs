@@ -21,7 +21,7 @@
 //! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
 //!
-//! Names are built and parsed by [`ProfileName`](crate::ProfileName), which also says how a
+//! Names are built and parsed by [`ProfileName`], which also says how a
 //! command name is escaped.
 //!
 //! 1. **User profile.** GNU tagged gmon, version 1, with the machine's address width and byte
@@ -52,7 +52,7 @@
 //!    the two ends cannot be confused; plain gprof shows such arcs as `<spontaneous>`.
 //!    Boundary arcs of every kind are written; the info file's `[boundary]` section and the
 //!    stacks file say which kind each was.
-//! 3. **Measurement info**, [`MeasurementInfo`](crate::MeasurementInfo), format in
+//! 3. **Measurement info**, [`MeasurementInfo`], format in
 //!    [`crate::measurement_info`]. The collector writes:
 //!    - `[process]` `pid`, `ppid`, `comm`, `instances` (when above one), `argv` (the launched
 //!      command's, or `/proc/PID/cmdline` of a process seen alive), `exe` and `exe-build-id`
@@ -70,14 +70,15 @@
 //!      whole life; for every other process they are the last values read by a periodic poll
 //!      (every poll interval, 100 ms by default) while it was alive, so they miss up to one
 //!      interval at its end, and are absent for a process that never lived through a poll.
-//!      From perf software counters, counted per process from switch records and page-fault
-//!      samples: `perf-page-faults`, `perf-context-switches`, `perf-cpu-migrations`.
+//!      From perf software events sampled at every occurrence (period 1), counted per
+//!      process and image: `perf-page-faults`, `perf-context-switches`,
+//!      `perf-cpu-migrations`.
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
 //!      address − ELF virtual address, from the ELF program headers when the file is readable
 //!      and its build-id matches; absent otherwise), `path`, `build-id`, `mapped-ns` and
 //!      `unmapped-ns`.
 //!    - `[boundary]`: sample counts per boundary kind, keys `syscall`, `fault`, `interrupt`,
-//!      `other` (see [`BoundaryKind`](crate::BoundaryKind)), plus `user-only` (samples without
+//!      `other` (see [`BoundaryKind`]), plus `user-only` (samples without
 //!      kernel frames), `kernel-only` (samples without user frames: kernel threads, exits) and
 //!      `stacks-file` = the name of the stacks file (5).
 //! 4. **Kernel symbols**: `kallsyms.<boot-id>`, a verbatim copy of `/proc/kallsyms` taken at
@@ -97,7 +98,7 @@
 //!    for. Same kernel layout, without boundary arcs.
 //!
 //! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
-//! symbol with [`BoundaryKind::from_entry_symbol`](crate::BoundaryKind::from_entry_symbol):
+//! symbol with [`BoundaryKind::from_entry_symbol`]:
 //! `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*` are system calls;
 //! `asm_exc_*`, `exc_*` (page faults and other exceptions) faults; `asm_sysvec_*`,
 //! `sysvec_*`, `*_interrupt` interrupts; `ret_from_fork*` (a new thread's first return to

@@ -1,0 +1,600 @@
+//! Source lines from DWARF, and gprof's line granularity (`-l`, implied by `-s`).
+//!
+//! gprof asks BFD for the "nearest line" of addresses: the source file, line and function of
+//! each symbol's start (for the `(file)` and `(file:line)` name suffixes), and of every byte of
+//! `.text` in line mode, where each change of (function, file, line) starts a *line symbol*.
+//! Line symbols join the function symbols in one table that is finalised a second time, so an
+//! arc's caller and a histogram sample's owner become source lines, while callees stay functions.
+
+use std::borrow::Cow;
+use std::path::Path;
+use std::rc::Rc;
+
+use gimli::Reader as _;
+use object::{Object, ObjectSection};
+
+use crate::error::{Error, Result};
+use crate::symbols::{RawSymbol, SymbolTable};
+
+type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
+
+/// The `.text` section of an image: the address range gprof walks in line mode, and the code
+/// bytes `-c` scans for calls.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextSection {
+    /// Address of the first byte.
+    pub address: u64,
+    /// The section's contents (empty for a `NOBITS` section).
+    pub bytes: Vec<u8>,
+    /// Size from the section header (the bytes may be missing, but the range is known).
+    pub size: u64,
+}
+
+impl TextSection {
+    /// Reads the `.text` section (or `$CODE$`) of the ELF image `data`; `path` only names it
+    /// in errors.
+    ///
+    /// Returns `None` if the image has no such section, and an error if it cannot be parsed.
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
+        let Some(section) = file
+            .section_by_name(".text")
+            .or_else(|| file.section_by_name("$CODE$"))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(TextSection {
+            address: section.address(),
+            bytes: section.data().map(<[u8]>::to_vec).unwrap_or_default(),
+            size: section.size(),
+        }))
+    }
+
+    /// The byte at `address`, if it lies in the section's contents.
+    pub fn byte(&self, address: u64) -> Option<u8> {
+        let offset = usize::try_from(address.checked_sub(self.address)?).ok()?;
+        self.bytes.get(offset).copied()
+    }
+}
+
+fn not_exec(path: &Path, source: object::Error) -> Error {
+    Error::NotExecutable {
+        path: path.to_owned(),
+        source: Some(source),
+    }
+}
+
+/// Where an address comes from in the source, as BFD's nearest-line lookup reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearestLine {
+    /// The function's name in the debugging information (the innermost inlined one).
+    pub function: Vec<u8>,
+    /// The full path of the source file, as the line table builds it.
+    pub file: Rc<[u8]>,
+    /// The line number, never 0.
+    pub line: u64,
+}
+
+/// The DWARF line tables and functions of an image.
+pub struct SourceLines {
+    context: addr2line::Context<Reader>,
+    /// Line-table sequences, sorted by start address.
+    sequences: Vec<Sequence>,
+    /// File paths handed out so far, so equal paths share one allocation.
+    files: std::cell::RefCell<Vec<Rc<[u8]>>>,
+}
+
+impl std::fmt::Debug for SourceLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceLines").finish_non_exhaustive()
+    }
+}
+
+impl SourceLines {
+    /// Loads the DWARF sections of the ELF image `data`; `path` only names it in errors.
+    ///
+    /// Returns `None` if the image has no line information, and an error if the image or its
+    /// DWARF cannot be parsed.
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
+        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
+        if file.section_by_name(".debug_line").is_none() {
+            return Ok(None);
+        }
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> std::result::Result<Reader, gimli::Error> {
+            let bytes: Cow<'_, [u8]> = file
+                .section_by_name(id.name())
+                .and_then(|s| s.uncompressed_data().ok())
+                .unwrap_or_default();
+            Ok(gimli::EndianRcSlice::new(Rc::from(&*bytes), endian))
+        };
+        let dwarf_error = |source| Error::Dwarf {
+            path: path.to_owned(),
+            source,
+        };
+        let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
+        let mut files = Vec::new();
+        let mut sequences = read_line_tables(&dwarf, &mut files).map_err(dwarf_error)?;
+        sequences.sort_by_key(|s| s.start);
+        let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
+        Ok(Some(SourceLines {
+            context,
+            sequences,
+            files: std::cell::RefCell::new(files),
+        }))
+    }
+
+    /// The source position of `address`: its line-table row, and the function containing it.
+    ///
+    /// Returns `None` when the address has no line, no file or no function, or its line is 0,
+    /// as gprof then records nothing.
+    pub fn nearest(&self, address: u64) -> Option<NearestLine> {
+        let (file, line) = self.line_of(address)?;
+        let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
+        let mut function = None;
+        while let Ok(Some(frame)) = frames.next() {
+            if let Some(f) = frame.function {
+                function = Some(f.raw_name().ok()?.into_owned().into_bytes());
+                break;
+            }
+        }
+        Some(NearestLine {
+            function: function?,
+            file,
+            line,
+        })
+    }
+
+    /// The parts of [`low`, `high`) that line-table sequences cover, in address order and
+    /// without overlaps.
+    fn covered(&self, low: u64, high: u64) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for s in &self.sequences {
+            let (lo, hi) = (s.start.max(low), s.end.min(high));
+            if lo >= hi {
+                continue;
+            }
+            match out.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => out.push((lo, hi)),
+            }
+        }
+        out
+    }
+
+    /// The file and line of the row covering `address`: in the sequence holding it, the last
+    /// row at or below it.
+    fn line_of(&self, address: u64) -> Option<(Rc<[u8]>, u64)> {
+        let i = self.sequences.partition_point(|s| s.start <= address);
+        let seq = &self.sequences[..i].iter().rev().find(|s| address < s.end)?;
+        let r = seq.rows.partition_point(|r| r.address <= address);
+        let row = seq.rows.get(r.checked_sub(1)?)?;
+        if row.line == 0 {
+            return None;
+        }
+        let files = self.files.borrow();
+        Some((files.get(row.file)?.clone(), row.line))
+    }
+}
+
+/// One row of a line table, as far as gprof uses it.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    address: u64,
+    /// Index into [`SourceLines::files`].
+    file: usize,
+    line: u64,
+}
+
+/// One sequence of a line table: rows over [start, end).
+#[derive(Debug, Clone)]
+struct Sequence {
+    start: u64,
+    end: u64,
+    rows: Vec<Row>,
+}
+
+/// Runs every unit's line program, naming files as BFD does.
+///
+/// Two BFD habits matter for byte-identical names. A file's path is the compilation directory,
+/// the file's directory entry and its name joined with `/` unless one of them is absolute (so
+/// a relative directory `.` gives `././f.c`). And in a DWARF 5 table, rows before the program
+/// first sets the file register (whose initial value is 1) are credited to file entry 0, the
+/// primary source file, rather than entry 1.
+fn read_line_tables(
+    dwarf: &gimli::Dwarf<Reader>,
+    files: &mut Vec<Rc<[u8]>>,
+) -> gimli::Result<Vec<Sequence>> {
+    use gimli::{LineInstruction, LineRow};
+    let mut sequences = Vec::new();
+    let mut headers = dwarf.units();
+    while let Some(header) = headers.next()? {
+        let unit = dwarf.unit(header)?;
+        let Some(mut program) = unit.line_program.clone() else {
+            continue;
+        };
+        let header = program.header().clone();
+        let comp_dir: Option<Vec<u8>> = unit
+            .comp_dir
+            .as_ref()
+            .and_then(|d| d.to_slice().ok().map(|b| b.to_vec()));
+        let mut names: Vec<Option<usize>> = Vec::new();
+        let mut name_of = |index: u64, files: &mut Vec<Rc<[u8]>>| -> Option<usize> {
+            let slot = usize::try_from(index).ok()?;
+            if slot < names.len()
+                && let Some(n) = names[slot]
+            {
+                return Some(n);
+            }
+            let path = bfd_path(dwarf, &unit, &header, comp_dir.as_deref(), index)?;
+            let id = match files.iter().position(|f| **f == *path) {
+                Some(id) => id,
+                None => {
+                    files.push(Rc::from(path.as_slice()));
+                    files.len() - 1
+                }
+            };
+            if names.len() <= slot {
+                names.resize(slot + 1, None);
+            }
+            names[slot] = Some(id);
+            Some(id)
+        };
+        let version5 = header.version() >= 5;
+        let mut instructions = header.instructions();
+        let mut row = LineRow::new(&header);
+        let mut file_set = false;
+        let mut tombstone = false;
+        let mut rows: Vec<Row> = Vec::new();
+        while let Some(instruction) = instructions.next_instruction(&header)? {
+            match instruction {
+                LineInstruction::SetFile(_) => file_set = true,
+                LineInstruction::SetAddress(a) => {
+                    let max = if header.address_size() == 4 {
+                        u64::from(u32::MAX)
+                    } else {
+                        u64::MAX
+                    };
+                    tombstone = a < row.address() || a >= max;
+                }
+                _ => {}
+            }
+            if !row.execute(instruction, &mut program)? {
+                continue;
+            }
+            let end = row.end_sequence();
+            if !tombstone {
+                let index = if version5 && !file_set {
+                    0
+                } else {
+                    row.file_index()
+                };
+                if end {
+                    if let Some(first) = rows.first() {
+                        sequences.push(Sequence {
+                            start: first.address,
+                            end: row.address(),
+                            rows: std::mem::take(&mut rows),
+                        });
+                    }
+                } else if let Some(file) = name_of(index, files) {
+                    // A later row at the same address replaces an earlier one.
+                    if rows.last().is_some_and(|r| r.address == row.address()) {
+                        rows.pop();
+                    }
+                    rows.push(Row {
+                        address: row.address(),
+                        file,
+                        line: row.line().map_or(0, |l| l.get()),
+                    });
+                }
+            }
+            if end {
+                row = LineRow::new(&header);
+                file_set = false;
+                tombstone = false;
+                rows.clear();
+            }
+        }
+    }
+    Ok(sequences)
+}
+
+/// The path BFD gives file `index` of a line-program header.
+fn bfd_path(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    header: &gimli::LineProgramHeader<Reader>,
+    comp_dir: Option<&[u8]>,
+    index: u64,
+) -> Option<Vec<u8>> {
+    let file = header.file(index)?;
+    let text = |v: gimli::AttributeValue<Reader>| -> Option<Vec<u8>> {
+        dwarf
+            .attr_string(unit, v)
+            .ok()
+            .and_then(|r| r.to_slice().ok().map(|b| b.to_vec()))
+    };
+    let name = text(file.path_name())?;
+    if name.first() == Some(&b'/') {
+        return Some(name);
+    }
+    let dir = if header.version() >= 5 || file.directory_index() != 0 {
+        file.directory(header).and_then(text)
+    } else {
+        None
+    };
+    let mut path = Vec::new();
+    match dir {
+        Some(d) if d.first() == Some(&b'/') => path.extend_from_slice(&d),
+        Some(d) => {
+            if let Some(c) = comp_dir {
+                path.extend_from_slice(c);
+                path.push(b'/');
+            }
+            path.extend_from_slice(&d);
+        }
+        None => {
+            if let Some(c) = comp_dir {
+                path.extend_from_slice(c);
+            }
+        }
+    }
+    if !path.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(&name);
+    Some(path)
+}
+
+/// A symbol's source position as gprof prints it: file and line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceInfo {
+    /// Full path of the source file.
+    pub file: Rc<[u8]>,
+    /// Line number.
+    pub line: u64,
+}
+
+impl SourceInfo {
+    /// The file name as printed: the full path with `-L`, else the part after the last `/`.
+    pub fn file_name(&self, full_path: bool) -> &[u8] {
+        if full_path {
+            return &self.file;
+        }
+        match self.file.iter().rposition(|&b| b == b'/') {
+            Some(slash) => &self.file[slash + 1..],
+            None => &self.file,
+        }
+    }
+}
+
+/// The source position of every symbol's start, as gprof records it: only when the lookup
+/// yields a file, a function and a non-zero line.
+pub fn symbol_sources(table: &SymbolTable, lines: Option<&SourceLines>) -> Vec<Option<SourceInfo>> {
+    table
+        .symbols()
+        .iter()
+        .map(|s| {
+            let p = lines?.nearest(s.address)?;
+            Some(SourceInfo {
+                file: p.file,
+                line: p.line,
+            })
+        })
+        .collect()
+}
+
+/// A symbol table at line granularity and the source position of each of its symbols.
+#[derive(Debug, Clone)]
+pub struct LineTable {
+    /// Function symbols and line symbols, finalised together.
+    pub table: SymbolTable,
+    /// Source position per symbol of `table`.
+    pub sources: Vec<Option<SourceInfo>>,
+}
+
+/// Builds gprof's line-granularity table from the function table `table`.
+///
+/// Every byte of `.text` is looked up; whenever (function, file, line) differs from the last
+/// line symbol made, a new one starts there, named after the function, not a function itself,
+/// and static if the symbol containing it is. The function symbols keep the extents of the first
+/// pass, and any whose extent ended before its start (such as `data_start` beyond `.text`) is
+/// dropped; at equal addresses the function symbol wins.
+pub fn line_table(
+    table: &SymbolTable,
+    text: &TextSection,
+    lines: Option<&SourceLines>,
+) -> LineTable {
+    let mut made: Vec<(RawSymbol, SourceInfo)> = Vec::new();
+    if let Some(lines) = lines {
+        let mut last: Option<NearestLine> = None;
+        // Only addresses inside line-table sequences can have a line, and only bytes the image
+        // holds are walked, so damaged headers cannot make the walk endless.
+        let end = text
+            .address
+            .saturating_add(text.size.min(text.bytes.len() as u64));
+        let addresses = lines
+            .covered(text.address, end)
+            .into_iter()
+            .flat_map(|(lo, hi)| lo..hi);
+        for address in addresses {
+            let Some(p) = lines.nearest(address) else {
+                continue;
+            };
+            if last
+                .as_ref()
+                .is_some_and(|l| l.line == p.line && l.function == p.function && l.file == p.file)
+            {
+                continue;
+            }
+            let is_static = table
+                .lookup(address)
+                .is_some_and(|i| table.symbols()[i].is_static);
+            made.push((
+                RawSymbol {
+                    name: p.function.clone(),
+                    address,
+                    is_function: false,
+                    is_static,
+                },
+                SourceInfo {
+                    file: p.file.clone(),
+                    line: p.line,
+                },
+            ));
+            last = Some(p);
+        }
+    }
+    let text_end = text.address.wrapping_add(text.size);
+    let (table, origin) = table.refinalise(made.iter().map(|(s, _)| s.clone()).collect(), text_end);
+    let function_sources = symbol_sources_of(lines, &table, &origin);
+    let sources = origin
+        .iter()
+        .zip(function_sources)
+        .map(|(o, f)| match o {
+            Origin::Line(i) => Some(made[*i].1.clone()),
+            Origin::Function => f,
+        })
+        .collect();
+    LineTable { table, sources }
+}
+
+fn symbol_sources_of(
+    lines: Option<&SourceLines>,
+    table: &SymbolTable,
+    origin: &[Origin],
+) -> Vec<Option<SourceInfo>> {
+    table
+        .symbols()
+        .iter()
+        .zip(origin)
+        .map(|(s, o)| {
+            if matches!(o, Origin::Line(_)) {
+                return None;
+            }
+            let p = lines?.nearest(s.address)?;
+            Some(SourceInfo {
+                file: p.file,
+                line: p.line,
+            })
+        })
+        .collect()
+}
+
+/// Where a symbol of a re-finalised table came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A symbol of the function table.
+    Function,
+    /// The line symbol with this index in the list given.
+    Line(usize),
+}
+
+/// The ` (FILE:LINE @ ADDR)` suffix gprof appends to names in line mode, or the
+/// ` (FILE:LINE)` of `--inline-file-names`; nothing for a symbol without source position.
+pub fn name_suffix(
+    source: Option<&SourceInfo>,
+    address: u64,
+    line_mode: bool,
+    full_path: bool,
+) -> Vec<u8> {
+    let Some(s) = source else {
+        return Vec::new();
+    };
+    let mut out = b" (".to_vec();
+    out.extend_from_slice(s.file_name(full_path));
+    out.extend_from_slice(format!(":{}", s.line).as_bytes());
+    if line_mode {
+        out.extend_from_slice(format!(" @ {address:x}").as_bytes());
+    }
+    out.push(b')');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gmon_format::{AddressSize, Endian};
+
+    fn raw(name: &str, address: u64, is_function: bool) -> RawSymbol {
+        RawSymbol {
+            name: name.as_bytes().to_vec(),
+            address,
+            is_function,
+            is_static: false,
+        }
+    }
+
+    #[test]
+    fn suffixes_name_the_base_name_unless_full_paths_are_asked_for() {
+        let s = SourceInfo {
+            file: Rc::from(&b"/src/dir/a.c"[..]),
+            line: 12,
+        };
+        assert_eq!(
+            name_suffix(Some(&s), 0x11da, true, false),
+            b" (a.c:12 @ 11da)"
+        );
+        assert_eq!(
+            name_suffix(Some(&s), 0x11da, false, true),
+            b" (/src/dir/a.c:12)"
+        );
+        assert_eq!(name_suffix(None, 0x11da, true, false), b"");
+    }
+
+    #[test]
+    fn refinalising_keeps_functions_first_and_drops_symbols_past_text() {
+        let t = SymbolTable::from_symbols(
+            vec![
+                raw("f", 0x100, true),
+                raw("g", 0x120, true),
+                raw("data_start", 0x900, false),
+            ],
+            0x140,
+            AddressSize::U64,
+            Endian::Little,
+        );
+        // Line symbols: one at f's start (the function wins), two inside f, one inside g.
+        let lines = vec![
+            raw("f", 0x100, false),
+            raw("f", 0x108, false),
+            raw("f", 0x110, false),
+            raw("g", 0x130, false),
+        ];
+        let (lt, origin) = t.refinalise(lines, 0x140);
+        let names: Vec<(u64, bool)> = lt
+            .symbols()
+            .iter()
+            .map(|s| (s.address, s.is_function))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (0x100, true),
+                (0x108, false),
+                (0x110, false),
+                (0x120, true),
+                (0x130, false)
+            ]
+        );
+        assert_eq!(
+            origin,
+            [
+                Origin::Function,
+                Origin::Line(1),
+                Origin::Line(2),
+                Origin::Function,
+                Origin::Line(3)
+            ]
+        );
+        // An arc's caller inside f is now a line symbol; the function keeps its old extent.
+        assert_eq!(lt.lookup(0x112), Some(2));
+        assert_eq!(lt.symbols()[0].end_address, 0x11f);
+        assert_eq!(lt.symbols()[4].end_address, 0x13f);
+    }
+}
