@@ -58,7 +58,13 @@ fn demangle_core(name: &str) -> Option<String> {
     let text = match trailing_pack(name) {
         Some(text) => text,
         None => {
-            let text = special_name(rest).or_else(|| cpp(name))?;
+            let text = special_name(rest)
+                .or_else(|| {
+                    rest.contains("Ed")
+                        .then(|| default_argument_scope(rest))
+                        .flatten()
+                })
+                .or_else(|| cpp(name))?;
             let text = nested_local_names(name, &text).unwrap_or(text);
             templated_constructor(name, &text).unwrap_or(text)
         }
@@ -576,7 +582,22 @@ fn special_name(rest: &str) -> Option<String> {
         }
         _ => return None,
     };
+    if prefix != "TT" && tail.starts_with('Z') {
+        // A local class: `cpp_demangle` prints the return type of the enclosing function
+        // and cuts entities nested in a default argument; the local name on its own (a
+        // `_ZZ` name, demangled without return type) is what GNU prints after the label.
+        let local = default_argument_scope(tail).or_else(|| cpp(&format!("_Z{tail}")))?;
+        return Some(format!("{label}{local}"));
+    }
+    // A `const` function type (`KF…E`, the type of a `const` member function):
+    // `cpp_demangle` attaches the `const` to the last parameter; GNU prints it after the
+    // parameter list.
+    let (tail, cv) = match tail.strip_prefix('K') {
+        Some(function) if function.starts_with('F') => (function, " const"),
+        _ => (tail, ""),
+    };
     let mut ty = type_text(tail)?;
+    ty.push_str(cv);
     if tail.starts_with('F') {
         // A bare function type: GNU separates the return type from the parameters.
         if let Some(open) = ty
@@ -589,6 +610,47 @@ fn special_name(rest: &str) -> Option<String> {
         }
     }
     Some(format!("{label}{ty}"))
+}
+
+/// Demangles a local name in a default argument (`Z <encoding> E d [<number>] _ <entity>`).
+///
+/// `cpp_demangle` stops after the enclosing function there.  The `d…_` part adds no
+/// substitution, so the name without it demangles to the function and the entity, and
+/// GNU's `{default arg#N}` scope (parameters numbered from the last, `d_` being `#1`) is
+/// put between them.  Each `Ed…_` is tried as the end of the encoding; returns `None` if
+/// `local` (starting with `Z`) has no such scope or none of the splits demangles.
+fn default_argument_scope(local: &str) -> Option<String> {
+    let body = local.strip_prefix('Z')?;
+    let mut from = 0;
+    while let Some(at) = body[from..].find("Ed").map(|i| i + from) {
+        from = at + 2;
+        let after = &body[at + 2..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let Some(entity) = after[digits..].strip_prefix('_') else {
+            continue;
+        };
+        let number = match digits {
+            0 => 1,
+            _ => after[..digits].parse::<u64>().ok()?.checked_add(2)?,
+        };
+        let encoding = &body[..at];
+        let Some(function) = cpp(&format!("_ZZ{encoding}E1x")) else {
+            continue;
+        };
+        let Some(function) = function.strip_suffix("::x") else {
+            continue;
+        };
+        let Some(whole) = cpp(&format!("_ZZ{encoding}E{entity}")) else {
+            continue;
+        };
+        if let Some(inner) = whole
+            .strip_prefix(function)
+            .and_then(|w| w.strip_prefix("::"))
+        {
+            return Some(format!("{function}::{{default arg#{number}}}::{inner}"));
+        }
+    }
+    None
 }
 
 /// How GNU introduces the three kinds of thunk.
@@ -647,6 +709,11 @@ fn gnu_spelling(text: &str, mangled: &str) -> String {
         out = out.replace(", >", ">");
     }
     out = std_abbreviations(out, mangled);
+    // `const` applied to a template parameter that is already `const` (`RKT1_` with
+    // `T1_ = KS_`): C++ collapses the qualifiers, and so does GNU; `cpp_demangle` doubles them.
+    if out.contains(" const const") {
+        out = out.replace(" const const", " const");
+    }
     if mangled.contains("Dn") {
         out = out.replace("std::nullptr_t", "decltype(nullptr)");
     }
@@ -978,6 +1045,21 @@ mod tests {
     #[test]
     fn special_names() {
         assert_eq!(demangle("_ZTV11AttributesP"), "vtable for AttributesP");
+        // A local class: no return type of the enclosing function.
+        assert_eq!(
+            demangle("_ZTSZ1fIiESt6vectorIT_SaIS1_EEvE1L"),
+            "typeinfo name for f<int>()::L"
+        );
+        // A `const` function type, and local entities in default arguments.
+        assert_eq!(demangle("_ZTSKFviE"), "typeinfo name for void (int) const");
+        assert_eq!(
+            demangle("_ZTIZNK1A1fEiEd0_UlvE_"),
+            "typeinfo for A::f(int) const::{default arg#2}::{lambda()#1}"
+        );
+        assert_eq!(
+            demangle("_ZZ1fiEd_NKUlvE_clEv"),
+            "f(int)::{default arg#1}::{lambda()#1}::operator()() const"
+        );
         assert_eq!(demangle("_ZTIDn"), "typeinfo for decltype(nullptr)");
         assert_eq!(
             demangle("_ZTv0_n24_NSt13basic_fstreamIcSt11char_traitsIcEED0Ev"),
