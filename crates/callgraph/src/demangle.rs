@@ -74,6 +74,7 @@ fn demangle_core(name: &str) -> Option<String> {
     let text = construction_vtable(name, &text).unwrap_or(text);
     let text = expanded_expression_packs(&text).unwrap_or(text);
     let text = negated_names(&text).unwrap_or(text);
+    let text = empty_qualified_packs(&text).unwrap_or(text);
     Some(plain_callees(&text).unwrap_or(text))
 }
 
@@ -116,6 +117,7 @@ fn trailing_pack(name: &str) -> Option<String> {
     }
     let repaired = |mangled: String| {
         let text = cpp(&mangled)?;
+        let text = nested_local_names(&mangled, &text).unwrap_or(text);
         let text = templated_constructor(&mangled, &text).unwrap_or(text);
         Some(misplaced_qualifiers(&text).unwrap_or(text))
     };
@@ -313,6 +315,29 @@ fn construction_vtable(name: &str, text: &str) -> Option<String> {
     let label = "construction vtable for ";
     let (first, second) = text.strip_prefix(label)?.split_once("-in-")?;
     Some(format!("{label}{second}-in-{first}"))
+}
+
+/// Drops the qualifiers `cpp_demangle` prints for an empty qualified pack expansion.
+///
+/// A parameter `DpOT_` or `DpRKT_` whose pack is empty prints as a bare `&&` or `const&`
+/// in `cpp_demangle`; GNU prints nothing there: the parameter and its separator vanish at
+/// the end of a list (`(void (&)())`) and leave an empty slot in the middle
+/// (`(Opcode, , SourceInfo const&)`).  A parameter made of qualifiers alone is never valid
+/// C++, so every such one is rewritten.  Returns `None` if there is none.
+fn empty_qualified_packs(text: &str) -> Option<String> {
+    const QUALIFIERS: [&str; 4] = ["const&&", "const&", "&&", "&"];
+    if !QUALIFIERS
+        .iter()
+        .any(|q| text.contains(&format!(", {q})")) || text.contains(&format!(", {q}, ")))
+    {
+        return None;
+    }
+    let mut out = text.to_owned();
+    for q in QUALIFIERS {
+        out = out.replace(&format!(", {q})"), ")");
+        out = out.replace(&format!(", {q}, "), ", , ");
+    }
+    Some(out)
 }
 
 /// Drops the parentheses `cpp_demangle` puts around a name negated in an expression.
@@ -1050,6 +1075,13 @@ mod tests {
             demangle("_ZTSZ1fIiESt6vectorIT_SaIS1_EEvE1L"),
             "typeinfo name for f<int>()::L"
         );
+        // A doubled `const` from a substituted `const` template parameter.
+        assert_eq!(
+            demangle(
+                "_ZN4llvm22containsIrreducibleCFGIPKNS_10BasicBlockEKNS_25ReversePostOrderTraversalIPKNS_8FunctionENS_11GraphTraitsIS7_EEEEKNS_8LoopInfoENS8_IS3_EEEEbRT0_RKT1_"
+            ),
+            "bool llvm::containsIrreducibleCFG<llvm::BasicBlock const*, llvm::ReversePostOrderTraversal<llvm::Function const*, llvm::GraphTraits<llvm::Function const*> > const, llvm::LoopInfo const, llvm::GraphTraits<llvm::BasicBlock const*> >(llvm::ReversePostOrderTraversal<llvm::Function const*, llvm::GraphTraits<llvm::Function const*> > const&, llvm::LoopInfo const&)"
+        );
         // A `const` function type, and local entities in default arguments.
         assert_eq!(demangle("_ZTSKFviE"), "typeinfo name for void (int) const");
         assert_eq!(
@@ -1175,6 +1207,19 @@ mod tests {
                 "_ZN5clang9ModuleMap13resolveHeaderEPNS_6ModuleERKNS1_25UnresolvedHeaderDirectiveERb"
             ),
             "clang::ModuleMap::resolveHeader(clang::Module*, clang::Module::UnresolvedHeaderDirective const&, bool&)"
+        );
+    }
+
+    #[test]
+    fn empty_qualified_packs() {
+        assert_eq!(demangle("_Z1fIiJEEvT_DpOT0_"), "void f<int>(int)");
+        assert_eq!(demangle("_Z1fIJEEviDpRKT_i"), "void f<>(int, , int)");
+        assert_eq!(demangle("_ZZ1fIiJEEvT_DpOT0_E1x"), "f<int>(int)::x");
+        assert_eq!(
+            demangle(
+                "_ZN5clang6interp15ByteCodeEmitter6emitOpIJEEEbNS0_6OpcodeEDpRKT_RKNS0_10SourceInfoE"
+            ),
+            "bool clang::interp::ByteCodeEmitter::emitOp<>(clang::interp::Opcode, , clang::interp::SourceInfo const&)"
         );
     }
 
