@@ -723,8 +723,11 @@ fn gnu_spelling(text: &str, mangled: &str) -> String {
         }
     }
     out.push_str(rest);
+    if let Some(repaired) = misplaced_const_scope(&out) {
+        out = repaired;
+    }
     if mangled.contains("adL_Z") {
-        out = parenthesize_function_addresses(&out);
+        out = parenthesize_function_addresses(&out, !mangled.contains("adL_ZZ"));
     }
     if out.contains(")::") {
         out = drop_local_scope_return_types(out);
@@ -820,9 +823,70 @@ fn current_template_argument(before: &str) -> &str {
     ""
 }
 
+/// Recognizes `A(P)::f`, the way `cpp_demangle` prints the address of a member function
+/// `A::f(P)` whose class is a substitution, and returns `A::f`.
+///
+/// A function-local entity (`f(int)::x`) has the same shape, so `parenthesize_function_addresses`
+/// only calls this for names without local entities (`adL_ZZ`).
+fn misplaced_parameters(argument: &str) -> Option<String> {
+    let (scope, name) = argument.rsplit_once(")::")?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return None;
+    }
+    let open = matching_open_paren(&argument[..scope.len() + 1])?;
+    let class = &argument[..open];
+    if class.is_empty() || class.ends_with(' ') {
+        return None;
+    }
+    Some(format!("{class}::{name}"))
+}
+
+/// Moves the parameters of a `const` member function enclosing a local entity back to it.
+///
+/// When the class of such a function is a substitution, `cpp_demangle` prints
+/// `A(P)::f:: const{lambda()#1}` where GNU prints `A::f(P) const::{lambda()#1}`; the first
+/// is never valid C++, so each occurrence is rewritten.  Returns `None` if there is none.
+fn misplaced_const_scope(text: &str) -> Option<String> {
+    const MARK: &str = ":: const{";
+    if !text.contains(MARK) {
+        return None;
+    }
+    let mut out = text.to_owned();
+    let mut from = 0;
+    while let Some(at) = out[from..].find(MARK).map(|i| i + from) {
+        from = at + MARK.len();
+        let before = &out[..at];
+        let name_len = before
+            .bytes()
+            .rev()
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'~'))
+            .count();
+        let name_start = at - name_len;
+        let Some(close) = before[..name_start].strip_suffix(")::").map(str::len) else {
+            continue;
+        };
+        let Some(open) = matching_open_paren(&out[..=close]) else {
+            continue;
+        };
+        let rewritten = format!(
+            "{}::{}{} const::{{{}",
+            &out[..open],
+            &out[name_start..at],
+            &out[open..=close],
+            &out[at + MARK.len()..]
+        );
+        from = rewritten.len() - (out.len() - at - MARK.len());
+        out = rewritten;
+    }
+    (out != text).then_some(out)
+}
+
 /// GNU prints the address of a function given as template argument (`adL_Z…E`) with
 /// its full signature in parentheses: `&(int f<char>(char))`.
-fn parenthesize_function_addresses(text: &str) -> String {
+///
+/// `members` allows reading `A(P)::f` as the member function `A::f(P)`, which is only sound
+/// when no address is that of a local entity.
+fn parenthesize_function_addresses(text: &str, members: bool) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut i = 0;
     let bytes = text.as_bytes();
@@ -833,6 +897,13 @@ fn parenthesize_function_addresses(text: &str) -> String {
         if at_argument {
             let end = argument_end(&text[i + 1..]) + i + 1;
             let argument = &text[i + 1..end];
+            if let Some(function) = misplaced_parameters(argument).filter(|_| members) {
+                // `A(P)::f` from `cpp_demangle` is the member `A::f(P)`: GNU prints `&A::f`.
+                out.push('&');
+                out.push_str(&function);
+                i = end;
+                continue;
+            }
             if argument.ends_with(')')
                 && let Some(open) = top_level_paren(argument)
             {
@@ -1207,6 +1278,23 @@ mod tests {
                 "_ZN5clang9ModuleMap13resolveHeaderEPNS_6ModuleERKNS1_25UnresolvedHeaderDirectiveERb"
             ),
             "clang::ModuleMap::resolveHeader(clang::Module*, clang::Module::UnresolvedHeaderDirective const&, bool&)"
+        );
+    }
+
+    #[test]
+    fn member_scopes_of_substituted_classes() {
+        // A lambda in a `const` member function, and a member function address.
+        assert_eq!(
+            demangle(
+                "_ZN4llvm25getUniqueExitBlocksHelperINS_10BasicBlockENS_8LoopBaseIS1_NS_4LoopEEEZNKS4_19getUniqueExitBlocksERNS_15SmallVectorImplIPS1_EEEUlPKS1_E_EEvPKT0_RNS5_IPT_EET1_"
+            ),
+            "void llvm::getUniqueExitBlocksHelper<llvm::BasicBlock, llvm::LoopBase<llvm::BasicBlock, llvm::Loop>, llvm::LoopBase<llvm::BasicBlock, llvm::Loop>::getUniqueExitBlocks(llvm::SmallVectorImpl<llvm::BasicBlock*>&) const::{lambda(llvm::BasicBlock const*)#1}>(llvm::LoopBase<llvm::BasicBlock, llvm::Loop> const*, llvm::SmallVectorImpl<llvm::BasicBlock*>&, llvm::LoopBase<llvm::BasicBlock, llvm::Loop>::getUniqueExitBlocks(llvm::SmallVectorImpl<llvm::BasicBlock*>&) const::{lambda(llvm::BasicBlock const*)#1})"
+        );
+        assert_eq!(
+            demangle(
+                "_ZN5clang12ast_matchers7dynamic8internal25variadicMatcherDescriptorINS0_8internal30TypeTraversePolymorphicMatcherINS_8QualTypeENS4_26TypeMatcherinnerTypeGetterENS4_19TypeTraverseMatcherEFvNS4_8TypeListIJNS_9ParenTypeEEEEEEENS4_7MatcherIS6_EEXadL_ZNSD_6createEN4llvm8ArrayRefIPKSF_EEEEEENS1_14VariantMatcherENSG_9StringRefENS1_11SourceRangeENSH_INS1_11ParserValueEEEPNS1_11DiagnosticsE"
+            ),
+            "clang::ast_matchers::dynamic::VariantMatcher clang::ast_matchers::dynamic::internal::variadicMatcherDescriptor<clang::ast_matchers::internal::TypeTraversePolymorphicMatcher<clang::QualType, clang::ast_matchers::internal::TypeMatcherinnerTypeGetter, clang::ast_matchers::internal::TypeTraverseMatcher, void (clang::ast_matchers::internal::TypeList<clang::ParenType>)>, clang::ast_matchers::internal::Matcher<clang::QualType>, &clang::ast_matchers::internal::TypeTraversePolymorphicMatcher<clang::QualType, clang::ast_matchers::internal::TypeMatcherinnerTypeGetter, clang::ast_matchers::internal::TypeTraverseMatcher, void (clang::ast_matchers::internal::TypeList<clang::ParenType>)>::create>(llvm::StringRef, clang::ast_matchers::dynamic::SourceRange, llvm::ArrayRef<clang::ast_matchers::dynamic::ParserValue>, clang::ast_matchers::dynamic::Diagnostics*)"
         );
     }
 
