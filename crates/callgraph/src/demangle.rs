@@ -75,6 +75,7 @@ fn demangle_core(name: &str) -> Option<String> {
     let text = expanded_expression_packs(&text).unwrap_or(text);
     let text = negated_names(&text).unwrap_or(text);
     let text = empty_qualified_packs(&text).unwrap_or(text);
+    let text = bare_name_operands(&text).unwrap_or(text);
     Some(plain_callees(&text).unwrap_or(text))
 }
 
@@ -317,6 +318,86 @@ fn construction_vtable(name: &str, text: &str) -> Option<String> {
     Some(format!("{label}{second}-in-{first}"))
 }
 
+/// Binary operators whose operands `bare_name_operands` looks at; `<`, `>`, `*` and `&`
+/// are left out because they also appear in types.
+const BINARY_OPERATORS: [&str; 10] = ["&&", "||", "==", "!=", "+", "-", "/", "%", "^", "|"];
+
+/// Drops the parentheses `cpp_demangle` puts around a qualified name that is an operand of
+/// a binary operator.
+///
+/// GNU prints `A<T>::value&&B<T>::value` (checked with `c++filt -i`) where `cpp_demangle`
+/// prints `(A<T>::value)&&(B<T>::value)` or `… && (B<T>::value)`; other operands (template
+/// parameters, unary expressions) keep their parentheses in both.  Only names with a `::`
+/// are unwrapped, as a bare `(int)` may be a substituted template parameter.  Returns `None`
+/// if nothing changes.
+fn bare_name_operands(text: &str) -> Option<String> {
+    if !BINARY_OPERATORS.iter().any(|op| text.contains(op)) || !text.contains("::") {
+        return None;
+    }
+    let mut out = text.to_owned();
+    let mut from = 0;
+    let mut changed = false;
+    while let Some(open) = out[from..].find('(').map(|i| i + from) {
+        from = open + 1;
+        let Some(len) = qualified_name_len(&out[open + 1..]) else {
+            continue;
+        };
+        let close = open + 1 + len;
+        if out.as_bytes().get(close) != Some(&b')') {
+            continue;
+        }
+        let before = &out[..open];
+        let trimmed = before.trim_end_matches(' ');
+        let rhs = BINARY_OPERATORS.iter().any(|op| {
+            trimmed
+                .strip_suffix(op)
+                .is_some_and(|b| b.ends_with(')') || ends_with_operand_name(b))
+        });
+        let after = &out[close + 1..];
+        let lhs = BINARY_OPERATORS
+            .iter()
+            .any(|op| after.strip_prefix(op).is_some_and(|a| a.starts_with('(')))
+            && (before.ends_with('[') || before.ends_with('<') || before.ends_with(", "));
+        if !rhs && !lhs {
+            continue;
+        }
+        let name = out[open + 1..close].to_owned();
+        let start = if rhs { trimmed.len() } else { open };
+        out.replace_range(start..=close, &name);
+        from = start + name.len();
+        changed = true;
+    }
+    changed.then_some(out)
+}
+
+/// Tells whether `text` ends with a name that can be a left operand (`A<T>::value`), not
+/// with the keyword of an operator function (`operator==(A::B)` is a parameter list).
+fn ends_with_operand_name(text: &str) -> bool {
+    text.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') && !text.ends_with("operator")
+}
+
+/// Length of the qualified name (with `::`, possibly templated) that makes up all of
+/// `text` up to its first top-level `)`, or `None` if that text is anything else.
+fn qualified_name_len(text: &str) -> Option<usize> {
+    let mut angle = 0i32;
+    let mut qualified = false;
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' => angle += 1,
+            '>' => angle -= 1,
+            ')' if angle == 0 => return (qualified && i > 0).then_some(i),
+            '(' if angle == 0 => return None,
+            ':' if angle == 0 => qualified = true,
+            c if angle == 0 && !(c.is_ascii_alphanumeric() || c == '_') => return None,
+            _ => {}
+        }
+        if angle < 0 {
+            return None;
+        }
+    }
+    None
+}
+
 /// Drops the qualifiers `cpp_demangle` prints for an empty qualified pack expansion.
 ///
 /// A parameter `DpOT_` or `DpRKT_` whose pack is empty prints as a bare `&&` or `const&`
@@ -343,7 +424,8 @@ fn empty_qualified_packs(text: &str) -> Option<String> {
 /// Drops the parentheses `cpp_demangle` puts around a name negated in an expression.
 ///
 /// GNU prints `!is_array<T>::value` where `cpp_demangle` prints `!(is_array<T>::value)`;
-/// only operands that are a plain (qualified, possibly templated) name are unwrapped.
+/// only operands that are a plain qualified (possibly templated) name are unwrapped: a
+/// negated template parameter keeps them in GNU too (`!(int)`, checked with `c++filt -i`).
 /// Returns `None` if there is nothing to rewrite.
 fn negated_names(text: &str) -> Option<String> {
     let mut out = text.to_owned();
@@ -372,7 +454,7 @@ fn negated_names(text: &str) -> Option<String> {
             }
         }
         let Some(close) = close else { continue };
-        if !plain || !out[close..].starts_with(')') || close == open + 1 {
+        if !plain || !out[close..].starts_with(')') || !out[open..close].contains("::") {
             continue;
         }
         out.replace_range(close..=close, "");
@@ -1296,6 +1378,42 @@ mod tests {
             ),
             "clang::ast_matchers::dynamic::VariantMatcher clang::ast_matchers::dynamic::internal::variadicMatcherDescriptor<clang::ast_matchers::internal::TypeTraversePolymorphicMatcher<clang::QualType, clang::ast_matchers::internal::TypeMatcherinnerTypeGetter, clang::ast_matchers::internal::TypeTraverseMatcher, void (clang::ast_matchers::internal::TypeList<clang::ParenType>)>, clang::ast_matchers::internal::Matcher<clang::QualType>, &clang::ast_matchers::internal::TypeTraversePolymorphicMatcher<clang::QualType, clang::ast_matchers::internal::TypeMatcherinnerTypeGetter, clang::ast_matchers::internal::TypeTraverseMatcher, void (clang::ast_matchers::internal::TypeList<clang::ParenType>)>::create>(llvm::StringRef, clang::ast_matchers::dynamic::SourceRange, llvm::ArrayRef<clang::ast_matchers::dynamic::ParserValue>, clang::ast_matchers::dynamic::Diagnostics*)"
         );
+    }
+
+    #[test]
+    fn binary_operands() {
+        // Expected texts from `c++filt -i`: qualified names bare, other operands in
+        // parentheses.
+        let cases = [
+            (
+                "_Z1fIiEvRAaasr1AIT_EE5valuesr1BIT_EE5value_i",
+                "void f<int>(int (&) [A<int>::value&&B<int>::value])",
+            ),
+            (
+                "_Z1fIiEvRAaantsr1AIT_EE5valuesr1BIT_EE5value_i",
+                "void f<int>(int (&) [(!A<int>::value)&&B<int>::value])",
+            ),
+            (
+                "_Z1fIiEvRAaasr1AIT_EE5valuentsr1BIT_EE5value_i",
+                "void f<int>(int (&) [A<int>::value&&(!B<int>::value)])",
+            ),
+            (
+                "_Z1fIiEvRAplT_sr1BIT_EE5value_i",
+                "void f<int>(int (&) [(int)+B<int>::value])",
+            ),
+            (
+                "_Z1fIiEvRAplsr1BIT_EE5valueT__i",
+                "void f<int>(int (&) [B<int>::value+(int)])",
+            ),
+            (
+                "_Z1fIiEvRAaantT_ntT__i",
+                "void f<int>(int (&) [(!(int))&&(!(int))])",
+            ),
+            ("_ZN1AeqENS_1BE", "A::operator==(A::B)"),
+        ];
+        for (mangled, gnu) in cases {
+            assert_eq!(demangle(mangled), gnu, "{mangled}");
+        }
     }
 
     #[test]
