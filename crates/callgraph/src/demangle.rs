@@ -331,7 +331,7 @@ const BINARY_OPERATORS: [&str; 10] = ["&&", "||", "==", "!=", "+", "-", "/", "%"
 /// are unwrapped, as a bare `(int)` may be a substituted template parameter.  Returns `None`
 /// if nothing changes.
 fn bare_name_operands(text: &str) -> Option<String> {
-    if !BINARY_OPERATORS.iter().any(|op| text.contains(op)) || !text.contains("::") {
+    if !has_operator_next_to_paren(text) || !text.contains("::") {
         return None;
     }
     let mut out = text.to_owned();
@@ -368,6 +368,22 @@ fn bare_name_operands(text: &str) -> Option<String> {
         changed = true;
     }
     changed.then_some(out)
+}
+
+/// A cheap test (this runs for every C++ name) for what `bare_name_operands` rewrites: a
+/// `(` right after an operator character (possibly after a space), or a `)` right before
+/// one.
+fn has_operator_next_to_paren(text: &str) -> bool {
+    let is_operator = |b: u8| matches!(b, b'&' | b'|' | b'=' | b'+' | b'-' | b'/' | b'%' | b'^');
+    let bytes = text.as_bytes();
+    bytes.iter().enumerate().any(|(i, &b)| match b {
+        b'(' => {
+            let before = bytes[..i].strip_suffix(b" ").unwrap_or(&bytes[..i]);
+            before.last().is_some_and(|&p| is_operator(p))
+        }
+        b')' => bytes.get(i + 1).is_some_and(|&n| is_operator(n)),
+        _ => false,
+    })
 }
 
 /// Tells whether `text` ends with a name that can be a left operand (`A<T>::value`), not
@@ -407,10 +423,15 @@ fn qualified_name_len(text: &str) -> Option<usize> {
 /// C++, so every such one is rewritten.  Returns `None` if there is none.
 fn empty_qualified_packs(text: &str) -> Option<String> {
     const QUALIFIERS: [&str; 4] = ["const&&", "const&", "&&", "&"];
-    if !QUALIFIERS
-        .iter()
-        .any(|q| text.contains(&format!(", {q})")) || text.contains(&format!(", {q}, ")))
-    {
+    // Checked without allocating: this runs for every C++ name.
+    let found = text.match_indices(", ").any(|(at, _)| {
+        let next = &text[at + 2..];
+        QUALIFIERS.iter().any(|q| {
+            next.strip_prefix(q)
+                .is_some_and(|after| after.starts_with(')') || after.starts_with(", "))
+        })
+    });
+    if !found {
         return None;
     }
     let mut out = text.to_owned();
