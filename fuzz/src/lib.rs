@@ -1,6 +1,7 @@
 //! The bodies of the fuzz targets. Each `run` is also called by ordinary tests over the
 //! fixtures (they include these files by path), so a crash found by fuzzing becomes a test.
 
+pub mod demangle;
 pub mod gmon;
 pub mod info;
 pub mod kallsyms;

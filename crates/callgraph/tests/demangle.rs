@@ -6,6 +6,9 @@
 
 use std::fmt::Write as _;
 
+#[path = "../../../fuzz/src/demangle.rs"]
+mod fuzz_demangle;
+
 #[test]
 fn sample_matches_gnu() {
     let path = concat!(
@@ -33,6 +36,24 @@ fn sample_matches_gnu() {
         failures == 0,
         "{failures} of {total} names differ from GNU:\n{report}"
     );
+}
+
+/// Runs the fuzz body over every prefix of every 20th sample name (truncated manglings
+/// reach the error paths of every production) and over the whole names with odd tails.
+#[test]
+fn truncated_and_garbled_names_do_not_panic() {
+    let sample = include_str!("data/demangle/sample.tsv");
+    for (i, line) in sample.lines().enumerate() {
+        let mangled = line.split('\t').next().unwrap();
+        fuzz_demangle::run(mangled.as_bytes());
+        fuzz_demangle::run(format!("{mangled}@@V1").as_bytes());
+        fuzz_demangle::run(format!("{mangled}E_E").as_bytes());
+        if i % 20 == 0 {
+            for end in 1..mangled.len() {
+                fuzz_demangle::run(&mangled.as_bytes()[..end]);
+            }
+        }
+    }
 }
 
 /// Names of the sample on which we are known to differ from GNU (bugs of the underlying
