@@ -16,7 +16,7 @@ use gmon_format::{
 
 use crate::error::{Error, Result};
 use crate::recording::{CounterKind, ProcCounters, Recording};
-use crate::replay::{Process, Replay};
+use crate::replay::{Process, ProcessKey, Replay};
 use crate::unwind::{Images, UnwindStats, unwind_with};
 
 /// Options of [`write_measurement`].
@@ -416,6 +416,41 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     add(&mut a.written_bytes, b.written_bytes);
 }
 
+/// Sums the taskstats exit records of each process's tasks. A record goes to the latest
+/// process of its thread group id (or, before taskstats version 12, of the process that had the
+/// thread) that started before the record came.
+fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, ProcessCounters> {
+    let mut out: HashMap<ProcessKey, ProcessCounters> = HashMap::new();
+    for e in &rec.task_exits {
+        let owner = replay
+            .processes
+            .iter()
+            .filter(|p| match e.tgid {
+                Some(tgid) => p.key.pid == tgid,
+                None => p.threads.iter().any(|t| t.tid == e.tid),
+            })
+            .filter(|p| p.start.unwrap_or(0) <= e.time)
+            .max_by_key(|p| (p.start.unwrap_or(0), p.key.generation));
+        let Some(p) = owner else { continue };
+        let mut c = ProcessCounters::default();
+        c.user_cpu_ns = Some(e.user_cpu_ns);
+        c.system_cpu_ns = Some(e.system_cpu_ns);
+        c.minor_faults = Some(e.minor_faults);
+        c.major_faults = Some(e.major_faults);
+        c.voluntary_switches = Some(e.voluntary_switches);
+        c.involuntary_switches = Some(e.involuntary_switches);
+        c.read_bytes = Some(e.read_bytes);
+        c.written_bytes = Some(e.written_bytes);
+        match out.get_mut(&p.key) {
+            Some(acc) => add_counters(acc, &c),
+            None => {
+                out.insert(p.key, c);
+            }
+        }
+    }
+    out
+}
+
 /// Writes the measurement: for each process (pid and command name) its user gmon, kernel gmon,
 /// info and stacks files, and the kernel-symbol snapshot, into `opts.dir`.
 ///
@@ -553,6 +588,19 @@ pub fn write_measurement(
     }
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
     let dir = &opts.dir;
+    let exits = taskstats_counters(rec, replay);
+    if let Some(why) = &rec.taskstats_refused {
+        summary.warnings.push(format!(
+            "taskstats exit records refused ({why}): counters come from polling /proc and are \
+             missing for processes that lived less than one poll interval"
+        ));
+    }
+    if rec.taskstats_overflows > 0 {
+        summary.warnings.push(format!(
+            "the taskstats socket overflowed {} times: some exit records were lost",
+            rec.taskstats_overflows
+        ));
+    }
 
     for ((pid, comm_bytes), set) in &sets {
         let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
@@ -573,6 +621,7 @@ pub fn write_measurement(
         info.process.end_realtime_ns = Some(last.end.wrapping_add(realtime_offset));
 
         let mut counters: Option<ProcessCounters> = None;
+        let mut source = None;
         let mut perf: BTreeMap<CounterKind, u64> = BTreeMap::new();
         let mut mappings = Vec::new();
         for seg in &set.segments {
@@ -597,13 +646,27 @@ pub fn write_measurement(
             {
                 info.process.argv = Some(r.argv.clone());
             }
-            if seg.last {
+            // A process that ended has its tasks' exit records: exact over its whole life.
+            // One still alive at the end (or one without records) has its last /proc reading.
+            let exited = exits
+                .get(&p.key)
+                .filter(|_| p.exit.is_some() || reading.is_none());
+            if seg.last
+                && let Some(c) = exited
+            {
+                match &mut counters {
+                    Some(acc) => add_counters(acc, c),
+                    None => counters = Some(c.clone()),
+                }
+                source = Some("taskstats");
+            } else if seg.last {
                 let from_child = rec
                     .child
                     .as_ref()
                     .filter(|c| c.pid == *pid && p.key.generation == 0)
                     .and_then(|c| c.counters.as_ref());
                 if let Some(c) = from_child.or(reading.map(|r| &r.counters)) {
+                    source.get_or_insert("proc");
                     let c = proc_counters(c, tick_ns);
                     match &mut counters {
                         Some(acc) => add_counters(acc, &c),
@@ -656,6 +719,12 @@ pub fn write_measurement(
             }
         }
         let mut c = counters.unwrap_or_default();
+        if let Some(source) = source {
+            c.extra.push(Field::new("source", format!("\"{source}\"")));
+        }
+        if rec.taskstats_refused.is_some() {
+            c.extra.push(Field::new("taskstats", "refused"));
+        }
         for kind in CounterKind::ALL {
             c.extra.push(Field::new(
                 kind.key(),

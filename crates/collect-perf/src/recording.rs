@@ -210,6 +210,39 @@ pub struct ProcReading {
     pub counters: ProcCounters,
 }
 
+/// A taskstats exit record of one task (thread), sent by the kernel as it exits. CPU times
+/// are the kernel's tick-sampled `utime` and `stime` (a task that ran 2 ms may show 0 or one
+/// tick), the rest exact counts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskExit {
+    /// CLOCK_MONOTONIC ns when the collector received it (shortly after the exit).
+    pub time: u64,
+    /// Thread id.
+    pub tid: u32,
+    /// Process id (thread group), when the kernel's struct has it (version 12 on).
+    pub tgid: Option<u32>,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Command name.
+    pub comm: String,
+    /// User CPU time in ns (the kernel counts µs).
+    pub user_cpu_ns: u64,
+    /// System CPU time in ns.
+    pub system_cpu_ns: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Bytes read through system calls (`read_char`).
+    pub read_bytes: u64,
+    /// Bytes written through system calls (`write_char`).
+    pub written_bytes: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+}
+
 /// How the launched command ended, with its counters read before it was reaped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildExit {
@@ -264,6 +297,13 @@ pub struct Recording {
     pub counter_events: Vec<CounterEvent>,
     /// The latest /proc reading of each process seen alive during the run, by (pid, start).
     pub proc_readings: Vec<ProcReading>,
+    /// Taskstats exit records of every task that exited during the run (root only).
+    pub task_exits: Vec<TaskExit>,
+    /// Why taskstats exit records were not received (None when they were): counters then
+    /// come from /proc polling and miss processes that lived less than one poll interval.
+    pub taskstats_refused: Option<String>,
+    /// Times the taskstats socket overflowed, losing exit records.
+    pub taskstats_overflows: u64,
     /// The sample identifiers of the counting events, and what they count.
     pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     pub(crate) frames: Vec<u64>,

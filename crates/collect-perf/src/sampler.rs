@@ -13,6 +13,7 @@ use crate::procfs;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
+use crate::taskstats;
 
 /// Sampling options.
 #[derive(Debug, Clone)]
@@ -271,6 +272,8 @@ pub struct Sampler {
     last_proc_poll: Option<Instant>,
     rings: Vec<Ring>,
     child: Option<u32>,
+    /// Taskstats exit records, when the kernel allows them (root).
+    taskstats: Option<taskstats::Listener>,
     recording: Recording,
 }
 
@@ -343,7 +346,13 @@ impl Sampler {
                 }
             }
         }
+        let (taskstats, taskstats_refused) =
+            match taskstats::Listener::register(&procfs::online_cpus()) {
+                Ok(l) => (Some(l), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
         let recording = Recording {
+            taskstats_refused,
             frequency: config.frequency,
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
@@ -362,6 +371,7 @@ impl Sampler {
             last_proc_poll: None,
             rings,
             child: None,
+            taskstats,
             recording,
         })
     }
@@ -529,6 +539,14 @@ impl Sampler {
         let rec = &mut self.recording;
         for ring in &mut self.rings {
             ring.drain(|r| rec.push_raw(r));
+        }
+        self.drain_taskstats();
+    }
+
+    fn drain_taskstats(&mut self) {
+        if let Some(l) = &mut self.taskstats {
+            l.drain(monotonic_ns(), &mut self.recording.task_exits);
+            self.recording.taskstats_overflows = l.overflows;
         }
     }
 
@@ -748,6 +766,9 @@ impl Sampler {
             .filter_map(|fd| sys::read_lost(fd).ok())
             .sum();
         self.collect_child(true);
+        // The kernel queues a task's exit record before the task becomes a zombie, so the
+        // launched command's is here now that it is reaped.
+        self.drain_taskstats();
         self.recording.end_time = monotonic_ns();
         Ok(std::mem::take(&mut self.recording))
     }

@@ -317,6 +317,38 @@ fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
     let sets = file_sets(&m.dir);
     assert_eq!(sets.len(), 51, "parent and 50 children: {sets:?}");
     assert_eq!(m.summary.processes, 51);
+    // Every child lived about 2 ms, less than one /proc poll: its counters come from its
+    // taskstats exit record. The kernel samples user and system time at clock ticks, so one
+    // child may show 0 ns, and one that ran without being preempted no context switch; their
+    // sums are checked.
+    assert_eq!(m.rec.taskstats_refused, None, "tests run as root");
+    let main = m.rec.child.as_ref().unwrap().pid;
+    let (mut cpu, mut switches) = (0, 0);
+    for (pid, comm) in sets.keys() {
+        let inf = info(&m.dir.join(format!("gmon.out.{pid}.{comm}")));
+        let c = &inf.counters;
+        assert_eq!(
+            field(&inf, "counters", "source"),
+            Some("\"taskstats\""),
+            "{pid}"
+        );
+        let own = c.user_cpu_ns.unwrap() + c.system_cpu_ns.unwrap();
+        assert!(own < 2_000_000_000, "{pid}: {own} ns");
+        assert!(c.minor_faults.unwrap() >= 1, "{pid}: {c:?}");
+        assert!(c.read_bytes.is_some() && c.written_bytes.is_some(), "{pid}");
+        if *pid != main {
+            cpu += own;
+            switches += c.voluntary_switches.unwrap() + c.involuntary_switches.unwrap();
+        } else {
+            // The parent waited for its 50 children.
+            assert!(c.voluntary_switches.unwrap() >= 1, "{c:?}");
+        }
+    }
+    assert!(
+        (40_000_000..1_000_000_000).contains(&cpu),
+        "50 children spinning 2 ms each: {cpu} ns"
+    );
+    assert!(switches >= 25, "50 children: {switches} context switches");
 }
 
 #[test]

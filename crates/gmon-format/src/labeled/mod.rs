@@ -63,14 +63,26 @@
 //!      process whose user stack may lack outer frames.
 //!    - `[kernel]` `release`, `build-id` (from `/sys/kernel/notes`, if readable),
 //!      `symbols-file` = the name of the snapshot (4).
-//!    - `[counters]` from `/proc`: `user-cpu-ns`, `system-cpu-ns` (clock ticks × 10⁹ / 100),
-//!      `minor-faults`, `major-faults`, `voluntary-switches`, `involuntary-switches`,
-//!      `read-bytes` and `written-bytes` (`rchar` and `wchar` of `/proc/PID/io`). They are read
-//!      for the launched command while it is a zombie (`waitid(WNOWAIT)`), so they cover its
-//!      whole life; for every other process they are the last values read by a periodic poll
-//!      (every poll interval, 100 ms by default) while it was alive, so they miss up to one
-//!      interval at its end, and are absent for a process that never lived through a poll.
-//!      From perf software events sampled at every occurrence (period 1), counted per
+//!    - `[counters]`: `user-cpu-ns`, `system-cpu-ns`, `minor-faults`, `major-faults`,
+//!      `voluntary-switches`, `involuntary-switches`, `read-bytes` and `written-bytes`
+//!      (bytes passed through read and write system calls), and `source`, which says where
+//!      they come from:
+//!      - `"taskstats"`: for a process that ended during the run, when the collector may
+//!        register for the kernel's taskstats exit records (root: `CAP_NET_ADMIN`, initial
+//!        network namespace). The records of all its threads are summed, so even a process
+//!        that lived microseconds has exact counts over its whole life. The kernel samples CPU
+//!        time at clock ticks, so a process that ran 2 ms may show 0 or one tick.
+//!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
+//!        `rchar`, `wchar`). The launched command's are read while it is a zombie
+//!        (`waitid(WNOWAIT)`), so they cover its whole life; any other process's are the last
+//!        values read by a periodic poll (every 100 ms by default) while it was alive, so they
+//!        miss up to one interval at its end. A process still running at the end of the run
+//!        always has these.
+//!
+//!      When taskstats is refused the collector says so (a warning, and `taskstats = refused`
+//!      in every info file) and a process that never lived through a poll has no counters.
+//!
+//!      Also, from perf software events sampled at every occurrence (period 1), counted per
 //!      process and image: `perf-page-faults`, `perf-context-switches`,
 //!      `perf-cpu-migrations`.
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
