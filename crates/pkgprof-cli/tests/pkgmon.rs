@@ -389,3 +389,71 @@ fn a_set_uid_command_is_reported_unprofiled() {
         .unwrap();
     assert!(!stderr(&o).contains("set-uid"), "{}", stderr(&o));
 }
+
+/// Names of a `-b -p` flat profile.
+fn flat_names(listing: &str) -> Vec<String> {
+    listing
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_images_of_a_process_that_execs_are_labelled_apart() {
+    let _s = serial();
+    let dir = out_dir("exec");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("execer"))
+        .arg(workload("cpu"))
+        .arg("200")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    let pid = sets[0].0;
+    let comms: Vec<&str> = sets.iter().map(|s| s.1.as_str()).collect();
+    assert_eq!(comms, ["cpu", "execer"], "{sets:?}");
+    let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["-b", "-p", "--pid", &pid.to_string()])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let names = flat_names(&out);
+    // Both programs have a `spin`: the exec'd one (the process's last image) keeps the plain
+    // label, the one it replaced carries its command name.
+    // (gcc may specialise the execer's copy: `spin.constprop.0`.)
+    assert!(names.contains(&format!("{pid}u:spin")), "{out}");
+    let old = names
+        .iter()
+        .find(|n| n.starts_with(&format!("{pid}(execer)u:spin")))
+        .unwrap_or_else(|| panic!("{out}"))
+        .clone();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "a name appears twice:\n{out}");
+    assert!(
+        out.contains(&format!(
+            "Process {pid} (execer): {}",
+            workload("execer").display()
+        )) && out.contains(&format!(
+            "    labels:           {pid}(execer)u: and {pid}(execer)k: (an image the process replaced by exec)"
+        )),
+        "{out}"
+    );
+    // A symbol specification with such a label names the function.
+    let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["-b", "-Q", &format!("-p{old}"), "--pid", &pid.to_string()])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let only = flat_names(&String::from_utf8_lossy(&r.stdout));
+    assert_eq!(only, [old], "{}", String::from_utf8_lossy(&r.stderr));
+}

@@ -23,6 +23,16 @@
 //! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
 //! gprof reads to the same listing.
 //!
+//! # Processes that exec
+//!
+//! A process that `exec`s has one file set per image (per command name), all with its pid. The
+//! file set of its last image (the one whose info file says it ended last) is labelled
+//! `<pid>u:` and `<pid>k:` as usual, so `<pid>` always names what the process became; each
+//! earlier image is labelled with its command name in parentheses, as `ps` and `/proc/PID/stat`
+//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A pid reused during the
+//! measurement by a process of another name is told apart the same way. The labels only depend
+//! on the info files, so the listing is the same at every run.
+//!
 //! # Pseudo-functions
 //!
 //! Addresses that no symbol covers get one pseudo-function per object and side:
@@ -282,8 +292,9 @@ impl Seamless {
             }
             ProcessSelection::System => measurement.processes.iter().collect(),
         };
-        for f in files {
-            processes.push(b.add_process(f)?);
+        let labels = image_labels(&files)?;
+        for (f, label) in files.into_iter().zip(labels) {
+            processes.push(b.add_process(f, label)?);
         }
         if *selection == ProcessSelection::System {
             for (label, path) in [
@@ -313,6 +324,38 @@ impl Seamless {
             warnings: b.warnings,
         })
     }
+}
+
+/// The label of each file set (see "Processes that exec" in the module docs): `<pid>`, or
+/// `<pid>(<comm>)` for a file set of a pid that has a later one.
+fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
+    let mut ends = Vec::with_capacity(files.len());
+    for f in files {
+        let end = match &f.info {
+            Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
+                let data = read_file(path)?;
+                let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
+                info.process
+                    .end_monotonic_ns
+                    .or(info.process.start_monotonic_ns)
+            }
+            _ => None,
+        };
+        ends.push(end);
+    }
+    let key = |i: usize| (ends[i], files[i].comm.as_bytes().to_vec());
+    Ok((0..files.len())
+        .map(|i| {
+            let f = files[i];
+            let later =
+                (0..files.len()).any(|j| j != i && files[j].pid == f.pid && key(j) > key(i));
+            if later {
+                format!("{}({})", f.pid, String::from_utf8_lossy(f.comm.as_bytes()))
+            } else {
+                f.pid.to_string()
+            }
+        })
+        .collect())
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>> {
@@ -372,7 +415,7 @@ impl Builder {
         Ok((bins, arcs))
     }
 
-    fn add_process(&mut self, files: &ProcessFiles) -> Result<ProcessSummary> {
+    fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
         let info = match &files.info {
             Some(path) => {
                 let data = read_file(path)?;
@@ -403,7 +446,7 @@ impl Builder {
             })
             .unwrap_or_default();
         self.spaces.push(Space {
-            label: files.pid.to_string(),
+            label: label.clone(),
             system: false,
             mappings,
             info: info.clone(),
@@ -412,7 +455,7 @@ impl Builder {
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
-            label: files.pid.to_string(),
+            label,
             files: Some(files.clone()),
             info,
             user_samples: 0,
