@@ -589,6 +589,13 @@ pub fn write_measurement(
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
     let dir = &opts.dir;
     let exits = taskstats_counters(rec, replay);
+    // The vDSO image to save: this process's own, when a profiled process mapped one with the
+    // same build-id (the kernel maps one image into every 64-bit process).
+    let own_vdso = crate::elf::own_vdso().and_then(|bytes| {
+        let id = crate::elf::ElfInfo::parse(&bytes)?.build_id?;
+        Some((id, bytes))
+    });
+    let mut vdso_used = false;
     if let Some(why) = &rec.taskstats_refused {
         summary.warnings.push(format!(
             "taskstats exit records refused ({why}): counters come from polling /proc and are \
@@ -695,6 +702,12 @@ pub fn write_measurement(
                     .filter(|b| !b.is_empty());
                 im.mapped_ns = (m.from != 0).then_some(m.from);
                 im.unmapped_ns = m.to;
+                if m.filename == "[vdso]"
+                    && let Some((id, _)) = &own_vdso
+                    && im.build_id.as_ref() == Some(id)
+                {
+                    vdso_used = true;
+                }
                 if info.process.exe.is_none() && m.filename.starts_with('/') {
                     info.process.exe = im.path.clone();
                     info.process.exe_build_id = im.build_id.clone();
@@ -805,6 +818,11 @@ pub fn write_measurement(
     summary
         .files
         .push(write_atomic(dir, &symbols_file, kallsyms_text.as_bytes())?);
+    if vdso_used && let Some((id, bytes)) = &own_vdso {
+        summary
+            .files
+            .push(write_atomic(dir, &gmon_format::vdso_file_name(id), bytes)?);
+    }
     Ok(summary)
 }
 

@@ -107,6 +107,17 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
         .find(|n| n.starts_with("kallsyms."))
         .expect("kallsyms snapshot");
     assert_eq!(boot.len(), "kallsyms.".len() + 8);
+    let ms = scan(&m.dir).unwrap();
+    assert_eq!(ms.processes.len(), 1);
+    let pf = &ms.processes[0];
+    let inf = info(pf.info.as_ref().unwrap());
+    // The vDSO image, named by the build-id of the process's [vdso] mapping.
+    let vdso_id = inf
+        .mappings
+        .iter()
+        .find(|m| m.path.as_deref() == Some(b"[vdso]".as_slice()))
+        .and_then(|m| m.build_id.as_deref())
+        .expect("the [vdso] mapping's build-id");
     assert_eq!(
         files,
         [
@@ -115,12 +126,9 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
             format!("gmon.out.{pid}s.syscall"),
             format!("gmon.out.{pid}u.syscall"),
             boot.clone(),
+            gmon_format::vdso_file_name(vdso_id),
         ]
     );
-    let ms = scan(&m.dir).unwrap();
-    assert_eq!(ms.processes.len(), 1);
-    let pf = &ms.processes[0];
-    let inf = info(pf.info.as_ref().unwrap());
     assert_eq!(inf.process.pid, pid);
     assert_eq!(
         inf.process.argv.as_ref().unwrap()[1],

@@ -19,6 +19,7 @@ Files (in DIR, per process PID with command name COMM):
   gmon.out.PIDs.COMM   sampled stacks (exact inclusive times)
   gmon.out.PID.COMM    measurement info: mappings, counters, boundary counts
   kallsyms.BOOTID      kernel symbols at record time
+  vdso.BUILDID         the vDSO image (it exists only in memory)
   gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
                        other processes (with -a)
 

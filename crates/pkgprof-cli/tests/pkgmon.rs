@@ -457,3 +457,70 @@ fn the_images_of_a_process_that_execs_are_labelled_apart() {
     let only = flat_names(&String::from_utf8_lossy(&r.stdout));
     assert_eq!(only, [old], "{}", String::from_utf8_lossy(&r.stderr));
 }
+
+/// `(name, self seconds)` of the lines of a `-b -p` flat profile.
+fn flat_self_seconds(listing: &str) -> Vec<(String, f64)> {
+    listing
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            Some((w.last()?.to_string(), w.get(2)?.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_vdso_is_saved_and_symbolized() {
+    let _s = serial();
+    let dir = out_dir("vdso");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("clock"))
+        .arg("300")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sets = check_measurement(&dir);
+    let pid = sets[0].0;
+    let info =
+        MeasurementInfo::parse(&std::fs::read(dir.join(format!("gmon.out.{pid}.clock"))).unwrap())
+            .unwrap();
+    let vdso = info
+        .mappings
+        .iter()
+        .find(|m| m.path.as_deref() == Some(b"[vdso]".as_slice()))
+        .expect("a [vdso] mapping");
+    let id = vdso.build_id.as_deref().expect("the vdso's build-id");
+    let saved = dir.join(gmon_format::vdso_file_name(id));
+    assert!(saved.is_file(), "{} missing:\n{err}", saved.display());
+    let report = || {
+        let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+            .args(["-b", "-p", "--pid", &pid.to_string()])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8_lossy(&r.stdout).into_owned()
+    };
+    let out = report();
+    let flat = flat_self_seconds(&out);
+    // The vDSO's clock_gettime (an alias of __vdso_clock_gettime) has most of the time;
+    // libc's wrapper is `clock_gettime@@GLIBC_2.17`.
+    let in_vdso: f64 = flat
+        .iter()
+        .filter(|(n, _)| {
+            n == &format!("{pid}u:clock_gettime") || n == &format!("{pid}u:__vdso_clock_gettime")
+        })
+        .map(|(_, s)| s)
+        .sum();
+    assert!(in_vdso >= 0.1, "{out}");
+    assert!(!out.contains(&format!("{pid}u:[vdso]")), "{out}");
+    // Without the saved image the vDSO is a pseudo-function again.
+    std::fs::remove_file(&saved).unwrap();
+    let out = report();
+    assert!(out.contains(&format!("{pid}u:[vdso]")), "{out}");
+}

@@ -37,7 +37,9 @@
 //!
 //! Addresses that no symbol covers get one pseudo-function per object and side:
 //! `<pid>u:[libc.so.6]` (in a known object but outside its symbols, or the object could not be
-//! found or had another build-id), `<pid>u:[vdso]` and other bracketed mappings by their name,
+//! found or had another build-id), `<pid>u:[vdso]` (when the measurement has no `vdso.<build-id>`
+//! image of it; with one, the vDSO's own symbols such as `__vdso_clock_gettime`) and other
+//! bracketed mappings by their name,
 //! `<pid>u:[unknown]` (anonymous memory such as JIT code, or no mapping at all),
 //! `<pid>k:[kernel]` (kernel symbols unavailable or no symbol). A last symbol `[end]` bounds the
 //! table, since gprof gives the last symbol of a table no samples.
@@ -795,6 +797,10 @@ impl Builder {
             .find(|&(_, &i)| i == object)
             .map(|((p, _), _)| p.clone())
             .unwrap_or_default();
+        if path.starts_with(b"[") {
+            // A pseudo-path such as `[vdso]` is its own name.
+            return path;
+        }
         let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
         let mut name = b"[".to_vec();
         name.extend_from_slice(file);
@@ -830,6 +836,19 @@ impl Builder {
             Some(p) if p.is_empty() || p.starts_with(b"//anon") => {
                 return Target::Pseudo(b"[unknown]".to_vec());
             }
+            Some(p) if p.as_slice() == b"[vdso]" => {
+                // The collector saves the vDSO image as `vdso.<build-id>`; without it (or a
+                // build-id) the vDSO stays a pseudo-function.
+                let saved = mapping
+                    .build_id
+                    .as_deref()
+                    .map(|id| self.dir.join(gmon_format::vdso_file_name(id)))
+                    .filter(|f| f.is_file());
+                if saved.is_none() {
+                    return Target::Pseudo(p.clone());
+                }
+                p.clone()
+            }
             Some(p) if p.starts_with(b"[") => return Target::Pseudo(p.clone()),
             Some(p) => p.clone(),
         };
@@ -839,11 +858,18 @@ impl Builder {
             None => {
                 let o = self.objects.len();
                 self.object_index.insert(key, o);
-                let found = objects::find(
-                    path_of(&path),
-                    mapping.build_id.as_deref(),
-                    &self.options.object_path,
-                );
+                let found = match &mapping.build_id {
+                    Some(id) if path.as_slice() == b"[vdso]" => objects::find(
+                        &self.dir.join(gmon_format::vdso_file_name(id)),
+                        Some(id),
+                        &[],
+                    ),
+                    _ => objects::find(
+                        path_of(&path),
+                        mapping.build_id.as_deref(),
+                        &self.options.object_path,
+                    ),
+                };
                 match found {
                     Ok(obj) => self.objects.push(Some(obj)),
                     Err(why) => {

@@ -20,6 +20,7 @@
 //! | `kallsyms.<boot-id>` | kernel symbols at record time (4) |
 //! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
+//! | `vdso.<build-id>` | the vDSO image the processes ran (7) |
 //!
 //! Names are built and parsed by [`ProfileName`], which also says how a
 //! command name is escaped.
@@ -108,6 +109,13 @@
 //!    threads (tasks without a user context, e.g. `kworker`, `ksoftirqd`) — and
 //!    `gmon.out.-k.other` the kernel part of the samples of user processes that were not asked
 //!    for. Same kernel layout, without boundary arcs.
+//! 7. **The vDSO**: `vdso.<build-id>` ([`vdso_file_name`]), a copy of the kernel's vDSO
+//!    image (an ELF shared object that exists only in memory), with its GNU build-id in
+//!    lower-case hex. The collector saves the copy mapped into itself, the one every 64-bit
+//!    process of the running kernel maps, when a profiled process had a `[vdso]` mapping whose
+//!    build-id (recorded in that `[mapping]`, with its `bias`) is the copy's. A report
+//!    symbolizes addresses in a `[vdso]` mapping with the file of its build-id, so
+//!    `clock_gettime`'s time shows as `__vdso_clock_gettime` instead of `[vdso]`.
 //!
 //! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
 //! symbol with [`BoundaryKind::from_entry_symbol`]:
@@ -132,7 +140,7 @@ pub use info::{
     ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
     ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
 };
-pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName};
+pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName, vdso_file_name};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
     BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,
