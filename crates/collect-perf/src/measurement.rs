@@ -589,6 +589,7 @@ pub fn write_measurement(
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
     let dir = &opts.dir;
     let exits = taskstats_counters(rec, replay);
+    let lost_by_cpu = rec.lost_samples_by_cpu();
     // The vDSO image to save: this process's own, when a profiled process mapped one with the
     // same build-id (the kernel maps one image into every 64-bit process).
     let own_vdso = crate::elf::own_vdso().and_then(|bytes| {
@@ -751,6 +752,11 @@ pub fn write_measurement(
         info.sampling.period_unit = Some("ns".into());
         info.sampling.arcs = Some(ArcCounts::SampledEdges);
         info.sampling.lost_samples = Some(rec.lost_samples());
+        for (cpu, n) in &lost_by_cpu {
+            info.sampling
+                .extra
+                .push(Field::new(format!("lost-samples-cpu{cpu}"), n.to_string()));
+        }
         info.sampling.throttled = Some(rec.throttled);
         info.sampling
             .extra

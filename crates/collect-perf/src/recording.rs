@@ -276,6 +276,8 @@ pub struct Recording {
     /// Lost samples as counted by the events themselves (`PERF_FORMAT_LOST`, read at the end).
     /// This also covers drops the kernel never got to report in a LOST record.
     pub lost_reported_by_events: u64,
+    /// The same per CPU: (cpu, lost) for each cpu-clock event, in the order opened.
+    pub lost_reported_by_events_per_cpu: Vec<(u32, u64)>,
     /// Number of THROTTLE records.
     pub throttled: u64,
     /// Requested frequency in Hz.
@@ -311,11 +313,36 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// The best count of lost samples: the larger of the LOST records' sum and the events'
-    /// own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never reported,
-    /// e.g. when no sample fits the ring at all).
+    /// The best count of lost samples: per CPU, the larger of its LOST records' sum and its
+    /// events' own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never
+    /// reported, e.g. when no sample fits the ring at all), summed; at least the events' total.
     pub fn lost_samples(&self) -> u64 {
-        self.lost.max(self.lost_reported_by_events)
+        let per_cpu: u64 = self.lost_samples_by_cpu().values().sum();
+        per_cpu.max(self.lost).max(self.lost_reported_by_events)
+    }
+
+    /// Lost samples per CPU, for the CPUs that lost any: each ring buffer is one CPU's, and a
+    /// LOST record says which CPU's ring was full (its `sample_id` cpu) but not whose samples
+    /// were dropped, since every profiled task that ran on that CPU writes into that ring.
+    /// Losses can therefore be attributed to CPUs, never to processes.
+    pub fn lost_samples_by_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
+        let mut records = std::collections::BTreeMap::new();
+        for r in &self.side_band {
+            if let SideBand::Lost { count } = r.kind {
+                *records.entry(r.cpu).or_insert(0u64) += count;
+            }
+        }
+        let mut events = std::collections::BTreeMap::new();
+        for &(cpu, n) in &self.lost_reported_by_events_per_cpu {
+            *events.entry(cpu).or_insert(0u64) += n;
+        }
+        let mut out = records.clone();
+        for (cpu, n) in events {
+            let e = out.entry(cpu).or_insert(0);
+            *e = (*e).max(n);
+        }
+        out.retain(|_, n| *n > 0);
+        out
     }
 
     /// Kernel callchain of `s`, innermost first (the sample IP when in the kernel).

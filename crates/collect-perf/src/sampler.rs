@@ -257,6 +257,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub struct Sampler {
     config: Config,
     events: Vec<OwnedFd>,
+    /// The CPU of each of `events`.
+    event_cpus: Vec<i32>,
     /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
     counters: Vec<OwnedFd>,
     /// Pids seen in the records, read from /proc at each poll while they live.
@@ -290,6 +292,7 @@ impl Sampler {
             wakeup_watermark: (pages * page_size() / 4) as u32,
         };
         let mut events = Vec::new();
+        let mut event_cpus = Vec::new();
         let mut counters = Vec::new();
         let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
@@ -325,6 +328,7 @@ impl Sampler {
                 }
                 let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
+                event_cpus.push(cpu);
                 for (config_id, kind) in [
                     (sys::PERF_COUNT_SW_PAGE_FAULTS, CounterKind::PageFault),
                     (
@@ -362,6 +366,7 @@ impl Sampler {
         Ok(Sampler {
             config: config.clone(),
             events,
+            event_cpus,
             counters,
             watched: BTreeSet::new(),
             ever_seen: BTreeSet::new(),
@@ -760,10 +765,17 @@ impl Sampler {
         }
         self.drain();
         self.report(started, &mut progress);
-        self.recording.lost_reported_by_events = self
+        self.recording.lost_reported_by_events_per_cpu = self
             .events
             .iter()
-            .filter_map(|fd| sys::read_lost(fd).ok())
+            .zip(&self.event_cpus)
+            .filter_map(|(fd, &cpu)| Some((cpu as u32, sys::read_lost(fd).ok()?)))
+            .collect();
+        self.recording.lost_reported_by_events = self
+            .recording
+            .lost_reported_by_events_per_cpu
+            .iter()
+            .map(|&(_, n)| n)
             .sum();
         self.collect_child(true);
         // The kernel queues a task's exit record before the task becomes a zombie, so the

@@ -257,9 +257,15 @@ fn print_summary(
     }
     if lost > 0 {
         let total = rec.samples.len() as u64 + lost;
+        let by_cpu: Vec<String> = rec
+            .lost_samples_by_cpu()
+            .iter()
+            .map(|(cpu, n)| format!("cpu{cpu} {n}"))
+            .collect();
         eprintln!(
-            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%); lower -F",
-            lost as f64 * 100.0 / total as f64
+            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%; {}); lower -F",
+            lost as f64 * 100.0 / total as f64,
+            by_cpu.join(", ")
         );
     }
     let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();

@@ -59,9 +59,13 @@
 //!      command's, or `/proc/PID/cmdline` of a process seen alive), `exe` and `exe-build-id`
 //!      (from the mapping of the executable), `start-*-ns` and `end-*-ns`.
 //!    - `[sampling]` `event = "cpu-clock"`, `frequency`, `period-unit = "ns"`,
-//!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement: the kernel does not
-//!      say whose samples it dropped), `throttled`, and `truncated-stacks`: samples of this
-//!      process whose user stack may lack outer frames.
+//!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement), one
+//!      `lost-samples-cpu<N>` per CPU that lost any (their sum is `lost-samples`),
+//!      `throttled`, and `truncated-stacks`: samples of this process whose user stack may lack
+//!      outer frames. Losses cannot be attributed to processes: every profiled task that runs
+//!      on a CPU writes into that CPU's ring buffer, and a `PERF_RECORD_LOST` (or the event's
+//!      own lost count) says how many samples did not fit that ring, not whose they were. Per
+//!      CPU, the collector takes the larger of the two counts.
 //!    - `[kernel]` `release`, `build-id` (from `/sys/kernel/notes`, if readable),
 //!      `symbols-file` = the name of the snapshot (4).
 //!    - `[counters]`: `user-cpu-ns`, `system-cpu-ns`, `minor-faults`, `major-faults`,
