@@ -524,3 +524,52 @@ fn the_vdso_is_saved_and_symbolized() {
     let out = report();
     assert!(out.contains(&format!("{pid}u:[vdso]")), "{out}");
 }
+
+#[test]
+fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let _s = serial();
+    // As nobody, user-space sampling of one's own processes is allowed
+    // (perf_event_paranoid <= 2) but taskstats registration (CAP_NET_ADMIN) is not.
+    let dir = out_dir("no-taskstats");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", PKGMON])
+        .arg("-u")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("storm"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("pkgmon: warning: taskstats exit records refused (")
+            && err.contains("missing for processes that lived less than one poll interval"),
+        "{err}"
+    );
+    let m = scan(&dir).unwrap();
+    assert_eq!(m.processes.len(), 51, "{err}");
+    let mut from_proc = 0;
+    for pf in &m.processes {
+        let info =
+            MeasurementInfo::parse(&std::fs::read(pf.info.as_ref().unwrap()).unwrap()).unwrap();
+        let extra = |k: &str| {
+            info.counters
+                .extra
+                .iter()
+                .find(|f| f.key == k)
+                .map(|f| f.value.clone())
+        };
+        assert_eq!(extra("taskstats").as_deref(), Some("refused"));
+        match extra("source").as_deref() {
+            Some("\"proc\"") => from_proc += 1,
+            None => assert_eq!(info.counters.user_cpu_ns, None),
+            other => panic!("source {other:?}"),
+        }
+    }
+    // The launched command's counters are read while it is a zombie.
+    assert!(from_proc >= 1);
+}
