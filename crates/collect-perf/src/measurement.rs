@@ -416,21 +416,54 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     add(&mut a.written_bytes, b.written_bytes);
 }
 
-/// Sums the taskstats exit records of each process's tasks. A record goes to the latest
-/// process of its thread group id (or, before taskstats version 12, of the process that had the
-/// thread) that started before the record came.
+/// Sums the taskstats exit records of each process's tasks.
+///
+/// Each record is matched to a thread exit the recording saw: of a process with the record's
+/// thread group id (before taskstats version 12, which lacks it, any process that had the
+/// record's thread), a thread with the record's thread id that exited before the record came,
+/// the earliest not matched yet. A record without such an exit (the EXIT record was lost) goes
+/// to a process of that id still alive at the time, if any. Other records, of tasks the run
+/// did not follow (a pid reused by an unrelated process), are left out.
 fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, ProcessCounters> {
+    let mut by_pid: HashMap<u32, Vec<&Process>> = HashMap::new();
+    let mut by_tid: HashMap<u32, Vec<&Process>> = HashMap::new();
+    for p in &replay.processes {
+        by_pid.entry(p.key.pid).or_default().push(p);
+        for t in &p.threads {
+            by_tid.entry(t.tid).or_default().push(p);
+        }
+    }
+    let mut order: Vec<usize> = (0..rec.task_exits.len()).collect();
+    order.sort_by_key(|&i| rec.task_exits[i].time);
+    let mut matched: BTreeSet<(ProcessKey, u32)> = BTreeSet::new();
     let mut out: HashMap<ProcessKey, ProcessCounters> = HashMap::new();
-    for e in &rec.task_exits {
-        let owner = replay
-            .processes
+    for i in order {
+        let e = &rec.task_exits[i];
+        let candidates = match e.tgid {
+            Some(tgid) => by_pid.get(&tgid),
+            None => by_tid.get(&e.tid),
+        };
+        let candidates = candidates.map_or(&[][..], Vec::as_slice);
+        let exited = candidates
             .iter()
-            .filter(|p| match e.tgid {
-                Some(tgid) => p.key.pid == tgid,
-                None => p.threads.iter().any(|t| t.tid == e.tid),
+            .filter(|p| !matched.contains(&(p.key, e.tid)))
+            .filter_map(|p| {
+                let t = p.threads.iter().find(|t| t.tid == e.tid)?;
+                let x = t.exit.filter(|&x| x <= e.time)?;
+                Some((x, *p))
             })
-            .filter(|p| p.start.unwrap_or(0) <= e.time)
-            .max_by_key(|p| (p.start.unwrap_or(0), p.key.generation));
+            .min_by_key(|&(x, p)| (x, p.key.generation))
+            .map(|(_, p)| p);
+        if let Some(p) = exited {
+            matched.insert((p.key, e.tid));
+        }
+        let owner = exited.or_else(|| {
+            candidates
+                .iter()
+                .filter(|p| p.exit.is_none() && p.start.unwrap_or(0) <= e.time)
+                .max_by_key(|p| (p.start.unwrap_or(0), p.key.generation))
+                .copied()
+        });
         let Some(p) = owner else { continue };
         let mut c = ProcessCounters::default();
         c.user_cpu_ns = Some(e.user_cpu_ns);
@@ -881,6 +914,81 @@ mod tests {
         assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
         assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
         assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
+    }
+
+    #[test]
+    fn taskstats_records_go_to_the_process_whose_thread_exited() {
+        use crate::recording::{SideBand, SideRecord, TaskExit};
+        let side = |time, kind| SideRecord { time, cpu: 0, kind };
+        // A new process has its parent's pid as ppid; a new thread its own process's.
+        let fork = |pid, tid| SideBand::Fork {
+            pid,
+            ppid: if pid == tid { 10 } else { pid },
+            tid,
+            ptid: if pid == tid { 10 } else { pid },
+        };
+        let exit = |pid, tid| SideBand::Exit {
+            pid,
+            ppid: 10,
+            tid,
+            ptid: 10,
+        };
+        // Pid 11 runs a thread 12 and exits at 5; the pid is reused at 6, before the records
+        // of the first process's tasks arrive at 8, and again at 30.
+        let side_band = vec![
+            side(1, fork(11, 11)),
+            side(2, fork(11, 12)),
+            side(4, exit(11, 12)),
+            side(5, exit(11, 11)),
+            side(6, fork(11, 11)),
+            side(25, exit(11, 11)),
+            side(30, fork(11, 11)),
+        ];
+        let task = |tid, tgid, user_cpu_ns, time| TaskExit {
+            time,
+            tid,
+            tgid,
+            user_cpu_ns,
+            voluntary_switches: 1,
+            ..TaskExit::default()
+        };
+        let task_exits = vec![
+            // The third process's exit, whose EXIT record the run did not see: it was alive.
+            task(11, Some(11), 700_000, 40),
+            task(12, Some(11), 3_000, 8),
+            // A version-11 record without a tgid, found by its thread id.
+            task(11, None, 4_000, 8),
+            // The second process's.
+            task(11, Some(11), 50_000, 26),
+        ];
+        let mut rec = Recording {
+            side_band,
+            task_exits,
+            ..Recording::default()
+        };
+        let rep = crate::replay(&rec);
+        let c = taskstats_counters(&rec, &rep);
+        let key = |generation| ProcessKey {
+            pid: 11,
+            generation,
+        };
+        assert_eq!(c[&key(0)].user_cpu_ns, Some(7_000));
+        assert_eq!(c[&key(0)].voluntary_switches, Some(2));
+        assert_eq!(c[&key(1)].user_cpu_ns, Some(50_000));
+        assert_eq!(c[&key(2)].user_cpu_ns, Some(700_000));
+        assert_eq!(c.len(), 3);
+        // When the run saw the third process exit (at 45, its record at 46), a later record
+        // (a process the run did not follow, reusing pid 11) is left out.
+        rec.side_band.push(side(45, exit(11, 11)));
+        rec.task_exits[0].time = 46;
+        rec.task_exits.push(task(11, Some(11), 9, 60));
+        let rep = crate::replay(&rec);
+        let c = taskstats_counters(&rec, &rep);
+        assert_eq!(c[&key(2)].user_cpu_ns, Some(700_000));
+        assert_eq!(
+            c.values().filter_map(|c| c.user_cpu_ns).sum::<u64>(),
+            757_000
+        );
     }
 
     #[test]
