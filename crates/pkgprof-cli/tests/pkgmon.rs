@@ -446,7 +446,7 @@ fn the_images_of_a_process_that_execs_are_labelled_apart() {
             "Process {pid} (execer): {}",
             workload("execer").display()
         )) && out.contains(&format!(
-            "    labels:           {pid}(execer)u: and {pid}(execer)k: (an image the process replaced by exec)"
+            "    labels:           {pid}(execer)u: and {pid}(execer)k: (pid {pid} ran another command after this one)"
         )),
         "{out}"
     );

@@ -14,9 +14,10 @@
 //!     other counters:   perf-page-faults 95, perf-context-switches 7
 //! ```
 //!
-//! The block of an image that the process replaced by `exec` has a `labels` line after the
-//! first: `    labels:           4242(execer)u: and 4242(execer)k: (an image the process
-//! replaced by exec)`. When the info file says where its counters came from (`source`), a
+//! The block of a file set that is not its pid's last (an image the process replaced by
+//! `exec`, or an earlier process with that pid), whose names carry the command name, has a
+//! `labels` line after the first: `    labels:           4242(execer)u: and 4242(execer)k:
+//! (pid 4242 ran another command after this one)`. When the info file says where its counters came from (`source`), a
 //! `counters from:` line after `i/o` gives it (`taskstats` or `proc`, plus `(taskstats
 //! refused)` when the collector was refused taskstats).
 //!
@@ -98,8 +99,8 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
         if p.label != files.pid.to_string() {
             writeln!(
                 out,
-                "    labels:           {0}u: and {0}k: (an image the process replaced by exec)",
-                p.label
+                "    labels:           {0}u: and {0}k: (pid {1} ran another command after this one)",
+                p.label, files.pid
             )?;
         }
         let c = info.map(|i| &i.counters);

@@ -1260,6 +1260,48 @@ mod tests {
     }
 
     #[test]
+    fn earlier_file_sets_of_a_pid_carry_their_command_name() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-labels-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let write = |pid: u32, comm: &str, end: Option<u64>| {
+            let mut info = MeasurementInfo::default();
+            info.process.pid = pid;
+            info.process.end_monotonic_ns = end;
+            let mut text = Vec::new();
+            info.write(&mut text).expect("info");
+            std::fs::write(dir.join(format!("gmon.out.{pid}.{comm}")), text).expect("write");
+        };
+        // Pid 7 ran `sh`, then exec'd `job` (which ended last, though its name sorts first);
+        // pid 8 ran one command; pid 9's two sets have no end times: the names decide.
+        write(7, "sh", Some(100));
+        write(7, "job", Some(200));
+        write(8, "cat", Some(50));
+        write(9, "a", None);
+        write(9, "b", None);
+        let m = gmon_format::scan(&dir).expect("scan");
+        let files: Vec<&ProcessFiles> = m.processes.iter().collect();
+        let labels = image_labels(&files).expect("labels");
+        let got: Vec<(String, String)> = files
+            .iter()
+            .zip(labels)
+            .map(|(f, l)| (f.comm.to_string(), l))
+            .collect();
+        let want = [
+            ("job", "7"),
+            ("sh", "7(sh)"),
+            ("cat", "8"),
+            ("a", "9(a)"),
+            ("b", "9"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(c, l)| (c.to_owned(), l.to_owned())).to_vec()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn the_latest_mapping_wins_and_hidden_kernel_symbols_are_reported() {
         let dir = std::env::temp_dir().join(format!("pkgprof-labeled-{}", std::process::id()));
         measurement(&dir);
