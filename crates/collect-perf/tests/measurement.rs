@@ -299,6 +299,15 @@ fn forked_children_and_threads_get_their_files() {
     assert_eq!(sets.len(), 1, "all threads in one file set: {sets:?}");
     let n = *sets.values().next().unwrap();
     assert!(n >= 1100, "{n} samples of five threads spinning 250 ms");
+    // Its counters sum the exit records of all five threads.
+    let ms = scan(&m.dir).unwrap();
+    let inf = info(ms.processes[0].info.as_ref().unwrap());
+    assert_eq!(field(&inf, "counters", "source"), Some("\"taskstats\""));
+    let cpu = inf.counters.user_cpu_ns.unwrap() + inf.counters.system_cpu_ns.unwrap();
+    assert!(
+        (1_100_000_000..2_500_000_000).contains(&cpu),
+        "five threads spinning 250 ms: {cpu} ns"
+    );
 }
 
 #[test]
