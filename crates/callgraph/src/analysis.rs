@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use gmon_format::{Arc, Sum};
+use rayon::prelude::*;
 
 use crate::calls::CallCounts;
 use crate::error::Error;
@@ -11,7 +12,7 @@ use crate::flat::{FlatOptions, FlatProfile};
 use crate::graph::CallGraph;
 use crate::histogram::HistogramTimes;
 use crate::report::explain;
-use crate::report::flat::{FlatPrintOptions, write_flat};
+use crate::report::flat::{FlatPrintOptions, write_flat_named};
 use crate::report::flat_bsd::{BsdFlat, write_flat_bsd};
 use crate::report::graph::{GraphPrint, write_graph};
 use crate::report::index::write_index;
@@ -22,8 +23,6 @@ use crate::symspec::{Selection, Symspecs};
 /// propagated times, and the flat profile that uses them.
 #[derive(Debug, Clone)]
 pub struct Analysis {
-    /// Symbol names, indexed like the table, as the listings print them.
-    pub names: Vec<Vec<u8>>,
     /// Histogram self time per symbol.
     pub times: HistogramTimes,
     /// Call counts per symbol (self-recursive calls apart).
@@ -85,16 +84,56 @@ impl Analysis {
         let included = selection.flat.clone();
         let times = HistogramTimes::assign(&table, sum, &included);
         let arcs = filter_arcs(&table, sum.arcs(), &selection);
-        let calls = CallCounts::from_arcs(&table, &arcs);
-        let graph = CallGraph::build_with_static(&table, &arcs, static_arcs, &times, &selection);
+        Self::with_times(
+            table,
+            times,
+            &arcs,
+            !sum.arcs().is_empty(),
+            static_arcs,
+            &selection,
+        )
+    }
+
+    /// [`Analysis::with_static_arcs`] taking the sum by value, to free it early: the summed
+    /// histograms (8 bytes per bin) and the sum's arc index go as soon as the self times are
+    /// known, before the call graph is built. This is what keeps big profiles within gprof's
+    /// memory.
+    pub fn from_sum(
+        table: SymbolTable,
+        sum: Sum,
+        specs: &Symspecs,
+        static_arcs: &[(usize, usize)],
+        sources: &[Option<crate::SourceInfo>],
+    ) -> Self {
+        let selection = Selection::with_sources(&table, specs, sources);
+        let included = selection.flat.clone();
+        let times = HistogramTimes::assign(&table, &sum, &included);
+        let arcs = filter_arcs(&table, sum.arcs(), &selection).into_owned();
+        let has_arcs = !sum.arcs().is_empty();
+        drop(sum);
+        Self::with_times(table, times, &arcs, has_arcs, static_arcs, &selection)
+    }
+
+    /// The rest of the analysis once the self times are known; `arcs` are already filtered
+    /// by the selection's arc specs, `has_arcs` says whether the input had any.
+    fn with_times(
+        table: SymbolTable,
+        times: HistogramTimes,
+        arcs: &[Arc],
+        has_arcs: bool,
+        static_arcs: &[(usize, usize)],
+        selection: &Selection,
+    ) -> Self {
+        let included = selection.flat.clone();
+        let graph = CallGraph::build_with_static(&table, arcs, static_arcs, &times, selection);
+        let calls = CallCounts::from_graph(&graph);
         let flat = Self::flat_profile(&table, &times, &calls, &graph, &included, false);
         Analysis {
-            names: table.symbols().iter().map(|s| s.name.clone()).collect(),
             times,
             calls,
             graph,
             flat,
-            has_arcs: !sum.arcs().is_empty(),
+            has_arcs,
             table,
             included,
             sources: SourceNames::default(),
@@ -124,6 +163,11 @@ impl Analysis {
             included,
             &options,
         )
+    }
+
+    /// The stored (mangled) name of symbol `i`, as the table holds it; empty past the end.
+    pub fn name(&self, i: usize) -> &[u8] {
+        self.table.symbols().get(i).map_or(&[], |s| &s.name)
     }
 
     /// Whether a histogram was read (gprof then selects the flat profile by default).
@@ -266,15 +310,24 @@ pub fn write_report<W: Write>(
     if graph && !analysis.has_arcs {
         return Err(Error::MissingCallGraph.into());
     }
-    let demangled: Vec<Vec<u8>>;
-    let names: &[Vec<u8>] = if options.no_demangle || options.traditional {
-        &analysis.names
+    let symbols = analysis.table.symbols();
+    let mangled: Vec<Cow<'_, [u8]>> = symbols.iter().map(|s| Cow::Borrowed(&s.name[..])).collect();
+    // Demangling is the costly part of printing a C++ program's names, so it runs on all
+    // cores; when no name changes (a C program) the copy is dropped.
+    let demangled: Option<Vec<Cow<'_, [u8]>>> = if options.no_demangle || options.traditional {
+        None
     } else {
-        demangled = analysis.names.iter().map(|n| demangle_bytes(n)).collect();
-        &demangled
+        let all: Vec<Cow<'_, [u8]>> = symbols
+            .par_iter()
+            .map(|s| demangle_bytes(&s.name))
+            .collect();
+        all.iter()
+            .any(|n| matches!(n, Cow::Owned(_)))
+            .then_some(all)
     };
-    let suffixed: Vec<Vec<u8>>;
-    let names: &[Vec<u8>] = if analysis.sources.everywhere.is_empty() {
+    let names: &[Cow<'_, [u8]>] = demangled.as_deref().unwrap_or(&mangled);
+    let suffixed: Vec<Cow<'_, [u8]>>;
+    let names: &[Cow<'_, [u8]>] = if analysis.sources.everywhere.is_empty() {
         names
     } else {
         suffixed = append(names, &analysis.sources.everywhere);
@@ -343,13 +396,11 @@ pub fn write_report<W: Write>(
             let o = FlatPrintOptions {
                 after_other_output: !first,
             };
-            let mut shown = profile.clone();
-            for (name, row) in shown.names.iter_mut().zip(&profile.rows) {
-                if let Some(n) = names.get(row.symbol) {
-                    name.clone_from(n);
-                }
-            }
-            write_flat(&mut out, &shown, &o).map_err(ReportError::Write)?;
+            let name = |row: usize| match profile.rows.get(row).and_then(|r| names.get(r.symbol)) {
+                Some(n) => &n[..],
+                None => &profile.names[row][..],
+            };
+            write_flat_named(&mut out, profile, &o, name).map_err(ReportError::Write)?;
             if explained {
                 write(&mut out, explain::gnu_flat().as_bytes())?;
             }
@@ -363,7 +414,7 @@ pub fn write_report<W: Write>(
                 write(&mut out, explain::gnu_call_graph().as_bytes())?;
             }
         }
-        let index_names: Vec<Vec<u8>>;
+        let index_names: Vec<Cow<'_, [u8]>>;
         let index_names = if analysis.sources.index.is_empty() {
             names
         } else {
@@ -374,7 +425,7 @@ pub fn write_report<W: Write>(
             &mut out,
             &analysis.graph,
             index_names,
-            &analysis.names,
+            &mangled,
             &analysis.times.time,
             options.display_unused,
             options.traditional,
@@ -386,22 +437,21 @@ pub fn write_report<W: Write>(
 }
 
 /// Each name with its suffix appended.
-fn append(names: &[Vec<u8>], suffixes: &[Vec<u8>]) -> Vec<Vec<u8>> {
+fn append<'a>(names: &[Cow<'a, [u8]>], suffixes: &[Vec<u8>]) -> Vec<Cow<'a, [u8]>> {
     names
         .iter()
         .enumerate()
-        .map(|(i, n)| {
-            let mut n = n.clone();
-            n.extend_from_slice(suffixes.get(i).map_or(&[][..], Vec::as_slice));
-            n
+        .map(|(i, n)| match suffixes.get(i).filter(|x| !x.is_empty()) {
+            Some(suffix) => Cow::Owned([&n[..], &suffix[..]].concat()),
+            None => n.clone(),
         })
         .collect()
 }
 
 /// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.
-fn demangle_bytes(name: &[u8]) -> Vec<u8> {
-    match std::str::from_utf8(name) {
-        Ok(text) => crate::demangle::demangle(text).into_owned().into_bytes(),
-        Err(_) => name.to_vec(),
+fn demangle_bytes(name: &[u8]) -> Cow<'_, [u8]> {
+    match std::str::from_utf8(name).map(crate::demangle::demangle) {
+        Ok(Cow::Owned(text)) => Cow::Owned(text.into_bytes()),
+        Ok(Cow::Borrowed(_)) | Err(_) => Cow::Borrowed(name),
     }
 }

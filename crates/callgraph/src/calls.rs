@@ -5,6 +5,7 @@
 
 use gmon_format::Arc;
 
+use crate::graph::CallGraph;
 use crate::symbols::SymbolTable;
 
 /// How often each symbol was called, indexed like [`SymbolTable::symbols`].
@@ -45,5 +46,15 @@ impl CallCounts {
             *calls = calls.wrapping_sub(own);
         }
         counts
+    }
+
+    /// The same counts read off a call graph built from the same arcs, which has already
+    /// resolved every arc end: each symbol node's `ncalls` and `self_calls`.
+    pub(crate) fn from_graph(graph: &CallGraph) -> Self {
+        let symbols = &graph.nodes[..graph.symbol_count];
+        CallCounts {
+            calls: symbols.iter().map(|n| n.ncalls).collect(),
+            self_calls: symbols.iter().map(|n| n.self_calls).collect(),
+        }
     }
 }

@@ -27,7 +27,9 @@ use std::fmt::Write as _;
 /// (`._Z3fooi` prints as `.foo(int)`, checked with gprof).  Names that are
 /// not mangled, or that cannot be demangled, are returned borrowed and unchanged.
 pub fn demangle(name: &str) -> Cow<'_, str> {
-    let (core, version) = match name.find('@') {
+    // A byte search: `str::find` with a char pattern sets up a searcher per call, and this
+    // runs once per symbol.
+    let (core, version) = match name.bytes().position(|b| b == b'@') {
         Some(at) => name.split_at(at),
         None => (name, ""),
     };
@@ -41,6 +43,12 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 
 /// Demangles a name without version suffix; `None` if it is not a mangled name.
 fn demangle_core(name: &str) -> Option<String> {
+    // Every mangled form either demangler accepts starts with `_`, `Z` (Rust's legacy `ZN`)
+    // or `R` (Rust v0 without its underscore); C names are most of a big table, and this
+    // spares them the demanglers' setup.
+    if !name.starts_with(['_', 'Z', 'R']) {
+        return None;
+    }
     if let Ok(sym) = rustc_demangle::try_demangle(name) {
         // The alternate form omits the hash, as libiberty's Rust demangler does.
         return Some(format!("{sym:#}"));

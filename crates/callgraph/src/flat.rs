@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 
 use crate::calls::CallCounts;
 use crate::histogram::HistogramTimes;
-use crate::sort::glibc_qsort;
+use crate::sort::glibc_qsort_fast;
 use crate::symbols::SymbolTable;
 
 /// What the flat profile lists.
@@ -126,20 +126,24 @@ impl FlatProfile {
         }
         let factor = prefix.1;
 
-        let mut order: Vec<usize> = (0..n).collect();
         let symbols = table.symbols();
-        glibc_qsort(&mut order, |&a, &b| {
-            let (ta, tb) = (time(a), time(b));
-            if ta > tb {
+        // Compact keys side by side; without NaN times the comparator is consistent, and any
+        // stable sort gives glibc's order.
+        let mut keys: Vec<(f64, u64, &[u8], usize)> = (0..n)
+            .map(|i| (time(i), ncalls(i), &symbols[i].name[..], i))
+            .collect();
+        let consistent = !keys.iter().any(|k| k.0.is_nan());
+        glibc_qsort_fast(&mut keys, consistent, |a, b| {
+            if a.0 > b.0 {
                 return Ordering::Less;
             }
-            if ta < tb {
+            if a.0 < b.0 {
                 return Ordering::Greater;
             }
-            ncalls(b)
-                .cmp(&ncalls(a))
-                .then_with(|| symbols[a].name.cmp(&symbols[b].name))
+            b.1.cmp(&a.1).then_with(|| a.2.cmp(b.2))
         });
+        let order: Vec<usize> = keys.iter().map(|k| k.3).collect();
+        drop(keys);
 
         let no_time_accumulated = times.total_time <= 0.0;
         let total = if no_time_accumulated {

@@ -5,11 +5,12 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use gmon_format::Arc;
 
 use crate::histogram::HistogramTimes;
-use crate::sort::glibc_qsort;
+use crate::sort::glibc_qsort_fast;
 use crate::symbols::SymbolTable;
 use crate::symspec::{Selection, Symspecs};
 
@@ -152,11 +153,13 @@ impl CallGraph {
         for (i, node) in nodes.iter_mut().enumerate() {
             node.time = times.time.get(i).copied().unwrap_or(0.0);
         }
-        let mut graph_arcs: Vec<GraphArc> = Vec::new();
-        // Merging repeated caller/callee pairs by a map keeps big profiles linear; the lists
-        // themselves are built oldest first and reversed below, which gives gprof's
-        // newest-first (prepend) order without quadratic inserts.
-        let mut by_pair: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut graph_arcs: Vec<GraphArc> = Vec::with_capacity(arcs.len());
+        // Merging repeated caller/callee pairs by a map keeps big profiles linear. The key packs
+        // both symbol indices into one word (tables hold fewer than 2^32 symbols).
+        let mut by_pair: HashMap<u64, usize, PairHash> =
+            HashMap::with_capacity_and_hasher(arcs.len(), PairHash::default());
+        // Summed apart from the nodes, which are too big to touch once per arc.
+        let mut ncalls = vec![0u64; n];
         for arc in arcs {
             let Some(parent) = table.lookup(arc.from_pc) else {
                 continue;
@@ -164,11 +167,12 @@ impl CallGraph {
             let Some(child) = table.lookup_callee(arc.self_pc) else {
                 continue;
             };
-            nodes[child].ncalls = nodes[child].ncalls.wrapping_add(arc.count);
-            if let Some(&a) = by_pair.get(&(parent, child)) {
-                graph_arcs[a].count = graph_arcs[a].count.wrapping_add(arc.count);
+            ncalls[child] = ncalls[child].wrapping_add(arc.count);
+            let key = ((parent as u64) << 32) ^ child as u64;
+            let id = *by_pair.entry(key).or_insert(graph_arcs.len());
+            if id < graph_arcs.len() {
+                graph_arcs[id].count = graph_arcs[id].count.wrapping_add(arc.count);
             } else {
-                let id = graph_arcs.len();
                 graph_arcs.push(GraphArc {
                     parent,
                     child,
@@ -176,16 +180,14 @@ impl CallGraph {
                     time: 0.0,
                     child_time: 0.0,
                 });
-                by_pair.insert((parent, child), id);
-                nodes[parent].children.push(id);
-                nodes[child].parents.push(id);
             }
         }
         for &(parent, child) in static_pairs {
-            if parent >= n || child >= n || by_pair.contains_key(&(parent, child)) {
+            let key = ((parent as u64) << 32) ^ child as u64;
+            if parent >= n || child >= n || by_pair.contains_key(&key) {
                 continue;
             }
-            let id = graph_arcs.len();
+            by_pair.insert(key, graph_arcs.len());
             graph_arcs.push(GraphArc {
                 parent,
                 child,
@@ -193,13 +195,28 @@ impl CallGraph {
                 time: 0.0,
                 child_time: 0.0,
             });
-            by_pair.insert((parent, child), id);
-            nodes[parent].children.push(id);
-            nodes[child].parents.push(id);
         }
-        for node in &mut nodes {
-            node.children.reverse();
-            node.parents.reverse();
+        drop(by_pair);
+        for (node, c) in nodes.iter_mut().zip(ncalls) {
+            node.ncalls = c;
+        }
+        graph_arcs.shrink_to_fit();
+        // gprof prepends each new arc to both lists, so they hold the newest first: walking
+        // the arcs backwards fills them in that order, each list allocated once at its size.
+        let mut out_degree = vec![0usize; n];
+        let mut in_degree = vec![0usize; n];
+        for arc in &graph_arcs {
+            out_degree[arc.parent] += 1;
+            in_degree[arc.child] += 1;
+        }
+        for (i, node) in nodes.iter_mut().enumerate() {
+            node.children = Vec::with_capacity(out_degree[i]);
+            node.parents = Vec::with_capacity(in_degree[i]);
+        }
+        drop((out_degree, in_degree));
+        for (id, arc) in graph_arcs.iter().enumerate().rev() {
+            nodes[arc.parent].children.push(id);
+            nodes[arc.child].parents.push(id);
         }
         // A self arc's calls are recursion, not calls from outside: gprof shows them as `+N`.
         for (i, node) in nodes.iter_mut().enumerate() {
@@ -222,15 +239,41 @@ impl CallGraph {
         };
         let (head, next) = graph.number_depth_first();
         graph.number_cycles(&head, &next);
-        let mut top: Vec<usize> = (0..n).collect();
-        glibc_qsort(&mut top, |&a, &b| {
-            graph.nodes[a].top_order.cmp(&graph.nodes[b].top_order)
-        });
+        let top = graph.topological_order();
         graph.propagate_flags(&top, selection);
         graph.cycle_times();
         graph.propagate_time(&top);
         graph.sort_for_printing(table);
         graph
+    }
+
+    /// Symbols by ascending DFS number, ties in symbol order: what gprof's merge sort on the
+    /// DFS numbers gives, by counting, as the numbers run from 1 to at most the symbol count.
+    fn topological_order(&self) -> Vec<usize> {
+        let n = self.symbol_count;
+        let key = |i: usize| {
+            let t = self.nodes[i].top_order;
+            usize::try_from(t).ok().filter(|&t| t <= n)
+        };
+        if (0..n).any(|i| key(i).is_none()) {
+            let mut top: Vec<usize> = (0..n).collect();
+            top.sort_by_key(|&i| self.nodes[i].top_order);
+            return top;
+        }
+        let mut start = vec![0usize; n + 2];
+        for i in 0..n {
+            start[key(i).unwrap_or(0) + 1] += 1;
+        }
+        for k in 1..start.len() {
+            start[k] += start[k - 1];
+        }
+        let mut top = vec![0; n];
+        for i in 0..n {
+            let k = key(i).unwrap_or(0);
+            top[start[k]] = i;
+            start[k] += 1;
+        }
+        top
     }
 
     /// The cycle-header node of symbol `s`, if it is in a cycle.
@@ -240,40 +283,30 @@ impl CallGraph {
     }
 
     pub(crate) fn sort_for_printing(&mut self, table: &SymbolTable) {
-        let mut order: Vec<usize> = (0..self.nodes.len()).collect();
         let symbols = table.symbols();
-        let nodes = &self.nodes;
-        glibc_qsort(&mut order, |&a, &b| {
-            let (na, nb) = (&nodes[a], &nodes[b]);
-            let ta = na.prop_self + na.prop_child;
-            let tb = nb.prop_self + nb.prop_child;
-            if ta > tb {
-                return Ordering::Less;
-            }
-            if ta < tb {
-                return Ordering::Greater;
-            }
-            let (Some(sa), Some(sb)) = (na.symbol, nb.symbol) else {
-                // Headers claim to be smaller whenever they are on the left, a deliberately
-                // inconsistent rule that only glibc's merge sequence reproduces.
-                return if na.symbol.is_none() {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                };
-            };
-            let (xa, xb) = (&symbols[sa].name, &symbols[sb].name);
-            let ua = xa.first() == Some(&b'_');
-            let ub = xb.first() == Some(&b'_');
-            if ua != ub {
-                return if ua {
-                    Ordering::Greater
-                } else {
-                    Ordering::Less
-                };
-            }
-            nb.ncalls.cmp(&na.ncalls).then_with(|| xa.cmp(xb))
-        });
+        // The keys sit side by side, so the sort does not chase 176-byte nodes.
+        let mut keys: Vec<PrintKey<'_>> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let name = n.symbol.map_or(&[][..], |s| &symbols[s].name[..]);
+                PrintKey {
+                    total: n.prop_self + n.prop_child,
+                    header: n.symbol.is_none(),
+                    underscore: name.first() == Some(&b'_'),
+                    ncalls: n.ncalls,
+                    name,
+                    node: i,
+                }
+            })
+            .collect();
+        // Without NaN times the comparator is consistent, and any stable sort gives glibc's
+        // order.
+        let consistent = !keys.iter().any(|k| k.total.is_nan());
+        glibc_qsort_fast(&mut keys, consistent, print_order);
+        let order: Vec<usize> = keys.iter().map(|k| k.node).collect();
+        drop(keys);
         for (i, &node) in order.iter().enumerate() {
             self.nodes[node].index = i + 1;
         }
@@ -291,6 +324,74 @@ impl CallGraph {
     /// Whether the input had any arcs that resolved to symbols.
     pub fn has_arcs(&self) -> bool {
         !self.arcs.is_empty()
+    }
+}
+
+/// What the printed order of the call graph compares, per node.
+#[derive(Debug, Clone, Copy)]
+struct PrintKey<'a> {
+    total: f64,
+    header: bool,
+    underscore: bool,
+    ncalls: u64,
+    name: &'a [u8],
+    node: usize,
+}
+
+/// gprof's order of call-graph entries: most propagated time first; on a tie cycle headers
+/// before functions, names without a leading underscore before those with one, then most
+/// calls, then by name.
+///
+/// gprof's comparator calls the left one of two tied headers the smaller, whichever it is;
+/// its merge sort only asks whether the left element is less or equal, so that is the same
+/// as calling them equal, which keeps this comparator consistent.
+fn print_order(a: &PrintKey<'_>, b: &PrintKey<'_>) -> Ordering {
+    if a.total > b.total {
+        return Ordering::Less;
+    }
+    if a.total < b.total {
+        return Ordering::Greater;
+    }
+    match (a.header, b.header) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Less,
+        (false, true) => return Ordering::Greater,
+        (false, false) => {}
+    }
+    if a.underscore != b.underscore {
+        return if a.underscore {
+            Ordering::Greater
+        } else {
+            Ordering::Less
+        };
+    }
+    b.ncalls.cmp(&a.ncalls).then_with(|| a.name.cmp(b.name))
+}
+
+/// A multiplicative hash for the (caller, callee) map: the keys are small indices, and the
+/// default SipHash costs more than the rest of arc ingestion.
+type PairHash = BuildHasherDefault<PairHasher>;
+
+#[derive(Debug, Default)]
+struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 

@@ -16,6 +16,25 @@ pub(crate) fn glibc_qsort<T: Clone, F: FnMut(&T, &T) -> Ordering>(items: &mut [T
     merge_sort(items, &mut scratch, &mut cmp);
 }
 
+/// Sorts `items` as [`glibc_qsort`] would, using the library's stable sort when `consistent`
+/// is true.
+///
+/// With a comparator that is a total preorder on the items, glibc's merge sort is simply a
+/// stable sort, and the library's is several times faster. Callers pass `consistent` = false
+/// whenever their inputs could make the comparator inconsistent (NaN times, tied cycle
+/// headers), and then get glibc's exact merge sequence.
+pub(crate) fn glibc_qsort_fast<T: Clone, F: FnMut(&T, &T) -> Ordering>(
+    items: &mut [T],
+    consistent: bool,
+    mut cmp: F,
+) {
+    if consistent {
+        items.sort_by(|a, b| cmp(a, b));
+    } else {
+        glibc_qsort(items, cmp);
+    }
+}
+
 fn merge_sort<T: Clone, F: FnMut(&T, &T) -> Ordering>(
     items: &mut [T],
     scratch: &mut [T],

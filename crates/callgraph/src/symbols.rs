@@ -74,6 +74,7 @@ pub struct RawSymbol {
 #[derive(Debug, Clone)]
 pub struct SymbolTable {
     symbols: Vec<Symbol>,
+    index: AddressIndex,
     address_size: AddressSize,
     endian: Endian,
     /// Addresses of the symbols read, in `.symtab` order before sorting: gprof looks up their
@@ -147,9 +148,29 @@ impl SymbolTable {
         address_size: AddressSize,
         endian: Endian,
     ) -> Self {
-        let read_order = raw.iter().map(|s| s.address).collect();
+        let entries = raw
+            .iter()
+            .map(|r| Entry {
+                name: &r.name,
+                address: r.address,
+                is_function: r.is_function,
+                is_static: r.is_static,
+            })
+            .collect();
+        Self::from_entries(entries, text_end, address_size, endian)
+    }
+
+    fn from_entries(
+        entries: Vec<Entry<'_>>,
+        text_end: u64,
+        address_size: AddressSize,
+        endian: Endian,
+    ) -> Self {
+        let read_order = entries.iter().map(|s| s.address).collect();
+        let symbols = finish(entries, text_end);
         SymbolTable {
-            symbols: finish(raw, text_end),
+            index: AddressIndex::new(&symbols),
+            symbols,
             address_size,
             endian,
             read_order,
@@ -204,8 +225,7 @@ impl SymbolTable {
     /// `end_address`; so addresses before the first symbol, and past the end of a last symbol
     /// that lies beyond `.text`, belong to nothing.
     pub fn lookup(&self, pc: u64) -> Option<usize> {
-        let i = self.symbols.partition_point(|s| s.address <= pc);
-        let i = i.checked_sub(1)?;
+        let i = self.index.last_at_or_below(pc)?;
         (pc <= self.symbols[i].end_address).then_some(i)
     }
 
@@ -213,7 +233,8 @@ impl SymbolTable {
     /// function (a label or an object in code) the nearest function before it.
     pub fn lookup_callee(&self, pc: u64) -> Option<usize> {
         let i = self.lookup(pc)?;
-        self.symbols[..=i].iter().rposition(|s| s.is_function)
+        let f = self.index.function_at_or_before[i];
+        (f != NO_FUNCTION).then_some(f as usize)
     }
 
     /// Indices of the symbols with any of `names`, in address order.
@@ -270,7 +291,7 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
         .section(symtab.string_section())
         .and_then(|s| s.data(endian, data))
         .map_err(not_exec)?;
-    let mut raw = Vec::new();
+    let mut raw = Vec::with_capacity(symtab.len());
     for (index, sym) in symtab.enumerate() {
         if index == SymbolIndex(0) {
             continue;
@@ -319,8 +340,8 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
         {
             continue;
         }
-        raw.push(RawSymbol {
-            name: name.to_vec(),
+        raw.push(Entry {
+            name,
             address: sym.st_value(endian).into(),
             is_function,
             is_static,
@@ -336,9 +357,120 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
     } else {
         Endian::Little
     };
-    let mut table = SymbolTable::from_symbols(raw, text_end, address_size, endian);
+    let mut table = SymbolTable::from_entries(raw, text_end, address_size, endian);
     table.image = Some(facts);
     Ok(table)
+}
+
+/// A symbol while the table is being built, with its name borrowed from the image (or from a
+/// [`RawSymbol`]), so only the symbols that are kept get a name of their own.
+#[derive(Debug, Clone, Copy)]
+struct Entry<'a> {
+    name: &'a [u8],
+    address: u64,
+    is_function: bool,
+    is_static: bool,
+}
+
+impl<'a> Entry<'a> {
+    fn of(s: &'a Symbol) -> Self {
+        Entry {
+            name: &s.name,
+            address: s.address,
+            is_function: s.is_function,
+            is_static: s.is_static,
+        }
+    }
+}
+
+/// Marks symbols with no function at or before them in [`AddressIndex::function_at_or_before`].
+const NO_FUNCTION: u32 = u32::MAX;
+
+/// Address lookups in O(1) for the arcs: big profiles resolve two addresses per arc, and a
+/// binary search over the 48-byte symbols misses the cache at every step.
+///
+/// The address range of the table is cut into about as many equal buckets as there are
+/// symbols; `bucket_start[k]` is the number of symbols below bucket `k`, so the search for an
+/// address only looks at the symbols of its own bucket.
+#[derive(Debug, Clone, Default)]
+struct AddressIndex {
+    /// Symbol addresses, in table order.
+    addresses: Vec<u64>,
+    /// Lowest symbol address.
+    base: u64,
+    /// log2 of the bucket width in bytes.
+    shift: u32,
+    /// Symbols below each bucket; one more entry than there are buckets.
+    bucket_start: Vec<u32>,
+    /// Per symbol: the nearest `STT_FUNC` symbol at or before it, or [`NO_FUNCTION`].
+    function_at_or_before: Vec<u32>,
+}
+
+impl AddressIndex {
+    fn new(symbols: &[Symbol]) -> Self {
+        let addresses: Vec<u64> = symbols.iter().map(|s| s.address).collect();
+        let mut last = NO_FUNCTION;
+        let function_at_or_before = symbols
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if s.is_function {
+                    last = u32::try_from(i).unwrap_or(NO_FUNCTION);
+                }
+                last
+            })
+            .collect();
+        let (Some(&base), Some(&top)) = (addresses.first(), addresses.last()) else {
+            return AddressIndex::default();
+        };
+        // Tables beyond 2^32 symbols fall back to one bucket: a plain binary search.
+        let buckets = if u32::try_from(addresses.len()).is_ok() {
+            addresses.len().next_power_of_two() as u64
+        } else {
+            1
+        };
+        let span = top - base;
+        let mut shift = 0;
+        while shift < 63 && (span >> shift) >= buckets {
+            shift += 1;
+        }
+        let count = ((span >> shift) + 1) as usize;
+        let mut bucket_start = Vec::with_capacity(count + 1);
+        let mut i = 0usize;
+        for k in 0..count as u64 {
+            let start = base + (k << shift);
+            while i < addresses.len() && addresses[i] < start {
+                i += 1;
+            }
+            bucket_start.push(i as u32);
+        }
+        // The last bucket reaches `top`: past it lie no symbols.
+        bucket_start.push(addresses.len() as u32);
+        AddressIndex {
+            addresses,
+            base,
+            shift,
+            bucket_start,
+            function_at_or_before,
+        }
+    }
+
+    /// The last symbol whose address is at or below `pc`.
+    fn last_at_or_below(&self, pc: u64) -> Option<usize> {
+        if pc < self.base || self.addresses.is_empty() {
+            return None;
+        }
+        // Past the last bucket every symbol is below `pc`.
+        let buckets = self.bucket_start.len() - 1;
+        let k = usize::try_from((pc - self.base) >> self.shift).map_or(buckets, |k| k.min(buckets));
+        let lo = self.bucket_start[k] as usize;
+        let hi = self
+            .bucket_start
+            .get(k + 1)
+            .map_or(self.addresses.len(), |&x| x as usize);
+        let within = self.addresses[lo..hi].partition_point(|&a| a <= pc);
+        (lo + within).checked_sub(1)
+    }
 }
 
 /// Whether gprof keeps the local symbol whose name starts at `offset` in the string table
@@ -400,40 +532,36 @@ pub(crate) fn local_name_is_kept(strtab: &[u8], offset: usize) -> bool {
 }
 
 /// Sorts raw symbols and resolves aliases and extents, as gprof finalises its table.
-fn finish(mut raw: Vec<RawSymbol>, text_end: u64) -> Vec<Symbol> {
-    glibc_qsort(&mut raw, |a, b| {
-        a.address
-            .cmp(&b.address)
-            .then(b.is_function.cmp(&a.is_function))
-            .then(a.is_static.cmp(&b.is_static))
-    });
-    let mut out: Vec<Symbol> = Vec::with_capacity(raw.len());
+///
+/// gprof sorts with glibc's merge sort and this comparator (address, then functions first,
+/// then globals first) is consistent, so a stable sort gives its order.
+fn finish(mut raw: Vec<Entry<'_>>, text_end: u64) -> Vec<Symbol> {
+    raw.sort_by_key(|e| (e.address, !e.is_function, e.is_static));
+    let mut kept: Vec<Entry<'_>> = Vec::with_capacity(raw.len());
     for s in raw {
-        if let Some(kept) = out.last_mut()
-            && kept.address == s.address
+        if let Some(k) = kept.last_mut()
+            && k.address == s.address
         {
-            if replaces(&s, kept) {
-                kept.name = s.name;
-                kept.is_function = s.is_function;
-                kept.is_static = s.is_static;
+            if replaces(&s, k) {
+                *k = s;
             }
             continue;
         }
-        if let Some(prev) = out.last_mut()
-            && prev.end_address == 0
-        {
-            prev.end_address = s.address.wrapping_sub(1);
-        }
+        kept.push(s);
+    }
+    let mut out: Vec<Symbol> = Vec::with_capacity(kept.len());
+    for (i, s) in kept.iter().enumerate() {
+        let end_address = match kept.get(i + 1) {
+            Some(next) => next.address.wrapping_sub(1),
+            None => text_end.wrapping_sub(1),
+        };
         out.push(Symbol {
-            name: s.name,
+            name: s.name.to_vec(),
             address: s.address,
-            end_address: 0,
+            end_address,
             is_function: s.is_function,
             is_static: s.is_static,
         });
-    }
-    if let Some(last) = out.last_mut() {
-        last.end_address = text_end.wrapping_sub(1);
     }
     out
 }
@@ -479,13 +607,7 @@ impl SymbolTable {
             if let Some(kept) = out.last_mut()
                 && kept.address == s.address
             {
-                let raw = RawSymbol {
-                    name: s.name.clone(),
-                    address: s.address,
-                    is_function: s.is_function,
-                    is_static: s.is_static,
-                };
-                if replaces(&raw, kept) {
+                if replaces(&Entry::of(&s), &Entry::of(kept)) {
                     *kept = s;
                     if let Some(last) = origin.last_mut() {
                         *last = o;
@@ -509,6 +631,7 @@ impl SymbolTable {
         }
         (
             SymbolTable {
+                index: AddressIndex::new(&out),
                 symbols: out,
                 address_size: self.address_size,
                 endian: self.endian,
@@ -521,7 +644,7 @@ impl SymbolTable {
 }
 
 /// Whether `new` displaces `kept`, a symbol at the same address seen earlier in sorted order.
-fn replaces(new: &RawSymbol, kept: &Symbol) -> bool {
+fn replaces(new: &Entry<'_>, kept: &Entry<'_>) -> bool {
     if !new.is_static && kept.is_static {
         return true;
     }
@@ -531,7 +654,7 @@ fn replaces(new: &RawSymbol, kept: &Symbol) -> bool {
     if new.is_function != kept.is_function {
         return new.is_function;
     }
-    let (n, k) = (&new.name, &kept.name);
+    let (n, k) = (new.name, kept.name);
     let n0 = n.first() == Some(&b'_');
     let k0 = k.first() == Some(&b'_');
     if !n0 && k0 {
@@ -647,6 +770,58 @@ mod tests {
         assert!(!t.symbols()[2].is_function);
         let ends: Vec<u64> = t.symbols().iter().map(|s| s.end_address).collect();
         assert_eq!(ends, [0xf, 0x1f, 0x2f, 0x3f, 0x4f, 0x5f]);
+    }
+
+    /// The bucketed index finds what a binary search over all symbols finds, for dense
+    /// tables, tables with far outliers (address 0, the top of the address space) and every
+    /// address around each symbol.
+    #[test]
+    fn address_index_agrees_with_binary_search() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for case in 0..60 {
+            let n = (next() % 300) as usize;
+            let mut raw: Vec<RawSymbol> = (0..n)
+                .map(|i| {
+                    let address = match (case % 3, next() % 50) {
+                        (0, 0) => 0,
+                        (1, 0) => u64::MAX - next() % 16,
+                        (2, _) => next(),
+                        _ => 0x40_0000 + next() % (64 * n as u64 + 1),
+                    };
+                    raw(&format!("s{i}"), address, next() % 4 != 0, false)
+                })
+                .collect();
+            raw.push(raw_sym_at(0x40_0000));
+            let t = SymbolTable::from_symbols(raw, 0x50_0000, AddressSize::U64, Endian::Little);
+            let addresses: Vec<u64> = t.symbols().iter().map(|s| s.address).collect();
+            let mut probes = vec![0, 1, u64::MAX, u64::MAX - 1];
+            for &a in &addresses {
+                probes.extend([a.wrapping_sub(1), a, a.wrapping_add(1), a.wrapping_add(7)]);
+                probes.push(next());
+            }
+            for pc in probes {
+                let expected = addresses.partition_point(|&a| a <= pc).checked_sub(1);
+                assert_eq!(
+                    t.index.last_at_or_below(pc),
+                    expected,
+                    "case {case}, pc {pc:#x}"
+                );
+                let callee = t
+                    .lookup(pc)
+                    .and_then(|i| t.symbols()[..=i].iter().rposition(|s| s.is_function));
+                assert_eq!(t.lookup_callee(pc), callee, "case {case}, pc {pc:#x}");
+            }
+        }
+    }
+
+    fn raw_sym_at(address: u64) -> RawSymbol {
+        raw("anchor", address, true, false)
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         if o.line {
             refuse_foreign_basic_blocks(&profile, path)?;
         }
-        if let (true, Some((table, _))) = (reports, &image) {
+        if let (true, Some(Image { table, .. })) = (reports, &image) {
             for w in callgraph::check_profile(table, &profile) {
                 warn(&w.message(&path.display().to_string(), &image_name(&o)));
             }
@@ -107,13 +107,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             dump_one(out, &profile, path)?;
         }
     }
-    let Some((table, image_data)) = image else {
+    let Some(Image { table, text, lines }) = image else {
         return Ok(());
     };
-    let image_path = PathBuf::from(image_name(&o));
-    let text = TextSection::parse(&image_path, &image_data)?.unwrap_or_default();
-    // Damaged debugging information only costs the source names, as in gprof.
-    let lines = SourceLines::parse(&image_path, &image_data).ok().flatten();
     let (table, sources) = if o.line {
         let t = line_table(&table, &text, lines.as_ref());
         (t.table, t.sources)
@@ -132,8 +128,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         };
         let source_names =
             SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
-        let mut analysis =
-            Analysis::with_static_arcs(table, &sum, &symspecs(&o), &static_arcs, &sources);
+        // The sum goes as soon as the self times are known (see Analysis::from_sum).
+        let mut analysis = Analysis::from_sum(table, sum, &symspecs(&o), &static_arcs, &sources);
         analysis.set_sources(source_names);
         if let Some(w) = callgraph::check_samples(&analysis.times) {
             warn(&w.message("", &image_name(&o)));
@@ -386,7 +382,12 @@ fn file_format(o: &Options) -> Result<FormatChoice> {
 /// byte order of the profiles (default `gmon.out`). `--dump` needs no symbols: it reads only the
 /// ELF header, or takes the layout from `--dump-layout`, in which case every operand is a
 /// profile.
-type Image = (SymbolTable, Vec<u8>);
+struct Image {
+    table: SymbolTable,
+    /// `.text`, kept only for line mode (`-l`) and the static call graph (`-c`).
+    text: TextSection,
+    lines: Option<SourceLines>,
+}
 
 fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
     let mut operands = o.operands.iter().map(PathBuf::from);
@@ -409,7 +410,17 @@ fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
                     source,
                 })?;
                 let table = SymbolTable::parse(&image, &data, &symbol_options)?;
-                (table.read_options(), Some((table, data)))
+                let mut text = TextSection::parse(&image, &data)?.unwrap_or_default();
+                if !o.line && !o.static_call_graph {
+                    text.bytes = Vec::new();
+                }
+                // Damaged debugging information only costs the source names, as in gprof.
+                let lines = SourceLines::parse(&image, &data).ok().flatten();
+                // The image itself (10 MB for 60,000 functions) goes before any profile is
+                // read: what the rest needs of it is in these three.
+                drop(data);
+                let read_options = table.read_options();
+                (read_options, Some(Image { table, text, lines }))
             }
         }
     };

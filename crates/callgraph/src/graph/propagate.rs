@@ -9,6 +9,11 @@ impl CallGraph {
         // each member then gets its own adjustments (and adds to print_time) at its own turn
         // in the list, which decides the summation order of print_time.
         let mut cycle_done = vec![false; self.nodes.len()];
+        // Callers' flags, fractions and cycles are read from these compact copies, kept in
+        // step with the nodes, rather than from callers' nodes all over the graph.
+        let mut flags: Vec<bool> = self.nodes.iter().map(|x| x.print_flag).collect();
+        let mut fracts: Vec<f64> = self.nodes.iter().map(|x| x.fract).collect();
+        let cycles: Vec<usize> = self.nodes.iter().map(|x| x.cycle).collect();
         for &s in top.iter().rev() {
             if let Some(h) = self.header_of(s).filter(|&h| !cycle_done[h]) {
                 cycle_done[h] = true;
@@ -18,24 +23,25 @@ impl CallGraph {
                 for &m in &self.nodes[h].members {
                     for &a in &self.nodes[m].parents {
                         let arc = &self.arcs[a];
-                        let p = &self.nodes[arc.parent];
-                        if p.cycle == cycle {
+                        if cycles[arc.parent] == cycle {
                             continue;
                         }
-                        flag |= p.print_flag;
+                        flag |= flags[arc.parent];
                         if ncalls != 0 {
                             // Ratio first, as gprof: `f * c / n` can miss `f` by one ulp when
                             // c == n, which reorders entries of equal time.
-                            fract += p.fract * (arc.count as f64 / ncalls as f64);
+                            fract += fracts[arc.parent] * (arc.count as f64 / ncalls as f64);
                         }
                     }
                 }
                 self.nodes[h].print_flag = flag;
                 self.nodes[h].fract = fract;
-                let members = self.nodes[h].members.clone();
-                for &m in &members {
+                (flags[h], fracts[h]) = (flag, fract);
+                for i in 0..self.nodes[h].members.len() {
+                    let m = self.nodes[h].members[i];
                     self.nodes[m].print_flag = flag;
                     self.nodes[m].fract = fract;
+                    (flags[m], fracts[m]) = (flag, fract);
                 }
             } else if self.header_of(s).is_none() {
                 let (mut flag, mut fract) = (false, 0.0);
@@ -45,12 +51,11 @@ impl CallGraph {
                     if arc.parent == s {
                         continue;
                     }
-                    let p = &self.nodes[arc.parent];
-                    flag |= p.print_flag;
+                    flag |= flags[arc.parent];
                     if ncalls != 0 {
                         // Ratio first, as gprof: `f * c / n` can miss `f` by one ulp when
                         // c == n, which reorders entries of equal time.
-                        fract += p.fract * (arc.count as f64 / ncalls as f64);
+                        fract += fracts[arc.parent] * (arc.count as f64 / ncalls as f64);
                     }
                 }
                 self.nodes[s].print_flag = flag;
@@ -77,6 +82,7 @@ impl CallGraph {
             } else if time.off {
                 node.fract = 0.0;
             }
+            (flags[s], fracts[s]) = (node.print_flag, node.fract);
             node.prop_self = node.time * node.fract;
             self.print_time += node.prop_self;
         }
@@ -96,26 +102,47 @@ impl CallGraph {
     }
 
     pub(super) fn propagate_time(&mut self, top: &[usize]) {
+        // What the walk reads and writes of each node, a third of a node's size, so that the
+        // callees visited all over the graph cost fewer cache misses. Same operations in the
+        // same order as on the nodes themselves.
+        let mut hot: Vec<Hot> = self
+            .nodes
+            .iter()
+            .map(|x| Hot {
+                fract: x.fract,
+                time: x.time,
+                child_time: x.child_time,
+                prop_child: x.prop_child,
+                ncalls: x.ncalls,
+                top_order: x.top_order,
+                cycle: x.cycle,
+            })
+            .collect();
+        let symbols = self.symbol_count;
+        let header_of = |hot: &[Hot], s: usize| {
+            let c = hot[s].cycle;
+            (c != 0 && s < symbols).then(|| symbols + c - 1)
+        };
         for &p in top {
-            if self.nodes[p].fract == 0.0 {
+            let fract = hot[p].fract;
+            if fract == 0.0 {
                 continue;
             }
-            let children = self.nodes[p].children.clone();
-            for a in children {
+            for &a in &self.nodes[p].children {
                 let arc = &self.arcs[a];
                 let (count, mut c) = (arc.count, arc.child);
-                if count == 0 || c == p || self.nodes[c].fract == 0.0 {
+                if count == 0 || c == p || hot[c].fract == 0.0 {
                     continue;
                 }
-                if let Some(h) = self.header_of(c) {
-                    if self.nodes[p].cycle == self.nodes[c].cycle {
+                if let Some(h) = header_of(&hot, c) {
+                    if hot[p].cycle == hot[c].cycle {
                         continue;
                     }
                     c = h;
-                } else if self.nodes[p].top_order <= self.nodes[c].top_order {
+                } else if hot[p].top_order <= hot[c].top_order {
                     continue;
                 }
-                let child = &self.nodes[c];
+                let child = &hot[c];
                 if child.ncalls == 0 {
                     continue;
                 }
@@ -123,17 +150,32 @@ impl CallGraph {
                 let time = child.time * ratio;
                 let child_time = child.child_time * ratio;
                 let share = time + child_time;
-                let fract = self.nodes[p].fract;
-                self.nodes[p].child_time += share;
-                self.nodes[p].prop_child += fract * share;
+                hot[p].child_time += share;
+                hot[p].prop_child += fract * share;
                 let arc = &mut self.arcs[a];
                 arc.time = time * fract;
                 arc.child_time = child_time * fract;
-                if let Some(h) = self.header_of(p) {
-                    self.nodes[h].child_time += share;
-                    self.nodes[h].prop_child += fract * share;
+                if let Some(h) = header_of(&hot, p) {
+                    hot[h].child_time += share;
+                    hot[h].prop_child += fract * share;
                 }
             }
         }
+        for (node, h) in self.nodes.iter_mut().zip(hot) {
+            node.child_time = h.child_time;
+            node.prop_child = h.prop_child;
+        }
     }
+}
+
+/// The fields of a node that time propagation uses.
+#[derive(Debug, Clone, Copy)]
+struct Hot {
+    fract: f64,
+    time: f64,
+    child_time: f64,
+    prop_child: f64,
+    ncalls: u64,
+    top_order: u64,
+    cycle: usize,
 }

@@ -3,7 +3,8 @@
 use std::io::{self, Write};
 
 use crate::flat::FlatProfile;
-use crate::report::format::{fixed_width, general, left_cut, right, right_cut};
+use crate::report::format::{general, left_cut, pad, push_fixed, push_uint, right_cut};
+use crate::report::graph::CHUNK;
 
 /// How the flat profile is printed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,11 +19,22 @@ pub struct FlatPrintOptions {
 ///
 /// Returns an error if writing to `out` fails.
 pub fn write_flat<W: Write>(
-    mut out: W,
+    out: W,
     profile: &FlatProfile,
     options: &FlatPrintOptions,
 ) -> io::Result<()> {
-    let mut buf = Vec::with_capacity(256 + 80 * profile.rows.len());
+    write_flat_named(out, profile, options, |row| &profile.names[row])
+}
+
+/// [`write_flat`] printing `name(row)` for each row instead of [`FlatProfile::names`], so a
+/// report can print demangled names without copying the profile.
+pub(crate) fn write_flat_named<'n, W: Write>(
+    mut out: W,
+    profile: &FlatProfile,
+    options: &FlatPrintOptions,
+    name: impl Fn(usize) -> &'n [u8],
+) -> io::Result<()> {
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     if options.after_other_output {
         buf.extend_from_slice(b"\x0c\n");
     }
@@ -47,26 +59,30 @@ pub fn write_flat<W: Write>(
 
     write_column_header(&mut buf, dim, &unit);
 
-    for (row, name) in profile.rows.iter().zip(&profile.names) {
-        buf.extend_from_slice(fixed_width(row.percent, 6, 2).as_bytes());
+    for (i, row) in profile.rows.iter().enumerate().take(profile.names.len()) {
+        push_fixed(&mut buf, row.percent, 6, 2);
         buf.push(b' ');
-        buf.extend_from_slice(fixed_width(row.cumulative_seconds, 9, 2).as_bytes());
+        push_fixed(&mut buf, row.cumulative_seconds, 9, 2);
         buf.push(b' ');
-        buf.extend_from_slice(fixed_width(row.self_seconds, 8, 2).as_bytes());
+        push_fixed(&mut buf, row.self_seconds, 8, 2);
         match row.calls {
             Some(calls) => {
                 buf.push(b' ');
-                right(&mut buf, calls.to_string().as_bytes(), 8);
+                push_uint(&mut buf, calls, 8);
                 buf.push(b' ');
-                buf.extend_from_slice(fixed_width(row.self_per_call, 8, 2).as_bytes());
+                push_fixed(&mut buf, row.self_per_call, 8, 2);
                 buf.push(b' ');
-                buf.extend_from_slice(fixed_width(row.total_per_call, 8, 2).as_bytes());
+                push_fixed(&mut buf, row.total_per_call, 8, 2);
                 buf.extend_from_slice(b"  ");
             }
-            None => buf.extend_from_slice(&[b' '; 29]),
+            None => pad(&mut buf, 29),
         }
-        buf.extend_from_slice(name);
+        buf.extend_from_slice(name(i));
         buf.push(b'\n');
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
     }
     out.write_all(&buf)
 }

@@ -1,11 +1,13 @@
 //! The flat profile in gprof's BSD layout (`-T`).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::flat::FlatProfile;
 use crate::graph::CallGraph;
 use crate::histogram::HistogramTimes;
-use crate::report::format::{fixed, fixed_width, right};
+use crate::report::format::{fixed, pad, push_fixed, push_uint, uint_digits};
+use crate::report::graph::CHUNK;
 
 /// What the BSD flat profile needs beyond the GNU one: per-call times are always in
 /// milli-units, names carry cycle and index decorations, and a granularity line leads.
@@ -13,7 +15,7 @@ pub(crate) struct BsdFlat<'a> {
     pub flat: &'a FlatProfile,
     pub times: &'a HistogramTimes,
     pub graph: &'a CallGraph,
-    pub names: &'a [Vec<u8>],
+    pub names: &'a [Cow<'a, [u8]>],
     /// Whether the call graph exists, so names get ` <cycle N>` and ` [index]`.
     pub decorate: bool,
     pub after_other_output: bool,
@@ -23,7 +25,7 @@ pub(crate) struct BsdFlat<'a> {
 pub(crate) fn write_flat_bsd<W: Write>(mut out: W, p: &BsdFlat<'_>) -> io::Result<()> {
     let times = p.times;
     let hz = f64::from(times.hz);
-    let mut buf = Vec::with_capacity(256 + 80 * p.flat.rows.len());
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     if p.after_other_output {
         buf.extend_from_slice(b"\x0c\n");
     }
@@ -56,38 +58,47 @@ pub(crate) fn write_flat_bsd<W: Write>(mut out: W, p: &BsdFlat<'_>) -> io::Resul
     for row in &p.flat.rows {
         let i = row.symbol;
         let t = times.time.get(i).copied().unwrap_or(0.0);
-        buf.extend_from_slice(fixed_width(row.percent, 5, 1).as_bytes());
+        push_fixed(&mut buf, row.percent, 5, 1);
         buf.push(b' ');
-        buf.extend_from_slice(fixed_width(row.cumulative_seconds, 10, 2).as_bytes());
+        push_fixed(&mut buf, row.cumulative_seconds, 10, 2);
         buf.push(b' ');
-        buf.extend_from_slice(fixed_width(row.self_seconds, 8, 2).as_bytes());
+        push_fixed(&mut buf, row.self_seconds, 8, 2);
         match row.calls {
             Some(calls) => {
                 let c = calls as f64;
                 let ch = child.get(i).copied().unwrap_or(0.0);
                 buf.push(b' ');
-                right(&mut buf, calls.to_string().as_bytes(), 8);
+                push_uint(&mut buf, calls, 8);
                 buf.push(b' ');
-                buf.extend_from_slice(fixed_width(1000.0 * t / hz / c, 8, 2).as_bytes());
+                push_fixed(&mut buf, 1000.0 * t / hz / c, 8, 2);
                 buf.push(b' ');
-                buf.extend_from_slice(fixed_width(1000.0 * (t + ch) / hz / c, 8, 2).as_bytes());
+                push_fixed(&mut buf, 1000.0 * (t + ch) / hz / c, 8, 2);
                 buf.extend_from_slice(b"  ");
             }
-            None => buf.extend_from_slice(&[b' '; 29]),
+            None => pad(&mut buf, 29),
         }
         buf.extend_from_slice(p.names.get(i).map_or(&[][..], |v| v));
         if let Some(n) = p.graph.nodes.get(i).filter(|_| p.decorate) {
+            let mut digits = [0u8; 20];
             if n.cycle != 0 {
-                buf.extend_from_slice(format!(" <cycle {}>", n.cycle).as_bytes());
+                buf.extend_from_slice(b" <cycle ");
+                buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+                buf.push(b'>');
             }
-            let index = if n.print_flag {
-                format!(" [{}]", n.index)
+            let (open, close) = if n.print_flag {
+                (b" [", b']')
             } else {
-                format!(" ({})", n.index)
+                (b" (", b')')
             };
-            buf.extend_from_slice(index.as_bytes());
+            buf.extend_from_slice(open);
+            buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
+            buf.push(close);
         }
         buf.push(b'\n');
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
     }
     out.write_all(&buf)
 }

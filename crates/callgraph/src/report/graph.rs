@@ -1,9 +1,14 @@
 //! The call graph listing in gprof's GNU layout (`-b -q`) and its BSD variant (`-b -q -T`).
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
+use rayon::prelude::*;
+
 use crate::graph::{CallGraph, GraphArc};
-use crate::report::format::{fixed, fixed_width, left, left_cut, right};
+use crate::report::format::{
+    fixed, left_cut, pad, push_fixed, push_uint, push_uint_left, uint_digits,
+};
 
 const SEPARATOR: &[u8] = b"-----------------------------------------------\n";
 
@@ -18,7 +23,7 @@ const BSD_HEADER: &[u8] = concat!(
 /// What the call-graph printer needs besides the graph itself.
 pub(crate) struct GraphPrint<'a> {
     pub graph: &'a CallGraph,
-    pub names: &'a [Vec<u8>],
+    pub names: &'a [Cow<'a, [u8]>],
     pub hz: f64,
     pub granularity: i64,
     pub display_unused: bool,
@@ -37,24 +42,31 @@ impl GraphPrint<'_> {
     /// printed entries or `(index)` for hidden ones.
     fn decorated(&self, buf: &mut Vec<u8>, node: usize) {
         let n = &self.graph.nodes[node];
+        let mut digits = [0u8; 20];
         if let Some(s) = n.symbol {
             buf.extend_from_slice(self.names.get(s).map_or(&[][..], |v| v));
             if n.cycle != 0 {
-                buf.extend_from_slice(format!(" <cycle {}>", n.cycle).as_bytes());
+                buf.extend_from_slice(b" <cycle ");
+                buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+                buf.push(b'>');
             }
         } else {
-            buf.extend_from_slice(format!("<cycle {} as a whole>", n.cycle).as_bytes());
+            buf.extend_from_slice(b"<cycle ");
+            buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+            buf.extend_from_slice(b" as a whole>");
         }
-        let index = if n.print_flag {
-            format!(" [{}]", n.index)
+        let (open, close) = if n.print_flag {
+            (b" [", b']')
         } else {
-            format!(" ({})", n.index)
+            (b" (", b')')
         };
-        buf.extend_from_slice(index.as_bytes());
+        buf.extend_from_slice(open);
+        buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
+        buf.push(close);
     }
 
     fn seconds(&self, buf: &mut Vec<u8>, ticks: f64) {
-        buf.extend_from_slice(fixed_width(ticks / self.hz, 7, 2).as_bytes());
+        push_fixed(buf, ticks / self.hz, 7, 2);
     }
 
     /// Width of the children column: BSD's header says "descendants" there.
@@ -63,55 +75,54 @@ impl GraphPrint<'_> {
     }
 
     fn child_seconds(&self, buf: &mut Vec<u8>, ticks: f64) {
-        let width = self.child_width();
-        buf.extend_from_slice(fixed_width(ticks / self.hz, width, 2).as_bytes());
+        push_fixed(buf, ticks / self.hz, self.child_width(), 2);
     }
 
     /// `ncalls+self ` or `ncalls        `, the "called" column of primary and member lines.
     fn called(buf: &mut Vec<u8>, ncalls: u64, self_calls: u64) {
-        right(buf, ncalls.to_string().as_bytes(), 7);
+        push_uint(buf, ncalls, 7);
         if self_calls != 0 {
             buf.push(b'+');
-            left(buf, self_calls.to_string().as_bytes(), 7);
+            push_uint_left(buf, self_calls, 7);
         } else {
             buf.extend_from_slice(b"        ");
         }
     }
 
-    fn arc_line(&self, buf: &mut Vec<u8>, arc: &GraphArc, other: usize) {
-        let g = self.graph;
-        let (p, c) = (&g.nodes[arc.parent], &g.nodes[arc.child]);
-        buf.extend_from_slice(&[b' '; 12]);
-        if arc.parent == arc.child || (p.cycle != 0 && p.cycle == c.cycle) {
-            buf.extend(std::iter::repeat_n(b' ', 9 + self.child_width()));
-            buf.push(b' ');
-            right(buf, arc.count.to_string().as_bytes(), 7);
-            buf.extend_from_slice(&[b' '; 8]);
+    fn arc_line(&self, buf: &mut Vec<u8>, arc: &GraphArc, other: usize, c: &Compact) {
+        pad(buf, 12);
+        if arc.parent == arc.child || c.intra_cycle(arc) {
+            pad(buf, 10 + self.child_width());
+            push_uint(buf, arc.count, 7);
+            pad(buf, 8);
         } else {
-            let total = match g.header_of(arc.child) {
-                Some(h) => g.nodes[h].ncalls,
-                None => c.ncalls,
-            };
+            let total = c.called_total[arc.child];
             buf.push(b' ');
             self.seconds(buf, arc.time);
             buf.push(b' ');
             self.child_seconds(buf, arc.child_time);
             buf.push(b' ');
-            right(buf, arc.count.to_string().as_bytes(), 7);
+            push_uint(buf, arc.count, 7);
             buf.push(b'/');
-            left(buf, total.to_string().as_bytes(), 7);
+            push_uint_left(buf, total, 7);
         }
         buf.extend_from_slice(b"     ");
-        self.decorated(buf, other);
+        buf.extend_from_slice(c.label(other));
         buf.push(b'\n');
     }
 
-    fn primary(&self, buf: &mut Vec<u8>, node: usize, print_time: f64) {
+    fn primary(&self, buf: &mut Vec<u8>, node: usize, print_time: f64, c: &Compact) {
         let n = &self.graph.nodes[node];
-        left_cut(buf, format!("[{}]", n.index).as_bytes(), 6);
+        let mut digits = [0u8; 20];
+        let mut label = [0u8; 22];
+        let index = uint_digits(&mut digits, n.index as u64);
+        label[0] = b'[';
+        label[1..=index.len()].copy_from_slice(index);
+        label[index.len() + 1] = b']';
+        left_cut(buf, &label[..index.len() + 2], 6);
         buf.push(b' ');
         let pct = 100.0 * (n.prop_self + n.prop_child) / print_time;
-        buf.extend_from_slice(fixed_width(pct, 5, 1).as_bytes());
+        push_fixed(buf, pct, 5, 1);
         buf.push(b' ');
         self.seconds(buf, n.prop_self);
         buf.push(b' ');
@@ -120,17 +131,17 @@ impl GraphPrint<'_> {
         if n.symbol.is_none() || n.ncalls.wrapping_add(n.self_calls) != 0 {
             Self::called(buf, n.ncalls, n.self_calls);
         } else {
-            buf.extend_from_slice(&[b' '; 15]);
+            pad(buf, 15);
         }
         buf.push(b' ');
-        self.decorated(buf, node);
+        buf.extend_from_slice(c.label(node));
         buf.push(b'\n');
     }
 }
 
 /// Ordering of two arcs inside an entry (gprof's arc comparator): self arcs, then arcs inside a
 /// cycle by count, then the rest by propagated time and count.
-fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
+fn arc_cmp(c: &Compact, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     use std::cmp::Ordering::*;
     if a.parent == a.child {
         return Less;
@@ -138,11 +149,7 @@ fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     if b.parent == b.child {
         return Greater;
     }
-    let intra = |x: &GraphArc| {
-        let c = g.nodes[x.parent].cycle;
-        c != 0 && c == g.nodes[x.child].cycle
-    };
-    match (intra(a), intra(b)) {
+    match (c.intra_cycle(a), c.intra_cycle(b)) {
         (true, true) => return a.count.cmp(&b.count),
         (true, false) => return Less,
         (false, true) => return Greater,
@@ -158,26 +165,167 @@ fn arc_cmp(g: &CallGraph, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
     }
 }
 
-/// gprof's insertion sort of an arc list; `descending` selects the children's order.
-fn sort_arcs(g: &CallGraph, list: &[usize], descending: bool) -> Vec<usize> {
-    let mut sorted: Vec<usize> = Vec::with_capacity(list.len());
+/// Lists at most this long are sorted by insertion, exactly as gprof does; longer ones by a
+/// stable sort that gives the same order in O(n log n) (see [`sort_arcs`]).
+const INSERTION_LIMIT: usize = 32;
+
+/// gprof's insertion sort of an arc list into `sorted`; `descending` selects the children's
+/// order.
+///
+/// gprof inserts each arc before the first one it is less than or equal to (greater than or
+/// equal to, for children), so the result is ordered with ties in reverse list order. Unless a
+/// time is NaN, [`arc_cmp`] is a total preorder (the only self arc of a list is its least
+/// element), and a stable sort of the reversed list gives that same order without the
+/// quadratic cost on functions with thousands of callers.
+fn sort_arcs(
+    g: &CallGraph,
+    c: &Compact,
+    list: &[usize],
+    descending: bool,
+    sorted: &mut Vec<usize>,
+) {
+    sorted.clear();
+    let total = |a: usize| g.arcs[a].time + g.arcs[a].child_time;
+    if list.len() > INSERTION_LIMIT && !list.iter().any(|&a| total(a).is_nan()) {
+        sorted.extend(list.iter().rev());
+        sorted.sort_by(|&a, &b| match (a == b, descending) {
+            (true, _) => std::cmp::Ordering::Equal,
+            (false, true) => arc_cmp(c, &g.arcs[b], &g.arcs[a]),
+            (false, false) => arc_cmp(c, &g.arcs[a], &g.arcs[b]),
+        });
+        return;
+    }
+    insert_arcs(g, c, list, descending, sorted);
+}
+
+/// gprof's own insertion sort, for short lists and lists with NaN times.
+fn insert_arcs(
+    g: &CallGraph,
+    c: &Compact,
+    list: &[usize],
+    descending: bool,
+    sorted: &mut Vec<usize>,
+) {
     for &a in list {
         let pos = sorted
             .iter()
             .position(|&e| {
-                let o = arc_cmp(g, &g.arcs[a], &g.arcs[e]);
+                let o = arc_cmp(c, &g.arcs[a], &g.arcs[e]);
                 if descending { o.is_ge() } else { o.is_le() }
             })
             .unwrap_or(sorted.len());
         sorted.insert(pos, a);
     }
-    sorted
 }
+
+/// gprof's order of a cycle's members: most time first, then most calls, ties in chain order.
+///
+/// gprof inserts each member before the first one it beats, which is a stable descending
+/// sort; long lists without NaN times use the library's stable sort instead.
+fn sort_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
+    let key = |x: usize| {
+        let y = &g.nodes[x];
+        (
+            y.prop_self + y.prop_child,
+            y.ncalls.wrapping_add(y.self_calls),
+        )
+    };
+    sorted.clear();
+    if members.len() > INSERTION_LIMIT && !members.iter().any(|&m| key(m).0.is_nan()) {
+        sorted.extend_from_slice(members);
+        sorted.sort_by(|&a, &b| {
+            let ((ta, ca), (tb, cb)) = (key(a), key(b));
+            tb.partial_cmp(&ta)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then(cb.cmp(&ca))
+        });
+        return;
+    }
+    insert_members(g, members, sorted);
+}
+
+/// gprof's own insertion of cycle members, for short lists and lists with NaN times.
+fn insert_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
+    let key = |x: usize| {
+        let y = &g.nodes[x];
+        (
+            y.prop_self + y.prop_child,
+            y.ncalls.wrapping_add(y.self_calls),
+        )
+    };
+    for &m in members {
+        let (tm, cm) = key(m);
+        let pos = sorted
+            .iter()
+            .position(|&e| {
+                let (te, ce) = key(e);
+                tm > te || (tm == te && cm > ce)
+            })
+            .unwrap_or(sorted.len());
+        sorted.insert(pos, m);
+    }
+}
+
+/// What the entries need of every node they mention, laid out compactly: the listing visits
+/// callers and callees all over the graph, and reading 176-byte nodes and scattered names
+/// for each of them was most of its cost.
+struct Compact {
+    /// Decorated names (name, cycle tag, index) of all nodes, back to back.
+    labels: Vec<u8>,
+    /// Where each node's label starts in `labels`; one more entry than there are nodes.
+    label_start: Vec<usize>,
+    /// Cycle number per node, 0 outside cycles (cycle numbers past `u32::MAX` wrap, which
+    /// needs more than 4 billion cycles).
+    cycle: Vec<u32>,
+    /// Per node, the calls its "called/total" shows as total: those of its cycle's header
+    /// for cycle members, its own otherwise.
+    called_total: Vec<u64>,
+}
+
+impl Compact {
+    fn new(p: &GraphPrint<'_>) -> Self {
+        let g = p.graph;
+        let mut labels = Vec::with_capacity(g.nodes.len() * 24);
+        let mut label_start = Vec::with_capacity(g.nodes.len() + 1);
+        for node in 0..g.nodes.len() {
+            label_start.push(labels.len());
+            p.decorated(&mut labels, node);
+        }
+        label_start.push(labels.len());
+        let cycle = g.nodes.iter().map(|n| n.cycle as u32).collect();
+        let called_total = (0..g.nodes.len())
+            .map(|i| match g.header_of(i) {
+                Some(h) => g.nodes[h].ncalls,
+                None => g.nodes[i].ncalls,
+            })
+            .collect();
+        Compact {
+            labels,
+            label_start,
+            cycle,
+            called_total,
+        }
+    }
+
+    fn label(&self, node: usize) -> &[u8] {
+        &self.labels[self.label_start[node]..self.label_start[node + 1]]
+    }
+
+    /// Whether both ends of `arc` are in the same cycle.
+    fn intra_cycle(&self, arc: &GraphArc) -> bool {
+        let c = self.cycle[arc.parent];
+        c != 0 && c == self.cycle[arc.child]
+    }
+}
+
+/// Output is handed to the writer in pieces of about this size, so the listing is never held
+/// whole in memory.
+pub(crate) const CHUNK: usize = 1 << 16;
 
 /// Writes the GNU call graph, `-b` style: title, granularity line, header and entries.
 pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Result<()> {
     let g = p.graph;
-    let mut buf = Vec::with_capacity(4096);
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     if p.after_other_output {
         buf.extend_from_slice(b"\x0c\n");
     }
@@ -214,62 +362,111 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
     } else {
         buf.extend_from_slice(b"index % time    self  children    called     name\n");
     }
-    for &node in &g.order {
+    let compact = Compact::new(p);
+    let c = &compact;
+    let mut printed = g.order.iter().copied().filter(|&node| {
         let n = &g.nodes[node];
         let all_zero =
             n.ncalls == 0 && n.self_calls == 0 && n.prop_self == 0.0 && n.prop_child == 0.0;
         let not_function = p
             .line_functions
             .is_some_and(|f| n.symbol.is_none_or(|s| !f.get(s).copied().unwrap_or(false)));
-        if (!p.display_unused && all_zero) || !n.print_flag || not_function {
-            continue;
+        n.print_flag && (p.display_unused || !all_zero) && !not_function
+    });
+    // Entries are independent, so batches of them are formatted on all cores, each part
+    // into its own buffer, and written in order; a batch bounds the memory this takes.
+    let mut sorted = Vec::new();
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut parts: Vec<(Vec<u8>, Vec<usize>)> = Vec::new();
+    loop {
+        batch.clear();
+        batch.extend(printed.by_ref().take(BATCH));
+        if batch.is_empty() {
+            break;
         }
-        if n.symbol.is_none() {
-            p.primary(&mut buf, node, print_time);
-            let mut members: Vec<usize> = Vec::with_capacity(n.members.len());
-            for &m in &n.members {
-                let key = |x: usize| {
-                    let y = &g.nodes[x];
-                    (
-                        y.prop_self + y.prop_child,
-                        y.ncalls.wrapping_add(y.self_calls),
-                    )
-                };
-                let (tm, cm) = key(m);
-                let pos = members
-                    .iter()
-                    .position(|&e| {
-                        let (te, ce) = key(e);
-                        tm > te || (tm == te && cm > ce)
-                    })
-                    .unwrap_or(members.len());
-                members.insert(pos, m);
+        if batch.len() < PARALLEL_MIN {
+            for &node in &batch {
+                p.entry(&mut buf, node, print_time, c, &mut sorted);
             }
-            for m in members {
+        } else {
+            // The part buffers are made here and reused batch after batch: allocating them
+            // on the pool's threads would give each thread a malloc arena of its own, which
+            // stays resident.
+            parts.resize_with(PARTS, || {
+                (Vec::with_capacity(CHUNK), Vec::with_capacity(64))
+            });
+            let chunk = batch.len().div_ceil(PARTS);
+            parts.par_iter_mut().zip(batch.par_chunks(chunk)).for_each(
+                |((part, sorted), nodes)| {
+                    part.clear();
+                    for &node in nodes {
+                        p.entry(part, node, print_time, c, sorted);
+                    }
+                },
+            );
+            out.write_all(&buf)?;
+            buf.clear();
+            for (part, _) in &parts[..batch.len().div_ceil(chunk)] {
+                out.write_all(part)?;
+            }
+        }
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+/// Entries per batch of the call graph, and how many parts a batch is cut into for the
+/// threads: about 0.5 MiB of text per batch, in more parts than cores so they balance.
+const BATCH: usize = 1024;
+const PARTS: usize = 8;
+/// Batches this small are printed on the calling thread.
+const PARALLEL_MIN: usize = 256;
+
+impl GraphPrint<'_> {
+    /// One entry of the listing: parents, primary line, children and the separator for a
+    /// function; the primary line and the members for a cycle header.
+    fn entry(
+        &self,
+        buf: &mut Vec<u8>,
+        node: usize,
+        print_time: f64,
+        c: &Compact,
+        sorted: &mut Vec<usize>,
+    ) {
+        let (p, g) = (self, self.graph);
+        let n = &g.nodes[node];
+        if n.symbol.is_none() {
+            p.primary(buf, node, print_time, c);
+            sort_members(g, &n.members, sorted);
+            for &m in sorted.iter() {
                 let y = &g.nodes[m];
-                buf.extend_from_slice(&[b' '; 12]);
+                pad(buf, 13);
+                p.seconds(buf, y.prop_self);
                 buf.push(b' ');
-                p.seconds(&mut buf, y.prop_self);
+                p.child_seconds(buf, y.prop_child);
                 buf.push(b' ');
-                p.child_seconds(&mut buf, y.prop_child);
-                buf.push(b' ');
-                GraphPrint::called(&mut buf, y.ncalls, y.self_calls);
+                GraphPrint::called(buf, y.ncalls, y.self_calls);
                 buf.extend_from_slice(b"     ");
-                p.decorated(&mut buf, m);
+                buf.extend_from_slice(c.label(m));
                 buf.push(b'\n');
             }
         } else {
             if n.parents.is_empty() {
-                buf.extend(std::iter::repeat_n(b' ', 42 + p.child_width()));
+                pad(buf, 42 + p.child_width());
                 buf.extend_from_slice(b"<spontaneous>\n");
             } else {
-                for a in sort_arcs(g, &n.parents, false) {
-                    p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].parent);
+                sort_arcs(g, c, &n.parents, false, sorted);
+                for &a in sorted.iter() {
+                    p.arc_line(buf, &g.arcs[a], g.arcs[a].parent, c);
                 }
             }
-            p.primary(&mut buf, node, print_time);
-            for a in sort_arcs(g, &n.children, true) {
-                p.arc_line(&mut buf, &g.arcs[a], g.arcs[a].child);
+            p.primary(buf, node, print_time, c);
+            sort_arcs(g, c, &n.children, true, sorted);
+            for &a in sorted.iter() {
+                p.arc_line(buf, &g.arcs[a], g.arcs[a].child, c);
             }
         }
         if p.bsd {
@@ -280,7 +477,6 @@ pub(crate) fn write_graph<W: Write>(mut out: W, p: &GraphPrint<'_>) -> io::Resul
             buf.extend_from_slice(SEPARATOR);
         }
     }
-    out.write_all(&buf)
 }
 
 #[cfg(test)]
@@ -289,6 +485,198 @@ mod tests {
     use crate::histogram::HistogramTimes;
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
+
+    /// Long lists take the stable sort; it must give exactly the order of gprof's insertion
+    /// sort, whatever the ties: arcs inside and outside cycles, a self arc, equal times with
+    /// equal and different counts, zero times.
+    #[test]
+    fn long_lists_sort_as_gprofs_insertion() {
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let mut long_cycles = 0;
+        for case in 0..40 {
+            let n = 40 + next(80) as usize;
+            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+            let raw = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| RawSymbol {
+                    name: name.as_bytes().to_vec(),
+                    address: 0x1000 + 0x100 * i as u64,
+                    is_function: true,
+                    is_static: false,
+                })
+                .collect();
+            let end = 0x1000 + 0x100 * n as u64;
+            let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+            let at = |i: usize| 0x1000 + 0x100 * i as u64;
+            // Node 0 calls everyone, everyone calls node 1, node 1 calls half of them back
+            // (one big cycle), and random edges add more.
+            let mut arcs = Vec::new();
+            for i in 0..n {
+                arcs.push(Arc {
+                    from_pc: at(0) + 4,
+                    self_pc: at(i),
+                    count: 1 + next(3),
+                });
+                arcs.push(Arc {
+                    from_pc: at(i) + 4,
+                    self_pc: at(1),
+                    count: 1 + next(3),
+                });
+                if next(2) == 0 {
+                    // Back to a caller of node 1: node 1 and i form a cycle.
+                    arcs.push(Arc {
+                        from_pc: at(1) + 12,
+                        self_pc: at(i),
+                        count: 1 + next(2),
+                    });
+                }
+                if next(4) == 0 {
+                    arcs.push(Arc {
+                        from_pc: at(i) + 8,
+                        self_pc: at(next(n as u64) as usize),
+                        count: next(3),
+                    });
+                }
+            }
+            let time = (0..n)
+                .map(|_| [0.0, 1.0, 2.0, 0.5][next(4) as usize])
+                .collect();
+            let times = HistogramTimes {
+                time,
+                total_time: 100.0,
+                hz: 100,
+                dimension: b"seconds".to_vec(),
+                dimension_abbrev: b's',
+                scale: 2.0,
+                has_histogram: true,
+            };
+            let g = CallGraph::build(&table, &arcs, &times);
+            let shown: Vec<Cow<'_, [u8]>> =
+                names.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
+            let print = GraphPrint {
+                graph: &g,
+                names: &shown,
+                hz: 100.0,
+                granularity: 4,
+                display_unused: false,
+                after_other_output: false,
+                bsd: false,
+                explained: false,
+                line_functions: None,
+            };
+            let c = Compact::new(&print);
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            for node in 0..g.nodes.len() {
+                for (list, descending) in [
+                    (&g.nodes[node].parents, false),
+                    (&g.nodes[node].children, true),
+                ] {
+                    sort_arcs(&g, &c, list, descending, &mut fast);
+                    slow.clear();
+                    insert_arcs(&g, &c, list, descending, &mut slow);
+                    assert_eq!(
+                        fast, slow,
+                        "case {case}, node {node}, descending {descending}"
+                    );
+                }
+                sort_members(&g, &g.nodes[node].members, &mut fast);
+                slow.clear();
+                insert_members(&g, &g.nodes[node].members, &mut slow);
+                assert_eq!(fast, slow, "case {case}, cycle node {node}");
+            }
+            assert!(g.nodes[1].parents.len() > INSERTION_LIMIT);
+            long_cycles += g.nodes[g.symbol_count..]
+                .iter()
+                .filter(|c| c.members.len() > INSERTION_LIMIT)
+                .count();
+        }
+        assert!(long_cycles > 10, "only {long_cycles} long cycles");
+    }
+
+    /// A listing long enough for several batches, formatted on the thread pool, is the same
+    /// as one written entry by entry on one thread.
+    #[test]
+    fn parallel_batches_print_what_one_thread_prints() {
+        let n = 2 * BATCH + PARALLEL_MIN + 7;
+        let raw = (0..n)
+            .map(|i| RawSymbol {
+                name: format!("f{i}").into_bytes(),
+                address: 0x1000 + 0x100 * i as u64,
+                is_function: true,
+                is_static: false,
+            })
+            .collect();
+        let end = 0x1000 + 0x100 * n as u64;
+        let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+        let at = |i: usize| 0x1000 + 0x100 * i as u64;
+        let mut arcs = Vec::new();
+        for i in 1..n {
+            let parent = ((i as u64).wrapping_mul(2_654_435_761) >> 7) as usize % i;
+            arcs.push(Arc {
+                from_pc: at(parent) + 4,
+                self_pc: at(i),
+                count: 1 + (i % 5) as u64,
+            });
+            if i % 50 == 0 {
+                arcs.push(Arc {
+                    from_pc: at(i) + 8,
+                    self_pc: at(parent),
+                    count: 2,
+                });
+            }
+        }
+        let times = HistogramTimes {
+            time: (0..n).map(|i| (i % 13) as f64).collect(),
+            total_time: 1e6,
+            hz: 100,
+            dimension: b"seconds".to_vec(),
+            dimension_abbrev: b's',
+            scale: 2.0,
+            has_histogram: true,
+        };
+        let graph = CallGraph::build(&table, &arcs, &times);
+        let names: Vec<Cow<'_, [u8]>> = table
+            .symbols()
+            .iter()
+            .map(|s| Cow::Borrowed(&s.name[..]))
+            .collect();
+        let print = GraphPrint {
+            graph: &graph,
+            names: &names,
+            hz: 100.0,
+            granularity: 4,
+            display_unused: false,
+            after_other_output: false,
+            bsd: false,
+            explained: false,
+            line_functions: None,
+        };
+        let mut parallel = Vec::new();
+        write_graph(&mut parallel, &print).unwrap();
+
+        let c = Compact::new(&print);
+        let (mut serial, mut sorted) = (Vec::new(), Vec::new());
+        let mut printed = 0;
+        for &node in &graph.order {
+            let x = &graph.nodes[node];
+            let zero = x.ncalls == 0 && x.self_calls == 0 && x.prop_self + x.prop_child == 0.0;
+            if x.print_flag && !zero {
+                print.entry(&mut serial, node, graph.print_time, &c, &mut sorted);
+                printed += 1;
+            }
+        }
+        assert!(printed > 2 * BATCH, "only {printed} entries");
+        assert!(graph.nodes.len() > n, "no cycles");
+        let header_end = parallel.windows(5).position(|w| w == b"name\n").unwrap() + 5;
+        assert!(parallel[header_end..] == serial[..], "listings differ");
+    }
 
     const NAMES: [&str; 11] = [
         "CALLER1", "CALLER2", "EXAMPLE", "SUB1", "SUB1B", "SUB2", "SUB3", "LEAF", "LEAF2", "OTHER",
@@ -373,7 +761,7 @@ mod tests {
             (40, 10)
         );
 
-        let names: Vec<Vec<u8>> = NAMES.iter().map(|n| n.as_bytes().to_vec()).collect();
+        let names: Vec<Cow<'_, [u8]>> = NAMES.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
         let print = GraphPrint {
             graph: &graph,
             names: &names,

@@ -1,10 +1,12 @@
 //! The index by function name that ends gprof's call-graph report.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::graph::CallGraph;
-use crate::report::format::{left_cut, right_cut};
-use crate::sort::glibc_qsort;
+use crate::report::format::{left_cut, right_cut, uint_digits};
+use crate::report::graph::CHUNK;
+use crate::sort::glibc_qsort_fast;
 
 /// Writes `\f\nIndex by function name` and the three-column index (GNU layout, width 80, or
 /// with `bsd` the fixed-width BSD layout).
@@ -17,8 +19,8 @@ use crate::sort::glibc_qsort;
 pub(crate) fn write_index<W: Write>(
     mut out: W,
     graph: &CallGraph,
-    names: &[Vec<u8>],
-    mangled: &[Vec<u8>],
+    names: &[Cow<'_, [u8]>],
+    mangled: &[Cow<'_, [u8]>],
     self_time: &[f64],
     display_unused: bool,
     bsd: bool,
@@ -30,17 +32,17 @@ pub(crate) fn write_index<W: Write>(
             display_unused || n.ncalls != 0 || self_time.get(s).copied().unwrap_or(0.0) != 0.0
         })
         .collect();
-    let empty = Vec::new();
-    let name = |s: usize| names.get(s).unwrap_or(&empty);
+    let name = |s: usize| names.get(s).map_or(&[][..], |n| &n[..]);
     // gprof sorts by the mangled name whatever it prints.
-    let key = |s: usize| mangled.get(s).unwrap_or(&empty);
-    glibc_qsort(&mut symbols, |&a, &b| key(a).cmp(key(b)));
+    let key = |s: usize| mangled.get(s).map_or(&[][..], |n| &n[..]);
+    // Byte-wise name order is consistent, so a stable sort gives glibc's order.
+    glibc_qsort_fast(&mut symbols, true, |&a, &b| key(a).cmp(key(b)));
     let entries: Vec<usize> = symbols
         .into_iter()
         .chain(graph.symbol_count..graph.nodes.len())
         .collect();
 
-    let mut buf = Vec::with_capacity(64 + 30 * entries.len());
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     buf.extend_from_slice(b"\x0c\nIndex by function name\n\n");
     // gprof's column width, from the output width (`-w`, default 80) in C's int arithmetic:
     // widths below 4 give 0 or negative columns, which just pack the entries.
@@ -50,23 +52,38 @@ pub(crate) fn write_index<W: Write>(
         let (mut col, mut start) = (0i64, 0i64);
         for &e in entries.iter().skip(row).step_by(rows.max(1)) {
             let n = &graph.nodes[e];
-            let label = if n.print_flag {
-                format!("[{}]", n.index)
+            let mut digits = [0u8; 20];
+            let mut label_buf = [0u8; 22];
+            let index = uint_digits(&mut digits, n.index as u64);
+            let (open, close) = if n.print_flag {
+                (b'[', b']')
             } else {
-                format!("({})", n.index)
+                (b'(', b')')
             };
-            let text = match n.symbol {
-                Some(s) => name(s).clone(),
-                None => format!("<cycle {}>", n.cycle).into_bytes(),
+            label_buf[0] = open;
+            label_buf[1..=index.len()].copy_from_slice(index);
+            label_buf[index.len() + 1] = close;
+            let label = &label_buf[..index.len() + 2];
+            let mut cycle_buf = [0u8; 28];
+            let text: &[u8] = match n.symbol {
+                Some(s) => name(s),
+                None => {
+                    let digits = uint_digits(&mut digits, n.cycle as u64);
+                    let len = digits.len() + 8;
+                    cycle_buf[..7].copy_from_slice(b"<cycle ");
+                    cycle_buf[7..len - 1].copy_from_slice(digits);
+                    cycle_buf[len - 1] = b'>';
+                    &cycle_buf[..len]
+                }
             };
             if bsd {
                 // Fixed columns: label right-aligned in 6, the bare name (no source suffix)
                 // cut to 19.
                 let bare = match n.symbol {
-                    Some(s) => key(s).as_slice(),
-                    None => &text,
+                    Some(s) => key(s),
+                    None => text,
                 };
-                right_cut(&mut buf, label.as_bytes(), 6);
+                right_cut(&mut buf, label, 6);
                 buf.push(b' ');
                 left_cut(&mut buf, bare, 19);
                 continue;
@@ -78,13 +95,17 @@ pub(crate) fn write_index<W: Write>(
                 col += 1;
             }
             buf.push(b' ');
-            buf.extend_from_slice(label.as_bytes());
+            buf.extend_from_slice(label);
             buf.push(b' ');
             col += text.len() as i64;
-            buf.extend_from_slice(&text);
+            buf.extend_from_slice(text);
             start = start.saturating_add(column);
         }
         buf.push(b'\n');
+        if buf.len() >= CHUNK {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
     }
     out.write_all(&buf)
 }
