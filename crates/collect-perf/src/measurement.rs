@@ -416,7 +416,8 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     add(&mut a.written_bytes, b.written_bytes);
 }
 
-/// Sums the taskstats exit records of each process's tasks.
+/// Sums the taskstats exit records of each process's tasks, and says whether every thread
+/// exit the run saw of that process had its record.
 ///
 /// Each record is matched to a thread exit the recording saw: of a process with the record's
 /// thread group id (before taskstats version 12, which lacks it, any process that had the
@@ -424,7 +425,16 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
 /// the earliest not matched yet. A record without such an exit (the EXIT record was lost) goes
 /// to a process of that id still alive at the time, if any. Other records, of tasks the run
 /// did not follow (a pid reused by an unrelated process), are left out.
-fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, ProcessCounters> {
+///
+/// "Before" allows 50 ms: the kernel sends the taskstats record a little before it
+/// writes the perf EXIT record (and stamps its time), so a record drained at once can carry
+/// an earlier time than its exit.
+fn taskstats_counters(
+    rec: &Recording,
+    replay: &Replay,
+) -> HashMap<ProcessKey, (ProcessCounters, bool)> {
+    /// How much later than its taskstats record a thread's perf EXIT may be stamped.
+    const EXIT_SLACK_NS: u64 = 50_000_000;
     let mut by_pid: HashMap<u32, Vec<&Process>> = HashMap::new();
     let mut by_tid: HashMap<u32, Vec<&Process>> = HashMap::new();
     for p in &replay.processes {
@@ -449,7 +459,9 @@ fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, P
             .filter(|p| !matched.contains(&(p.key, e.tid)))
             .filter_map(|p| {
                 let t = p.threads.iter().find(|t| t.tid == e.tid)?;
-                let x = t.exit.filter(|&x| x <= e.time)?;
+                let x = t
+                    .exit
+                    .filter(|&x| x <= e.time.saturating_add(EXIT_SLACK_NS))?;
                 Some((x, *p))
             })
             .min_by_key(|&(x, p)| (x, p.key.generation))
@@ -460,7 +472,9 @@ fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, P
         let owner = exited.or_else(|| {
             candidates
                 .iter()
-                .filter(|p| p.exit.is_none() && p.start.unwrap_or(0) <= e.time)
+                .filter(|p| {
+                    p.exit.is_none() && p.start.unwrap_or(0) <= e.time.saturating_add(EXIT_SLACK_NS)
+                })
                 .max_by_key(|p| (p.start.unwrap_or(0), p.key.generation))
                 .copied()
         });
@@ -481,7 +495,20 @@ fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, P
             }
         }
     }
-    out
+    // Complete: every thread exit the run saw has its record (none was lost to an overflow).
+    replay
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let c = out.remove(&p.key)?;
+            let complete = p
+                .threads
+                .iter()
+                .filter(|t| t.exit.is_some())
+                .all(|t| matched.contains(&(p.key, t.tid)));
+            Some((p.key, (c, complete)))
+        })
+        .collect()
 }
 
 /// Writes the measurement: for each process (pid and command name) its user gmon, kernel gmon,
@@ -687,11 +714,21 @@ pub fn write_measurement(
             {
                 info.process.argv = Some(r.argv.clone());
             }
-            // A process that ended has its tasks' exit records: exact over its whole life.
-            // One still alive at the end (or one without records) has its last /proc reading.
+            // The launched command's /proc counters, read while it was a zombie, cover its
+            // whole life and scale CPU time to the scheduler's exact runtime: best. Any other
+            // process that ended has its tasks' exit records, over its whole life, when all
+            // of them came. One still alive at the end, or without them, has its last /proc
+            // reading.
+            let from_child = rec
+                .child
+                .as_ref()
+                .filter(|c| c.pid == *pid && p.key.generation == 0)
+                .and_then(|c| c.counters.as_ref());
             let exited = exits
                 .get(&p.key)
-                .filter(|_| p.exit.is_some() || reading.is_none());
+                .filter(|(_, complete)| *complete)
+                .map(|(c, _)| c)
+                .filter(|_| from_child.is_none() && (p.exit.is_some() || reading.is_none()));
             if seg.last
                 && let Some(c) = exited
             {
@@ -700,19 +737,14 @@ pub fn write_measurement(
                     None => counters = Some(c.clone()),
                 }
                 source = Some("taskstats");
-            } else if seg.last {
-                let from_child = rec
-                    .child
-                    .as_ref()
-                    .filter(|c| c.pid == *pid && p.key.generation == 0)
-                    .and_then(|c| c.counters.as_ref());
-                if let Some(c) = from_child.or(reading.map(|r| &r.counters)) {
-                    source.get_or_insert("proc");
-                    let c = proc_counters(c, tick_ns);
-                    match &mut counters {
-                        Some(acc) => add_counters(acc, &c),
-                        None => counters = Some(c),
-                    }
+            } else if seg.last
+                && let Some(c) = from_child.or(reading.map(|r| &r.counters))
+            {
+                source.get_or_insert("proc");
+                let c = proc_counters(c, tick_ns);
+                match &mut counters {
+                    Some(acc) => add_counters(acc, &c),
+                    None => counters = Some(c),
                 }
             }
             for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
@@ -958,8 +990,8 @@ mod tests {
             task(12, Some(11), 3_000, 8),
             // A version-11 record without a tgid, found by its thread id.
             task(11, None, 4_000, 8),
-            // The second process's.
-            task(11, Some(11), 50_000, 26),
+            // The second process's, drained just before its EXIT was stamped.
+            task(11, Some(11), 50_000, 24),
         ];
         let mut rec = Recording {
             side_band,
@@ -972,11 +1004,18 @@ mod tests {
             pid: 11,
             generation,
         };
-        assert_eq!(c[&key(0)].user_cpu_ns, Some(7_000));
-        assert_eq!(c[&key(0)].voluntary_switches, Some(2));
-        assert_eq!(c[&key(1)].user_cpu_ns, Some(50_000));
-        assert_eq!(c[&key(2)].user_cpu_ns, Some(700_000));
+        assert_eq!(c[&key(0)].0.user_cpu_ns, Some(7_000));
+        assert_eq!(c[&key(0)].0.voluntary_switches, Some(2));
+        assert_eq!(c[&key(1)].0.user_cpu_ns, Some(50_000));
+        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
         assert_eq!(c.len(), 3);
+        assert!(c.values().all(|c| c.1), "complete");
+        // Without the record of thread 12 (lost to an overflow), the first process's sum is
+        // incomplete.
+        let mut lossy = rec.clone();
+        lossy.task_exits.retain(|e| e.tid != 12);
+        let c = taskstats_counters(&lossy, &crate::replay(&lossy));
+        assert!(!c[&key(0)].1 && c[&key(1)].1);
         // When the run saw the third process exit (at 45, its record at 46), a later record
         // (a process the run did not follow, reusing pid 11) is left out.
         rec.side_band.push(side(45, exit(11, 11)));
@@ -984,9 +1023,9 @@ mod tests {
         rec.task_exits.push(task(11, Some(11), 9, 60));
         let rep = crate::replay(&rec);
         let c = taskstats_counters(&rec, &rep);
-        assert_eq!(c[&key(2)].user_cpu_ns, Some(700_000));
+        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
         assert_eq!(
-            c.values().filter_map(|c| c.user_cpu_ns).sum::<u64>(),
+            c.values().filter_map(|c| c.0.user_cpu_ns).sum::<u64>(),
             757_000
         );
     }

@@ -550,7 +550,7 @@ impl Sampler {
 
     fn drain_taskstats(&mut self) {
         if let Some(l) = &mut self.taskstats {
-            l.drain(monotonic_ns(), &mut self.recording.task_exits);
+            l.drain(monotonic_ns, &mut self.recording.task_exits);
             self.recording.taskstats_overflows = l.overflows;
         }
     }

@@ -289,8 +289,9 @@ impl Listener {
         Ok(n as usize)
     }
 
-    /// Reads every exit record queued so far, stamping them with `time`.
-    pub(crate) fn drain(&mut self, time: u64, out: &mut Vec<TaskExit>) {
+    /// Reads every exit record queued so far, stamping each datagram with `now()` after it
+    /// was received (so no record is stamped before it was sent).
+    pub(crate) fn drain(&mut self, now: impl Fn() -> u64, out: &mut Vec<TaskExit>) {
         loop {
             // Safety: `buf` is a valid writable buffer of its length.
             let n = unsafe {
@@ -314,7 +315,7 @@ impl Listener {
             if n == 0 {
                 return;
             }
-            parse_datagram(&self.buf[..n as usize], time, out);
+            parse_datagram(&self.buf[..n as usize], now(), out);
         }
     }
 }

@@ -299,10 +299,12 @@ fn forked_children_and_threads_get_their_files() {
     assert_eq!(sets.len(), 1, "all threads in one file set: {sets:?}");
     let n = *sets.values().next().unwrap();
     assert!(n >= 1100, "{n} samples of five threads spinning 250 ms");
-    // Its counters sum the exit records of all five threads.
+    // The launched command's counters come from /proc, read while it was a zombie: they
+    // cover all five threads, with CPU time scaled to the scheduler's exact runtime (the
+    // per-thread taskstats times are tick-sampled and under load missed a quarter of it).
     let ms = scan(&m.dir).unwrap();
     let inf = info(ms.processes[0].info.as_ref().unwrap());
-    assert_eq!(field(&inf, "counters", "source"), Some("\"taskstats\""));
+    assert_eq!(field(&inf, "counters", "source"), Some("\"proc\""));
     let cpu = inf.counters.user_cpu_ns.unwrap() + inf.counters.system_cpu_ns.unwrap();
     assert!(
         (1_100_000_000..2_500_000_000).contains(&cpu),
@@ -344,11 +346,13 @@ fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
     for (pid, comm) in sets.keys() {
         let inf = info(&m.dir.join(format!("gmon.out.{pid}.{comm}")));
         let c = &inf.counters;
-        assert_eq!(
-            field(&inf, "counters", "source"),
-            Some("\"taskstats\""),
-            "{pid}"
-        );
+        // The launched parent's come from /proc, read while it was a zombie.
+        let source = if *pid == main {
+            "\"proc\""
+        } else {
+            "\"taskstats\""
+        };
+        assert_eq!(field(&inf, "counters", "source"), Some(source), "{pid}");
         let own = c.user_cpu_ns.unwrap() + c.system_cpu_ns.unwrap();
         assert!(own < 2_000_000_000, "{pid}: {own} ns");
         assert!(c.minor_faults.unwrap() >= 1, "{pid}: {c:?}");

@@ -72,17 +72,21 @@
 //!      `voluntary-switches`, `involuntary-switches`, `read-bytes` and `written-bytes`
 //!      (bytes passed through read and write system calls), and `source`, which says where
 //!      they come from:
-//!      - `"taskstats"`: for a process that ended during the run, when the collector may
-//!        register for the kernel's taskstats exit records (root: `CAP_NET_ADMIN`, initial
-//!        network namespace). The records of all its threads are summed, so even a process
-//!        that lived microseconds has exact counts over its whole life. The kernel samples CPU
-//!        time at clock ticks, so a process that ran 2 ms may show 0 or one tick.
+//!      - `"taskstats"`: for a process other than the launched command that ended during the
+//!        run, when the collector may register for the kernel's taskstats exit records (root:
+//!        `CAP_NET_ADMIN`, initial network namespace) and got the record of every thread exit
+//!        it saw of that process. The records of all its threads are summed, so even a process
+//!        that lived microseconds has counts over its whole life. Their CPU times are the
+//!        kernel's per-thread tick-sampled ones, not scaled to the exact runtime as `/proc`'s
+//!        are: a process that ran 2 ms may show 0 or one tick, and five threads that ran
+//!        1.25 s in all showed 0.93 s on a loaded machine.
 //!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
 //!        `rchar`, `wchar`). The launched command's are read while it is a zombie
-//!        (`waitid(WNOWAIT)`), so they cover its whole life; any other process's are the last
-//!        values read by a periodic poll (every 100 ms by default) while it was alive, so they
-//!        miss up to one interval at its end. A process still running at the end of the run
-//!        always has these.
+//!        (`waitid(WNOWAIT)`), so they cover its whole life, and are preferred to its taskstats
+//!        records; any other process's are the last values read by a periodic poll (every
+//!        100 ms by default) while it was alive, so they miss up to one interval at its end. A
+//!        process still running at the end of the run, or whose exit records were lost, has
+//!        these.
 //!
 //!      When taskstats is refused the collector says so (a warning, and `taskstats = refused`
 //!      in every info file) and a process that never lived through a poll has no counters.
