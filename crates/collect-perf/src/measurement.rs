@@ -400,6 +400,23 @@ fn proc_counters(c: &ProcCounters, tick_ns: u64) -> ProcessCounters {
     out
 }
 
+/// Keeps in `a` the larger of each counter of `a` and `b`.
+fn max_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
+    let max = |x: &mut Option<u64>, y: Option<u64>| {
+        if let Some(y) = y {
+            *x = Some(x.map_or(y, |x| x.max(y)));
+        }
+    };
+    max(&mut a.user_cpu_ns, b.user_cpu_ns);
+    max(&mut a.system_cpu_ns, b.system_cpu_ns);
+    max(&mut a.minor_faults, b.minor_faults);
+    max(&mut a.major_faults, b.major_faults);
+    max(&mut a.voluntary_switches, b.voluntary_switches);
+    max(&mut a.involuntary_switches, b.involuntary_switches);
+    max(&mut a.read_bytes, b.read_bytes);
+    max(&mut a.written_bytes, b.written_bytes);
+}
+
 fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     let add = |x: &mut Option<u64>, y: Option<u64>| {
         if let Some(y) = y {
@@ -732,9 +749,16 @@ pub fn write_measurement(
             if seg.last
                 && let Some(c) = exited
             {
+                // Every counter only grows, so a /proc reading taken while the process lived
+                // is a lower bound: it wins where the tick-sampled taskstats CPU times fell
+                // short of the exact runtime /proc scales to.
+                let mut c = c.clone();
+                if let Some(r) = reading {
+                    max_counters(&mut c, &proc_counters(&r.counters, tick_ns));
+                }
                 match &mut counters {
-                    Some(acc) => add_counters(acc, c),
-                    None => counters = Some(c.clone()),
+                    Some(acc) => add_counters(acc, &c),
+                    None => counters = Some(c),
                 }
                 source = Some("taskstats");
             } else if seg.last
@@ -946,6 +970,22 @@ mod tests {
         assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
         assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
         assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
+    }
+
+    #[test]
+    fn an_earlier_proc_reading_raises_short_taskstats_counters() {
+        let mut a = ProcessCounters::default();
+        a.user_cpu_ns = Some(8_000_000);
+        a.minor_faults = Some(90);
+        let mut b = ProcessCounters::default();
+        b.user_cpu_ns = Some(290_000_000);
+        b.minor_faults = Some(80);
+        b.read_bytes = Some(5);
+        max_counters(&mut a, &b);
+        assert_eq!(
+            (a.user_cpu_ns, a.minor_faults, a.read_bytes, a.system_cpu_ns),
+            (Some(290_000_000), Some(90), Some(5), None)
+        );
     }
 
     #[test]

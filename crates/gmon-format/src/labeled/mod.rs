@@ -78,8 +78,10 @@
 //!        it saw of that process. The records of all its threads are summed, so even a process
 //!        that lived microseconds has counts over its whole life. Their CPU times are the
 //!        kernel's per-thread tick-sampled ones, not scaled to the exact runtime as `/proc`'s
-//!        are: a process that ran 2 ms may show 0 or one tick, and five threads that ran
-//!        1.25 s in all showed 0.93 s on a loaded machine.
+//!        are: a process that ran 2 ms may show 0 or one tick, and on a loaded virtual
+//!        machine five threads that ran 1.25 s in all showed 0.93 s. So when the process also
+//!        lived through a `/proc` poll, each counter is the larger of the two (a counter only
+//!        grows, so the earlier reading is a lower bound).
 //!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
 //!        `rchar`, `wchar`). The launched command's are read while it is a zombie
 //!        (`waitid(WNOWAIT)`), so they cover its whole life, and are preferred to its taskstats
