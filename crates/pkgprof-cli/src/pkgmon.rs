@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use collect_perf::{Config, Progress, Recording, Sampler, WriteOptions, preflight, replay};
 
 const AFTER_HELP: &str = "\
@@ -113,6 +113,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if args.command.is_empty() && args.pids.is_empty() && !args.all {
+        let e = Args::command().error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "nothing to profile: give a command after `--`, or -p PID",
+        );
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
     match run(args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -175,9 +183,6 @@ impl Status {
 }
 
 fn run(args: Args) -> anyhow::Result<u8> {
-    if args.command.is_empty() && args.pids.is_empty() && !args.all {
-        bail!("nothing to profile: give a command after `--`, or -p PID (see --help)");
-    }
     if args.all && args.command.is_empty() && args.pids.is_empty() && args.duration.is_none() {
         eprintln!("pkgmon: profiling the whole system until Ctrl-C");
     }
@@ -308,7 +313,6 @@ fn exit_status(rec: &Recording, attached: bool) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn arguments() {

@@ -49,8 +49,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         .operands
         .first()
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let measurement =
-        gmon_format::scan(&dir).with_context(|| format!("{}: cannot scan", dir.display()))?;
+    let measurement = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
     let selection = if o.system {
         ProcessSelection::System
     } else {
