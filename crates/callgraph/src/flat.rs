@@ -190,21 +190,10 @@ impl FlatProfile {
 mod tests {
     use super::*;
     use crate::report::flat::{FlatPrintOptions, write_flat};
-    use crate::symbols::RawSymbol;
-    use gmon_format::{AddressSize, Endian};
+    use crate::test_util::{functions, spaced};
 
     fn table(names: &[&str]) -> SymbolTable {
-        let raw = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| RawSymbol {
-                name: name.as_bytes().to_vec(),
-                address: 0x1000 + 0x10 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        SymbolTable::from_symbols(raw, 0x2000, AddressSize::U64, Endian::Little)
+        functions(&spaced(names, 0x10), 0x2000)
     }
 
     fn times(time: &[f64], total_time: f64, hz: u32) -> HistogramTimes {

@@ -398,23 +398,12 @@ impl Hasher for PairHasher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbols::RawSymbol;
-    use gmon_format::{AddressSize, Endian};
+    use crate::test_util::{functions, spaced};
 
     /// Functions 0x100 bytes apart starting at 0x1000, in the order given.
     fn table(names: &[&str]) -> SymbolTable {
-        let raw = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| RawSymbol {
-                name: name.as_bytes().to_vec(),
-                address: 0x1000 + 0x100 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
         let end = 0x1000 + 0x100 * names.len() as u64;
-        SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+        functions(&spaced(names, 0x100), end)
     }
 
     fn times(ticks: &[f64]) -> HistogramTimes {

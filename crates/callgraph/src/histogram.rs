@@ -172,20 +172,11 @@ mod tests {
         assert_eq!(x86_truncate(f64::NAN), i64::MIN);
         assert_eq!([x86_truncate(2.9), x86_truncate(-2.9)], [2, -2]);
     }
-    use crate::symbols::{RawSymbol, SymbolTable};
+    use crate::symbols::SymbolTable;
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions};
 
     fn table(symbols: &[(&str, u64)], text_end: u64) -> SymbolTable {
-        let raw = symbols
-            .iter()
-            .map(|&(name, address)| RawSymbol {
-                name: name.as_bytes().to_vec(),
-                address,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        SymbolTable::from_symbols(raw, text_end, AddressSize::U64, Endian::Little)
+        crate::test_util::functions(symbols, text_end)
     }
 
     /// A GNU gmon file with one histogram record per `(low, high, bins)`.

@@ -92,24 +92,15 @@ pub fn apply_stacks(analysis: &mut Analysis, stacks: &[SampledStack]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbols::{RawSymbol, SymbolTable};
+    use crate::test_util::{functions, spaced};
+
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Sum};
 
     /// main → {cheap, costly} → leaf: leaf is called equally often from both, but all its
     /// time is spent when `costly` calls it.
     fn analysis() -> Analysis {
         let names = ["main", "cheap", "costly", "leaf", "end"];
-        let raw = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| RawSymbol {
-                name: n.as_bytes().to_vec(),
-                address: 0x1000 + 0x100 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        let table = SymbolTable::from_symbols(raw, 0x1500, AddressSize::U64, Endian::Little);
+        let table = functions(&spaced(&names, 0x100), 0x1500);
         let mut data = b"gmon\x01\0\0\0".to_vec();
         data.extend([0; 12]);
         // 10 samples in leaf (bin of 0x1300), 2 in cheap, 2 in costly.

@@ -97,6 +97,8 @@ mod sort;
 mod static_calls;
 mod symbols;
 mod symspec;
+#[cfg(test)]
+mod test_util;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use annotate::{

@@ -124,21 +124,12 @@ pub fn sum_basic_blocks(table: &SymbolTable, blocks: &[(u64, u64)]) -> Vec<(u64,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbols::RawSymbol;
+
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions};
 
     /// Global functions at the given addresses; `.text` ends at `end`.
-    fn table(functions: &[(&str, u64)], end: u64) -> SymbolTable {
-        let raw = functions
-            .iter()
-            .map(|&(name, address)| RawSymbol {
-                name: name.as_bytes().to_vec(),
-                address,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+    fn table(symbols: &[(&str, u64)], end: u64) -> SymbolTable {
+        crate::test_util::functions(symbols, end)
     }
 
     /// A GNU gmon file (64-bit little endian) with one all-zero histogram over [low, high).

@@ -396,8 +396,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::symbols::RawSymbol;
-    use gmon_format::{AddressSize, Endian};
+    use crate::test_util::{functions, spaced};
 
     fn spec(file: Option<&str>, function: Option<&str>, line: Option<u64>) -> Symspec {
         Symspec {
@@ -429,18 +428,8 @@ mod tests {
     }
 
     fn table(names: &[&str]) -> SymbolTable {
-        let raw = names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| RawSymbol {
-                name: name.as_bytes().to_vec(),
-                address: 0x1000 + 0x10 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
         let end = 0x1000 + 0x10 * names.len() as u64;
-        SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+        functions(&spaced(names, 0x10), end)
     }
 
     #[test]

@@ -58,12 +58,14 @@ mod sampler;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
+mod taskstats;
+#[cfg(target_os = "linux")]
 mod unwind;
 
 pub use error::{Error, Result};
 pub use recording::{
     ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
-    SideRecord, UserRegs,
+    SideRecord, TaskExit, UserRegs,
 };
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 

@@ -16,7 +16,7 @@ use gmon_format::{
 
 use crate::error::{Error, Result};
 use crate::recording::{CounterKind, ProcCounters, Recording};
-use crate::replay::{Process, Replay};
+use crate::replay::{Process, ProcessKey, Replay};
 use crate::unwind::{Images, UnwindStats, unwind_with};
 
 /// Options of [`write_measurement`].
@@ -400,6 +400,23 @@ fn proc_counters(c: &ProcCounters, tick_ns: u64) -> ProcessCounters {
     out
 }
 
+/// Keeps in `a` the larger of each counter of `a` and `b`.
+fn max_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
+    let max = |x: &mut Option<u64>, y: Option<u64>| {
+        if let Some(y) = y {
+            *x = Some(x.map_or(y, |x| x.max(y)));
+        }
+    };
+    max(&mut a.user_cpu_ns, b.user_cpu_ns);
+    max(&mut a.system_cpu_ns, b.system_cpu_ns);
+    max(&mut a.minor_faults, b.minor_faults);
+    max(&mut a.major_faults, b.major_faults);
+    max(&mut a.voluntary_switches, b.voluntary_switches);
+    max(&mut a.involuntary_switches, b.involuntary_switches);
+    max(&mut a.read_bytes, b.read_bytes);
+    max(&mut a.written_bytes, b.written_bytes);
+}
+
 fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     let add = |x: &mut Option<u64>, y: Option<u64>| {
         if let Some(y) = y {
@@ -414,6 +431,101 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
     add(&mut a.involuntary_switches, b.involuntary_switches);
     add(&mut a.read_bytes, b.read_bytes);
     add(&mut a.written_bytes, b.written_bytes);
+}
+
+/// Sums the taskstats exit records of each process's tasks, and says whether every thread
+/// exit the run saw of that process had its record.
+///
+/// Each record is matched to a thread exit the recording saw: of a process with the record's
+/// thread group id (before taskstats version 12, which lacks it, any process that had the
+/// record's thread), a thread with the record's thread id that exited before the record came,
+/// the earliest not matched yet. A record without such an exit (the EXIT record was lost) goes
+/// to a process of that id still alive at the time, if any. Other records, of tasks the run
+/// did not follow (a pid reused by an unrelated process), are left out.
+///
+/// "Before" allows 50 ms: the kernel sends the taskstats record a little before it
+/// writes the perf EXIT record (and stamps its time), so a record drained at once can carry
+/// an earlier time than its exit.
+fn taskstats_counters(
+    rec: &Recording,
+    replay: &Replay,
+) -> HashMap<ProcessKey, (ProcessCounters, bool)> {
+    /// How much later than its taskstats record a thread's perf EXIT may be stamped.
+    const EXIT_SLACK_NS: u64 = 50_000_000;
+    let mut by_pid: HashMap<u32, Vec<&Process>> = HashMap::new();
+    let mut by_tid: HashMap<u32, Vec<&Process>> = HashMap::new();
+    for p in &replay.processes {
+        by_pid.entry(p.key.pid).or_default().push(p);
+        for t in &p.threads {
+            by_tid.entry(t.tid).or_default().push(p);
+        }
+    }
+    let mut order: Vec<usize> = (0..rec.task_exits.len()).collect();
+    order.sort_by_key(|&i| rec.task_exits[i].time);
+    let mut matched: BTreeSet<(ProcessKey, u32)> = BTreeSet::new();
+    let mut out: HashMap<ProcessKey, ProcessCounters> = HashMap::new();
+    for i in order {
+        let e = &rec.task_exits[i];
+        let candidates = match e.tgid {
+            Some(tgid) => by_pid.get(&tgid),
+            None => by_tid.get(&e.tid),
+        };
+        let candidates = candidates.map_or(&[][..], Vec::as_slice);
+        let exited = candidates
+            .iter()
+            .filter(|p| !matched.contains(&(p.key, e.tid)))
+            .filter_map(|p| {
+                let t = p.threads.iter().find(|t| t.tid == e.tid)?;
+                let x = t
+                    .exit
+                    .filter(|&x| x <= e.time.saturating_add(EXIT_SLACK_NS))?;
+                Some((x, *p))
+            })
+            .min_by_key(|&(x, p)| (x, p.key.generation))
+            .map(|(_, p)| p);
+        if let Some(p) = exited {
+            matched.insert((p.key, e.tid));
+        }
+        let owner = exited.or_else(|| {
+            candidates
+                .iter()
+                .filter(|p| {
+                    p.exit.is_none() && p.start.unwrap_or(0) <= e.time.saturating_add(EXIT_SLACK_NS)
+                })
+                .max_by_key(|p| (p.start.unwrap_or(0), p.key.generation))
+                .copied()
+        });
+        let Some(p) = owner else { continue };
+        let mut c = ProcessCounters::default();
+        c.user_cpu_ns = Some(e.user_cpu_ns);
+        c.system_cpu_ns = Some(e.system_cpu_ns);
+        c.minor_faults = Some(e.minor_faults);
+        c.major_faults = Some(e.major_faults);
+        c.voluntary_switches = Some(e.voluntary_switches);
+        c.involuntary_switches = Some(e.involuntary_switches);
+        c.read_bytes = Some(e.read_bytes);
+        c.written_bytes = Some(e.written_bytes);
+        match out.get_mut(&p.key) {
+            Some(acc) => add_counters(acc, &c),
+            None => {
+                out.insert(p.key, c);
+            }
+        }
+    }
+    // Complete: every thread exit the run saw has its record (none was lost to an overflow).
+    replay
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let c = out.remove(&p.key)?;
+            let complete = p
+                .threads
+                .iter()
+                .filter(|t| t.exit.is_some())
+                .all(|t| matched.contains(&(p.key, t.tid)));
+            Some((p.key, (c, complete)))
+        })
+        .collect()
 }
 
 /// Writes the measurement: for each process (pid and command name) its user gmon, kernel gmon,
@@ -553,6 +665,27 @@ pub fn write_measurement(
     }
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
     let dir = &opts.dir;
+    let exits = taskstats_counters(rec, replay);
+    let lost_by_cpu = rec.lost_samples_by_cpu();
+    // The vDSO image to save: this process's own, when a profiled process mapped one with the
+    // same build-id (the kernel maps one image into every 64-bit process).
+    let own_vdso = crate::elf::own_vdso().and_then(|bytes| {
+        let id = crate::elf::ElfInfo::parse(&bytes)?.build_id?;
+        Some((id, bytes))
+    });
+    let mut vdso_used = false;
+    if let Some(why) = &rec.taskstats_refused {
+        summary.warnings.push(format!(
+            "taskstats exit records refused ({why}): counters come from polling /proc and are \
+             missing for processes that lived less than one poll interval"
+        ));
+    }
+    if rec.taskstats_overflows > 0 {
+        summary.warnings.push(format!(
+            "the taskstats socket overflowed {} times: some exit records were lost",
+            rec.taskstats_overflows
+        ));
+    }
 
     for ((pid, comm_bytes), set) in &sets {
         let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
@@ -573,6 +706,7 @@ pub fn write_measurement(
         info.process.end_realtime_ns = Some(last.end.wrapping_add(realtime_offset));
 
         let mut counters: Option<ProcessCounters> = None;
+        let mut source = None;
         let mut perf: BTreeMap<CounterKind, u64> = BTreeMap::new();
         let mut mappings = Vec::new();
         for seg in &set.segments {
@@ -597,18 +731,44 @@ pub fn write_measurement(
             {
                 info.process.argv = Some(r.argv.clone());
             }
-            if seg.last {
-                let from_child = rec
-                    .child
-                    .as_ref()
-                    .filter(|c| c.pid == *pid && p.key.generation == 0)
-                    .and_then(|c| c.counters.as_ref());
-                if let Some(c) = from_child.or(reading.map(|r| &r.counters)) {
-                    let c = proc_counters(c, tick_ns);
-                    match &mut counters {
-                        Some(acc) => add_counters(acc, &c),
-                        None => counters = Some(c),
-                    }
+            // The launched command's /proc counters, read while it was a zombie, cover its
+            // whole life and scale CPU time to the scheduler's exact runtime: best. Any other
+            // process that ended has its tasks' exit records, over its whole life, when all
+            // of them came. One still alive at the end, or without them, has its last /proc
+            // reading.
+            let from_child = rec
+                .child
+                .as_ref()
+                .filter(|c| c.pid == *pid && p.key.generation == 0)
+                .and_then(|c| c.counters.as_ref());
+            let exited = exits
+                .get(&p.key)
+                .filter(|(_, complete)| *complete)
+                .map(|(c, _)| c)
+                .filter(|_| from_child.is_none() && (p.exit.is_some() || reading.is_none()));
+            if seg.last
+                && let Some(c) = exited
+            {
+                // Every counter only grows, so a /proc reading taken while the process lived
+                // is a lower bound: it wins where the tick-sampled taskstats CPU times fell
+                // short of the exact runtime /proc scales to.
+                let mut c = c.clone();
+                if let Some(r) = reading {
+                    max_counters(&mut c, &proc_counters(&r.counters, tick_ns));
+                }
+                match &mut counters {
+                    Some(acc) => add_counters(acc, &c),
+                    None => counters = Some(c),
+                }
+                source = Some("taskstats");
+            } else if seg.last
+                && let Some(c) = from_child.or(reading.map(|r| &r.counters))
+            {
+                source.get_or_insert("proc");
+                let c = proc_counters(c, tick_ns);
+                match &mut counters {
+                    Some(acc) => add_counters(acc, &c),
+                    None => counters = Some(c),
                 }
             }
             for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
@@ -632,6 +792,12 @@ pub fn write_measurement(
                     .filter(|b| !b.is_empty());
                 im.mapped_ns = (m.from != 0).then_some(m.from);
                 im.unmapped_ns = m.to;
+                if m.filename == "[vdso]"
+                    && let Some((id, _)) = &own_vdso
+                    && im.build_id.as_ref() == Some(id)
+                {
+                    vdso_used = true;
+                }
                 if info.process.exe.is_none() && m.filename.starts_with('/') {
                     info.process.exe = im.path.clone();
                     info.process.exe_build_id = im.build_id.clone();
@@ -656,6 +822,12 @@ pub fn write_measurement(
             }
         }
         let mut c = counters.unwrap_or_default();
+        if let Some(source) = source {
+            c.extra.push(Field::new("source", format!("\"{source}\"")));
+        }
+        if rec.taskstats_refused.is_some() {
+            c.extra.push(Field::new("taskstats", "refused"));
+        }
         for kind in CounterKind::ALL {
             c.extra.push(Field::new(
                 kind.key(),
@@ -669,6 +841,11 @@ pub fn write_measurement(
         info.sampling.period_unit = Some("ns".into());
         info.sampling.arcs = Some(ArcCounts::SampledEdges);
         info.sampling.lost_samples = Some(rec.lost_samples());
+        for (cpu, n) in &lost_by_cpu {
+            info.sampling
+                .extra
+                .push(Field::new(format!("lost-samples-cpu{cpu}"), n.to_string()));
+        }
         info.sampling.throttled = Some(rec.throttled);
         info.sampling
             .extra
@@ -736,6 +913,11 @@ pub fn write_measurement(
     summary
         .files
         .push(write_atomic(dir, &symbols_file, kallsyms_text.as_bytes())?);
+    if vdso_used && let Some((id, bytes)) = &own_vdso {
+        summary
+            .files
+            .push(write_atomic(dir, &gmon_format::vdso_file_name(id), bytes)?);
+    }
     Ok(summary)
 }
 
@@ -788,6 +970,104 @@ mod tests {
         assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
         assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
         assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
+    }
+
+    #[test]
+    fn an_earlier_proc_reading_raises_short_taskstats_counters() {
+        let mut a = ProcessCounters::default();
+        a.user_cpu_ns = Some(8_000_000);
+        a.minor_faults = Some(90);
+        let mut b = ProcessCounters::default();
+        b.user_cpu_ns = Some(290_000_000);
+        b.minor_faults = Some(80);
+        b.read_bytes = Some(5);
+        max_counters(&mut a, &b);
+        assert_eq!(
+            (a.user_cpu_ns, a.minor_faults, a.read_bytes, a.system_cpu_ns),
+            (Some(290_000_000), Some(90), Some(5), None)
+        );
+    }
+
+    #[test]
+    fn taskstats_records_go_to_the_process_whose_thread_exited() {
+        use crate::recording::{SideBand, SideRecord, TaskExit};
+        let side = |time, kind| SideRecord { time, cpu: 0, kind };
+        // A new process has its parent's pid as ppid; a new thread its own process's.
+        let fork = |pid, tid| SideBand::Fork {
+            pid,
+            ppid: if pid == tid { 10 } else { pid },
+            tid,
+            ptid: if pid == tid { 10 } else { pid },
+        };
+        let exit = |pid, tid| SideBand::Exit {
+            pid,
+            ppid: 10,
+            tid,
+            ptid: 10,
+        };
+        // Pid 11 runs a thread 12 and exits at 5; the pid is reused at 6, before the records
+        // of the first process's tasks arrive at 8, and again at 30.
+        let side_band = vec![
+            side(1, fork(11, 11)),
+            side(2, fork(11, 12)),
+            side(4, exit(11, 12)),
+            side(5, exit(11, 11)),
+            side(6, fork(11, 11)),
+            side(25, exit(11, 11)),
+            side(30, fork(11, 11)),
+        ];
+        let task = |tid, tgid, user_cpu_ns, time| TaskExit {
+            time,
+            tid,
+            tgid,
+            user_cpu_ns,
+            voluntary_switches: 1,
+            ..TaskExit::default()
+        };
+        let task_exits = vec![
+            // The third process's exit, whose EXIT record the run did not see: it was alive.
+            task(11, Some(11), 700_000, 40),
+            task(12, Some(11), 3_000, 8),
+            // A version-11 record without a tgid, found by its thread id.
+            task(11, None, 4_000, 8),
+            // The second process's, drained just before its EXIT was stamped.
+            task(11, Some(11), 50_000, 24),
+        ];
+        let mut rec = Recording {
+            side_band,
+            task_exits,
+            ..Recording::default()
+        };
+        let rep = crate::replay(&rec);
+        let c = taskstats_counters(&rec, &rep);
+        let key = |generation| ProcessKey {
+            pid: 11,
+            generation,
+        };
+        assert_eq!(c[&key(0)].0.user_cpu_ns, Some(7_000));
+        assert_eq!(c[&key(0)].0.voluntary_switches, Some(2));
+        assert_eq!(c[&key(1)].0.user_cpu_ns, Some(50_000));
+        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
+        assert_eq!(c.len(), 3);
+        assert!(c.values().all(|c| c.1), "complete");
+        // Without the record of thread 12 (lost to an overflow), the first process's sum is
+        // incomplete.
+        let mut lossy = rec.clone();
+        lossy.task_exits.retain(|e| e.tid != 12);
+        let c = taskstats_counters(&lossy, &crate::replay(&lossy));
+        assert!(!c[&key(0)].1 && c[&key(1)].1);
+        // When the run saw the third process exit (at 45, its record at 46), a later record
+        // (a process the run did not follow, reusing pid 11) is left out.
+        rec.side_band.push(side(45, exit(11, 11)));
+        rec.task_exits[0].time = 46;
+        rec.task_exits.push(task(11, Some(11), 9, 60));
+        let rep = crate::replay(&rec);
+        let c = taskstats_counters(&rec, &rep);
+        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
+        assert_eq!(
+            c.values().filter_map(|c| c.0.user_cpu_ns).sum::<u64>(),
+            757_000
+        );
     }
 
     #[test]

@@ -210,6 +210,39 @@ pub struct ProcReading {
     pub counters: ProcCounters,
 }
 
+/// A taskstats exit record of one task (thread), sent by the kernel as it exits. CPU times
+/// are the kernel's tick-sampled `utime` and `stime` (a task that ran 2 ms may show 0 or one
+/// tick), the rest exact counts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskExit {
+    /// CLOCK_MONOTONIC ns when the collector received it (shortly after the exit).
+    pub time: u64,
+    /// Thread id.
+    pub tid: u32,
+    /// Process id (thread group), when the kernel's struct has it (version 12 on).
+    pub tgid: Option<u32>,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Command name.
+    pub comm: String,
+    /// User CPU time in ns (the kernel counts µs).
+    pub user_cpu_ns: u64,
+    /// System CPU time in ns.
+    pub system_cpu_ns: u64,
+    /// Minor page faults.
+    pub minor_faults: u64,
+    /// Major page faults.
+    pub major_faults: u64,
+    /// Bytes read through system calls (`read_char`).
+    pub read_bytes: u64,
+    /// Bytes written through system calls (`write_char`).
+    pub written_bytes: u64,
+    /// Voluntary context switches.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_switches: u64,
+}
+
 /// How the launched command ended, with its counters read before it was reaped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChildExit {
@@ -243,6 +276,8 @@ pub struct Recording {
     /// Lost samples as counted by the events themselves (`PERF_FORMAT_LOST`, read at the end).
     /// This also covers drops the kernel never got to report in a LOST record.
     pub lost_reported_by_events: u64,
+    /// The same per CPU: (cpu, lost) for each cpu-clock event, in the order opened.
+    pub lost_reported_by_events_per_cpu: Vec<(u32, u64)>,
     /// Number of THROTTLE records.
     pub throttled: u64,
     /// Requested frequency in Hz.
@@ -264,6 +299,13 @@ pub struct Recording {
     pub counter_events: Vec<CounterEvent>,
     /// The latest /proc reading of each process seen alive during the run, by (pid, start).
     pub proc_readings: Vec<ProcReading>,
+    /// Taskstats exit records of every task that exited during the run (root only).
+    pub task_exits: Vec<TaskExit>,
+    /// Why taskstats exit records were not received (None when they were): counters then
+    /// come from /proc polling and miss processes that lived less than one poll interval.
+    pub taskstats_refused: Option<String>,
+    /// Times the taskstats socket overflowed, losing exit records.
+    pub taskstats_overflows: u64,
     /// The sample identifiers of the counting events, and what they count.
     pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     pub(crate) frames: Vec<u64>,
@@ -271,11 +313,36 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// The best count of lost samples: the larger of the LOST records' sum and the events'
-    /// own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never reported,
-    /// e.g. when no sample fits the ring at all).
+    /// The best count of lost samples: per CPU, the larger of its LOST records' sum and its
+    /// events' own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never
+    /// reported, e.g. when no sample fits the ring at all), summed; at least the events' total.
     pub fn lost_samples(&self) -> u64 {
-        self.lost.max(self.lost_reported_by_events)
+        let per_cpu: u64 = self.lost_samples_by_cpu().values().sum();
+        per_cpu.max(self.lost).max(self.lost_reported_by_events)
+    }
+
+    /// Lost samples per CPU, for the CPUs that lost any: each ring buffer is one CPU's, and a
+    /// LOST record says which CPU's ring was full (its `sample_id` cpu) but not whose samples
+    /// were dropped, since every profiled task that ran on that CPU writes into that ring.
+    /// Losses can therefore be attributed to CPUs, never to processes.
+    pub fn lost_samples_by_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
+        let mut records = std::collections::BTreeMap::new();
+        for r in &self.side_band {
+            if let SideBand::Lost { count } = r.kind {
+                *records.entry(r.cpu).or_insert(0u64) += count;
+            }
+        }
+        let mut events = std::collections::BTreeMap::new();
+        for &(cpu, n) in &self.lost_reported_by_events_per_cpu {
+            *events.entry(cpu).or_insert(0u64) += n;
+        }
+        let mut out = records.clone();
+        for (cpu, n) in events {
+            let e = out.entry(cpu).or_insert(0);
+            *e = (*e).max(n);
+        }
+        out.retain(|_, n| *n > 0);
+        out
     }
 
     /// Kernel callchain of `s`, innermost first (the sample IP when in the kernel).

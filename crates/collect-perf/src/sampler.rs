@@ -13,6 +13,7 @@ use crate::procfs;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
+use crate::taskstats;
 
 /// Sampling options.
 #[derive(Debug, Clone)]
@@ -256,6 +257,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub struct Sampler {
     config: Config,
     events: Vec<OwnedFd>,
+    /// The CPU of each of `events`.
+    event_cpus: Vec<i32>,
     /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
     counters: Vec<OwnedFd>,
     /// Pids seen in the records, read from /proc at each poll while they live.
@@ -271,6 +274,8 @@ pub struct Sampler {
     last_proc_poll: Option<Instant>,
     rings: Vec<Ring>,
     child: Option<u32>,
+    /// Taskstats exit records, when the kernel allows them (root).
+    taskstats: Option<taskstats::Listener>,
     recording: Recording,
 }
 
@@ -287,6 +292,7 @@ impl Sampler {
             wakeup_watermark: (pages * page_size() / 4) as u32,
         };
         let mut events = Vec::new();
+        let mut event_cpus = Vec::new();
         let mut counters = Vec::new();
         let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
@@ -322,6 +328,7 @@ impl Sampler {
                 }
                 let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
+                event_cpus.push(cpu);
                 for (config_id, kind) in [
                     (sys::PERF_COUNT_SW_PAGE_FAULTS, CounterKind::PageFault),
                     (
@@ -343,7 +350,13 @@ impl Sampler {
                 }
             }
         }
+        let (taskstats, taskstats_refused) =
+            match taskstats::Listener::register(&procfs::online_cpus()) {
+                Ok(l) => (Some(l), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
         let recording = Recording {
+            taskstats_refused,
             frequency: config.frequency,
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
@@ -353,6 +366,7 @@ impl Sampler {
         Ok(Sampler {
             config: config.clone(),
             events,
+            event_cpus,
             counters,
             watched: BTreeSet::new(),
             ever_seen: BTreeSet::new(),
@@ -362,6 +376,7 @@ impl Sampler {
             last_proc_poll: None,
             rings,
             child: None,
+            taskstats,
             recording,
         })
     }
@@ -529,6 +544,14 @@ impl Sampler {
         let rec = &mut self.recording;
         for ring in &mut self.rings {
             ring.drain(|r| rec.push_raw(r));
+        }
+        self.drain_taskstats();
+    }
+
+    fn drain_taskstats(&mut self) {
+        if let Some(l) = &mut self.taskstats {
+            l.drain(monotonic_ns, &mut self.recording.task_exits);
+            self.recording.taskstats_overflows = l.overflows;
         }
     }
 
@@ -742,12 +765,22 @@ impl Sampler {
         }
         self.drain();
         self.report(started, &mut progress);
-        self.recording.lost_reported_by_events = self
+        self.recording.lost_reported_by_events_per_cpu = self
             .events
             .iter()
-            .filter_map(|fd| sys::read_lost(fd).ok())
+            .zip(&self.event_cpus)
+            .filter_map(|(fd, &cpu)| Some((cpu as u32, sys::read_lost(fd).ok()?)))
+            .collect();
+        self.recording.lost_reported_by_events = self
+            .recording
+            .lost_reported_by_events_per_cpu
+            .iter()
+            .map(|&(_, n)| n)
             .sum();
         self.collect_child(true);
+        // The kernel queues a task's exit record before the task becomes a zombie, so the
+        // launched command's is here now that it is reaped.
+        self.drain_taskstats();
         self.recording.end_time = monotonic_ns();
         Ok(std::mem::take(&mut self.recording))
     }

@@ -107,6 +107,17 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
         .find(|n| n.starts_with("kallsyms."))
         .expect("kallsyms snapshot");
     assert_eq!(boot.len(), "kallsyms.".len() + 8);
+    let ms = scan(&m.dir).unwrap();
+    assert_eq!(ms.processes.len(), 1);
+    let pf = &ms.processes[0];
+    let inf = info(pf.info.as_ref().unwrap());
+    // The vDSO image, named by the build-id of the process's [vdso] mapping.
+    let vdso_id = inf
+        .mappings
+        .iter()
+        .find(|m| m.path.as_deref() == Some(b"[vdso]".as_slice()))
+        .and_then(|m| m.build_id.as_deref())
+        .expect("the [vdso] mapping's build-id");
     assert_eq!(
         files,
         [
@@ -115,12 +126,9 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
             format!("gmon.out.{pid}s.syscall"),
             format!("gmon.out.{pid}u.syscall"),
             boot.clone(),
+            gmon_format::vdso_file_name(vdso_id),
         ]
     );
-    let ms = scan(&m.dir).unwrap();
-    assert_eq!(ms.processes.len(), 1);
-    let pf = &ms.processes[0];
-    let inf = info(pf.info.as_ref().unwrap());
     assert_eq!(inf.process.pid, pid);
     assert_eq!(
         inf.process.argv.as_ref().unwrap()[1],
@@ -291,6 +299,17 @@ fn forked_children_and_threads_get_their_files() {
     assert_eq!(sets.len(), 1, "all threads in one file set: {sets:?}");
     let n = *sets.values().next().unwrap();
     assert!(n >= 1100, "{n} samples of five threads spinning 250 ms");
+    // The launched command's counters come from /proc, read while it was a zombie: they
+    // cover all five threads, with CPU time scaled to the scheduler's exact runtime (the
+    // per-thread taskstats times are tick-sampled and under load missed a quarter of it).
+    let ms = scan(&m.dir).unwrap();
+    let inf = info(ms.processes[0].info.as_ref().unwrap());
+    assert_eq!(field(&inf, "counters", "source"), Some("\"proc\""));
+    let cpu = inf.counters.user_cpu_ns.unwrap() + inf.counters.system_cpu_ns.unwrap();
+    assert!(
+        (1_100_000_000..2_500_000_000).contains(&cpu),
+        "five threads spinning 250 ms: {cpu} ns"
+    );
 }
 
 #[test]
@@ -317,6 +336,40 @@ fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
     let sets = file_sets(&m.dir);
     assert_eq!(sets.len(), 51, "parent and 50 children: {sets:?}");
     assert_eq!(m.summary.processes, 51);
+    // Every child lived about 2 ms, less than one /proc poll: its counters come from its
+    // taskstats exit record. The kernel samples user and system time at clock ticks, so one
+    // child may show 0 ns, and one that ran without being preempted no context switch; their
+    // sums are checked.
+    assert_eq!(m.rec.taskstats_refused, None, "tests run as root");
+    let main = m.rec.child.as_ref().unwrap().pid;
+    let (mut cpu, mut switches) = (0, 0);
+    for (pid, comm) in sets.keys() {
+        let inf = info(&m.dir.join(format!("gmon.out.{pid}.{comm}")));
+        let c = &inf.counters;
+        // The launched parent's come from /proc, read while it was a zombie.
+        let source = if *pid == main {
+            "\"proc\""
+        } else {
+            "\"taskstats\""
+        };
+        assert_eq!(field(&inf, "counters", "source"), Some(source), "{pid}");
+        let own = c.user_cpu_ns.unwrap() + c.system_cpu_ns.unwrap();
+        assert!(own < 2_000_000_000, "{pid}: {own} ns");
+        assert!(c.minor_faults.unwrap() >= 1, "{pid}: {c:?}");
+        assert!(c.read_bytes.is_some() && c.written_bytes.is_some(), "{pid}");
+        if *pid != main {
+            cpu += own;
+            switches += c.voluntary_switches.unwrap() + c.involuntary_switches.unwrap();
+        } else {
+            // The parent waited for its 50 children.
+            assert!(c.voluntary_switches.unwrap() >= 1, "{c:?}");
+        }
+    }
+    assert!(
+        (40_000_000..1_000_000_000).contains(&cpu),
+        "50 children spinning 2 ms each: {cpu} ns"
+    );
+    assert!(switches >= 25, "50 children: {switches} context switches");
 }
 
 #[test]

@@ -353,6 +353,41 @@ fn lost_samples_are_counted() {
             .iter()
             .any(|s| matches!(s.kind, collect_perf::SideBand::Lost { .. }))
     );
+    // Losses are attributed to the CPUs whose rings were full, and add up.
+    let by_cpu = r.lost_samples_by_cpu();
+    let ncpu = std::thread::available_parallelism().unwrap().get() as u32;
+    assert!(
+        !by_cpu.is_empty() && by_cpu.keys().all(|&c| c < ncpu.max(64)),
+        "{by_cpu:?}"
+    );
+    assert_eq!(by_cpu.values().sum::<u64>(), r.lost_samples(), "{by_cpu:?}");
+    assert!(r.lost_samples() >= r.lost.max(r.lost_reported_by_events));
+    // The info file has them too.
+    let dir = std::env::temp_dir().join(format!("collect-perf-lost-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut opts = collect_perf::WriteOptions::default();
+    opts.dir = dir.clone();
+    collect_perf::write_measurement(&r, &replay(&r), &opts).unwrap();
+    let pid = r.child.as_ref().unwrap().pid;
+    let info = gmon_format::MeasurementInfo::parse(
+        &std::fs::read(dir.join(format!("gmon.out.{pid}.cpu"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(info.sampling.lost_samples, Some(r.lost_samples()));
+    let written: Vec<(String, String)> = info
+        .sampling
+        .extra
+        .iter()
+        .filter(|f| f.key.starts_with("lost-samples-cpu"))
+        .map(|f| (f.key.clone(), f.value.clone()))
+        .collect();
+    let expected: Vec<(String, String)> = by_cpu
+        .iter()
+        .map(|(c, n)| (format!("lost-samples-cpu{c}"), n.to_string()))
+        .collect();
+    assert_eq!(written, expected);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

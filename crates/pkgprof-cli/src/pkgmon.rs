@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use collect_perf::{Config, Progress, Recording, Sampler, WriteOptions, preflight, replay};
 
 const AFTER_HELP: &str = "\
@@ -19,6 +19,7 @@ Files (in DIR, per process PID with command name COMM):
   gmon.out.PIDs.COMM   sampled stacks (exact inclusive times)
   gmon.out.PID.COMM    measurement info: mappings, counters, boundary counts
   kallsyms.BOOTID      kernel symbols at record time
+  vdso.BUILDID         the vDSO image (it exists only in memory)
   gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
                        other processes (with -a)
 
@@ -112,6 +113,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    if args.command.is_empty() && args.pids.is_empty() && !args.all {
+        let e = Args::command().error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "nothing to profile: give a command after `--`, or -p PID",
+        );
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
     match run(args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -174,9 +183,6 @@ impl Status {
 }
 
 fn run(args: Args) -> anyhow::Result<u8> {
-    if args.command.is_empty() && args.pids.is_empty() && !args.all {
-        bail!("nothing to profile: give a command after `--`, or -p PID (see --help)");
-    }
     if args.all && args.command.is_empty() && args.pids.is_empty() && args.duration.is_none() {
         eprintln!("pkgmon: profiling the whole system until Ctrl-C");
     }
@@ -256,9 +262,15 @@ fn print_summary(
     }
     if lost > 0 {
         let total = rec.samples.len() as u64 + lost;
+        let by_cpu: Vec<String> = rec
+            .lost_samples_by_cpu()
+            .iter()
+            .map(|(cpu, n)| format!("cpu{cpu} {n}"))
+            .collect();
         eprintln!(
-            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%); lower -F",
-            lost as f64 * 100.0 / total as f64
+            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%; {}); lower -F",
+            lost as f64 * 100.0 / total as f64,
+            by_cpu.join(", ")
         );
     }
     let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();
@@ -301,7 +313,6 @@ fn exit_status(rec: &Recording, attached: bool) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn arguments() {

@@ -49,8 +49,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         .operands
         .first()
         .map_or_else(|| PathBuf::from("."), PathBuf::from);
-    let measurement =
-        gmon_format::scan(&dir).with_context(|| format!("{}: cannot scan", dir.display()))?;
+    let measurement = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
     let selection = if o.system {
         ProcessSelection::System
     } else {
@@ -100,15 +99,21 @@ fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
 
 /// Makes `137u:read` in a symbol specification name the labelled function, not function
 /// `read` of source file `137u` (gprof's `FILE:FUNCTION`): a "file" that is a label
-/// (`<pid>u`, `<pid>k`, `kernel`, `other`) joins the function name again. Merged tables have
+/// (`<pid>u`, `<pid>k`, `<pid>(<comm>)u` for an image replaced by an exec, `kernel`, `other`)
+/// joins the function name again. Merged tables have
 /// no source files, so no real file spec is lost.
 fn relabel_specs(specs: &mut Symspecs) {
     let is_label = |f: &[u8]| {
-        f == b"kernel"
-            || f == b"other"
-            || (f.len() > 1
-                && matches!(f[f.len() - 1], b'u' | b'k')
-                && f[..f.len() - 1].iter().all(u8::is_ascii_digit))
+        let Some((&side, space)) = f.split_last() else {
+            return false;
+        };
+        let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+        let pid = match space.iter().position(|&b| b == b'(') {
+            Some(open) if space.last() == Some(&b')') => &space[..open],
+            Some(_) => return false,
+            None => space,
+        };
+        f == b"kernel" || f == b"other" || (matches!(side, b'u' | b'k') && digits(pid))
     };
     let fix = |spec: &mut Symspec| {
         if let (Some(file), Some(function)) = (&spec.file, &spec.function)

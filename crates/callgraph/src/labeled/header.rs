@@ -14,6 +14,13 @@
 //!     other counters:   perf-page-faults 95, perf-context-switches 7
 //! ```
 //!
+//! The block of a file set that is not its pid's last (an image the process replaced by
+//! `exec`, or an earlier process with that pid), whose names carry the command name, has a
+//! `labels` line after the first: `    labels:           4242(execer)u: and 4242(execer)k:
+//! (pid 4242 ran another command after this one)`. When the info file says where its counters came from (`source`), a
+//! `counters from:` line after `i/o` gives it (`taskstats` or `proc`, plus `(taskstats
+//! refused)` when the collector was refused taskstats).
+//!
 //! A value the info file lacks is printed as `-`; `truncated stacks` (samples whose user stack
 //! the collector could not unwind to its end) only when the info file has that key. `samples` counts both sides' histograms
 //! whichever side the listing shows. `kernel entries` are the samples taken in the kernel on
@@ -89,6 +96,13 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             }
             None => writeln!(out)?,
         }
+        if p.label != files.pid.to_string() {
+            writeln!(
+                out,
+                "    labels:           {0}u: and {0}k: (pid {1} ran another command after this one)",
+                p.label, files.pid
+            )?;
+        }
         let c = info.map(|i| &i.counters);
         let s = info.map(|i| &i.sampling);
         writeln!(
@@ -115,6 +129,17 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             num(c.and_then(|c| c.read_bytes)),
             num(c.and_then(|c| c.written_bytes))
         )?;
+        // Where the collector took the counters from (`source`), and whether taskstats was
+        // refused to it.
+        let field = |key: &str| {
+            c.and_then(|c| c.extra.iter().find(|f| f.key == key))
+                .map(|f| f.value.trim_matches('"').to_owned())
+        };
+        let refused = field("taskstats").is_some_and(|v| v == "refused");
+        if let Some(source) = field("source") {
+            let note = if refused { " (taskstats refused)" } else { "" };
+            writeln!(out, "    counters from:    {source}{note}")?;
+        }
         let rate = match s.and_then(|s| s.rate) {
             Some(gmon_format::SampleRate::Frequency(hz)) => format!(" at {hz} Hz"),
             Some(gmon_format::SampleRate::Period(p)) => format!(
@@ -148,11 +173,14 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
             .collect();
         writeln!(out, "    kernel entries:   {}", entries.join(", "))?;
-        if let Some(extra) = c.map(|c| &c.extra).filter(|e| !e.is_empty()) {
-            let fields: Vec<String> = extra
-                .iter()
-                .map(|f| format!("{} {}", f.key, f.value))
-                .collect();
+        let fields: Vec<String> = c
+            .map(|c| &c.extra[..])
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f.key != "source" && f.key != "taskstats")
+            .map(|f| format!("{} {}", f.key, f.value))
+            .collect();
+        if !fields.is_empty() {
             writeln!(out, "    other counters:   {}", fields.join(", "))?;
         }
         writeln!(out)?;

@@ -23,11 +23,23 @@
 //! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
 //! gprof reads to the same listing.
 //!
+//! # Processes that exec
+//!
+//! A process that `exec`s has one file set per image (per command name), all with its pid. The
+//! file set of its last image (the one whose info file says it ended last) is labelled
+//! `<pid>u:` and `<pid>k:` as usual, so `<pid>` always names what the process became; each
+//! earlier image is labelled with its command name in parentheses, as `ps` and `/proc/PID/stat`
+//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A pid reused during the
+//! measurement by a process of another name is told apart the same way. The labels only depend
+//! on the info files, so the listing is the same at every run.
+//!
 //! # Pseudo-functions
 //!
 //! Addresses that no symbol covers get one pseudo-function per object and side:
 //! `<pid>u:[libc.so.6]` (in a known object but outside its symbols, or the object could not be
-//! found or had another build-id), `<pid>u:[vdso]` and other bracketed mappings by their name,
+//! found or had another build-id), `<pid>u:[vdso]` (when the measurement has no `vdso.<build-id>`
+//! image of it; with one, the vDSO's own symbols such as `__vdso_clock_gettime`) and other
+//! bracketed mappings by their name,
 //! `<pid>u:[unknown]` (anonymous memory such as JIT code, or no mapping at all),
 //! `<pid>k:[kernel]` (kernel symbols unavailable or no symbol). A last symbol `[end]` bounds the
 //! table, since gprof gives the last symbol of a table no samples.
@@ -282,8 +294,9 @@ impl Seamless {
             }
             ProcessSelection::System => measurement.processes.iter().collect(),
         };
-        for f in files {
-            processes.push(b.add_process(f)?);
+        let labels = image_labels(&files)?;
+        for (f, label) in files.into_iter().zip(labels) {
+            processes.push(b.add_process(f, label)?);
         }
         if *selection == ProcessSelection::System {
             for (label, path) in [
@@ -313,6 +326,38 @@ impl Seamless {
             warnings: b.warnings,
         })
     }
+}
+
+/// The label of each file set (see "Processes that exec" in the module docs): `<pid>`, or
+/// `<pid>(<comm>)` for a file set of a pid that has a later one.
+fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
+    let mut ends = Vec::with_capacity(files.len());
+    for f in files {
+        let end = match &f.info {
+            Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
+                let data = read_file(path)?;
+                let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
+                info.process
+                    .end_monotonic_ns
+                    .or(info.process.start_monotonic_ns)
+            }
+            _ => None,
+        };
+        ends.push(end);
+    }
+    let key = |i: usize| (ends[i], files[i].comm.as_bytes().to_vec());
+    Ok((0..files.len())
+        .map(|i| {
+            let f = files[i];
+            let later =
+                (0..files.len()).any(|j| j != i && files[j].pid == f.pid && key(j) > key(i));
+            if later {
+                format!("{}({})", f.pid, String::from_utf8_lossy(f.comm.as_bytes()))
+            } else {
+                f.pid.to_string()
+            }
+        })
+        .collect())
 }
 
 fn read_file(path: &Path) -> Result<Vec<u8>> {
@@ -372,7 +417,7 @@ impl Builder {
         Ok((bins, arcs))
     }
 
-    fn add_process(&mut self, files: &ProcessFiles) -> Result<ProcessSummary> {
+    fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
         let info = match &files.info {
             Some(path) => {
                 let data = read_file(path)?;
@@ -403,7 +448,7 @@ impl Builder {
             })
             .unwrap_or_default();
         self.spaces.push(Space {
-            label: files.pid.to_string(),
+            label: label.clone(),
             system: false,
             mappings,
             info: info.clone(),
@@ -412,7 +457,7 @@ impl Builder {
             last_hit: usize::MAX,
         });
         let mut summary = ProcessSummary {
-            label: files.pid.to_string(),
+            label,
             files: Some(files.clone()),
             info,
             user_samples: 0,
@@ -752,6 +797,10 @@ impl Builder {
             .find(|&(_, &i)| i == object)
             .map(|((p, _), _)| p.clone())
             .unwrap_or_default();
+        if path.starts_with(b"[") {
+            // A pseudo-path such as `[vdso]` is its own name.
+            return path;
+        }
         let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
         let mut name = b"[".to_vec();
         name.extend_from_slice(file);
@@ -787,6 +836,19 @@ impl Builder {
             Some(p) if p.is_empty() || p.starts_with(b"//anon") => {
                 return Target::Pseudo(b"[unknown]".to_vec());
             }
+            Some(p) if p.as_slice() == b"[vdso]" => {
+                // The collector saves the vDSO image as `vdso.<build-id>`; without it (or a
+                // build-id) the vDSO stays a pseudo-function.
+                let saved = mapping
+                    .build_id
+                    .as_deref()
+                    .map(|id| self.dir.join(gmon_format::vdso_file_name(id)))
+                    .filter(|f| f.is_file());
+                if saved.is_none() {
+                    return Target::Pseudo(p.clone());
+                }
+                p.clone()
+            }
             Some(p) if p.starts_with(b"[") => return Target::Pseudo(p.clone()),
             Some(p) => p.clone(),
         };
@@ -796,11 +858,18 @@ impl Builder {
             None => {
                 let o = self.objects.len();
                 self.object_index.insert(key, o);
-                let found = objects::find(
-                    path_of(&path),
-                    mapping.build_id.as_deref(),
-                    &self.options.object_path,
-                );
+                let found = match &mapping.build_id {
+                    Some(id) if path.as_slice() == b"[vdso]" => objects::find(
+                        &self.dir.join(gmon_format::vdso_file_name(id)),
+                        Some(id),
+                        &[],
+                    ),
+                    _ => objects::find(
+                        path_of(&path),
+                        mapping.build_id.as_deref(),
+                        &self.options.object_path,
+                    ),
+                };
                 match found {
                     Ok(obj) => self.objects.push(Some(obj)),
                     Err(why) => {
@@ -1188,6 +1257,48 @@ mod tests {
             "0000000000000000 T _stext\n0000000000000000 T entry_SYSCALL_64\n",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn earlier_file_sets_of_a_pid_carry_their_command_name() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-labels-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let write = |pid: u32, comm: &str, end: Option<u64>| {
+            let mut info = MeasurementInfo::default();
+            info.process.pid = pid;
+            info.process.end_monotonic_ns = end;
+            let mut text = Vec::new();
+            info.write(&mut text).expect("info");
+            std::fs::write(dir.join(format!("gmon.out.{pid}.{comm}")), text).expect("write");
+        };
+        // Pid 7 ran `sh`, then exec'd `job` (which ended last, though its name sorts first);
+        // pid 8 ran one command; pid 9's two sets have no end times: the names decide.
+        write(7, "sh", Some(100));
+        write(7, "job", Some(200));
+        write(8, "cat", Some(50));
+        write(9, "a", None);
+        write(9, "b", None);
+        let m = gmon_format::scan(&dir).expect("scan");
+        let files: Vec<&ProcessFiles> = m.processes.iter().collect();
+        let labels = image_labels(&files).expect("labels");
+        let got: Vec<(String, String)> = files
+            .iter()
+            .zip(labels)
+            .map(|(f, l)| (f.comm.to_string(), l))
+            .collect();
+        let want = [
+            ("job", "7"),
+            ("sh", "7(sh)"),
+            ("cat", "8"),
+            ("a", "9(a)"),
+            ("b", "9"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(c, l)| (c.to_owned(), l.to_owned())).to_vec()
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

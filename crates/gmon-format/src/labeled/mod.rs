@@ -20,6 +20,7 @@
 //! | `kallsyms.<boot-id>` | kernel symbols at record time (4) |
 //! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
+//! | `vdso.<build-id>` | the vDSO image the processes ran (7) |
 //!
 //! Names are built and parsed by [`ProfileName`], which also says how a
 //! command name is escaped.
@@ -58,19 +59,41 @@
 //!      command's, or `/proc/PID/cmdline` of a process seen alive), `exe` and `exe-build-id`
 //!      (from the mapping of the executable), `start-*-ns` and `end-*-ns`.
 //!    - `[sampling]` `event = "cpu-clock"`, `frequency`, `period-unit = "ns"`,
-//!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement: the kernel does not
-//!      say whose samples it dropped), `throttled`, and `truncated-stacks`: samples of this
-//!      process whose user stack may lack outer frames.
+//!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement), one
+//!      `lost-samples-cpu<N>` per CPU that lost any (their sum is `lost-samples`),
+//!      `throttled`, and `truncated-stacks`: samples of this process whose user stack may lack
+//!      outer frames. Losses cannot be attributed to processes: every profiled task that runs
+//!      on a CPU writes into that CPU's ring buffer, and a `PERF_RECORD_LOST` (or the event's
+//!      own lost count) says how many samples did not fit that ring, not whose they were. Per
+//!      CPU, the collector takes the larger of the two counts.
 //!    - `[kernel]` `release`, `build-id` (from `/sys/kernel/notes`, if readable),
 //!      `symbols-file` = the name of the snapshot (4).
-//!    - `[counters]` from `/proc`: `user-cpu-ns`, `system-cpu-ns` (clock ticks × 10⁹ / 100),
-//!      `minor-faults`, `major-faults`, `voluntary-switches`, `involuntary-switches`,
-//!      `read-bytes` and `written-bytes` (`rchar` and `wchar` of `/proc/PID/io`). They are read
-//!      for the launched command while it is a zombie (`waitid(WNOWAIT)`), so they cover its
-//!      whole life; for every other process they are the last values read by a periodic poll
-//!      (every poll interval, 100 ms by default) while it was alive, so they miss up to one
-//!      interval at its end, and are absent for a process that never lived through a poll.
-//!      From perf software events sampled at every occurrence (period 1), counted per
+//!    - `[counters]`: `user-cpu-ns`, `system-cpu-ns`, `minor-faults`, `major-faults`,
+//!      `voluntary-switches`, `involuntary-switches`, `read-bytes` and `written-bytes`
+//!      (bytes passed through read and write system calls), and `source`, which says where
+//!      they come from:
+//!      - `"taskstats"`: for a process other than the launched command that ended during the
+//!        run, when the collector may register for the kernel's taskstats exit records (root:
+//!        `CAP_NET_ADMIN`, initial network namespace) and got the record of every thread exit
+//!        it saw of that process. The records of all its threads are summed, so even a process
+//!        that lived microseconds has counts over its whole life. Their CPU times are the
+//!        kernel's per-thread tick-sampled ones, not scaled to the exact runtime as `/proc`'s
+//!        are: a process that ran 2 ms may show 0 or one tick, and on a loaded virtual
+//!        machine five threads that ran 1.25 s in all showed 0.93 s. So when the process also
+//!        lived through a `/proc` poll, each counter is the larger of the two (a counter only
+//!        grows, so the earlier reading is a lower bound).
+//!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
+//!        `rchar`, `wchar`). The launched command's are read while it is a zombie
+//!        (`waitid(WNOWAIT)`), so they cover its whole life, and are preferred to its taskstats
+//!        records; any other process's are the last values read by a periodic poll (every
+//!        100 ms by default) while it was alive, so they miss up to one interval at its end. A
+//!        process still running at the end of the run, or whose exit records were lost, has
+//!        these.
+//!
+//!      When taskstats is refused the collector says so (a warning, and `taskstats = refused`
+//!      in every info file) and a process that never lived through a poll has no counters.
+//!
+//!      Also, from perf software events sampled at every occurrence (period 1), counted per
 //!      process and image: `perf-page-faults`, `perf-context-switches`,
 //!      `perf-cpu-migrations`.
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
@@ -96,6 +119,13 @@
 //!    threads (tasks without a user context, e.g. `kworker`, `ksoftirqd`) — and
 //!    `gmon.out.-k.other` the kernel part of the samples of user processes that were not asked
 //!    for. Same kernel layout, without boundary arcs.
+//! 7. **The vDSO**: `vdso.<build-id>` ([`vdso_file_name`]), a copy of the kernel's vDSO
+//!    image (an ELF shared object that exists only in memory), with its GNU build-id in
+//!    lower-case hex. The collector saves the copy mapped into itself, the one every 64-bit
+//!    process of the running kernel maps, when a profiled process had a `[vdso]` mapping whose
+//!    build-id (recorded in that `[mapping]`, with its `bias`) is the copy's. A report
+//!    symbolizes addresses in a `[vdso]` mapping with the file of its build-id, so
+//!    `clock_gettime`'s time shows as `__vdso_clock_gettime` instead of `[vdso]`.
 //!
 //! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
 //! symbol with [`BoundaryKind::from_entry_symbol`]:
@@ -120,7 +150,7 @@ pub use info::{
     ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
     ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
 };
-pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName};
+pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName, vdso_file_name};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
     BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,

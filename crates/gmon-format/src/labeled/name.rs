@@ -9,6 +9,20 @@ use crate::error::{Error, ErrorKind, Result};
 /// What every process-labeled file name starts with.
 pub const NAME_PREFIX: &str = "gmon.out.";
 
+/// The name of the saved vDSO image whose GNU build-id is `build_id`: `vdso.` and the
+/// build-id in lower-case hex (see item 7 of [the measurement directory](crate::labeled)).
+///
+/// ```
+/// assert_eq!(gmon_format::vdso_file_name(&[0x5d, 0x0a]), "vdso.5d0a");
+/// ```
+pub fn vdso_file_name(build_id: &[u8]) -> String {
+    let mut name = String::from("vdso.");
+    for b in build_id {
+        name.push_str(&format!("{b:02x}"));
+    }
+    name
+}
+
 /// A process's command name (Linux `comm`, 4.4BSD `p_comm`), as bytes.
 ///
 /// It may hold any byte, NUL included, and is at most [`Comm::MAX_LEN`] bytes long, so that any
