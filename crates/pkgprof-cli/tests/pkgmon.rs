@@ -55,6 +55,18 @@ fn out_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// Runs `pkgmon -o DIR -- PROGRAM ARGS...` to the end.
+fn record(dir: &Path, program: &Path, args: &[&str]) -> Output {
+    Command::new(PKGMON)
+        .arg("-o")
+        .arg(dir)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -102,13 +114,7 @@ fn check_measurement(dir: &Path) -> Vec<(u32, String, u64)> {
 fn profiles_a_command_and_passes_its_status_through() {
     let _s = serial();
     let dir = out_dir("run");
-    let o = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(workload("forker"))
-        .output()
-        .unwrap();
+    let o = record(&dir, &workload("forker"), &[]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let sets = check_measurement(&dir);
@@ -367,14 +373,7 @@ fn a_set_uid_command_is_reported_unprofiled() {
     std::fs::copy(workload("cpu"), &exe).unwrap();
     std::os::unix::fs::chown(&exe, Some(65534), None).unwrap();
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
-    let o = Command::new(PKGMON)
-        .arg("-o")
-        .arg(out_dir("suid"))
-        .arg("--")
-        .arg(&exe)
-        .arg("300")
-        .output()
-        .unwrap();
+    let o = record(&out_dir("suid"), &exe, &["300"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
@@ -382,14 +381,7 @@ fn a_set_uid_command_is_reported_unprofiled() {
         "{err}"
     );
     // An ordinary command gets no such warning.
-    let o = Command::new(PKGMON)
-        .arg("-o")
-        .arg(out_dir("suid"))
-        .arg("--")
-        .arg(workload("cpu"))
-        .arg("300")
-        .output()
-        .unwrap();
+    let o = record(&out_dir("suid"), &workload("cpu"), &["300"]);
     assert!(!stderr(&o).contains("set-uid"), "{}", stderr(&o));
 }
 
@@ -406,15 +398,11 @@ fn flat_names(listing: &str) -> Vec<String> {
 fn the_images_of_a_process_that_execs_are_labelled_apart() {
     let _s = serial();
     let dir = out_dir("exec");
-    let o = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(workload("execer"))
-        .arg(workload("cpu"))
-        .arg("200")
-        .output()
-        .unwrap();
+    let o = record(
+        &dir,
+        &workload("execer"),
+        &[workload("cpu").to_str().unwrap(), "200"],
+    );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let sets = check_measurement(&dir);
@@ -477,14 +465,7 @@ fn flat_self_seconds(listing: &str) -> Vec<(String, f64)> {
 fn the_vdso_is_saved_and_symbolized() {
     let _s = serial();
     let dir = out_dir("vdso");
-    let o = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&dir)
-        .arg("--")
-        .arg(workload("clock"))
-        .arg("300")
-        .output()
-        .unwrap();
+    let o = record(&dir, &workload("clock"), &["300"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     let sets = check_measurement(&dir);
