@@ -1,0 +1,588 @@
+//! Rewrites GCC's pre-standard `sr <type> <name>` expressions into a form `cpp_demangle`
+//! accepts without changing what any back reference means.
+//!
+//! GCC mangles a dependent `::value` whose scope is a `std` template as
+//! `srSt24__is_bitwise_relocatableIT_vE5value`, which is not in the ABI grammar;
+//! `cpp_demangle` refuses it.  GNU parses the scope as an ordinary type, so the template
+//! name, its arguments and the instance all become substitution candidates, and later
+//! `S<n>_` back references count them.  The ABI form `srN <type> E <name>` is accepted, but
+//! there the candidates differ, so merely rewriting shifts every later back reference.
+//! This module therefore parses the name with GNU's numbering (as learned from
+//! `c++filt -i` on the corpus and on hand-made names), replaces every back reference by the
+//! mangled text it stands for, and writes the `sr` expressions in the ABI form.  With no
+//! numbered back reference left, numbering no longer matters.
+//!
+//! Only the productions these names use are parsed; anything else (local names, lambdas,
+//! function parameters in expressions, vendor qualifiers…) makes it give up, and the name
+//! goes on to the other demangling paths unchanged.  Recursion depth, input and output sizes
+//! are bounded, so hostile input costs little.
+
+/// Deepest nesting of productions followed before giving up.
+const MAX_DEPTH: u32 = 64;
+/// Longest rewritten name produced; back references could otherwise expand exponentially.
+const MAX_OUTPUT: usize = 16 * 1024;
+
+/// Rewrites a `_Z` name holding `srSt…` expressions as described in the module docs, or
+/// returns `None` if it has none or uses a production this parser does not know.
+pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
+    if !name.contains("srSt") || name.len() > MAX_OUTPUT {
+        return None;
+    }
+    let end = name.find('.').unwrap_or(name.len());
+    let (core, clone) = name.split_at(end);
+    let body = core.strip_prefix("_Z")?;
+    let mut p = Parser {
+        s: body.as_bytes(),
+        pos: 0,
+        subs: Vec::new(),
+        depth: 0,
+    };
+    let mut out = String::from("_Z");
+    out.push_str(&p.name()?);
+    while p.pos < p.s.len() {
+        out.push_str(&p.ty()?);
+        if out.len() > MAX_OUTPUT {
+            return None;
+        }
+    }
+    out.push_str(clone);
+    Some(out)
+}
+
+/// A substitution candidate, kept as self-contained mangled text.
+#[derive(Clone)]
+enum Candidate {
+    /// A type, usable wherever a type is.
+    Type(String),
+    /// The components of a nested-name prefix without `N`/`E` (`3geo5Shape`, `St6vector`),
+    /// and how many components it has.
+    Prefix(String, usize),
+}
+
+impl Candidate {
+    /// The candidate as a type; a multi-component prefix needs `N…E` around it, and
+    /// `args` (template arguments following the reference) go inside.
+    fn as_type(&self, args: &str) -> String {
+        match self {
+            Candidate::Type(t) => format!("{t}{args}"),
+            Candidate::Prefix(p, 1) => format!("{p}{args}"),
+            Candidate::Prefix(p, _) => format!("N{p}{args}E"),
+        }
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    pos: usize,
+    subs: Vec<Candidate>,
+    depth: u32,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.pos).copied()
+    }
+
+    fn peek_at(&self, k: usize) -> Option<u8> {
+        self.s.get(self.pos + k).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> bool {
+        if self.peek() == Some(b) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    fn push(&mut self, c: Candidate) -> Option<()> {
+        let len = match &c {
+            Candidate::Type(t) | Candidate::Prefix(t, _) => t.len(),
+        };
+        (len <= MAX_OUTPUT).then_some(())?;
+        self.subs.push(c);
+        Some(())
+    }
+
+    /// `<source-name>`: a length and that many bytes, returned with its length.
+    fn source_name(&mut self) -> Option<String> {
+        let start = self.pos;
+        let mut len = 0usize;
+        while let Some(d) = self.peek().filter(u8::is_ascii_digit) {
+            len = len.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
+            self.pos += 1;
+        }
+        if self.pos == start || len == 0 {
+            return None;
+        }
+        let end = self.pos.checked_add(len)?;
+        let mut text = std::str::from_utf8(self.s.get(start..end)?)
+            .ok()?
+            .to_owned();
+        self.pos = end;
+        // ABI tags belong to the name they follow.
+        while self.peek() == Some(b'B') {
+            self.pos += 1;
+            let tag = self.source_name_plain()?;
+            text.push('B');
+            text.push_str(&tag);
+        }
+        Some(text)
+    }
+
+    /// A source name without ABI tags (the tag itself).
+    fn source_name_plain(&mut self) -> Option<String> {
+        let start = self.pos;
+        let mut len = 0usize;
+        while let Some(d) = self.peek().filter(u8::is_ascii_digit) {
+            len = len.checked_mul(10)?.checked_add(usize::from(d - b'0'))?;
+            self.pos += 1;
+        }
+        if self.pos == start || len == 0 {
+            return None;
+        }
+        self.pos = self.pos.checked_add(len)?;
+        (self.pos <= self.s.len()).then_some(())?;
+        std::str::from_utf8(&self.s[start..self.pos])
+            .ok()
+            .map(str::to_owned)
+    }
+
+    /// `S_`, `S<seq-id>_`: the candidate referred to.
+    fn back_reference(&mut self) -> Option<Candidate> {
+        // Called after the `S`.
+        let mut index = 0usize;
+        if !self.eat(b'_') {
+            let mut seq = 0usize;
+            let start = self.pos;
+            while let Some(c) = self
+                .peek()
+                .filter(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
+            {
+                let v = if c.is_ascii_digit() {
+                    c - b'0'
+                } else {
+                    c - b'A' + 10
+                };
+                seq = seq.checked_mul(36)?.checked_add(usize::from(v))?;
+                self.pos += 1;
+            }
+            if self.pos == start || !self.eat(b'_') {
+                return None;
+            }
+            index = seq.checked_add(1)?;
+        }
+        self.subs.get(index).cloned()
+    }
+
+    /// Is the byte after `S` one of the standard abbreviations?
+    fn abbreviation(b: u8) -> bool {
+        matches!(b, b'a' | b'b' | b's' | b'i' | b'o' | b'd')
+    }
+
+    /// `<template-param>` after its `T`.
+    fn template_param(&mut self) -> Option<String> {
+        let start = self.pos - 1;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        if !self.eat(b'_') {
+            return None;
+        }
+        std::str::from_utf8(&self.s[start..self.pos])
+            .ok()
+            .map(str::to_owned)
+    }
+
+    /// `<name>` of an encoding or a class type; the full name is no candidate here (a type's
+    /// caller pushes it).
+    fn name(&mut self) -> Option<String> {
+        self.enter()?;
+        let out = match self.peek()? {
+            b'N' => {
+                self.pos += 1;
+                self.nested()?
+            }
+            b'S' if self.peek_at(1) == Some(b't') => {
+                self.pos += 2;
+                let n = format!("St{}", self.source_name()?);
+                self.unscoped_template(n)?
+            }
+            b'S' => {
+                self.pos += 1;
+                let b = self.peek()?;
+                let head = if Self::abbreviation(b) {
+                    self.pos += 1;
+                    Candidate::Prefix(format!("S{}", char::from(b)), 1)
+                } else {
+                    self.back_reference()?
+                };
+                // A substitution as a name must be a template name.
+                if self.peek() != Some(b'I') {
+                    return None;
+                }
+                let args = self.template_args()?;
+                head.as_type(&args)
+            }
+            b'0'..=b'9' => {
+                let n = self.source_name()?;
+                self.unscoped_template(n)?
+            }
+            _ => return None,
+        };
+        self.depth -= 1;
+        Some(out)
+    }
+
+    /// An unscoped name, with its template arguments if any.
+    fn unscoped_template(&mut self, n: String) -> Option<String> {
+        if self.peek() == Some(b'I') {
+            self.push(Candidate::Prefix(n.clone(), 1))?;
+            let args = self.template_args()?;
+            Some(format!("{n}{args}"))
+        } else {
+            Some(n)
+        }
+    }
+
+    /// `<nested-name>` after its `N`, including the `E`.
+    fn nested(&mut self) -> Option<String> {
+        let mut quals = String::new();
+        while let Some(q) = self
+            .peek()
+            .filter(|q| matches!(q, b'r' | b'V' | b'K' | b'R' | b'O'))
+        {
+            quals.push(char::from(q));
+            self.pos += 1;
+        }
+        let mut prefix = String::new();
+        let mut count = 0usize;
+        // Whether `prefix` is already a candidate (it came from a back reference).
+        let mut pushed = false;
+        loop {
+            let b = self.peek()?;
+            if b == b'E' {
+                self.pos += 1;
+                break;
+            }
+            // The prefix built so far becomes a candidate once something follows it.
+            if count > 0 && !pushed {
+                self.push(Candidate::Prefix(prefix.clone(), count))?;
+            }
+            pushed = false;
+            match b {
+                b'I' if count > 0 => {
+                    let args = self.template_args()?;
+                    prefix.push_str(&args);
+                    continue;
+                }
+                b'S' if count == 0 && self.peek_at(1) == Some(b't') => {
+                    self.pos += 2;
+                    prefix = format!("St{}", self.source_name()?);
+                }
+                b'S' if count == 0 => {
+                    self.pos += 1;
+                    let b = self.peek()?;
+                    if Self::abbreviation(b) {
+                        self.pos += 1;
+                        prefix = format!("S{}", char::from(b));
+                    } else {
+                        match self.back_reference()? {
+                            Candidate::Prefix(p, n) => {
+                                prefix = p;
+                                count = n;
+                                pushed = true;
+                                continue;
+                            }
+                            Candidate::Type(t) => {
+                                // A class type used as a prefix: only a nested or plain
+                                // class name can be spliced in.
+                                let inner = t
+                                    .strip_prefix('N')
+                                    .and_then(|t| t.strip_suffix('E'))
+                                    .map_or(t.clone(), str::to_owned);
+                                if inner.starts_with(['K', 'V', 'r', 'P', 'R', 'O', 'F', 'A', 'M'])
+                                {
+                                    return None;
+                                }
+                                count = if t.starts_with('N') { 2 } else { 1 };
+                                prefix = inner;
+                                pushed = true;
+                                continue;
+                            }
+                        }
+                    }
+                }
+                b'T' if count == 0 => {
+                    self.pos += 1;
+                    prefix = self.template_param()?;
+                }
+                b'0'..=b'9' => {
+                    prefix.push_str(&self.source_name()?);
+                }
+                b'C' if count > 0 && matches!(self.peek_at(1), Some(b'1'..=b'5')) => {
+                    prefix.push_str(std::str::from_utf8(&self.s[self.pos..self.pos + 2]).ok()?);
+                    self.pos += 2;
+                }
+                b'D' if count > 0 && matches!(self.peek_at(1), Some(b'0'..=b'2')) => {
+                    prefix.push_str(std::str::from_utf8(&self.s[self.pos..self.pos + 2]).ok()?);
+                    self.pos += 2;
+                }
+                b'a'..=b'z' if count > 0 => {
+                    let op = self.s.get(self.pos..self.pos + 2)?;
+                    if op == b"cv" || op == b"li" || !op[1].is_ascii_lowercase() {
+                        return None;
+                    }
+                    prefix.push_str(std::str::from_utf8(op).ok()?);
+                    self.pos += 2;
+                }
+                _ => return None,
+            }
+            count += 1;
+        }
+        if count == 0 {
+            return None;
+        }
+        Some(format!("N{quals}{prefix}E"))
+    }
+
+    /// `<template-args>` starting at its `I`, including the `E`.
+    fn template_args(&mut self) -> Option<String> {
+        self.enter()?;
+        if !self.eat(b'I') {
+            return None;
+        }
+        let mut out = String::from("I");
+        while !self.eat(b'E') {
+            out.push_str(&self.template_arg()?);
+        }
+        out.push('E');
+        self.depth -= 1;
+        Some(out)
+    }
+
+    fn template_arg(&mut self) -> Option<String> {
+        match self.peek()? {
+            b'X' => {
+                self.pos += 1;
+                let e = self.expression()?;
+                self.eat(b'E').then(|| format!("X{e}E"))
+            }
+            b'L' => self.literal(),
+            b'J' => {
+                self.pos += 1;
+                let mut out = String::from("J");
+                while !self.eat(b'E') {
+                    out.push_str(&self.template_arg()?);
+                }
+                out.push('E');
+                Some(out)
+            }
+            _ => self.ty(),
+        }
+    }
+
+    /// `L <builtin type> <number> E`; other literals are not handled.
+    fn literal(&mut self) -> Option<String> {
+        let start = self.pos;
+        self.pos += 1;
+        let t = self.peek()?;
+        if !t.is_ascii_lowercase() {
+            return None;
+        }
+        self.pos += 1;
+        self.eat(b'n');
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        if !self.eat(b'E') {
+            return None;
+        }
+        std::str::from_utf8(&self.s[start..self.pos])
+            .ok()
+            .map(str::to_owned)
+    }
+
+    /// The expressions these names use: `sr` scopes, template parameters, literals and
+    /// unary or binary operators on them.
+    fn expression(&mut self) -> Option<String> {
+        self.enter()?;
+        let two = self.s.get(self.pos..self.pos + 2)?;
+        let out = match two {
+            b"sr" => {
+                self.pos += 2;
+                if self.peek() == Some(b'N') {
+                    return None;
+                }
+                let scope = self.ty()?;
+                // Only a single-component scope fits the ABI's `srN <type> E` form.
+                if scope.starts_with('N') {
+                    return None;
+                }
+                let member = self.source_name()?;
+                let args = if self.peek() == Some(b'I') {
+                    self.template_args()?
+                } else {
+                    String::new()
+                };
+                format!("srN{scope}E{member}{args}")
+            }
+            [b'T', _] => {
+                self.pos += 1;
+                self.template_param()?
+            }
+            [b'L', _] => self.literal()?,
+            _ => {
+                let op = std::str::from_utf8(two).ok()?.to_owned();
+                let arity = match two {
+                    b"nt" | b"ng" | b"co" | b"ps" => 1,
+                    b"aa" | b"oo" | b"eq" | b"ne" | b"lt" | b"gt" | b"le" | b"ge" | b"pl"
+                    | b"mi" | b"ml" | b"dv" | b"rm" | b"an" | b"or" | b"eo" | b"ls" | b"rs" => 2,
+                    _ => return None,
+                };
+                self.pos += 2;
+                let mut out = op;
+                for _ in 0..arity {
+                    out.push_str(&self.expression()?);
+                }
+                out
+            }
+        };
+        self.depth -= 1;
+        Some(out)
+    }
+
+    /// `<type>`, pushing the candidates GNU pushes.
+    fn ty(&mut self) -> Option<String> {
+        self.enter()?;
+        let b = self.peek()?;
+        let out = match b {
+            b'v' | b'w' | b'b' | b'c' | b'a' | b'h' | b's' | b't' | b'i' | b'j' | b'l' | b'm'
+            | b'x' | b'y' | b'n' | b'o' | b'f' | b'd' | b'e' | b'g' | b'z' => {
+                self.pos += 1;
+                char::from(b).to_string()
+            }
+            b'D' => {
+                let c = self.peek_at(1)?;
+                if !matches!(
+                    c,
+                    b'n' | b'a' | b'c' | b'i' | b's' | b'u' | b'h' | b'd' | b'f' | b'e'
+                ) {
+                    return None;
+                }
+                self.pos += 2;
+                format!("D{}", char::from(c))
+            }
+            b'r' | b'V' | b'K' => {
+                let mut quals = String::new();
+                while let Some(q) = self.peek().filter(|q| matches!(q, b'r' | b'V' | b'K')) {
+                    quals.push(char::from(q));
+                    self.pos += 1;
+                }
+                let t = self.ty()?;
+                let t = format!("{quals}{t}");
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            b'P' | b'R' | b'O' => {
+                self.pos += 1;
+                let t = format!("{}{}", char::from(b), self.ty()?);
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            b'F' => {
+                self.pos += 1;
+                let mut t = String::from("F");
+                if self.eat(b'Y') {
+                    t.push('Y');
+                }
+                loop {
+                    match self.peek()? {
+                        b'E' => {
+                            self.pos += 1;
+                            break;
+                        }
+                        b'R' | b'O' if self.peek_at(1) == Some(b'E') => {
+                            t.push(char::from(self.peek()?));
+                            self.pos += 2;
+                            break;
+                        }
+                        _ => t.push_str(&self.ty()?),
+                    }
+                }
+                t.push('E');
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            b'A' => {
+                self.pos += 1;
+                let start = self.pos;
+                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    self.pos += 1;
+                }
+                if !self.eat(b'_') {
+                    return None;
+                }
+                let dim = std::str::from_utf8(&self.s[start..self.pos])
+                    .ok()?
+                    .to_owned();
+                let t = format!("A{dim}{}", self.ty()?);
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            b'M' => {
+                self.pos += 1;
+                let class = self.ty()?;
+                let member = self.ty()?;
+                let t = format!("M{class}{member}");
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            b'T' => {
+                self.pos += 1;
+                let t = self.template_param()?;
+                self.push(Candidate::Type(t.clone()))?;
+                if self.peek() == Some(b'I') {
+                    let args = self.template_args()?;
+                    let t = format!("{t}{args}");
+                    self.push(Candidate::Type(t.clone()))?;
+                    t
+                } else {
+                    t
+                }
+            }
+            b'S' if self.peek_at(1) != Some(b't') => {
+                self.pos += 1;
+                let c = self.peek()?;
+                let head = if Self::abbreviation(c) {
+                    self.pos += 1;
+                    Candidate::Prefix(format!("S{}", char::from(c)), 1)
+                } else {
+                    self.back_reference()?
+                };
+                if self.peek() == Some(b'I') {
+                    let args = self.template_args()?;
+                    let t = head.as_type(&args);
+                    self.push(Candidate::Type(t.clone()))?;
+                    t
+                } else {
+                    head.as_type("")
+                }
+            }
+            b'N' | b'S' | b'0'..=b'9' => {
+                let t = self.name()?;
+                self.push(Candidate::Type(t.clone()))?;
+                t
+            }
+            _ => return None,
+        };
+        self.depth -= 1;
+        Some(out)
+    }
+}
