@@ -19,13 +19,16 @@
 
 /// Deepest nesting of productions followed before giving up.
 const MAX_DEPTH: u32 = 64;
-/// Longest rewritten name produced; back references could otherwise expand exponentially.
+/// Longest name looked at (real ones of this kind are a few hundred bytes).
+const MAX_INPUT: usize = 4 * 1024;
+/// Most bytes all back references together may expand to; they could otherwise grow
+/// exponentially.  This also bounds the rewritten name.
 const MAX_OUTPUT: usize = 16 * 1024;
 
 /// Rewrites a `_Z` name holding `srSt…` expressions as described in the module docs, or
 /// returns `None` if it has none or uses a production this parser does not know.
 pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
-    if !name.contains("srSt") || name.len() > MAX_OUTPUT {
+    if !name.contains("srSt") || name.len() > MAX_INPUT {
         return None;
     }
     let end = name.find('.').unwrap_or(name.len());
@@ -36,6 +39,7 @@ pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
         pos: 0,
         subs: Vec::new(),
         depth: 0,
+        expanded: 0,
     };
     let mut out = String::from("_Z");
     out.push_str(&p.name()?);
@@ -76,6 +80,8 @@ struct Parser<'a> {
     pos: usize,
     subs: Vec<Candidate>,
     depth: u32,
+    /// Bytes produced by back references so far (see `MAX_OUTPUT`).
+    expanded: usize,
 }
 
 impl Parser<'_> {
@@ -101,13 +107,8 @@ impl Parser<'_> {
         (self.depth <= MAX_DEPTH).then_some(())
     }
 
-    fn push(&mut self, c: Candidate) -> Option<()> {
-        let len = match &c {
-            Candidate::Type(t) | Candidate::Prefix(t, _) => t.len(),
-        };
-        (len <= MAX_OUTPUT).then_some(())?;
+    fn push(&mut self, c: Candidate) {
         self.subs.push(c);
-        Some(())
     }
 
     /// `<source-name>`: a length and that many bytes, returned with its length.
@@ -178,7 +179,10 @@ impl Parser<'_> {
             }
             index = seq.checked_add(1)?;
         }
-        self.subs.get(index).cloned()
+        let c = self.subs.get(index).cloned()?;
+        let (Candidate::Type(t) | Candidate::Prefix(t, _)) = &c;
+        self.expanded += t.len();
+        (self.expanded <= MAX_OUTPUT).then_some(c)
     }
 
     /// Is the byte after `S` one of the standard abbreviations?
@@ -243,7 +247,7 @@ impl Parser<'_> {
     /// An unscoped name, with its template arguments if any.
     fn unscoped_template(&mut self, n: String) -> Option<String> {
         if self.peek() == Some(b'I') {
-            self.push(Candidate::Prefix(n.clone(), 1))?;
+            self.push(Candidate::Prefix(n.clone(), 1));
             let args = self.template_args()?;
             Some(format!("{n}{args}"))
         } else {
@@ -273,7 +277,7 @@ impl Parser<'_> {
             }
             // The prefix built so far becomes a candidate once something follows it.
             if count > 0 && !pushed {
-                self.push(Candidate::Prefix(prefix.clone(), count))?;
+                self.push(Candidate::Prefix(prefix.clone(), count));
             }
             pushed = false;
             match b {
@@ -487,13 +491,13 @@ impl Parser<'_> {
                 }
                 let t = self.ty()?;
                 let t = format!("{quals}{t}");
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             b'P' | b'R' | b'O' => {
                 self.pos += 1;
                 let t = format!("{}{}", char::from(b), self.ty()?);
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             b'F' => {
@@ -517,7 +521,7 @@ impl Parser<'_> {
                     }
                 }
                 t.push('E');
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             b'A' => {
@@ -533,7 +537,7 @@ impl Parser<'_> {
                     .ok()?
                     .to_owned();
                 let t = format!("A{dim}{}", self.ty()?);
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             b'M' => {
@@ -541,17 +545,17 @@ impl Parser<'_> {
                 let class = self.ty()?;
                 let member = self.ty()?;
                 let t = format!("M{class}{member}");
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             b'T' => {
                 self.pos += 1;
                 let t = self.template_param()?;
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 if self.peek() == Some(b'I') {
                     let args = self.template_args()?;
                     let t = format!("{t}{args}");
-                    self.push(Candidate::Type(t.clone()))?;
+                    self.push(Candidate::Type(t.clone()));
                     t
                 } else {
                     t
@@ -569,7 +573,7 @@ impl Parser<'_> {
                 if self.peek() == Some(b'I') {
                     let args = self.template_args()?;
                     let t = head.as_type(&args);
-                    self.push(Candidate::Type(t.clone()))?;
+                    self.push(Candidate::Type(t.clone()));
                     t
                 } else {
                     head.as_type("")
@@ -577,12 +581,47 @@ impl Parser<'_> {
             }
             b'N' | b'S' | b'0'..=b'9' => {
                 let t = self.name()?;
-                self.push(Candidate::Type(t.clone()))?;
+                self.push(Candidate::Type(t.clone()));
                 t
             }
             _ => return None,
         };
         self.depth -= 1;
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite_pre_standard_scopes;
+
+    #[test]
+    fn back_references_spelled_out() {
+        assert_eq!(
+            rewrite_pre_standard_scopes(
+                "_ZSt9__fill_a1IPllEN9__gnu_cxx11__enable_ifIXsrSt11__is_scalarIT0_E7__valueEvE6__typeET_S8_RKS4_"
+            )
+            .as_deref(),
+            Some(
+                "_ZSt9__fill_a1IPllEN9__gnu_cxx11__enable_ifIXsrNSt11__is_scalarIT0_EE7__valueEvE6__typeET_T_RKT0_"
+            )
+        );
+        // No `srSt`, or a production not handled (a lambda): nothing to do.
+        assert_eq!(rewrite_pre_standard_scopes("_Z1fIiEvT_"), None);
+        assert_eq!(
+            rewrite_pre_standard_scopes("_Z1fIXsrSt1BIiE1vEEvUlvE_"),
+            None
+        );
+    }
+
+    #[test]
+    fn doubling_back_references_are_bounded() {
+        // Each `N1AIS_S_EE`-style type doubles the text the next reference stands for.
+        let mut name = String::from("_Z1fIXsrSt1BIiE1vEEv1C");
+        for i in 0..200 {
+            name.push_str(&format!("1DIS{i}_S{i}_E"));
+        }
+        assert_eq!(rewrite_pre_standard_scopes(&name), None);
+        assert_eq!(super::super::demangle(&name), name);
     }
 }
