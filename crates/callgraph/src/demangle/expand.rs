@@ -1,21 +1,28 @@
-//! Rewrites GCC's pre-standard `sr <type> <name>` expressions into a form `cpp_demangle`
-//! accepts without changing what any back reference means.
+//! Rewrites two kinds of C++ names that `cpp_demangle` gets wrong into equivalent manglings
+//! it prints as GNU does, by spelling out every back reference as GNU numbers them.
 //!
-//! GCC mangles a dependent `::value` whose scope is a `std` template as
-//! `srSt24__is_bitwise_relocatableIT_vE5value`, which is not in the ABI grammar;
-//! `cpp_demangle` refuses it.  GNU parses the scope as an ordinary type, so the template
-//! name, its arguments and the instance all become substitution candidates, and later
-//! `S<n>_` back references count them.  The ABI form `srN <type> E <name>` is accepted, but
-//! there the candidates differ, so merely rewriting shifts every later back reference.
-//! This module therefore parses the name with GNU's numbering (as learned from
-//! `c++filt -i` on the corpus and on hand-made names), replaces every back reference by the
-//! mangled text it stands for, and writes the `sr` expressions in the ABI form.  With no
-//! numbered back reference left, numbering no longer matters.
+//! 1. GCC mangles a dependent `::value` whose scope is a `std` template as
+//!    `srSt24__is_bitwise_relocatableIT_vE5value`, which is not in the ABI grammar;
+//!    `cpp_demangle` refuses it.  GNU parses the scope as an ordinary type, so the template
+//!    name, its arguments and the instance all become substitution candidates, and later
+//!    `S<n>_` back references count them.  The ABI form `srN <type> E <name>` is accepted,
+//!    but there the candidates differ, so merely rewriting shifts every later reference.
+//! 2. In a local name used as a template argument (`_ZZN…C4IZSt9call_once…EUlvE_EERS8_E…`),
+//!    a back reference to a template parameter made inside the local name's encoding
+//!    stands, for GNU, for that encoding's argument even where it is used outside; and a
+//!    qualified pack expansion in that encoding (`DpOT0_`) is printed by `cpp_demangle`
+//!    with the qualifier on its last element only.
 //!
-//! Only the productions these names use are parsed; anything else (local names, lambdas,
-//! function parameters in expressions, vendor qualifiers…) makes it give up, and the name
-//! goes on to the other demangling paths unchanged.  Recursion depth, input and output sizes
-//! are bounded, so hostile input costs little.
+//! The name is parsed with GNU's numbering (as learned from `c++filt -i` on the corpus and
+//! on hand-made names), every back reference is replaced by the mangled text it stands
+//! for, template parameters of local encodings by their arguments, qualified expansions of
+//! known packs by their qualified elements, and `sr` scopes are written in the ABI form.
+//! With no numbered back reference left, numbering no longer matters.
+//!
+//! Only the productions these names use are parsed; anything else (function parameters in
+//! expressions, vendor qualifiers, `decltype`…) makes it give up, and the name goes on to
+//! the other demangling paths unchanged.  Recursion depth, input size and the bytes back
+//! references expand to are bounded, so hostile input costs little.
 
 /// Deepest nesting of productions followed before giving up.
 const MAX_DEPTH: u32 = 64;
@@ -25,10 +32,12 @@ const MAX_INPUT: usize = 4 * 1024;
 /// exponentially.  This also bounds the rewritten name.
 const MAX_OUTPUT: usize = 16 * 1024;
 
-/// Rewrites a `_Z` name holding `srSt…` expressions as described in the module docs, or
-/// returns `None` if it has none or uses a production this parser does not know.
+/// Rewrites a `_Z` name holding `srSt…` expressions or local names as template arguments
+/// as described in the module docs, or returns `None` if it has none or uses a production
+/// this parser does not know.
 pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
-    if !name.contains("srSt") || name.len() > MAX_INPUT {
+    let local_in_args = name.starts_with("_ZZ") && name.contains("IZ");
+    if !(name.contains("srSt") || local_in_args) || name.len() > MAX_INPUT {
         return None;
     }
     let end = name.find('.').unwrap_or(name.len());
@@ -40,14 +49,14 @@ pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
         subs: Vec::new(),
         depth: 0,
         expanded: 0,
+        last_args: Vec::new(),
+        scope: None,
+        encodings: 0,
     };
     let mut out = String::from("_Z");
-    out.push_str(&p.name()?);
-    while p.pos < p.s.len() {
-        out.push_str(&p.ty()?);
-        if out.len() > MAX_OUTPUT {
-            return None;
-        }
+    out.push_str(&p.encoding(false)?);
+    if p.pos < p.s.len() || out.len() > MAX_OUTPUT {
+        return None;
     }
     out.push_str(clone);
     Some(out)
@@ -75,6 +84,13 @@ impl Candidate {
     }
 }
 
+/// A template argument as mangled text: one argument, or the elements of a pack.
+#[derive(Clone)]
+enum Arg {
+    One(String),
+    Pack(Vec<String>),
+}
+
 struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
@@ -82,6 +98,13 @@ struct Parser<'a> {
     depth: u32,
     /// Bytes produced by back references so far (see `MAX_OUTPUT`).
     expanded: usize,
+    /// The arguments of the template-args list parsed last.
+    last_args: Vec<Arg>,
+    /// The template arguments of the local encoding being parsed, which its template
+    /// parameters are replaced by; `None` in the outermost encoding, whose parameters stay.
+    scope: Option<Vec<Arg>>,
+    /// How many encodings are open.
+    encodings: u32,
 }
 
 impl Parser<'_> {
@@ -330,6 +353,9 @@ impl Parser<'_> {
                 b'0'..=b'9' => {
                     prefix.push_str(&self.source_name()?);
                 }
+                b'U' => {
+                    prefix.push_str(&self.lambda()?);
+                }
                 b'C' if count > 0 && matches!(self.peek_at(1), Some(b'1'..=b'5')) => {
                     prefix.push_str(std::str::from_utf8(&self.s[self.pos..self.pos + 2]).ok()?);
                     self.pos += 2;
@@ -363,12 +389,175 @@ impl Parser<'_> {
             return None;
         }
         let mut out = String::from("I");
+        let mut items = Vec::new();
         while !self.eat(b'E') {
-            out.push_str(&self.template_arg()?);
+            if self.eat(b'J') {
+                let mut elements = Vec::new();
+                while !self.eat(b'E') {
+                    elements.push(self.template_arg()?);
+                }
+                out.push_str(&format!("J{}E", elements.concat()));
+                items.push(Arg::Pack(elements));
+            } else {
+                let arg = self.template_arg()?;
+                out.push_str(&arg);
+                items.push(Arg::One(arg));
+            }
         }
         out.push('E');
+        self.last_args = items;
         self.depth -= 1;
         Some(out)
+    }
+
+    /// `<encoding>`: a name and, for a function, its types, up to the end of the input or,
+    /// for the encoding of a local name (`local`), up to its closing `E` (not consumed).
+    /// A local encoding's template parameters are replaced by its arguments: GNU resolves
+    /// a back reference to one of them in the scope it was made in, even when it is used
+    /// outside the local name.
+    fn encoding(&mut self, local: bool) -> Option<String> {
+        self.enter()?;
+        self.encodings += 1;
+        (self.encodings <= 8).then_some(())?;
+        self.last_args.clear();
+        let mut out = if self.peek() == Some(b'Z') {
+            self.local_name()?
+        } else {
+            self.name()?
+        };
+        let saved = self.scope.take();
+        if local {
+            self.scope = Some(std::mem::take(&mut self.last_args));
+        } else {
+            self.scope = saved.clone();
+        }
+        while self.pos < self.s.len() && self.peek() != Some(b'E') {
+            out.push_str(&self.ty()?);
+        }
+        if !local && self.pos < self.s.len() {
+            return None;
+        }
+        self.scope = saved;
+        self.encodings -= 1;
+        self.depth -= 1;
+        Some(out)
+    }
+
+    /// `Z <encoding> E <entity>` at its `Z`: a local name.  The entity is a lambda, a
+    /// source name or a nested name, with an optional discriminator.
+    fn local_name(&mut self) -> Option<String> {
+        self.enter()?;
+        if !self.eat(b'Z') {
+            return None;
+        }
+        let encoding = self.encoding(true)?;
+        if !self.eat(b'E') {
+            return None;
+        }
+        let entity = match self.peek()? {
+            b'U' => self.lambda()?,
+            b'N' => {
+                self.pos += 1;
+                self.nested()?
+            }
+            b'0'..=b'9' => self.source_name()?,
+            _ => return None,
+        };
+        let start = self.pos;
+        if self.eat(b'_') {
+            if self.eat(b'_') {
+                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                    self.pos += 1;
+                }
+                if !self.eat(b'_') {
+                    return None;
+                }
+            } else if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                self.pos += 1;
+            } else {
+                return None;
+            }
+        }
+        let discriminator = std::str::from_utf8(&self.s[start..self.pos]).ok()?;
+        self.depth -= 1;
+        Some(format!("Z{encoding}E{entity}{discriminator}"))
+    }
+
+    /// `Ul <types> E [<number>] _` at its `U`: a closure type's name.
+    fn lambda(&mut self) -> Option<String> {
+        if self.s.get(self.pos..self.pos + 2)? != b"Ul" {
+            return None;
+        }
+        self.pos += 2;
+        let mut out = String::from("Ul");
+        while !self.eat(b'E') {
+            out.push_str(&self.ty()?);
+        }
+        out.push('E');
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        if !self.eat(b'_') {
+            return None;
+        }
+        out.push_str(std::str::from_utf8(&self.s[start..self.pos]).ok()?);
+        Some(out)
+    }
+
+    /// A template parameter after its `T`, replaced by its argument inside a local
+    /// encoding (see `encoding`).
+    fn resolved_param(&mut self) -> Option<String> {
+        let t = self.template_param()?;
+        let Some(scope) = &self.scope else {
+            return Some(t);
+        };
+        match scope.get(param_index(&t)?)? {
+            Arg::One(arg) => {
+                self.expanded += arg.len();
+                (self.expanded <= MAX_OUTPUT).then(|| arg.clone())
+            }
+            // A pack is spelled out only by its expansion (`Dp`).
+            Arg::Pack(_) => Some(t),
+        }
+    }
+
+    /// `Dp <type>` after its `Dp`.  Inside a local encoding, a qualified expansion of a
+    /// known non-empty pack (`DpOT0_`) is written as its qualified elements, which
+    /// `cpp_demangle` prints as GNU does (it misplaces the qualifiers of an expansion).
+    fn pack_expansion(&mut self) -> Option<String> {
+        let inner = self.ty()?;
+        let t = format!("Dp{inner}");
+        self.push(Candidate::Type(t.clone()));
+        let quals_len = inner
+            .bytes()
+            .take_while(|b| matches!(b, b'r' | b'V' | b'K' | b'R' | b'O'))
+            .count();
+        let (quals, param) = inner.split_at(quals_len);
+        if quals.is_empty() || !param.starts_with('T') {
+            return Some(t);
+        }
+        let Some(Arg::Pack(elements)) = self
+            .scope
+            .as_ref()
+            .and_then(|scope| scope.get(param_index(param)?))
+        else {
+            return Some(t);
+        };
+        // An empty pack prints as GNU prints it through the other repairs.
+        if elements.is_empty() {
+            return Some(t);
+        }
+        // Reference collapsing and function or array declarators are not handled here.
+        if elements
+            .iter()
+            .any(|e| e.starts_with(['R', 'O', 'F', 'A', 'K', 'V', 'r']))
+        {
+            return None;
+        }
+        let out: String = elements.iter().map(|e| format!("{quals}{e}")).collect();
+        self.expanded += out.len();
+        (self.expanded <= MAX_OUTPUT).then_some(out)
     }
 
     fn template_arg(&mut self) -> Option<String> {
@@ -439,7 +628,7 @@ impl Parser<'_> {
             }
             [b'T', _] => {
                 self.pos += 1;
-                self.template_param()?
+                self.resolved_param()?
             }
             [b'L', _] => self.literal()?,
             _ => {
@@ -471,6 +660,15 @@ impl Parser<'_> {
             | b'x' | b'y' | b'n' | b'o' | b'f' | b'd' | b'e' | b'g' | b'z' => {
                 self.pos += 1;
                 char::from(b).to_string()
+            }
+            b'D' if self.peek_at(1) == Some(b'p') => {
+                self.pos += 2;
+                self.pack_expansion()?
+            }
+            b'Z' => {
+                let t = self.local_name()?;
+                self.push(Candidate::Type(t.clone()));
+                t
             }
             b'D' => {
                 let c = self.peek_at(1)?;
@@ -550,7 +748,7 @@ impl Parser<'_> {
             }
             b'T' => {
                 self.pos += 1;
-                let t = self.template_param()?;
+                let t = self.resolved_param()?;
                 self.push(Candidate::Type(t.clone()));
                 if self.peek() == Some(b'I') {
                     let args = self.template_args()?;
@@ -588,6 +786,16 @@ impl Parser<'_> {
         };
         self.depth -= 1;
         Some(out)
+    }
+}
+
+/// The index of `T_` (0), `T0_` (1)… in its template-args list.
+fn param_index(t: &str) -> Option<usize> {
+    let digits = t.strip_prefix('T')?.strip_suffix('_')?;
+    if digits.is_empty() {
+        Some(0)
+    } else {
+        digits.parse::<usize>().ok()?.checked_add(1)
     }
 }
 
