@@ -27,11 +27,7 @@ fn report(image: &Path, gmons: &[&Path], options: &ReportOptions) -> Vec<u8> {
 
 /// Fixtures on which we are known to differ from gprof, and why. Each must still differ (so the
 /// list only shrinks); everything else must match.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
-    "shapes-pie",
-    "3 C++ names in GCC's `sr <type> <name>` form (enable_if<...::value>) stay mangled: \
-     cpp_demangle refuses them (see tests/data/demangle/README.md)",
-)];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
 
 #[test]
 fn shared_fixtures_full_report_matches_gprof() {
