@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use crate::flat::FlatProfile;
 use crate::graph::CallGraph;
 use crate::histogram::HistogramTimes;
-use crate::report::format::{fixed, pad, push_fixed, push_uint, uint_digits};
-use crate::report::graph::CHUNK;
+use crate::report::format::{fixed, pad, push_fixed, push_uint};
+use crate::report::graph::{CHUNK, push_decorated};
 
 /// What the BSD flat profile needs beyond the GNU one: per-call times are always in
 /// milli-units, names carry cycle and index decorations, and a granularity line leads.
@@ -77,22 +77,10 @@ pub(crate) fn write_flat_bsd<W: Write>(mut out: W, p: &BsdFlat<'_>) -> io::Resul
             }
             None => pad(&mut buf, 29),
         }
-        buf.extend_from_slice(p.names.get(i).map_or(&[][..], |v| v));
-        if let Some(n) = p.graph.nodes.get(i).filter(|_| p.decorate) {
-            let mut digits = [0u8; 20];
-            if n.cycle != 0 {
-                buf.extend_from_slice(b" <cycle ");
-                buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
-                buf.push(b'>');
-            }
-            let (open, close) = if n.print_flag {
-                (b" [", b']')
-            } else {
-                (b" (", b')')
-            };
-            buf.extend_from_slice(open);
-            buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
-            buf.push(close);
+        let name = p.names.get(i).map_or(&[][..], |v| v);
+        match p.graph.nodes.get(i).filter(|_| p.decorate) {
+            Some(n) => push_decorated(&mut buf, n, name),
+            None => buf.extend_from_slice(name),
         }
         buf.push(b'\n');
         if buf.len() >= CHUNK {

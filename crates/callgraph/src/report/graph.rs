@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use rayon::prelude::*;
 
-use crate::graph::{CallGraph, GraphArc};
+use crate::graph::{CallGraph, GraphArc, Node};
 use crate::report::format::{
     fixed, left_cut, pad, push_fixed, push_uint, push_uint_left, uint_digits,
 };
@@ -37,32 +37,42 @@ pub(crate) struct GraphPrint<'a> {
     pub explained: bool,
 }
 
+/// Node `n` as the call graph names it: the symbol's `name` and its cycle tag, or `<cycle N as a
+/// whole>` for a cycle header, then `[index]` for printed entries or `(index)` for hidden ones.
+/// The BSD flat profile decorates its names the same way.
+pub(crate) fn push_decorated(buf: &mut Vec<u8>, n: &Node, name: &[u8]) {
+    let mut digits = [0u8; 20];
+    if n.symbol.is_some() {
+        buf.extend_from_slice(name);
+        if n.cycle != 0 {
+            buf.extend_from_slice(b" <cycle ");
+            buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+            buf.push(b'>');
+        }
+    } else {
+        buf.extend_from_slice(b"<cycle ");
+        buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
+        buf.extend_from_slice(b" as a whole>");
+    }
+    let (open, close) = if n.print_flag {
+        (b" [", b']')
+    } else {
+        (b" (", b')')
+    };
+    buf.extend_from_slice(open);
+    buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
+    buf.push(close);
+}
+
 impl GraphPrint<'_> {
-    /// The name as the call graph prints it: plain name, cycle tag, then `[index]` for
-    /// printed entries or `(index)` for hidden ones.
+    /// The name as the call graph prints it (see [`push_decorated`]).
     fn decorated(&self, buf: &mut Vec<u8>, node: usize) {
         let n = &self.graph.nodes[node];
-        let mut digits = [0u8; 20];
-        if let Some(s) = n.symbol {
-            buf.extend_from_slice(self.names.get(s).map_or(&[][..], |v| v));
-            if n.cycle != 0 {
-                buf.extend_from_slice(b" <cycle ");
-                buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
-                buf.push(b'>');
-            }
-        } else {
-            buf.extend_from_slice(b"<cycle ");
-            buf.extend_from_slice(uint_digits(&mut digits, n.cycle as u64));
-            buf.extend_from_slice(b" as a whole>");
-        }
-        let (open, close) = if n.print_flag {
-            (b" [", b']')
-        } else {
-            (b" (", b')')
-        };
-        buf.extend_from_slice(open);
-        buf.extend_from_slice(uint_digits(&mut digits, n.index as u64));
-        buf.push(close);
+        let name = n
+            .symbol
+            .and_then(|s| self.names.get(s))
+            .map_or(&[][..], |v| v);
+        push_decorated(buf, n, name);
     }
 
     fn seconds(&self, buf: &mut Vec<u8>, ticks: f64) {
