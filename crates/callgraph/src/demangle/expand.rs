@@ -112,6 +112,18 @@ impl Parser<'_> {
         self.s.get(self.pos).copied()
     }
 
+    /// Skips decimal digits.
+    fn skip_digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+    }
+
+    /// The input from `start` to the current position, as text.
+    fn since(&self, start: usize) -> Option<&str> {
+        std::str::from_utf8(self.s.get(start..self.pos)?).ok()
+    }
+
     fn peek_at(&self, k: usize) -> Option<u8> {
         self.s.get(self.pos + k).copied()
     }
@@ -173,9 +185,7 @@ impl Parser<'_> {
         }
         self.pos = self.pos.checked_add(len)?;
         (self.pos <= self.s.len()).then_some(())?;
-        std::str::from_utf8(&self.s[start..self.pos])
-            .ok()
-            .map(str::to_owned)
+        self.since(start).map(str::to_owned)
     }
 
     /// `S_`, `S<seq-id>_`: the candidate referred to.
@@ -216,15 +226,11 @@ impl Parser<'_> {
     /// `<template-param>` after its `T`.
     fn template_param(&mut self) -> Option<String> {
         let start = self.pos - 1;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.pos += 1;
-        }
+        self.skip_digits();
         if !self.eat(b'_') {
             return None;
         }
-        std::str::from_utf8(&self.s[start..self.pos])
-            .ok()
-            .map(str::to_owned)
+        self.since(start).map(str::to_owned)
     }
 
     /// `<name>` of an encoding or a class type; the full name is no candidate here (a type's
@@ -466,9 +472,7 @@ impl Parser<'_> {
         let start = self.pos;
         if self.eat(b'_') {
             if self.eat(b'_') {
-                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                    self.pos += 1;
-                }
+                self.skip_digits();
                 if !self.eat(b'_') {
                     return None;
                 }
@@ -478,7 +482,7 @@ impl Parser<'_> {
                 return None;
             }
         }
-        let discriminator = std::str::from_utf8(&self.s[start..self.pos]).ok()?;
+        let discriminator = self.since(start)?.to_owned();
         self.depth -= 1;
         Some(format!("Z{encoding}E{entity}{discriminator}"))
     }
@@ -495,13 +499,11 @@ impl Parser<'_> {
         }
         out.push('E');
         let start = self.pos;
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.pos += 1;
-        }
+        self.skip_digits();
         if !self.eat(b'_') {
             return None;
         }
-        out.push_str(std::str::from_utf8(&self.s[start..self.pos]).ok()?);
+        out.push_str(self.since(start)?);
         Some(out)
     }
 
@@ -591,15 +593,11 @@ impl Parser<'_> {
         }
         self.pos += 1;
         self.eat(b'n');
-        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.pos += 1;
-        }
+        self.skip_digits();
         if !self.eat(b'E') {
             return None;
         }
-        std::str::from_utf8(&self.s[start..self.pos])
-            .ok()
-            .map(str::to_owned)
+        self.since(start).map(str::to_owned)
     }
 
     /// The expressions these names use: `sr` scopes, template parameters, literals and
@@ -725,15 +723,11 @@ impl Parser<'_> {
             b'A' => {
                 self.pos += 1;
                 let start = self.pos;
-                while self.peek().is_some_and(|c| c.is_ascii_digit()) {
-                    self.pos += 1;
-                }
+                self.skip_digits();
                 if !self.eat(b'_') {
                     return None;
                 }
-                let dim = std::str::from_utf8(&self.s[start..self.pos])
-                    .ok()?
-                    .to_owned();
+                let dim = self.since(start)?.to_owned();
                 let t = format!("A{dim}{}", self.ty()?);
                 self.push(Candidate::Type(t.clone()));
                 t
