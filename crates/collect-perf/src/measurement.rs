@@ -9,9 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use gmon_format::{
-    AddressSize, Arc, ArcCounts, BoundaryKind, Comm, Endian, Field, Header, HistogramHeader,
-    Layout, Mapping as InfoMapping, MeasurementInfo, ProcessCounters, ProfileName, SECONDS,
-    SampleRate, Section, Stack, StacksWriter, Writer,
+    ArcCounts, BoundaryKind, Comm, Endian, Field, HistogramUnit, Mapping as InfoMapping,
+    MeasurementInfo, ProcessCounters, ProfileName, SECONDS, SampleRate, Section, Stack,
+    StacksWriter, write_sampled_profile,
 };
 
 use crate::error::{Error, Result};
@@ -246,77 +246,24 @@ fn gmon_error(what: &str, e: gmon_format::Error) -> Error {
     )
 }
 
-/// Encodes a gmon file as the contract says: page runs of 2-byte bins, counts above 65535 in
-/// further records of the same range, arcs sorted, counts above 2³²−1 split.
+/// Encodes one side's samples and arcs as the contract says (see
+/// [`gmon_format::write_sampled_profile`]), sorted by address.
 fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
     let endian = if cfg!(target_endian = "big") {
         Endian::Big
     } else {
         Endian::Little
     };
-    let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, endian));
-    w.header(&Header::Gnu {
-        version: 1,
-        spare: [0; 12],
-    })
-    .map_err(|e| gmon_error("a gmon header", e))?;
     let mut hist: Vec<(u64, u64)> = side.hist.iter().map(|(&a, &n)| (a, n)).collect();
     hist.sort_unstable();
-    // Runs of contiguous pages holding samples (the last page of the address space cannot
-    // have a page-aligned exclusive end, and holds no code).
-    let mut runs: Vec<(u64, u64)> = Vec::new();
-    for &(a, _) in &hist {
-        let page = a >> 12;
-        if page == u64::MAX >> 12 {
-            continue;
-        }
-        match runs.last_mut() {
-            Some((_, last)) if *last == page || *last + 1 == page => *last = page,
-            _ => runs.push((page, page)),
-        }
-    }
-    for (first, last) in runs {
-        let low = first << 12;
-        let high = (last + 1) << 12;
-        let mut bins = vec![0u64; ((high - low) / 2) as usize];
-        let from = hist.partition_point(|&(a, _)| a < low);
-        for &(a, n) in hist[from..].iter().take_while(|&&(a, _)| a < high) {
-            bins[((a - low) / 2) as usize] += n;
-        }
-        let max = bins.iter().copied().max().unwrap_or(0);
-        let header = HistogramHeader {
-            low_pc: low,
-            high_pc: high,
-            prof_rate: rate,
-            dimension: SECONDS.0,
-            dimension_abbrev: SECONDS.1,
-        };
-        let mut done = 0u64;
-        while done < max {
-            let part = bins
-                .iter()
-                .map(|&b| b.saturating_sub(done).min(u64::from(u16::MAX)) as u16);
-            w.histogram(&header, part)
-                .map_err(|e| gmon_error("a histogram", e))?;
-            done += u64::from(u16::MAX);
-        }
-    }
     let mut arcs: Vec<((u64, u64), u64)> = side.arcs.iter().map(|(&k, &n)| (k, n)).collect();
     arcs.sort_unstable();
-    for ((from_pc, self_pc), count) in arcs {
-        let mut left = count;
-        while left > 0 {
-            let c = left.min(u64::from(u32::MAX));
-            w.arc(&Arc {
-                from_pc,
-                self_pc,
-                count: c,
-            })
-            .map_err(|e| gmon_error("an arc", e))?;
-            left -= c;
-        }
-    }
-    w.finish().map_err(|e| gmon_error("a gmon file", e))
+    let unit = HistogramUnit {
+        prof_rate: rate,
+        dimension: SECONDS.0,
+        dimension_abbrev: SECONDS.1,
+    };
+    write_sampled_profile(endian, &hist, arcs, Some(unit)).map_err(|e| gmon_error("a gmon file", e))
 }
 
 fn stacks_bytes(stacks: &HashMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {

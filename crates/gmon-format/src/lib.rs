@@ -70,7 +70,7 @@ pub use labeled::{
     KernelInfo, Mapping, Measurement, MeasurementInfo, NAME_PREFIX, ProcessCounters, ProcessFiles,
     ProcessInfo, ProfileName, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo,
     Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter,
-    info as measurement_info, scan, stacks, vdso_file_name,
+    info as measurement_info, scan, stacks, vdso_file_name, write_sampled_profile,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

@@ -64,8 +64,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gmon_format::{
-    AddressSize, Arc, Endian, Header, HistogramHeader, Layout, Measurement, MeasurementInfo,
-    ProcessFiles, Profile, ReadOptions, Record, Sum, Writer,
+    AddressSize, Arc, Endian, HistogramUnit, Measurement, MeasurementInfo, ProcessFiles, Profile,
+    ReadOptions, Record, Sum, write_sampled_profile,
 };
 
 use crate::error::{Error, Result};
@@ -255,7 +255,7 @@ struct Builder {
     hist: Vec<(Loc, u64)>,
     arcs: Vec<(Loc, Loc, u64)>,
     stacks: Vec<(Vec<Loc>, u64)>,
-    unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
+    unit: Option<HistogramUnit>,
     warnings: Vec<String>,
 }
 
@@ -383,16 +383,20 @@ impl Builder {
             match record {
                 Record::Histogram(h) => {
                     let hh = &h.header;
-                    let unit = (hh.prof_rate, hh.dimension, hh.dimension_abbrev);
+                    let unit = HistogramUnit {
+                        prof_rate: hh.prof_rate,
+                        dimension: hh.dimension,
+                        dimension_abbrev: hh.dimension_abbrev,
+                    };
                     match self.unit {
                         None => self.unit = Some(unit),
-                        Some(first) if first.0 != unit.0 => {
+                        Some(first) if first.prof_rate != unit.prof_rate => {
                             let w = format!(
                                 "{}: sampled at {} Hz, the first profile at {} Hz; times use {} Hz",
                                 path.display(),
-                                unit.0,
-                                first.0,
-                                first.0
+                                unit.prof_rate,
+                                first.prof_rate,
+                                first.prof_rate
                             );
                             if !self.warnings.contains(&w) {
                                 self.warnings.push(w);
@@ -1074,16 +1078,17 @@ impl Builder {
                 }
             }
         };
-        let mut units: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut samples: BTreeMap<u64, u64> = BTreeMap::new();
         for (loc, count) in &self.hist {
-            *units.entry(synthetic(&self.regions, loc) / 2).or_default() += count;
+            *samples.entry(synthetic(&self.regions, loc)).or_default() += count;
         }
+        let samples: Vec<(u64, u64)> = samples.into_iter().collect();
         let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
         for (from, to, count) in &self.arcs {
             let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
             *arcs.entry(key).or_default() += count;
         }
-        let gmon = write_gmon(&units, &arcs, self.unit)?;
+        let gmon = write_sampled_profile(Endian::Little, &samples, arcs, self.unit)?;
         let stacks = self
             .stacks
             .iter()
@@ -1096,76 +1101,10 @@ impl Builder {
     }
 }
 
-/// Bins per 4 KiB page at 2 bytes per bin.
-const PAGE_BINS: u64 = 2048;
-
-/// Writes histogram units (2-byte bins, by unit address) and arcs as a GNU gmon file: one
-/// record per run of pages holding samples, repeated while a bin holds more than a record's
-/// 16 bits can carry; arcs above 32 bits are split likewise.
-fn write_gmon(
-    units: &BTreeMap<u64, u64>,
-    arcs: &BTreeMap<(u64, u64), u64>,
-    unit: Option<(u32, [u8; gmon_format::DIMENSION_LEN], u8)>,
-) -> Result<Vec<u8>> {
-    let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, Endian::Little));
-    w.header(&Header::Gnu {
-        version: 1,
-        spare: [0; 12],
-    })?;
-    if let Some((prof_rate, dimension, dimension_abbrev)) = unit {
-        // Runs of consecutive pages that hold samples.
-        let mut runs: Vec<(u64, u64)> = Vec::new();
-        for &u in units.keys() {
-            let page = u / PAGE_BINS;
-            match runs.last_mut() {
-                Some((_, last)) if *last == page || *last + 1 == page => *last = page,
-                _ => runs.push((page, page)),
-            }
-        }
-        for (first, last) in runs {
-            let lo = first * PAGE_BINS;
-            let hi = (last + 1) * PAGE_BINS;
-            let bins: Vec<u64> = (lo..hi)
-                .map(|u| units.get(&u).copied().unwrap_or(0))
-                .collect();
-            let max = bins.iter().copied().max().unwrap_or(0);
-            let header = HistogramHeader {
-                low_pc: lo * 2,
-                high_pc: hi * 2,
-                prof_rate,
-                dimension,
-                dimension_abbrev,
-            };
-            let mut carried = 0u64;
-            while carried < max {
-                w.histogram(
-                    &header,
-                    bins.iter()
-                        .map(|&b| b.saturating_sub(carried).min(u64::from(u16::MAX)) as u16),
-                )?;
-                carried += u64::from(u16::MAX);
-            }
-        }
-    }
-    for (&(from_pc, self_pc), &count) in arcs {
-        let mut left = count;
-        while left > 0 {
-            let part = left.min(u64::from(u32::MAX));
-            w.arc(&Arc {
-                from_pc,
-                self_pc,
-                count: part,
-            })?;
-            left -= part;
-        }
-    }
-    Ok(w.finish()?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gmon_format::{Comm, Mapping, SECONDS};
+    use gmon_format::{Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer};
 
     fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
@@ -1341,22 +1280,5 @@ mod tests {
         ] {
             assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
         }
-    }
-
-    #[test]
-    fn bins_above_16_bits_are_carried_by_repeated_records() {
-        let mut units = BTreeMap::new();
-        units.insert(0x8000, 70_000);
-        units.insert(0x8001, 5);
-        let arcs = BTreeMap::from([((0x10000, 0x10010), 5_000_000_000u64)]);
-        let data = write_gmon(&units, &arcs, Some((100, SECONDS.0, SECONDS.1))).unwrap();
-        let mut sum = Sum::new();
-        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
-        sum.add(&Profile::parse(&data, &read).unwrap()).unwrap();
-        assert_eq!(sum.histograms().len(), 1);
-        let h = &sum.histograms()[0];
-        assert_eq!((h.low_pc, h.high_pc), (0x10000, 0x11000));
-        assert_eq!((h.bins[0], h.bins[1]), (70_000, 5));
-        assert_eq!(sum.arcs()[0].count, 5_000_000_000);
     }
 }

@@ -141,6 +141,7 @@
 //! directory) and renamed, so an interrupted run never leaves a partial file.
 
 mod name;
+mod sampled;
 mod scan;
 
 pub mod info;
@@ -151,6 +152,7 @@ pub use info::{
     ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
 };
 pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName, vdso_file_name};
+pub use sampled::write_sampled_profile;
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
     BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,
