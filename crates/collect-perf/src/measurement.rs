@@ -347,37 +347,37 @@ fn proc_counters(c: &ProcCounters, tick_ns: u64) -> ProcessCounters {
     out
 }
 
+/// Applies `f` to each counter of `a` with the same counter of `b`.
+fn each_counter(
+    a: &mut ProcessCounters,
+    b: &ProcessCounters,
+    f: impl Fn(&mut Option<u64>, Option<u64>),
+) {
+    f(&mut a.user_cpu_ns, b.user_cpu_ns);
+    f(&mut a.system_cpu_ns, b.system_cpu_ns);
+    f(&mut a.minor_faults, b.minor_faults);
+    f(&mut a.major_faults, b.major_faults);
+    f(&mut a.voluntary_switches, b.voluntary_switches);
+    f(&mut a.involuntary_switches, b.involuntary_switches);
+    f(&mut a.read_bytes, b.read_bytes);
+    f(&mut a.written_bytes, b.written_bytes);
+}
+
 /// Keeps in `a` the larger of each counter of `a` and `b`.
 fn max_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
-    let max = |x: &mut Option<u64>, y: Option<u64>| {
+    each_counter(a, b, |x, y| {
         if let Some(y) = y {
             *x = Some(x.map_or(y, |x| x.max(y)));
         }
-    };
-    max(&mut a.user_cpu_ns, b.user_cpu_ns);
-    max(&mut a.system_cpu_ns, b.system_cpu_ns);
-    max(&mut a.minor_faults, b.minor_faults);
-    max(&mut a.major_faults, b.major_faults);
-    max(&mut a.voluntary_switches, b.voluntary_switches);
-    max(&mut a.involuntary_switches, b.involuntary_switches);
-    max(&mut a.read_bytes, b.read_bytes);
-    max(&mut a.written_bytes, b.written_bytes);
+    });
 }
 
 fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
-    let add = |x: &mut Option<u64>, y: Option<u64>| {
+    each_counter(a, b, |x, y| {
         if let Some(y) = y {
             *x = Some(x.unwrap_or(0) + y);
         }
-    };
-    add(&mut a.user_cpu_ns, b.user_cpu_ns);
-    add(&mut a.system_cpu_ns, b.system_cpu_ns);
-    add(&mut a.minor_faults, b.minor_faults);
-    add(&mut a.major_faults, b.major_faults);
-    add(&mut a.voluntary_switches, b.voluntary_switches);
-    add(&mut a.involuntary_switches, b.involuntary_switches);
-    add(&mut a.read_bytes, b.read_bytes);
-    add(&mut a.written_bytes, b.written_bytes);
+    });
 }
 
 /// Sums the taskstats exit records of each process's tasks, and says whether every thread
