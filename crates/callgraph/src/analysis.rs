@@ -80,10 +80,7 @@ impl Analysis {
         static_arcs: &[(usize, usize)],
         sources: &[Option<crate::SourceInfo>],
     ) -> Self {
-        let selection = Selection::with_sources(&table, specs, sources);
-        let included = selection.flat.clone();
-        let times = HistogramTimes::assign(&table, sum, &included);
-        let arcs = filter_arcs(&table, sum.arcs(), &selection);
+        let (selection, times, arcs) = Self::self_times(&table, sum, specs, sources);
         Self::with_times(
             table,
             times,
@@ -105,13 +102,25 @@ impl Analysis {
         static_arcs: &[(usize, usize)],
         sources: &[Option<crate::SourceInfo>],
     ) -> Self {
-        let selection = Selection::with_sources(&table, specs, sources);
-        let included = selection.flat.clone();
-        let times = HistogramTimes::assign(&table, &sum, &included);
-        let arcs = filter_arcs(&table, sum.arcs(), &selection).into_owned();
+        let (selection, times, arcs) = Self::self_times(&table, &sum, specs, sources);
+        let arcs = arcs.into_owned();
         let has_arcs = !sum.arcs().is_empty();
         drop(sum);
         Self::with_times(table, times, &arcs, has_arcs, static_arcs, &selection)
+    }
+
+    /// The selection that `specs` make, the self times it lets the histogram give, and the
+    /// arcs it keeps.
+    fn self_times<'s>(
+        table: &SymbolTable,
+        sum: &'s Sum,
+        specs: &Symspecs,
+        sources: &[Option<crate::SourceInfo>],
+    ) -> (Selection, HistogramTimes, Cow<'s, [Arc]>) {
+        let selection = Selection::with_sources(table, specs, sources);
+        let times = HistogramTimes::assign(table, sum, &selection.flat);
+        let arcs = filter_arcs(table, sum.arcs(), &selection);
+        (selection, times, arcs)
     }
 
     /// The rest of the analysis once the self times are known; `arcs` are already filtered
