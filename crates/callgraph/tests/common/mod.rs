@@ -116,15 +116,7 @@ pub fn report_output_with(
             _ => {}
         }
     }
-    let static_arcs = if flags.static_call_graph {
-        let data = std::fs::read(image).map_err(|e| e.to_string())?;
-        let text = callgraph::TextSection::parse(image, &data)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-        callgraph::static_arcs(&table, &text, &sum)
-    } else {
-        Vec::new()
-    };
+    let static_arcs = static_arcs(image, &table, &sum, flags)?;
     let analysis = callgraph::Analysis::with_static_arcs(table, &sum, &tables, &static_arcs, &[]);
     let mut options = callgraph::ReportOptions::default();
     options.flat_profile = flat;
@@ -140,10 +132,7 @@ pub fn report_output_with(
 /// The `gmon.sum` our `gprof -s [-a] [-D] image gmons...` writes, or the error text.
 pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
     let (table, sum) = load(image, gmons, flags)?;
-    let data = std::fs::read(image).map_err(|e| e.to_string())?;
-    let text = callgraph::TextSection::parse(image, &data)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
+    let (data, text) = text_section(image)?;
     let lines = callgraph::SourceLines::parse(image, &data).ok().flatten();
     let line_table = callgraph::line_table(&table, &text, lines.as_ref());
     let arcs = callgraph::sum_arcs(&line_table.table, sum.arcs());
@@ -161,15 +150,7 @@ pub fn sum_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>
 /// Our `gprof -r [-a] [-D] [-c] image gmons...` output, or the error text.
 pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Vec<u8>, String> {
     let (table, sum) = load(image, gmons, flags)?;
-    let static_arcs = if flags.static_call_graph {
-        let data = std::fs::read(image).map_err(|e| e.to_string())?;
-        let text = callgraph::TextSection::parse(image, &data)
-            .map_err(|e| e.to_string())?
-            .unwrap_or_default();
-        callgraph::static_arcs(&table, &text, &sum)
-    } else {
-        Vec::new()
-    };
+    let static_arcs = static_arcs(image, &table, &sum, flags)?;
     let analysis = callgraph::Analysis::with_static_arcs(
         table,
         &sum,
@@ -185,4 +166,27 @@ pub fn ordering_output(image: &Path, gmons: &[&Path], flags: Flags) -> Result<Ve
         out.push(b'\n');
     }
     Ok(out)
+}
+
+/// The image's bytes and its `.text` (empty when it has none).
+fn text_section(image: &Path) -> Result<(Vec<u8>, callgraph::TextSection), String> {
+    let data = std::fs::read(image).map_err(|e| e.to_string())?;
+    let text = callgraph::TextSection::parse(image, &data)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    Ok((data, text))
+}
+
+/// The static call graph's arcs with `-c` (`flags.static_call_graph`), else none.
+fn static_arcs(
+    image: &Path,
+    table: &callgraph::SymbolTable,
+    sum: &gmon_format::Sum,
+    flags: Flags,
+) -> Result<Vec<(usize, usize)>, String> {
+    if !flags.static_call_graph {
+        return Ok(Vec::new());
+    }
+    let (_, text) = text_section(image)?;
+    Ok(callgraph::static_arcs(table, &text, sum))
 }
