@@ -496,6 +496,21 @@ mod tests {
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
 
+    /// The GNU `-b` layout at 100 Hz, granularity 4, of `graph` with `names`.
+    fn plain_print<'a>(graph: &'a CallGraph, names: &'a [Cow<'a, [u8]>]) -> GraphPrint<'a> {
+        GraphPrint {
+            graph,
+            names,
+            hz: 100.0,
+            granularity: 4,
+            display_unused: false,
+            after_other_output: false,
+            bsd: false,
+            explained: false,
+            line_functions: None,
+        }
+    }
+
     /// Long lists take the stable sort; it must give exactly the order of gprof's insertion
     /// sort, whatever the ties: arcs inside and outside cycles, a self arc, equal times with
     /// equal and different counts, zero times.
@@ -570,17 +585,7 @@ mod tests {
             let g = CallGraph::build(&table, &arcs, &times);
             let shown: Vec<Cow<'_, [u8]>> =
                 names.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
-            let print = GraphPrint {
-                graph: &g,
-                names: &shown,
-                hz: 100.0,
-                granularity: 4,
-                display_unused: false,
-                after_other_output: false,
-                bsd: false,
-                explained: false,
-                line_functions: None,
-            };
+            let print = plain_print(&g, &shown);
             let c = Compact::new(&print);
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
             for node in 0..g.nodes.len() {
@@ -657,17 +662,7 @@ mod tests {
             .iter()
             .map(|s| Cow::Borrowed(&s.name[..]))
             .collect();
-        let print = GraphPrint {
-            graph: &graph,
-            names: &names,
-            hz: 100.0,
-            granularity: 4,
-            display_unused: false,
-            after_other_output: false,
-            bsd: false,
-            explained: false,
-            line_functions: None,
-        };
+        let print = plain_print(&graph, &names);
         let mut parallel = Vec::new();
         write_graph(&mut parallel, &print).unwrap();
 
@@ -772,17 +767,7 @@ mod tests {
         );
 
         let names: Vec<Cow<'_, [u8]>> = NAMES.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
-        let print = GraphPrint {
-            graph: &graph,
-            names: &names,
-            hz: 100.0,
-            granularity: 4,
-            display_unused: false,
-            after_other_output: false,
-            explained: false,
-            bsd: false,
-            line_functions: None,
-        };
+        let print = plain_print(&graph, &names);
         let mut out = Vec::new();
         write_graph(&mut out, &print).unwrap();
         let text = String::from_utf8(out).unwrap();
