@@ -15,8 +15,8 @@ use std::process::Command;
 
 use callgraph::{SymbolOptions, SymbolTable};
 use gmon_format::{
-    AddressSize, Arc, ArcCounts, BoundaryKind, Comm, Endian, Header, HistogramHeader, Layout,
-    Mapping, MeasurementInfo, SECONDS, SampleRate, Stack, StacksWriter, Writer,
+    ArcCounts, BoundaryKind, Comm, Endian, HistogramUnit, Mapping, MeasurementInfo, SECONDS,
+    SampleRate, Stack, StacksWriter, write_sampled_profile,
 };
 use object::{Object, ObjectSegment};
 
@@ -151,46 +151,16 @@ impl Gmon {
     fn arc(&mut self, from: u64, to: u64, count: u64) {
         *self.arcs.entry((from, to)).or_default() += count;
     }
-    /// The contract's layout: one record per run of 4 KiB pages, 2-byte bins, sorted arcs.
+    /// The contract's layout (see [`gmon_format::write_sampled_profile`]).
     fn bytes(&self) -> Vec<u8> {
-        let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, Endian::Little));
-        w.header(&Header::Gnu {
-            version: 1,
-            spare: [0; 12],
-        })
-        .unwrap();
-        let mut pages: Vec<(u64, u64)> = Vec::new();
-        for &a in self.bins.keys() {
-            let p = a >> 12;
-            match pages.last_mut() {
-                Some((_, last)) if *last == p || *last + 1 == p => *last = p,
-                _ => pages.push((p, p)),
-            }
-        }
-        for (first, last) in pages {
-            let (lo, hi) = (first << 12, (last + 1) << 12);
-            let header = HistogramHeader {
-                low_pc: lo,
-                high_pc: hi,
-                prof_rate: HZ,
-                dimension: SECONDS.0,
-                dimension_abbrev: SECONDS.1,
-            };
-            let bins: Vec<u16> = (lo..hi)
-                .step_by(2)
-                .map(|a| self.bins.get(&a).copied().unwrap_or(0) as u16)
-                .collect();
-            w.histogram(&header, bins.into_iter()).unwrap();
-        }
-        for (&(from_pc, self_pc), &count) in &self.arcs {
-            w.arc(&Arc {
-                from_pc,
-                self_pc,
-                count,
-            })
-            .unwrap();
-        }
-        w.finish().unwrap()
+        let samples: Vec<(u64, u64)> = self.bins.iter().map(|(&a, &n)| (a, n)).collect();
+        let arcs = self.arcs.iter().map(|(&k, &n)| (k, n));
+        let unit = HistogramUnit {
+            prof_rate: HZ,
+            dimension: SECONDS.0,
+            dimension_abbrev: SECONDS.1,
+        };
+        write_sampled_profile(Endian::Little, &samples, arcs, Some(unit)).unwrap()
     }
 }
 
