@@ -666,6 +666,7 @@ fn replaces(new: &Entry<'_>, kept: &Entry<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::names;
 
     fn kept(name: &str) -> bool {
         let mut strtab = vec![0];
@@ -733,13 +734,6 @@ mod tests {
             is_function,
             is_static,
         }
-    }
-
-    fn names(t: &SymbolTable) -> Vec<String> {
-        t.symbols()
-            .iter()
-            .map(|s| s.name_lossy().into_owned())
-            .collect()
     }
 
     #[test]

@@ -27,3 +27,11 @@ pub(crate) fn spaced<'a>(names: &[&'a str], step: u64) -> Vec<(&'a str, u64)> {
         .map(|(i, &name)| (name, 0x1000 + step * i as u64))
         .collect()
 }
+
+/// The names of `t`'s symbols, in table order.
+pub(crate) fn names(t: &SymbolTable) -> Vec<String> {
+    t.symbols()
+        .iter()
+        .map(|s| s.name_lossy().into_owned())
+        .collect()
+}

@@ -274,6 +274,7 @@ pub(crate) fn path_of(bytes: &[u8]) -> &Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::names;
 
     fn fixtures() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless")
@@ -287,13 +288,6 @@ mod tests {
             .unwrap()
             .unwrap()
             .to_vec()
-    }
-
-    fn names(t: &SymbolTable) -> Vec<String> {
-        t.symbols()
-            .iter()
-            .map(|s| s.name_lossy().into_owned())
-            .collect()
     }
 
     #[test]
