@@ -25,10 +25,6 @@ fn report(image: &Path, gmons: &[&Path], options: &ReportOptions) -> Vec<u8> {
     out
 }
 
-/// Fixtures on which we are known to differ from gprof, and why. Each must still differ (so the
-/// list only shrinks); everything else must match.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
-
 #[test]
 fn shared_fixtures_full_report_matches_gprof() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/programs/out");
@@ -46,14 +42,7 @@ fn shared_fixtures_full_report_matches_gprof() {
         options.brief = true;
         let ours = report(&dir.join(prog), &[&dir.join("gmon.out")], &options);
         let expected = std::fs::read(dir.join("gprof-b.txt")).unwrap();
-        let known = KNOWN_DIFFERENCES.iter().find(|(n, _)| *n == name);
-        if let Some((_, why)) = known {
-            if ours == expected {
-                failures.push(format!(
-                    "{name}: now matches gprof; remove it from KNOWN_DIFFERENCES ({why})"
-                ));
-            }
-        } else if ours != expected {
+        if ours != expected {
             failures.push(format!(
                 "{name}: differs\n--- gprof\n{}\n--- ours\n{}",
                 String::from_utf8_lossy(&expected),
