@@ -127,6 +127,9 @@ impl Replay {
     }
 }
 
+/// How long after its EXIT record a process may still be sampled, finishing its exit.
+const EXIT_TAIL_NS: u64 = 50_000_000;
+
 struct State {
     out: Replay,
     /// pid → index of its current generation.
@@ -159,6 +162,23 @@ impl State {
             _ => self.new_process(pid, None),
         }
     }
+
+    /// The process a sample of `pid` at `time` belongs to. The kernel writes a process's EXIT
+    /// record in the middle of its exit, so samples of the rest (tearing down its memory, say)
+    /// come after it: they still belong to the process that exited, not to a new one. A reused
+    /// pid gets a FORK record first, and a new generation then.
+    fn sampled(&mut self, pid: u32, time: u64) -> usize {
+        match self.live.get(&pid) {
+            Some(&i)
+                if self.out.processes[i]
+                    .exit
+                    .is_some_and(|e| time <= e.saturating_add(EXIT_TAIL_NS)) =>
+            {
+                i
+            }
+            _ => self.current(pid),
+        }
+    }
 }
 
 /// Replays the recording in time order (records from different CPUs are merged by timestamp).
@@ -166,7 +186,8 @@ impl State {
 /// Rules: FORK of a new process copies the parent's current mappings; FORK of a thread adds a
 /// thread; COMM with exec clears the mappings; MMAP replaces overlapping mappings; EXIT of the
 /// main thread ends the process. A FORK or record for a pid whose process already exited (or a
-/// FORK for a pid still considered live) starts a new generation.
+/// FORK for a pid still considered live) starts a new generation, except samples just after
+/// an EXIT record, which are the end of that exit.
 pub fn replay(rec: &Recording) -> Replay {
     // (time, kind, index): side-band before samples at equal times so maps exist first.
     let mut order: Vec<(u64, u8, usize)> = rec
@@ -184,7 +205,7 @@ pub fn replay(rec: &Recording) -> Replay {
     for (time, kind, i) in order {
         if kind == 1 {
             let s = &rec.samples[i];
-            let p = st.current(s.pid);
+            let p = st.sampled(s.pid, time);
             let proc_ = &mut st.out.processes[p];
             proc_.samples.push(i);
             proc_.thread(s.tid).samples += 1;
@@ -374,6 +395,48 @@ mod tests {
         let parent = r.by_pid(10).next().expect("parent");
         assert_eq!(parent.threads.len(), 1);
         assert_eq!(parent.threads[0].start, Some(25));
+    }
+
+    #[test]
+    fn samples_of_the_rest_of_an_exit_belong_to_the_exited_process() {
+        let mut rec = Recording {
+            side_band: vec![side(10, fork(11, 10)), side(1_000, exit(11, 11))],
+            ..Recording::default()
+        };
+        rec.push_sample(500, 11, 11, 1, 1, 0x1010, true, None, &[], &[0x1010], &[]);
+        // Tearing down its memory after the EXIT record was written.
+        rec.push_sample(
+            1_200,
+            11,
+            11,
+            1,
+            1,
+            0xffff_8000_0000_0000,
+            false,
+            None,
+            &[],
+            &[],
+            &[],
+        );
+        let r = replay(&rec);
+        let gens: Vec<&Process> = r.by_pid(11).collect();
+        assert_eq!(gens.len(), 1, "{gens:?}");
+        assert_eq!(gens[0].samples, vec![0, 1]);
+        // Long after the exit, a sample without a FORK is another process.
+        rec.push_sample(
+            EXIT_TAIL_NS + 2_000,
+            11,
+            11,
+            1,
+            1,
+            0x1010,
+            true,
+            None,
+            &[],
+            &[0x1010],
+            &[],
+        );
+        assert_eq!(replay(&rec).by_pid(11).count(), 2);
     }
 
     #[test]
