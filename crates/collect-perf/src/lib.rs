@@ -72,6 +72,9 @@ pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 #[cfg(target_os = "linux")]
 pub use measurement::{WriteOptions, WriteSummary, WrittenFile, write_measurement};
 #[cfg(target_os = "linux")]
-pub use sampler::{Config, Permissions, Progress, Sampler, preflight};
+pub use sampler::{
+    Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, Permissions, Progress, Sampler,
+    preflight,
+};
 #[cfg(target_os = "linux")]
-pub use unwind::{UnwindStats, UserStacks, unwind_user_stacks};
+pub use unwind::{StackEnd, UnwindStats, UserStacks, unwind_user_stacks};
