@@ -151,7 +151,10 @@ pub use info::{
     ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
     ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
 };
-pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName, vdso_file_name};
+pub use name::{
+    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
+    process_label, vdso_file_name,
+};
 pub use sampled::write_sampled_profile;
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
