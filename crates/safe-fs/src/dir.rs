@@ -59,6 +59,21 @@ impl Dir {
         Dir::open_in(libc::AT_FDCWD, path, path.to_path_buf())
     }
 
+    /// Opens a directory that the user named, following a symbolic link to it (for reading a
+    /// measurement the user points at, not for writing as root).
+    pub fn open_following(path: impl AsRef<Path>) -> Result<Dir> {
+        let path = path.as_ref();
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| Error::new(path, ErrorKind::InvalidName("a NUL byte in a path")))?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        sys::open_at(libc::AT_FDCWD, &c, flags, 0, false, 0)
+            .map(|fd| Dir {
+                fd,
+                path: path.to_path_buf(),
+            })
+            .map_err(|e| Error::io(path, "cannot open directory", e))
+    }
+
     fn open_in(parent: libc::c_int, rel: &Path, shown: PathBuf) -> Result<Dir> {
         let c = CString::new(rel.as_os_str().as_bytes())
             .map_err(|_| Error::new(&shown, ErrorKind::InvalidName("a NUL byte in a path")))?;

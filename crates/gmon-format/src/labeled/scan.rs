@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::manifest::{Verification, verify_dir};
 use super::name::{Comm, FileKind, NAME_PREFIX, ProfileName};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -24,6 +25,21 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// Checks the directory against its manifest, reading every file it lists (see
+    /// [`crate::manifest`]): [`Verification::Complete`], [`Verification::Unchecked`] for a
+    /// directory without a manifest (written before manifests existed), or what is wrong.
+    ///
+    /// Returns an error only if the directory cannot be opened or listed.
+    pub fn verify(&self) -> Result<Verification> {
+        let dir = safe_fs::Dir::open_following(&self.dir)?;
+        let names: Vec<String> = dir
+            .entries()?
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .collect();
+        verify_dir(&dir, &names)
+    }
+
     /// The files of the first process with pid `pid` (instance 0); more than one entry if it
     /// exec'd, one per command name.
     pub fn process(&self, pid: u32) -> impl Iterator<Item = &ProcessFiles> {
