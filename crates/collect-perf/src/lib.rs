@@ -29,8 +29,9 @@
 //! # fn main() {}
 //! ```
 //!
-//! User stacks come from the kernel's frame-pointer walk, repaired near the leaf by unwinding
-//! each sample's stack copy from `.eh_frame` ([`unwind_user_stacks`]). The files are those of
+//! User stacks are unwound from `.eh_frame` over each sample's stack copy, continued by the
+//! kernel's frame-pointer walk beyond it, and end for a stated reason ([`unwind_user_stacks`],
+//! [`StackEnd`]). The files are those of
 //! `gmon_format::labeled`, in runtime addresses. It does not symbolize: that is the report's
 //! job, with the mappings, build-ids and kernel-symbol snapshot the files record.
 //!

@@ -795,6 +795,12 @@ pub fn write_measurement_to(
         info.sampling
             .extra
             .push(Field::new("truncated-stacks", truncated.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("max-stack", rec.max_stack.to_string()));
         for end in StackEnd::TRUNCATED {
             info.sampling.extra.push(Field::new(
                 format!("truncated-{}", end.as_str()),
