@@ -11,7 +11,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use gimli::Reader as _;
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
 use crate::symbols::{RawSymbol, SymbolTable};
@@ -82,6 +82,8 @@ pub struct SourceLines {
     sequences: Vec<Sequence>,
     /// File paths handed out so far, so equal paths share one allocation.
     files: std::cell::RefCell<Vec<Rc<[u8]>>>,
+    /// The ELF symbols that can name a function where DWARF has a line but no function.
+    elf_functions: ElfFunctions,
 }
 
 impl std::fmt::Debug for SourceLines {
@@ -125,25 +127,37 @@ impl SourceLines {
             context,
             sequences,
             files: std::cell::RefCell::new(files),
+            elf_functions: ElfFunctions::new(&file),
         }))
     }
 
     /// The source position of `address`: its line-table row, and the function containing it.
     ///
+    /// The function is the innermost DWARF subprogram or inlined subroutine covering the
+    /// address. Where there is none but the line table has a row — a function GCC described
+    /// only by a declaration, or the alignment padding after a function — BFD names the
+    /// nearest ELF symbol at or below the address instead (see [`ElfFunctions`]), and so does
+    /// this.
+    ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
     /// as gprof then records nothing.
     pub fn nearest(&self, address: u64) -> Option<NearestLine> {
         let (file, line) = self.line_of(address)?;
-        let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
         let mut function = None;
-        while let Ok(Some(frame)) = frames.next() {
-            if let Some(f) = frame.function {
-                function = Some(f.raw_name().ok()?.into_owned().into_bytes());
-                break;
+        if let Ok(mut frames) = self.context.find_frames(address).skip_all_loads() {
+            while let Ok(Some(frame)) = frames.next() {
+                if let Some(f) = frame.function {
+                    function = f.raw_name().ok().map(|n| n.into_owned().into_bytes());
+                    break;
+                }
             }
         }
+        let function = match function {
+            Some(f) => f,
+            None => self.elf_functions.containing(address)?.to_vec(),
+        };
         Some(NearestLine {
-            function: function?,
+            function,
             file,
             line,
         })
@@ -178,6 +192,95 @@ impl SourceLines {
         }
         let files = self.files.borrow();
         Some((files.get(row.file)?.clone(), row.line))
+    }
+}
+
+/// The ELF symbols BFD names a function after when DWARF knows none at an address.
+///
+/// BFD considers every `.symtab` symbol defined in `.text` except section, file, object and
+/// thread-local symbols and hidden local untyped symbols of size 0 (annotation markers), each
+/// reaching `st_size` bytes (at least 1). The answer for an address is the symbol starting
+/// closest at or below it, the larger one where two start at the same address, the first in
+/// `.symtab` order where they also have the same size. BFD keeps its last answer and gives it
+/// again, without looking, for any address inside that symbol's size — which matters only where
+/// symbols nest; the cache here does the same.
+#[derive(Debug, Default)]
+struct ElfFunctions {
+    /// One candidate per start address (the one BFD would pick there), sorted by address.
+    starts: Vec<ElfFunction>,
+    /// The last answer: index into `starts`.
+    last: std::cell::Cell<Option<usize>>,
+}
+
+#[derive(Debug)]
+struct ElfFunction {
+    address: u64,
+    size: u64,
+    name: Vec<u8>,
+}
+
+impl ElfFunctions {
+    fn new(file: &object::File<'_>) -> Self {
+        let Some(text) = file.section_by_name(".text").map(|s| s.index()) else {
+            return Self::default();
+        };
+        let mut starts: Vec<ElfFunction> = Vec::new();
+        for sym in file.symbols() {
+            if sym.section_index() != Some(text) {
+                continue;
+            }
+            let object::SymbolFlags::Elf { st_info, st_other } = sym.flags() else {
+                continue;
+            };
+            let st_type = st_info.st_type();
+            if matches!(
+                st_type,
+                object::elf::STT_SECTION
+                    | object::elf::STT_FILE
+                    | object::elf::STT_OBJECT
+                    | object::elf::STT_COMMON
+                    | object::elf::STT_TLS
+            ) {
+                continue;
+            }
+            let local = st_info.st_bind() == object::elf::STB_LOCAL;
+            let hidden = st_other.visibility() == object::elf::STV_HIDDEN;
+            if sym.size() == 0 && local && hidden && st_type == object::elf::STT_NOTYPE {
+                continue;
+            }
+            starts.push(ElfFunction {
+                address: sym.address(),
+                size: sym.size().max(1),
+                name: sym.name_bytes().unwrap_or_default().to_vec(),
+            });
+        }
+        Self::from_candidates(starts)
+    }
+
+    /// Keeps, per start address, the candidate BFD would pick there (`starts` in `.symtab`
+    /// order).
+    fn from_candidates(mut starts: Vec<ElfFunction>) -> Self {
+        // Stable: among equal addresses and sizes the first in `.symtab` order stays first.
+        starts.sort_by(|a, b| a.address.cmp(&b.address).then(b.size.cmp(&a.size)));
+        starts.dedup_by_key(|f| f.address);
+        ElfFunctions {
+            starts,
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The name BFD gives the function at `address`, if any symbol starts at or below it.
+    fn containing(&self, address: u64) -> Option<&[u8]> {
+        if let Some(i) = self.last.get() {
+            let f = &self.starts[i];
+            if address >= f.address && address - f.address < f.size {
+                return Some(&f.name);
+            }
+        }
+        let i = self.starts.partition_point(|f| f.address <= address);
+        let i = i.checked_sub(1)?;
+        self.last.set(Some(i));
+        Some(&self.starts[i].name)
     }
 }
 
@@ -528,6 +631,35 @@ mod tests {
             is_function,
             is_static: false,
         }
+    }
+
+    fn candidate(name: &str, address: u64, size: u64) -> ElfFunction {
+        ElfFunction {
+            address,
+            size,
+            name: name.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn elf_fallback_names_the_nearest_symbol_below_and_remembers_it_within_its_size() {
+        let f = ElfFunctions::from_candidates(vec![
+            candidate("outer", 0x100, 0x40),
+            candidate("small_first", 0x200, 1),
+            candidate("big", 0x200, 0x10),
+            candidate("big_too", 0x200, 0x10),
+            candidate("inner", 0x110, 4),
+        ]);
+        assert_eq!(f.containing(0xff), None);
+        // Padding past `outer`'s size still belongs to it: nothing starts in between.
+        assert_eq!(f.containing(0x10c), Some(&b"outer"[..]));
+        // The answer is kept for any address within outer's size, even past `inner`'s start.
+        assert_eq!(f.containing(0x112), Some(&b"outer"[..]));
+        // Outside it, the lookup is done again and finds the nearer symbol.
+        assert_eq!(f.containing(0x150), Some(&b"inner"[..]));
+        assert_eq!(f.containing(0x112), Some(&b"inner"[..]));
+        // Same start: the larger wins, and between equals the first in `.symtab` order.
+        assert_eq!(f.containing(0x205), Some(&b"big"[..]));
     }
 
     #[test]
