@@ -321,7 +321,7 @@ impl Sum {
     }
 
     /// [`Sum::write_bsd`] with `arcs` in place of the summed arcs (see
-    /// [`Sum::write_gnu_with_arcs`]).
+    /// [`Sum::write_gnu_with`]).
     ///
     /// Returns an error as [`Sum::write_bsd`] does.
     pub fn write_bsd_with_arcs<W: Write>(
