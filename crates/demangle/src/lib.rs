@@ -21,7 +21,7 @@
 //! A name neither demangler accepts is returned unchanged, as gprof prints it.
 //!
 //! Measured against `c++filt -i` on 102,702 `_Z` names of this machine's libraries,
-//! all are identical (`tests/data/demangle/README.md`).
+//! all are identical (`tests/data/README.md`).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
