@@ -11,10 +11,7 @@ mod fuzz_demangle;
 
 #[test]
 fn sample_matches_gnu() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/sample.tsv"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sample.tsv");
     let sample = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let known = known_differences();
     let mut total = 0;
