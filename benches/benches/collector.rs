@@ -93,10 +93,19 @@ mod linux {
         group.sample_size(10);
         group.bench_function("replay", |b| b.iter(|| black_box(replay(black_box(&rec)))));
         let rep = replay(&rec);
-        let mut opts = WriteOptions::default();
-        opts.dir = dir.clone();
+        let mut run = 0u64;
         group.bench_function("write_measurement", |b| {
-            b.iter(|| black_box(write_measurement(&rec, &rep, &opts).expect("write")))
+            b.iter_batched(
+                || {
+                    // Each measurement needs a directory of its own (files are never replaced).
+                    run += 1;
+                    let mut opts = WriteOptions::default();
+                    opts.dir = dir.join(run.to_string());
+                    opts
+                },
+                |opts| black_box(write_measurement(&rec, &rep, &opts).expect("write")),
+                criterion::BatchSize::PerIteration,
+            )
         });
         group.finish();
         let _ = std::fs::remove_dir_all(&dir);

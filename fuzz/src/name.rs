@@ -21,9 +21,14 @@ pub fn run(data: &[u8]) {
         FileKind::Info,
         FileKind::Stacks,
     ] {
-        let pid = u32::from_le_bytes(std::array::from_fn(|i| data.get(i).copied().unwrap_or(0)));
+        let word = |at: usize| {
+            u32::from_le_bytes(std::array::from_fn(|i| {
+                data.get(at + i).copied().unwrap_or(0)
+            }))
+        };
         let name = ProfileName::Process {
-            pid,
+            pid: word(0),
+            instance: word(4) % 4,
             kind,
             comm: comm.clone(),
         };

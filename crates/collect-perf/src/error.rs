@@ -85,6 +85,10 @@ pub enum Error {
     /// The command line was empty.
     #[error("no command given")]
     EmptyCommand,
+    /// A file of the measurement could not be written (the source names it), or the output
+    /// directory cannot take one.
+    #[error("cannot write the measurement")]
+    Output(#[source] gmon_format::Error),
     /// Any other operating-system failure.
     #[error("{what}")]
     Io {

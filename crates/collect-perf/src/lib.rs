@@ -44,6 +44,8 @@
 mod error;
 #[cfg(target_os = "linux")]
 mod measurement;
+#[cfg(target_os = "linux")]
+mod output;
 mod recording;
 mod replay;
 
@@ -70,7 +72,9 @@ pub use recording::{
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 
 #[cfg(target_os = "linux")]
-pub use measurement::{WriteOptions, WriteSummary, WrittenFile, write_measurement};
+pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measurement_to};
+#[cfg(target_os = "linux")]
+pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
 pub use sampler::{Config, Permissions, Progress, Sampler, preflight};
 #[cfg(target_os = "linux")]

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use gmon_format::{
     ArcCounts, BoundaryKind, Comm, Endian, Field, HistogramUnit, Mapping as InfoMapping,
@@ -15,6 +15,7 @@ use gmon_format::{
 };
 
 use crate::error::{Error, Result};
+use crate::output::{Output, WrittenFile};
 use crate::recording::{CounterKind, ProcCounters, Recording};
 use crate::replay::{Process, ProcessKey, Replay};
 use crate::unwind::{Images, UnwindStats, unwind_with};
@@ -23,7 +24,8 @@ use crate::unwind::{Images, UnwindStats, unwind_with};
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct WriteOptions {
-    /// The measurement directory; it must exist. Default is `.`.
+    /// The measurement directory of [`write_measurement`], created if missing; it must not
+    /// hold a measurement yet. [`write_measurement_to`] ignores it. Default is `.`.
     pub dir: PathBuf,
     /// The launched command line, written as `argv` of the launched process. Default is None.
     pub argv: Option<Vec<OsString>>,
@@ -47,20 +49,11 @@ impl Default for WriteOptions {
     }
 }
 
-/// A file [`write_measurement`] wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WrittenFile {
-    /// Its path.
-    pub path: PathBuf,
-    /// Its size in bytes.
-    pub bytes: u64,
-}
-
 /// What [`write_measurement`] did.
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct WriteSummary {
-    /// The files, in the order written.
+    /// The files, in the order written; the manifest last.
     pub files: Vec<WrittenFile>,
     /// File sets written (one per process and command name).
     pub processes: usize,
@@ -220,23 +213,6 @@ fn kallsyms_name() -> String {
             "unknown".into()
         }
     )
-}
-
-/// Writes `bytes` as `dir/name` through a temporary `.name.tmp`, so that the name never
-/// stands for a partial file.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<WrittenFile> {
-    let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.tmp"));
-    fs::write(&tmp, bytes)
-        .and_then(|()| fs::rename(&tmp, &path))
-        .map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            Error::io(format!("cannot write {}", path.display()), e)
-        })?;
-    Ok(WrittenFile {
-        path,
-        bytes: bytes.len() as u64,
-    })
 }
 
 fn gmon_error(what: &str, e: gmon_format::Error) -> Error {
@@ -475,16 +451,30 @@ fn taskstats_counters(
         .collect()
 }
 
-/// Writes the measurement: for each process (pid and command name) its user gmon, kernel gmon,
-/// info and stacks files, and the kernel-symbol snapshot, into `opts.dir`.
-///
-/// Output is deterministic for a given recording and machine state: maps are sorted and
-/// nothing depends on hash order. Each file is written under a temporary name and renamed.
-/// Returns an error if a file cannot be written; the files written before stay complete.
+/// Writes the measurement into `opts.dir` (created if missing): [`Output::create`], then
+/// [`write_measurement_to`].
 pub fn write_measurement(
     rec: &Recording,
     replay: &Replay,
     opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    write_measurement_to(rec, replay, opts, Output::create(&opts.dir)?)
+}
+
+/// Writes the measurement into `out`: for each process (pid and command name) its user gmon,
+/// kernel gmon, info and stacks files, the kernel-symbol snapshot, the vDSO image, and last
+/// the manifest that makes the measurement complete.
+///
+/// Output is deterministic for a given recording and machine state: maps are sorted and
+/// nothing depends on hash order. Each file is created new through the directory opened by
+/// [`Output`] and renamed into place without replacing anything. Returns an error if a file
+/// cannot be written; the files written before stay, and the manifest stays the placeholder
+/// that marks the measurement incomplete.
+pub fn write_measurement_to(
+    rec: &Recording,
+    replay: &Replay,
+    opts: &WriteOptions,
+    mut out: Output,
 ) -> Result<WriteSummary> {
     let mut summary = WriteSummary::default();
     let mut images = Images::default();
@@ -611,7 +601,6 @@ pub fn write_measurement(
         perf_by_pid.entry(e.pid).or_default().push((e.time, e.kind));
     }
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
-    let dir = &opts.dir;
     let exits = taskstats_counters(rec, replay);
     let lost_by_cpu = rec.lost_samples_by_cpu();
     // The vDSO image to save: this process's own, when a profiled process mapped one with the
@@ -837,9 +826,7 @@ pub fn write_measurement(
             (ProfileName::stacks(*pid, comm.clone()), &stacks_file),
             (ProfileName::info(*pid, comm.clone()), &info_text),
         ] {
-            summary
-                .files
-                .push(write_atomic(dir, &name.file_name(), bytes)?);
+            out.write(&name.file_name(), bytes)?;
         }
         summary.processes += 1;
         summary.samples += set.samples;
@@ -852,19 +839,14 @@ pub fn write_measurement(
             (ProfileName::KernelOther, &other),
         ] {
             let bytes = gmon_bytes(side, rate)?;
-            summary
-                .files
-                .push(write_atomic(dir, &name.file_name(), &bytes)?);
+            out.write(&name.file_name(), &bytes)?;
         }
     }
-    summary
-        .files
-        .push(write_atomic(dir, &symbols_file, kallsyms_text.as_bytes())?);
+    out.write_kallsyms(&symbols_file, kallsyms_text.as_bytes())?;
     if vdso_used && let Some((id, bytes)) = &own_vdso {
-        summary
-            .files
-            .push(write_atomic(dir, &gmon_format::vdso_file_name(id), bytes)?);
+        out.write(&gmon_format::vdso_file_name(id), bytes)?;
     }
+    summary.files = out.finish()?;
     Ok(summary)
 }
 

@@ -39,6 +39,10 @@ pub struct Config {
     /// ends when the launched command exits, at the duration, or at the stop flag. Default is
     /// false.
     pub system_wide: bool,
+    /// Let a launched command run on if the collector dies (is SIGKILLed). Default is false:
+    /// the command gets SIGKILL when the thread that launched it ends (`PR_SET_PDEATHSIG`), so
+    /// that it never runs on unprofiled and unnoticed.
+    pub keep_running: bool,
 }
 
 impl Default for Config {
@@ -52,6 +56,7 @@ impl Default for Config {
             duration: None,
             poll_interval: Duration::from_millis(100),
             system_wide: false,
+            keep_running: false,
         }
     }
 }
@@ -405,8 +410,11 @@ impl Sampler {
         ptrs.push(std::ptr::null());
         let (go_r, go_w) = pipe().map_err(spawn_err)?;
         let (err_r, err_w) = pipe().map_err(spawn_err)?;
-        // Safety: the child only calls async-signal-safe functions (close, read, signal,
-        // execvp, write, _exit) on memory prepared before the fork.
+        // Safety: getpid has no preconditions.
+        let parent = unsafe { libc::getpid() };
+        let die_with_parent = !config.keep_running;
+        // Safety: the child only calls async-signal-safe functions (close, read, prctl,
+        // getppid, signal, execvp, write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(spawn_err(io::Error::last_os_error()));
@@ -416,6 +424,14 @@ impl Sampler {
             unsafe {
                 libc::close(go_w.as_raw_fd());
                 libc::close(err_r.as_raw_fd());
+                // Die with the collector. If it died before the prctl took effect, the child
+                // was reparented already and would never get the signal: check, and go.
+                if die_with_parent
+                    && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
+                        || libc::getppid() != parent)
+                {
+                    libc::_exit(127);
+                }
                 let mut b = 0u8;
                 if libc::read(go_r.as_raw_fd(), (&raw mut b).cast(), 1) != 1 {
                     libc::_exit(127);

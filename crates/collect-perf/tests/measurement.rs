@@ -126,9 +126,18 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
             format!("gmon.out.{pid}s.syscall"),
             format!("gmon.out.{pid}u.syscall"),
             boot.clone(),
+            gmon_format::MANIFEST_NAME.to_owned(),
             gmon_format::vdso_file_name(vdso_id),
         ]
     );
+    // Complete: the manifest lists every file with its size and checksum.
+    assert_eq!(ms.verify().unwrap(), gmon_format::Verification::Complete);
+    // Private: the directory's files are 0600, the snapshot included.
+    for name in &files {
+        use std::os::unix::fs::MetadataExt;
+        let mode = std::fs::metadata(m.dir.join(name)).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{name}");
+    }
     assert_eq!(inf.process.pid, pid);
     assert_eq!(
         inf.process.argv.as_ref().unwrap()[1],

@@ -117,6 +117,15 @@ pub enum ErrorKind {
     NotAFile,
     /// A malformed sampled-stacks file, or stacks that cannot be written as one.
     InvalidStacks(String),
+    /// A malformed or incomplete measurement manifest.
+    Manifest {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file that could not be read or created safely (its message names the path).
+    File(safe_fs::Error),
 }
 
 impl Error {
@@ -158,6 +167,12 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+}
+
+impl From<safe_fs::Error> for Error {
+    fn from(err: safe_fs::Error) -> Self {
+        Error::new(ErrorKind::File(err))
     }
 }
 
@@ -234,6 +249,8 @@ impl fmt::Display for Error {
             ErrorKind::InvalidInfo(why) => write!(f, "cannot write measurement info: {why}"),
             ErrorKind::NotAFile => f.write_str("not a regular file"),
             ErrorKind::InvalidStacks(why) => write!(f, "invalid stacks file: {why}"),
+            ErrorKind::Manifest { line, message } => write!(f, "line {line}: {message}"),
+            ErrorKind::File(e) => write!(f, "{e}"),
         }?;
         if let Some(offset) = self.offset {
             write!(f, " (at offset {offset:#x})")?;
@@ -246,6 +263,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
             ErrorKind::Io(err) => Some(err),
+            ErrorKind::File(err) => std::error::Error::source(err),
             _ => None,
         }
     }

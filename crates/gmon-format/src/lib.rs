@@ -67,10 +67,12 @@ pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
 pub use labeled::{
     ArcCounts, BoundaryKind, Comm, Field, FileKind, Frames, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
-    KernelInfo, Mapping, Measurement, MeasurementInfo, NAME_PREFIX, ProcessCounters, ProcessFiles,
-    ProcessInfo, ProfileName, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo,
-    Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter,
-    info as measurement_info, scan, stacks, vdso_file_name, write_sampled_profile,
+    INSTANCE_SEPARATOR, KernelInfo, MANIFEST_NAME, Manifest, ManifestEntry, Mapping, Measurement,
+    MeasurementInfo, MeasurementWriter, NAME_PREFIX, ProcessCounters, ProcessFiles, ProcessInfo,
+    ProfileName, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo, Section,
+    Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter, Verification,
+    info as measurement_info, is_measurement_file, manifest, parse_process_label, process_label,
+    scan, stacks, vdso_file_name, write_sampled_profile,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

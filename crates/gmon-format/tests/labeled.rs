@@ -353,7 +353,7 @@ fn info_fixture_round_trips_byte_for_byte() {
 #[test]
 fn info_golden_text() {
     // The complete example, spelt out here too so that a change of format shows in review.
-    let expected = r#"pkgprof-info 1.0
+    let expected = r#"pkgprof-info 1.1
 
 [process]
 pid = 137
@@ -423,6 +423,8 @@ start = 0x7ffff7fc1000
 end = 0x7ffff7fc3000
 path = "[vdso]"
 mapped-ns = 86400000100000
+
+[end]
 "#;
     assert_eq!(String::from_utf8_lossy(&info_bytes(&cat_info())), expected);
 }
@@ -605,7 +607,16 @@ fn random_comms_round_trip_through_names() {
             _ => rng.next() as u32,
         };
         let kind = kinds[rng.below(4) as usize];
-        let name = ProfileName::Process { pid, kind, comm };
+        let instance = match rng.below(3) {
+            0 => rng.next() as u32,
+            _ => 0,
+        };
+        let name = ProfileName::Process {
+            pid,
+            instance,
+            kind,
+            comm,
+        };
         let built = name.file_name();
         assert!(is_plain_component(&built), "case {case}: {built:?}");
         let parsed = ProfileName::parse(&built).unwrap_or_else(|e| panic!("case {case}: {e}"));
@@ -624,7 +635,7 @@ fn mutated_names_parse_only_when_canonical() {
             .into_bytes();
         for _ in 0..=rng.below(3) {
             let at = rng.below(name.len() as u64 + 1) as usize;
-            let b = b"%/.uk0123456789ABCDEFabcdef -"[rng.below(29) as usize];
+            let b = b"%/.uk0123456789ABCDEFabcdef -_"[rng.below(30) as usize];
             match rng.below(3) {
                 0 if at < name.len() => name[at] = b,
                 1 if at < name.len() => {
@@ -715,8 +726,9 @@ fn random_infos_round_trip() {
 
 #[test]
 fn unknown_fields_survive() {
-    let text = "pkgprof-info 1.0\n\n[process]\npid = 1\nfuture-key = {nested = true}\n\n\
-                [kernel]\nrelease = \"6.1\"\nmodules = 3\n\n[cgroup]\npath = \"/user.slice\"\n";
+    let text = "pkgprof-info 1.1\n\n[process]\npid = 1\nfuture-key = {nested = true}\n\n\
+                [kernel]\nrelease = \"6.1\"\nmodules = 3\n\n[cgroup]\npath = \"/user.slice\"\n\n\
+                [end]\n";
     let info = MeasurementInfo::parse(text.as_bytes()).expect("parses");
     assert_eq!(
         info.process.extra,
@@ -739,7 +751,7 @@ fn newer_major_refused_newer_minor_accepted() {
         "measurement-info version 2.0 is newer than this reader (major version 1); upgrade \
          pkgprof (at offset 0xd)"
     );
-    let text = "pkgprof-info 1.4\n\n[process]\npid = 1\nnew = 2\n";
+    let text = "pkgprof-info 1.4\n\n[process]\npid = 1\nnew = 2\n\n[end]\n";
     let info = MeasurementInfo::parse(text.as_bytes()).expect("1.4");
     assert_eq!(info.version(), (1, 4));
     assert_eq!(String::from_utf8_lossy(&info_bytes(&info)), text);

@@ -60,6 +60,7 @@ pub enum Opt {
     MergeOut,
     ObjectPath,
     Inclusive,
+    Force,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -184,6 +185,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::MergeOut, "merge-out", Required),
     ours(Opt::ObjectPath, "object-path", Required),
     ours(Opt::Inclusive, "inclusive", Required),
+    ours(Opt::Force, "force", No),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -207,7 +209,8 @@ Usage: pkgprof [-[abcDhilLrsTvwxyz]] [-[ABCeEfFJnNOpPqQRStZ][name]] [-I dirs]
 /// The seamless report's options, printed after [`USAGE`] by `--help` (not after usage
 /// errors, whose text is gprof's).
 pub const SEAMLESS_HELP: &str = "\n\
-Seamless reports of a pkgmon measurement directory (default .):
+Seamless reports of a pkgmon measurement directory (default pkgmon.data if it
+exists, else .):
   pkgprof [gprof options] --pid=PID[,PID...] [DIR]
   pkgprof [gprof options] --system [DIR]
 \t--pid=PID[,PID...]   merge these processes' user and kernel profiles into one
@@ -225,6 +228,8 @@ Seamless reports of a pkgmon measurement directory (default .):
 \t                     count, as if every call cost the same
 \t--inclusive=stacks   exact inclusive times from the sampled stacks: a function
 \t                     counts once per sample it was on the stack of
+\t--force              report a measurement that its manifest says is incomplete
+\t                     or changed (pkgmon killed, disk full), with a warning
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -357,6 +362,8 @@ pub struct Options {
     pub object_path: Vec<OsString>,
     /// `--inclusive`.
     pub inclusive: Option<String>,
+    /// `--force`: report an incomplete measurement.
+    pub force: bool,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
     /// Image and profile files.
@@ -497,6 +504,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::MergeOut => o.merge_out = arg.clone(),
             Opt::ObjectPath => o.object_path.extend(arg.clone()),
             Opt::Inclusive => o.inclusive = text,
+            Opt::Force => o.force = true,
         }
     }
     Ok(o)

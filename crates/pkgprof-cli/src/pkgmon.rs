@@ -10,29 +10,45 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser};
-use collect_perf::{Config, Progress, Recording, Sampler, WriteOptions, preflight, replay};
+use collect_perf::{Config, Output, Progress, Recording, Sampler, WriteOptions, preflight, replay};
+
+mod output;
 
 const AFTER_HELP: &str = "\
-Files (in DIR, per process PID with command name COMM):
+Files (in DIR, default pkgmon.data; per process PID with command name COMM):
   gmon.out.PIDu.COMM   user-space profile (gmon.out, runtime addresses)
   gmon.out.PIDk.COMM   profile of the kernel working for the process
   gmon.out.PIDs.COMM   sampled stacks (exact inclusive times)
-  gmon.out.PID.COMM    measurement info: mappings, counters, boundary counts
+  gmon.out.PID.COMM    measurement info: argv, mappings, counters, boundaries
   kallsyms.BOOTID      kernel symbols at record time
   vdso.BUILDID         the vDSO image (it exists only in memory)
   gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
                        other processes (with -a)
+  manifest.sha256      every file's size and SHA-256, written last: until it
+                       is complete, pkgprof refuses the measurement
+A pid reused during the run gets its own files: PID_1, PID_2, ... in place of
+PID for the second, third, ... process with that pid.
+
+Output directory: DIR is created (mode 0700) if missing. If it holds an
+earlier measurement and nothing else, that is kept as DIR.old (replacing an
+earlier DIR.old that holds only a measurement) and DIR is made anew; if it
+holds a measurement among other files, pkgmon refuses. Files are 0600 (see
+--mode; the kernel-symbol snapshot is never readable by more users than
+/proc/kallsyms shows addresses to). A DIR that is a symbolic link or belongs
+to another user is refused unless --trust-output. The directory is checked
+and the files' placeholder written before the command starts.
 
 Examples:
   pkgmon -- ./server --port 8080      profile a command and all it starts
   pkgmon -o prof -F 4000 -- make -j2   4000 samples/s, files in prof/
   pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
-  pkgprof -b --pid 1234               report on one process (user and kernel)
+  pkgprof -b --pid 1234               report on one process (from pkgmon.data)
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
-a second later).
+a second later). If pkgmon itself is killed, the command is killed with it
+(unless --keep-running) and the measurement stays incomplete.
 
 Exit status:
   the command's exit status (128+N if a signal N ended it); 0 with -p;
@@ -44,9 +60,19 @@ Exit status:
 #[derive(Debug, Parser)]
 #[command(name = "pkgmon", version, after_help = AFTER_HELP)]
 struct Args {
-    /// Directory to write the files into (created if missing).
-    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = ".")]
+    /// Directory to write the measurement into (see "Output directory" below).
+    #[arg(short = 'o', long = "output", value_name = "DIR", default_value = DEFAULT_DIR)]
     dir: PathBuf,
+    /// Mode of the files written, in octal; the directory gets the same read bits and the
+    /// matching search bits.
+    #[arg(long, value_name = "MODE", default_value = "600", value_parser = parse_mode)]
+    mode: u32,
+    /// Write into DIR even if it is a symbolic link or another user's directory.
+    #[arg(long)]
+    trust_output: bool,
+    /// Let the command run on if pkgmon is killed (by default it is killed with pkgmon).
+    #[arg(long)]
+    keep_running: bool,
     /// Samples per second of CPU time, per thread.
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 1000,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -75,6 +101,26 @@ struct Args {
     /// The command to run and profile, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+}
+
+/// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
+pub const DEFAULT_DIR: &str = "pkgmon.data";
+
+/// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
+fn parse_mode(text: &str) -> Result<u32, String> {
+    let mode = u32::from_str_radix(text.trim_start_matches("0o"), 8)
+        .map_err(|_| format!("`{text}` is not an octal mode such as 600 or 640"))?;
+    if mode > 0o777 || mode & 0o600 != 0o600 {
+        return Err(format!(
+            "mode {text} must be at most 777 and readable and writable by the owner (6xx)"
+        ));
+    }
+    Ok(mode)
+}
+
+/// The directory mode for files of `mode`: the owner's rwx, and search where there is read.
+fn dir_mode(mode: u32) -> u32 {
+    0o700 | (mode & 0o044) | ((mode & 0o044) >> 2)
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -196,17 +242,29 @@ fn run(args: Args) -> anyhow::Result<u8> {
         }
         config.duration = Some(Duration::from_secs_f64(s));
     }
+    config.keep_running = args.keep_running;
     let perms = preflight(&config)?;
     for w in &perms.warnings {
         eprintln!("pkgmon: warning: {w}");
     }
-    std::fs::create_dir_all(&args.dir)
-        .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    let dir = output::prepare(&args.dir, dir_mode(args.mode), args.trust_output)?;
+    let out = Output::begin(dir, args.mode)
+        .with_context(|| format!("cannot write into {}", args.dir.display()))?;
     catch_signals();
-    let sampler = if !args.command.is_empty() {
-        Sampler::launch(&args.command, &config)?
+    let started = if !args.command.is_empty() {
+        Sampler::launch(&args.command, &config)
     } else {
-        Sampler::attach(&args.pids, &config)?
+        Sampler::attach(&args.pids, &config)
+    };
+    let sampler = match started {
+        Ok(s) => s,
+        Err(e) => {
+            // Nothing was measured: leave no placeholder claiming a measurement.
+            if let Err(a) = out.abandon() {
+                eprintln!("pkgmon: warning: {a:#}");
+            }
+            return Err(e.into());
+        }
     };
     let mut status = Status {
         tty: std::io::stderr().is_terminal(),
@@ -219,7 +277,6 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     let rep = replay(&rec);
     let mut opts = WriteOptions::default();
-    opts.dir = args.dir.clone();
     if !args.command.is_empty() {
         opts.argv = Some(args.command.clone());
     }
@@ -229,7 +286,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         asked.extend(rec.child.as_ref().map(|c| c.pid));
         opts.system_wide = Some(asked);
     }
-    let summary = collect_perf::write_measurement(&rec, &rep, &opts)
+    let summary = collect_perf::write_measurement_to(&rec, &rep, &opts, out)
         .with_context(|| format!("cannot write the measurement into {}", args.dir.display()))?;
     for w in &summary.warnings {
         eprintln!("pkgmon: warning: {w}");
@@ -327,6 +384,21 @@ mod tests {
         assert_eq!(a.duration, Some(1.5));
         assert!(Args::try_parse_from(["pkgmon", "-p", "3", "--", "ls"]).is_err());
         assert!(Args::try_parse_from(["pkgmon", "-F", "0", "--", "ls"]).is_err());
+        let a = Args::try_parse_from(["pkgmon", "--", "ls"]).expect("defaults");
+        assert_eq!((a.dir.to_str(), a.mode), (Some(DEFAULT_DIR), 0o600));
+        assert!(!a.trust_output && !a.keep_running);
+        let a = Args::try_parse_from(["pkgmon", "--mode", "640", "--", "ls"]).expect("mode");
+        assert_eq!(a.mode, 0o640);
+        for bad in ["999", "400", "1777", "rw"] {
+            assert!(
+                Args::try_parse_from(["pkgmon", "--mode", bad, "--", "ls"]).is_err(),
+                "{bad}"
+            );
+        }
+        assert_eq!(dir_mode(0o600), 0o700);
+        assert_eq!(dir_mode(0o640), 0o750);
+        assert_eq!(dir_mode(0o644), 0o755);
+        assert_eq!(dir_mode(0o604), 0o705);
     }
 
     #[test]

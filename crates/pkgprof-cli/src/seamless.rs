@@ -45,11 +45,9 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
             o.operands.len()
         );
     }
-    let dir = o
-        .operands
-        .first()
-        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
     let measurement = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
+    check_complete(&measurement, o.force)?;
     let selection = if o.system {
         ProcessSelection::System
     } else {
@@ -81,6 +79,43 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     // Names are labelled (and demangled) already; the listings print them as they are.
     report.no_demangle = true;
     write_report(out, &analysis, &report)?;
+    Ok(())
+}
+
+/// The measurement directory when none is given: pkgmon's default, `pkgmon.data`, if it is
+/// there, else the current directory (where pkgmon wrote before it had a default directory).
+fn default_dir() -> PathBuf {
+    let default = Path::new("pkgmon.data");
+    if default.is_dir() {
+        default.to_path_buf()
+    } else {
+        PathBuf::from(".")
+    }
+}
+
+/// Refuses a measurement that its manifest says is incomplete or changed, naming every
+/// problem; with `force`, says so loudly and goes on. A directory without a manifest was
+/// written before manifests existed and is read as it is.
+fn check_complete(measurement: &gmon_format::Measurement, force: bool) -> Result<()> {
+    let gmon_format::Verification::Incomplete(problems) = measurement
+        .verify()
+        .context("cannot check the measurement directory")?
+    else {
+        return Ok(());
+    };
+    let list: String = problems.iter().map(|p| format!("\n  {p}")).collect();
+    let dir = measurement.dir.display();
+    if !force {
+        bail!(
+            "{dir} is not a complete measurement:{list}\npkgmon was stopped before it \
+             finished (killed, disk full, directory removed), or files were changed since; \
+             `--force` reports what is there"
+        );
+    }
+    eprintln!(
+        "pkgprof: warning: {dir} is NOT a complete measurement; reporting what is there \
+         because of --force:{list}"
+    );
     Ok(())
 }
 

@@ -130,7 +130,8 @@ fn profiles_a_command_and_passes_its_status_through() {
     assert!(err.contains("pkgmon: 3 processes, "), "{err}");
     assert!(err.contains(" 0 lost, 0 throttled, "), "{err}");
     // Four per process, the kernel symbols and the vDSO image.
-    assert!(err.contains("pkgmon: wrote 14 files ("), "{err}");
+    // 4 per process, the kernel symbols, the vDSO and the manifest.
+    assert!(err.contains("pkgmon: wrote 15 files ("), "{err}");
     assert!(
         !err.contains('\r'),
         "no progress line when stderr is not a terminal"
@@ -150,8 +151,12 @@ fn profiles_a_command_and_passes_its_status_through() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(128 + 15), "{}", stderr(&o));
+    // Without -o, into pkgmon.data; a command that cannot run leaves no measurement there.
+    let cwd = out_dir("default-dir");
+    std::fs::create_dir_all(&cwd).unwrap();
     let o = Command::new(PKGMON)
         .args(["--", "/nonexistent/program"])
+        .current_dir(&cwd)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(127));
@@ -160,6 +165,11 @@ fn profiles_a_command_and_passes_its_status_through() {
         "{}",
         stderr(&o)
     );
+    let left: Vec<_> = std::fs::read_dir(cwd.join("pkgmon.data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     // Nothing to profile is a usage error, like any other (--help's "2 for a usage error").
     let o = Command::new(PKGMON).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -481,16 +491,18 @@ fn the_vdso_is_saved_and_symbolized() {
     let id = vdso.build_id.as_deref().expect("the vdso's build-id");
     let saved = dir.join(gmon_format::vdso_file_name(id));
     assert!(saved.is_file(), "{} missing:\n{err}", saved.display());
-    let report = || {
+    let report = |force: &[&str]| {
         let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
             .args(["-b", "-p", "--pid", &pid.to_string()])
+            .args(force)
             .arg(&dir)
             .output()
             .unwrap();
-        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        String::from_utf8_lossy(&r.stdout).into_owned()
+        let err = String::from_utf8_lossy(&r.stderr).into_owned();
+        assert!(r.status.success(), "{err}");
+        (String::from_utf8_lossy(&r.stdout).into_owned(), err)
     };
-    let out = report();
+    let (out, _) = report(&[]);
     let flat = flat_self_seconds(&out);
     // The vDSO's clock_gettime (an alias of __vdso_clock_gettime) has most of the time;
     // libc's wrapper is `clock_gettime@@GLIBC_2.17`.
@@ -503,10 +515,12 @@ fn the_vdso_is_saved_and_symbolized() {
         .sum();
     assert!(in_vdso >= 0.1, "{out}");
     assert!(!out.contains(&format!("{pid}u:[vdso]")), "{out}");
-    // Without the saved image the vDSO is a pseudo-function again.
+    // Without the saved image the measurement is incomplete; forced, the vDSO is a
+    // pseudo-function again.
     std::fs::remove_file(&saved).unwrap();
-    let out = report();
+    let (out, err) = report(&["--force"]);
     assert!(out.contains(&format!("{pid}u:[vdso]")), "{out}");
+    assert!(err.contains("is NOT a complete measurement"), "{err}");
 }
 
 #[test]
@@ -517,7 +531,9 @@ fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
     // (perf_event_paranoid <= 2) but taskstats registration (CAP_NET_ADMIN) is not.
     let dir = out_dir("no-taskstats");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The directory must be nobody's own: pkgmon refuses to write into another user's.
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
     let o = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", PKGMON])
         .arg("-u")

@@ -5,10 +5,10 @@
 //! [`MeasurementInfo::write`] writes it. The format, specified below, is pkgprof's own. It is
 //! text so that a person can read it and `diff` two of them, and versioned so that it can grow.
 //!
-//! # Format, version 1.0
+//! # Format, version 1.1
 //!
 //! ```text
-//! pkgprof-info 1.0
+//! pkgprof-info 1.1
 //!
 //! [process]
 //! pid = 137
@@ -37,6 +37,8 @@
 //! bias = 0x555555554000
 //! path = "/usr/bin/cat"
 //! mapped-ns = 5000100000
+//!
+//! [end]
 //! ```
 //!
 //! ## Lines
@@ -52,6 +54,11 @@
 //!   section, nor appear twice in one section.
 //! * Blank lines and lines whose first other character is `#` are comments. They are not kept:
 //!   writing what was read drops them.
+//! * `[end]` ends the file: it is its last line, ends in `\n`, and nothing follows it, not
+//!   even a blank line. From version 1.1 on it is required, so that a file cut short anywhere
+//!   (a full disk, a collector killed while writing) is refused, naming the line where the end
+//!   is missing, instead of being read as a shorter measurement. A version 1.0 file (written
+//!   before 1.1 existed) may lack it and is read as before.
 //!
 //! Section names and keys are made of ASCII letters, digits, `-`, `_` and `.`.
 //!
@@ -159,8 +166,8 @@ pub const INFO_MAGIC: &str = "pkgprof-info";
 /// The major version this crate reads and writes; files of a newer one are refused.
 pub const INFO_MAJOR: u32 = 1;
 
-/// The minor version this crate writes at least.
-pub const INFO_MINOR: u32 = 0;
+/// The minor version this crate writes at least. 1.1 added the `[end]` line.
+pub const INFO_MINOR: u32 = 1;
 
 /// The contents of a measurement-info file.
 ///
@@ -181,9 +188,10 @@ pub const INFO_MINOR: u32 = 0;
 /// info.write(&mut text)?;
 /// assert_eq!(
 ///     String::from_utf8_lossy(&text),
-///     "pkgprof-info 1.0\n\n\
+///     "pkgprof-info 1.1\n\n\
 ///      [process]\npid = 137\nargv = [\"cat\", \"/etc/motd\"]\n\n\
-///      [sampling]\nfrequency = 997\narcs = sampled-edges\n"
+///      [sampling]\nfrequency = 997\narcs = sampled-edges\n\n\
+///      [end]\n"
 /// );
 /// assert_eq!(MeasurementInfo::parse(&text)?, info);
 /// # Ok(())
@@ -408,6 +416,8 @@ const SAMPLING: &str = "sampling";
 const KERNEL: &str = "kernel";
 const COUNTERS: &str = "counters";
 const MAPPING: &str = "mapping";
+/// The section-like line that ends a file.
+const END: &str = "end";
 
 const PROCESS_KEYS: &[&str] = &[
     "pid",
@@ -467,8 +477,9 @@ impl MeasurementInfo {
     /// not follow [the format](crate::measurement_info): a wrong first line, bytes that are not
     /// UTF-8, a control character, a line that is neither a section, a `key = value` nor a
     /// comment, a key outside a section, a section or key given twice, a value of the wrong
-    /// type, both `frequency` and `period`, or a missing `[process]` section, `pid`, or
-    /// mapping `start` or `end`.
+    /// type, both `frequency` and `period`, a missing `[process]` section, `pid`, or
+    /// mapping `start` or `end`, text after `[end]`, or (from version 1.1 on) a missing `[end]`
+    /// line: the file was cut short.
     pub fn parse(data: &[u8]) -> Result<Self> {
         Parser::new(data)?.parse()
     }
@@ -586,7 +597,8 @@ impl MeasurementInfo {
                     section.name.escape_debug()
                 )));
             }
-            if [PROCESS, SAMPLING, KERNEL, COUNTERS, MAPPING].contains(&section.name.as_str()) {
+            if [PROCESS, SAMPLING, KERNEL, COUNTERS, MAPPING, END].contains(&section.name.as_str())
+            {
                 return Err(invalid(format!(
                     "unknown section has the name of the known section [{}]",
                     section.name
@@ -595,6 +607,7 @@ impl MeasurementInfo {
             w.section(&section.name);
             w.extra(&section.name, &[], &section.fields)?;
         }
+        w.section(END);
         Ok(w.text)
     }
 }
@@ -773,6 +786,10 @@ struct Parser<'a> {
     counters: Option<Seen>,
     /// One per entry of `info.mappings`.
     mappings: Vec<Seen>,
+    /// The minor version the file declared.
+    declared_minor: u32,
+    /// The line number of `[end]`, once read.
+    end: Option<usize>,
 }
 
 fn error(line: usize, offset: usize, message: impl Into<String>) -> Error {
@@ -862,10 +879,6 @@ impl<'a> Parser<'a> {
         };
         let base = (first_end + 1).min(data.len());
         // Keeping the newer minor version keeps `parse(write(info)) == info`.
-        #[allow(
-            clippy::unnecessary_min_or_max,
-            reason = "INFO_MINOR is 0 only for now"
-        )]
         let info = MeasurementInfo {
             minor: minor.max(INFO_MINOR),
             ..MeasurementInfo::default()
@@ -880,6 +893,8 @@ impl<'a> Parser<'a> {
             kernel: None,
             counters: None,
             mappings: Vec::new(),
+            declared_minor: minor,
+            end: None,
         })
     }
 
@@ -894,6 +909,24 @@ impl<'a> Parser<'a> {
             offset += raw.len();
         }
         let end = (number + 1, self.base + self.text.len());
+        match self.end {
+            None if self.declared_minor >= 1 => {
+                return Err(error(
+                    end.0,
+                    end.1,
+                    "the file ends without its `[end]` line: it was cut short (files of \
+                     version 1.1 and later end with one)",
+                ));
+            }
+            Some(line) if !self.text.ends_with('\n') => {
+                return Err(error(
+                    line,
+                    end.1,
+                    "the `[end]` line has no line end: the file was cut short",
+                ));
+            }
+            _ => {}
+        }
         let Some(process) = self.process else {
             return Err(error(end.0, end.1, "missing [process] section"));
         };
@@ -916,6 +949,13 @@ impl<'a> Parser<'a> {
 
     /// Reads one line (without its end) that starts at byte `offset` of the file.
     fn line(&mut self, number: usize, offset: usize, line: &str) -> Result<()> {
+        if let Some(end) = self.end {
+            return Err(error(
+                number,
+                offset,
+                format!("text after the `[end]` line {end}, which must be the last"),
+            ));
+        }
         if let Some((at, c)) = line
             .char_indices()
             .find(|&(_, c)| c.is_control() && c != '\t')
@@ -991,6 +1031,11 @@ impl<'a> Parser<'a> {
             keys: 0,
         };
         let (slot, current) = match name {
+            END => {
+                self.end = Some(number);
+                self.current = Current::None;
+                return Ok(());
+            }
             PROCESS => (&mut self.process, Current::Process),
             SAMPLING => (&mut self.sampling, Current::Sampling),
             KERNEL => (&mut self.kernel, Current::Kernel),
@@ -1394,7 +1439,7 @@ mod tests {
             .take_while(|l| *l != "//! ```")
             .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start_matches(' ')))
             .collect();
-        assert!(example.starts_with("pkgprof-info 1.0\n"), "{example}");
+        assert!(example.starts_with("pkgprof-info 1.1\n"), "{example}");
         let info = MeasurementInfo::parse(example.as_bytes()).expect("the example parses");
         assert_eq!(written(&info), example);
     }
@@ -1404,15 +1449,19 @@ mod tests {
         let info = MeasurementInfo::parse(b"pkgprof-info 1.0\n[process]\npid = 42").expect("ok");
         assert_eq!(info.process.pid, 42);
         assert_eq!(info.process.ppid, None);
-        assert_eq!(info.version(), (1, 0));
-        assert_eq!(written(&info), "pkgprof-info 1.0\n\n[process]\npid = 42\n");
+        // A 1.0 file needs no `[end]`; it is written back as 1.1, with one.
+        assert_eq!(info.version(), (1, 1));
+        assert_eq!(
+            written(&info),
+            "pkgprof-info 1.1\n\n[process]\npid = 42\n\n[end]\n"
+        );
     }
 
     #[test]
     fn default_writes_pid_zero() {
         assert_eq!(
             written(&MeasurementInfo::default()),
-            "pkgprof-info 1.0\n\n[process]\npid = 0\n"
+            "pkgprof-info 1.1\n\n[process]\npid = 0\n\n[end]\n"
         );
     }
 
@@ -1423,7 +1472,7 @@ mod tests {
         assert_eq!((info.process.pid, info.process.ppid), (7, Some(16)));
         assert_eq!(
             written(&info),
-            "pkgprof-info 1.0\n\n[process]\npid = 7\nppid = 16\n"
+            "pkgprof-info 1.1\n\n[process]\npid = 7\nppid = 16\n\n[end]\n"
         );
     }
 
@@ -1490,7 +1539,8 @@ mod tests {
 
     #[test]
     fn versions() {
-        let info = MeasurementInfo::parse(b"pkgprof-info 1.7\n[process]\npid = 1\n").expect("1.7");
+        let info =
+            MeasurementInfo::parse(b"pkgprof-info 1.7\n[process]\npid = 1\n[end]\n").expect("1.7");
         assert_eq!(info.version(), (1, 7));
         assert!(written(&info).starts_with("pkgprof-info 1.7\n"));
 
@@ -1828,7 +1878,8 @@ mod tests {
                     [process]\nnew-key = {a = 1}\npid = 5\n\n\
                     [mapping]\nstart = 0x1\nend = 0x2\nprot = r-x\n\n\
                     [future]\n\n\
-                    [Process]\npid = what\n";
+                    [Process]\npid = what\n\n\
+                    [end]\n";
         let info = MeasurementInfo::parse(text.as_bytes()).expect("1.3 parses");
         assert_eq!(info.process.extra, vec![Field::new("new-key", "{a = 1}")]);
         assert_eq!(info.mappings[0].extra, vec![Field::new("prot", "r-x")]);
@@ -1857,7 +1908,8 @@ mod tests {
              [mapping]\nstart = 0x1\nend = 0x2\nprot = r-x\n\n\
              [future]\nx = 1.5e3\n\n\
              [future]\n\n\
-             [Process]\npid = what\n"
+             [Process]\npid = what\n\n\
+             [end]\n"
         );
         assert_eq!(MeasurementInfo::parse(out.as_bytes()).expect("again"), info);
     }
@@ -1911,7 +1963,52 @@ mod tests {
             i.process.pid = 1;
             i
         });
-        assert_eq!(written(&info), "pkgprof-info 1.0\n\n[process]\npid = 1\n");
+        assert_eq!(
+            written(&info),
+            "pkgprof-info 1.1\n\n[process]\npid = 1\n\n[end]\n"
+        );
+    }
+
+    #[test]
+    fn every_truncation_of_a_written_file_is_refused() {
+        let mut info = MeasurementInfo::default();
+        info.process.pid = 4242;
+        info.process.argv = Some(vec![b"job".to_vec(), b"--x".to_vec()]);
+        info.sampling.rate = Some(SampleRate::Frequency(997));
+        let mut m = Mapping::new(0x5559_c997_0000, 0x5559_c998_0000);
+        m.path = Some(b"/usr/bin/job".to_vec());
+        info.mappings.push(m);
+        let text = written(&info);
+        assert!(text.ends_with("\n\n[end]\n"));
+        assert_eq!(
+            MeasurementInfo::parse(text.as_bytes()).expect("whole"),
+            info
+        );
+        for cut in 0..text.len() {
+            let err = MeasurementInfo::parse(&text.as_bytes()[..cut])
+                .expect_err(&format!("cut at {cut}: {:?}", &text[..cut]));
+            // Every error names a line (and the caller adds the file).
+            let ErrorKind::Info { line, .. } = err.kind() else {
+                panic!("cut at {cut}: {err:?}");
+            };
+            assert!(*line >= 1, "cut at {cut}");
+        }
+        // The error names the line where the end is missing.
+        let cut = &text[..text.len() - "[end]\n".len()];
+        let err = MeasurementInfo::parse(cut.as_bytes()).expect_err("no end");
+        let lines = cut.lines().count();
+        assert!(
+            err.to_string().contains(&format!("line {}", lines + 1)),
+            "{err}"
+        );
+        // Nothing may follow `[end]`.
+        for after in ["\n", "# c\n", "[process]\n", "x = 1\n"] {
+            let err = MeasurementInfo::parse(format!("{text}{after}").as_bytes()).expect_err(after);
+            assert!(
+                err.to_string().contains("text after the `[end]` line"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -5,12 +5,16 @@
 //! # The measurement directory (normative)
 //!
 //! This is the contract between the collector (`pkgmon`, crate `collect-perf`) and the report
-//! (`pkgprof --pid`). A measurement directory (`pkgmon -o DIR`, default `.`) holds, for each
-//! profiled process, the files below. A process is a thread group: all threads of a process go
+//! (`pkgprof --pid`). A measurement directory (`pkgmon -o DIR`, default `pkgmon.data`) holds,
+//! for each profiled process, the files below. A process is a thread group: all threads of a process go
 //! into its files. A process that `exec`s gets a new file set under its new command name (and
 //! keeps its pid); an image that an exec replaced before it was sampled (a forked child between
-//! `fork` and `exec`) gets none, but a process's last image always gets one. When a pid is reused during a measurement by a process of the same command
-//! name, both go into one file set and the info file's `instances` counts them.
+//! `fork` and `exec`) gets none, but a process's last image always gets one. When a pid is
+//! reused during a measurement, each process gets its own file set: the later ones carry an
+//! instance number after the pid, `gmon.out.4242_1u.cmd` (see
+//! [`ProfileName`](crate::ProfileName#reused-pids-the-instance-number)). Measurements written
+//! before instance numbers existed merged them into one file set and counted them in the info
+//! file's `instances`.
 //!
 //! | file | contents |
 //! |---|---|
@@ -21,6 +25,7 @@
 //! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
 //! | `vdso.<build-id>` | the vDSO image the processes ran (7) |
+//! | `manifest.sha256` | every file's size and SHA-256, written last ([`manifest`]) |
 //!
 //! Names are built and parsed by [`ProfileName`], which also says how a
 //! command name is escaped.
@@ -137,21 +142,32 @@
 //! not draw interrupt boundaries as calls from the user function: an interrupt's kernel time
 //! gets a `<spontaneous>`-style parent or a labelled pseudo-function.
 //!
-//! **Atomic files.** Every file is written under a temporary name (`.<name>.tmp` in the same
-//! directory) and renamed, so an interrupted run never leaves a partial file.
+//! **Complete or refused.** Every file is created new under a random temporary name in the
+//! directory (opened once; `O_EXCL|O_NOFOLLOW`), synced, and renamed to its name without
+//! replacing anything there, so an interrupted run never leaves a partial file under a final
+//! name and never writes through a planted link. The manifest is written first as a
+//! placeholder and last complete ([`MeasurementWriter`]); a report refuses a directory whose
+//! manifest is incomplete or does not match its files ([`Measurement::verify`]).
 
 mod name;
 mod sampled;
 mod scan;
 
 pub mod info;
+pub mod manifest;
 pub mod stacks;
 
 pub use info::{
     ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
     ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
 };
-pub use name::{Comm, FileKind, NAME_PREFIX, ProfileName, vdso_file_name};
+pub use manifest::{
+    MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,
+};
+pub use name::{
+    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
+    process_label, vdso_file_name,
+};
 pub use sampled::write_sampled_profile;
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{

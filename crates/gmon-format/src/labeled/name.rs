@@ -35,8 +35,8 @@ impl Comm {
     ///
     /// Linux keeps 15 bytes (`TASK_COMM_LEN` less its NUL) and 4.4BSD 16 (`MAXCOMLEN`), but
     /// Linux shows kernel threads with names up to 64 bytes long in `/proc/PID/comm`. Escaped,
-    /// 64 bytes take at most 192, and the longest name, `gmon.out.4294967295u.` plus those, is
-    /// 213 bytes: below the 255 of `NAME_MAX`.
+    /// 64 bytes take at most 192, and the longest name, `gmon.out.4294967295_4294967295u.` plus
+    /// those, is 224 bytes: below the 255 of `NAME_MAX`.
     pub const MAX_LEN: usize = 64;
 
     /// Wraps a command name.
@@ -103,6 +103,10 @@ impl fmt::Display for Comm {
     }
 }
 
+/// The character between a pid and its instance number in a label: `4242_1u` is the user
+/// profile of the second process that had pid 4242 (see [`ProfileName`]).
+pub const INSTANCE_SEPARATOR: char = '_';
+
 /// Which of a process's four files a name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FileKind {
@@ -142,6 +146,22 @@ impl FileKind {
 /// | `gmon.out.<pid>s.<comm>` | the sampled stacks (see [`crate::stacks`]) |
 /// | `gmon.out.-k.kernel` | gmon profile of kernel work done for no process |
 /// | `gmon.out.-k.other` | gmon profile of kernel work done for processes not profiled |
+///
+/// # Reused pids: the instance number
+///
+/// A pid can be reused during a measurement: the kernel gives it to a new process once the
+/// first has ended. Each process has its own file set. The first process with a pid (instance
+/// 0) has the names above; the later ones carry their *instance number* `n` = 1, 2, … after the
+/// pid and an underscore: `gmon.out.4242_1u.cmd`, `gmon.out.4242_1k.cmd`,
+/// `gmon.out.4242_1s.cmd` and the info file `gmon.out.4242_1.cmd`. Reports label them the same
+/// way (`4242_1u:main`) and `pkgprof --pid 4242_1` selects one. Instances are numbered per pid
+/// in the order the processes started, whatever their command names.
+///
+/// The separator is not a dot, as `4242.1u` would be, because the label ends at the first dot:
+/// `gmon.out.4242.1u.cmd` already means the info file of process 4242 whose command name is
+/// `1u.cmd`, so a dot would make two different files share a name. No name valid before
+/// instances existed has an underscore in its label, so old measurements read as before and
+/// a reader that predates instances refuses the new names instead of misreading them.
 ///
 /// [`ProfileName::parse`] and [`ProfileName::file_name`] are inverses: every name built is a
 /// single path component that parses back to the same value, and every name that parses is
@@ -192,6 +212,9 @@ pub enum ProfileName {
     Process {
         /// Process id.
         pid: u32,
+        /// Which process with this pid, in the order they started: 0 for the first (no suffix
+        /// in the name), `n` for the `n`-th reuse (`<pid>_<n>`).
+        instance: u32,
         /// User profile, kernel profile or info file.
         kind: FileKind,
         /// Command name.
@@ -213,6 +236,7 @@ impl ProfileName {
     pub fn user(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
             pid,
+            instance: 0,
             kind: FileKind::User,
             comm,
         }
@@ -222,6 +246,7 @@ impl ProfileName {
     pub fn kernel(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
             pid,
+            instance: 0,
             kind: FileKind::Kernel,
             comm,
         }
@@ -231,6 +256,7 @@ impl ProfileName {
     pub fn stacks(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
             pid,
+            instance: 0,
             kind: FileKind::Stacks,
             comm,
         }
@@ -240,8 +266,34 @@ impl ProfileName {
     pub fn info(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
             pid,
+            instance: 0,
             kind: FileKind::Info,
             comm,
+        }
+    }
+
+    /// The same name for instance `instance` of the pid (see
+    /// [above](ProfileName#reused-pids-the-instance-number)); a system-wide profile is returned
+    /// unchanged.
+    pub fn with_instance(self, instance: u32) -> Self {
+        match self {
+            ProfileName::Process {
+                pid, kind, comm, ..
+            } => ProfileName::Process {
+                pid,
+                instance,
+                kind,
+                comm,
+            },
+            other => other,
+        }
+    }
+
+    /// The instance number of the pid, unless this is a system-wide profile.
+    pub fn instance(&self) -> Option<u32> {
+        match self {
+            ProfileName::Process { instance, .. } => Some(*instance),
+            _ => None,
         }
     }
 
@@ -274,17 +326,19 @@ impl ProfileName {
         !matches!(self.kind(), Some(FileKind::Info | FileKind::Stacks))
     }
 
-    /// The file name: printable ASCII, never containing `/`, at most 213 bytes long.
+    /// The file name: printable ASCII, never containing `/`, at most 224 bytes long.
     pub fn file_name(&self) -> String {
         self.to_string()
     }
 
     /// Parses a file name (the last component of a path, not a whole path).
     ///
-    /// The pid is decimal without leading zeros and fits 32 bits. Returns an error of kind
+    /// The pid and instance number are decimal without leading zeros and fit 32 bits; instance
+    /// 0 is written by leaving the suffix out, never as `_0`. Returns an error of kind
     /// [`ErrorKind::InvalidFileName`], at the byte offset in `name` of the problem, if `name`
     /// does not start with `gmon.out.`, has no `.` after the label, has a label other than
-    /// `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` or `-k`, names a system-wide profile other than `kernel` and
+    /// `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` (each optionally with `_<instance>` after the
+    /// pid) or `-k`, names a system-wide profile other than `kernel` and
     /// `other`, or has a comm that is not escaped exactly as [`Comm::escaped`] does (see
     /// [above](ProfileName#escaping-the-command-name)) or is longer than [`Comm::MAX_LEN`].
     pub fn parse(name: &str) -> Result<Self> {
@@ -305,11 +359,63 @@ impl fmt::Display for ProfileName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(NAME_PREFIX)?;
         match self {
-            ProfileName::Process { pid, kind, comm } => {
-                write!(f, "{pid}{}.{}", kind.suffix(), comm.escaped())
+            ProfileName::Process {
+                pid,
+                instance,
+                kind,
+                comm,
+            } => {
+                write!(
+                    f,
+                    "{}{}.{}",
+                    Label(*pid, *instance),
+                    kind.suffix(),
+                    comm.escaped()
+                )
             }
             ProfileName::KernelSystem => write!(f, "{SYSTEM_LABEL}.{KERNEL_SYSTEM}"),
             ProfileName::KernelOther => write!(f, "{SYSTEM_LABEL}.{KERNEL_OTHER}"),
+        }
+    }
+}
+
+/// A pid with its instance suffix when it has one: `4242`, `4242_1`.
+struct Label(u32, u32);
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            0 => write!(f, "{}", self.0),
+            n => write!(f, "{}{INSTANCE_SEPARATOR}{n}", self.0),
+        }
+    }
+}
+
+/// The label of a process in listings and on the command line: the pid, and `_<instance>` for a
+/// reused pid's later process (`4242`, `4242_1`), as in [`ProfileName`]'s file names.
+pub fn process_label(pid: u32, instance: u32) -> String {
+    Label(pid, instance).to_string()
+}
+
+/// Parses a process label as [`process_label`] writes it: `4242` or `4242_1`, returning the pid
+/// and instance number (0 without a suffix); `None` for anything else (`4242_0`, `04242`,
+/// `4242_`, numbers above 32 bits).
+pub fn parse_process_label(label: &str) -> Option<(u32, u32)> {
+    split_label(label).ok()
+}
+
+fn split_label(label: &str) -> std::result::Result<(u32, u32), Refusal> {
+    match label.split_once(INSTANCE_SEPARATOR) {
+        None => Ok((parse_number(label, "process id")?, 0)),
+        Some((pid, instance)) => {
+            let pid = parse_number(pid, "process id")?;
+            let at = label.len() - instance.len();
+            let n = parse_number(instance, "instance number").map_err(|(i, why)| (at + i, why))?;
+            if n == 0 {
+                // One spelling per file: the first process has no suffix.
+                return Err((at, "instance 0 is written without a suffix".to_owned()));
+            }
+            Ok((pid, n))
         }
     }
 }
@@ -357,28 +463,36 @@ fn parse_name(name: &str) -> std::result::Result<ProfileName, Refusal> {
         Some(b's') => (&label[..label.len() - 1], FileKind::Stacks),
         _ => (label, FileKind::Info),
     };
-    let pid = parse_pid(digits).map_err(|(at, why)| (base + at, why))?;
+    let (pid, instance) = split_label(digits).map_err(|(at, why)| (base + at, why))?;
     let comm = decode_comm(comm).map_err(|(at, why)| (comm_at + at, why))?;
-    Ok(ProfileName::Process { pid, kind, comm })
+    Ok(ProfileName::Process {
+        pid,
+        instance,
+        kind,
+        comm,
+    })
 }
 
-fn parse_pid(digits: &str) -> std::result::Result<u32, Refusal> {
+/// A decimal number of a label (`what` is `process id` or `instance number`).
+fn parse_number(digits: &str, what: &str) -> std::result::Result<u32, Refusal> {
     if let Some(at) = digits.bytes().position(|b| !b.is_ascii_digit()) {
         return Err((
             at,
-            "the label must be `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` or `-k`".to_owned(),
+            "the label must be `<pid>`, `<pid>u`, `<pid>k`, `<pid>s` (the pid optionally \
+             followed by `_<instance>`) or `-k`"
+                .to_owned(),
         ));
     }
     if digits.is_empty() {
-        return Err((0, "missing process id".to_owned()));
+        return Err((0, format!("missing {what}")));
     }
     if digits.len() > 1 && digits.starts_with('0') {
         // One spelling per pid, so that one directory cannot hold two files for one profile.
-        return Err((0, "process id with a leading zero".to_owned()));
+        return Err((0, format!("{what} with a leading zero")));
     }
     digits
         .parse()
-        .map_err(|_| (0, format!("process id {digits} does not fit 32 bits")))
+        .map_err(|_| (0, format!("{what} {digits} does not fit 32 bits")))
 }
 
 /// Whether a comm byte is written `%XX` in a name.
@@ -496,6 +610,78 @@ mod tests {
             assert_eq!(ProfileName::parse(name).expect(name), parsed);
             assert_eq!(parsed.file_name(), name);
             assert_eq!(name.parse::<ProfileName>().expect(name), parsed);
+        }
+    }
+
+    #[test]
+    fn instances_of_a_reused_pid() {
+        let job = comm(b"job");
+        for (name, pid, instance, kind) in [
+            ("gmon.out.4242_1u.job", 4242, 1, FileKind::User),
+            ("gmon.out.4242_1k.job", 4242, 1, FileKind::Kernel),
+            ("gmon.out.4242_1s.job", 4242, 1, FileKind::Stacks),
+            ("gmon.out.4242_1.job", 4242, 1, FileKind::Info),
+            ("gmon.out.4242_12u.job", 4242, 12, FileKind::User),
+            ("gmon.out.0_4294967295.job", 0, u32::MAX, FileKind::Info),
+        ] {
+            let parsed = ProfileName::parse(name).expect(name);
+            let built = ProfileName::Process {
+                pid,
+                instance,
+                kind,
+                comm: job.clone(),
+            };
+            assert_eq!(parsed, built, "{name}");
+            assert_eq!(built.file_name(), name);
+            assert_eq!(parsed.instance(), Some(instance));
+        }
+        assert_eq!(
+            ProfileName::user(7, job.clone())
+                .with_instance(2)
+                .file_name(),
+            "gmon.out.7_2u.job"
+        );
+        assert_eq!(
+            ProfileName::user(7, job.clone()).with_instance(0),
+            ProfileName::user(7, job.clone())
+        );
+        assert_eq!(
+            ProfileName::KernelOther.with_instance(3),
+            ProfileName::KernelOther
+        );
+        assert_eq!(ProfileName::KernelOther.instance(), None);
+        // The dotted form stays what it always was: an info file whose comm starts with digits.
+        assert_eq!(
+            ProfileName::parse("gmon.out.4242.1u.job").expect("info"),
+            ProfileName::info(4242, comm(b"1u.job"))
+        );
+        for (name, offset, reason) in [
+            (
+                "gmon.out.4242_0u.job",
+                14,
+                "instance 0 is written without a suffix",
+            ),
+            (
+                "gmon.out.4242_01u.job",
+                14,
+                "instance number with a leading zero",
+            ),
+            ("gmon.out.4242_u.job", 14, "missing instance number"),
+            ("gmon.out._1u.job", 9, "missing process id"),
+            ("gmon.out.4242_1_2u.job", 15, "the label must be"),
+            ("gmon.out.4242_xu.job", 14, "the label must be"),
+            ("gmon.out.4242_4294967296u.job", 14, "does not fit 32 bits"),
+        ] {
+            let (at, why) = refused(name);
+            assert!(why.contains(reason), "{name}: {why:?} lacks {reason:?}");
+            assert_eq!(at, offset, "{name}: {why}");
+        }
+        assert_eq!(process_label(4242, 0), "4242");
+        assert_eq!(process_label(4242, 3), "4242_3");
+        assert_eq!(parse_process_label("4242_3"), Some((4242, 3)));
+        assert_eq!(parse_process_label("4242"), Some((4242, 0)));
+        for bad in ["4242_0", "04242", "4242_", "", "4242.1", "x", "4294967296"] {
+            assert_eq!(parse_process_label(bad), None, "{bad}");
         }
     }
 
@@ -632,6 +818,11 @@ mod tests {
         let longest = vec![b'/'; Comm::MAX_LEN];
         let name = ProfileName::user(u32::MAX, comm(&longest)).file_name();
         assert_eq!(name.len(), 213);
+        assert!(ProfileName::parse(&name).is_ok());
+        let name = ProfileName::user(u32::MAX, comm(&longest))
+            .with_instance(u32::MAX)
+            .file_name();
+        assert_eq!(name.len(), 224);
         assert!(ProfileName::parse(&name).is_ok());
         let err = Comm::new(vec![b'a'; Comm::MAX_LEN + 1]).expect_err("too long");
         assert!(matches!(

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use super::manifest::{Verification, verify_dir};
 use super::name::{Comm, FileKind, NAME_PREFIX, ProfileName};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -13,7 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct Measurement {
     /// The directory, as given to [`scan`].
     pub dir: PathBuf,
-    /// One entry per process, ordered by pid, then comm.
+    /// One entry per file set, ordered by pid, then instance, then comm.
     pub processes: Vec<ProcessFiles>,
     /// `gmon.out.-k.kernel`: kernel work done for no process.
     pub kernel_system: Option<PathBuf>,
@@ -24,18 +25,45 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// The files of process `pid`; more than one entry if its files name several comms.
+    /// Checks the directory against its manifest, reading every file it lists (see
+    /// [`crate::manifest`]): [`Verification::Complete`], [`Verification::Unchecked`] for a
+    /// directory without a manifest (written before manifests existed), or what is wrong.
+    ///
+    /// Returns an error only if the directory cannot be opened or listed.
+    pub fn verify(&self) -> Result<Verification> {
+        let dir = safe_fs::Dir::open_following(&self.dir)?;
+        let names: Vec<String> = dir
+            .entries()?
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .collect();
+        verify_dir(&dir, &names)
+    }
+
+    /// The files of the first process with pid `pid` (instance 0); more than one entry if it
+    /// exec'd, one per command name.
     pub fn process(&self, pid: u32) -> impl Iterator<Item = &ProcessFiles> {
-        self.processes.iter().filter(move |p| p.pid == pid)
+        self.instance(pid, 0)
+    }
+
+    /// The files of instance `instance` of pid `pid` (see
+    /// [`ProfileName`](crate::ProfileName#reused-pids-the-instance-number)); more than one entry
+    /// if it exec'd.
+    pub fn instance(&self, pid: u32, instance: u32) -> impl Iterator<Item = &ProcessFiles> {
+        self.processes
+            .iter()
+            .filter(move |p| p.pid == pid && p.instance == instance)
     }
 }
 
-/// The files of one process (one pid and comm).
+/// The files of one process image (one pid, instance and comm).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProcessFiles {
     /// Process id.
     pub pid: u32,
+    /// Which process with this pid: 0 for the first, `n` for the `n`-th reuse.
+    pub instance: u32,
     /// Command name, as in the file names.
     pub comm: Comm,
     /// `gmon.out.<pid>u.<comm>`: the user-level profile.
@@ -64,7 +92,7 @@ pub struct Skipped {
 /// Every entry whose name starts with `gmon.out.` is looked at: a regular file (or a link to
 /// one) whose name parses as a [`ProfileName`] is listed, anything else is put in
 /// [`Measurement::skipped`] with the reason. Other entries, `gmon.out` included, are ignored. Files
-/// are grouped by pid and comm: a pid whose files name two comms gives two entries. The
+/// are grouped by pid, instance and comm: a pid whose files name two comms gives two entries. The
 /// contents of the files are not read.
 ///
 /// Returns an error if the directory cannot be read.
@@ -108,11 +136,17 @@ pub fn scan(dir: impl AsRef<Path>) -> Result<Measurement> {
         match checked {
             Ok(ProfileName::KernelSystem) => measurement.kernel_system = Some(path),
             Ok(ProfileName::KernelOther) => measurement.kernel_other = Some(path),
-            Ok(ProfileName::Process { pid, kind, comm }) => {
+            Ok(ProfileName::Process {
+                pid,
+                instance,
+                kind,
+                comm,
+            }) => {
                 let files = processes
-                    .entry((pid, comm.clone()))
+                    .entry((pid, instance, comm.clone()))
                     .or_insert_with(|| ProcessFiles {
                         pid,
+                        instance,
                         comm,
                         user: None,
                         kernel: None,

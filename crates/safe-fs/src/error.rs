@@ -1,0 +1,189 @@
+//! The one error type of this crate.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A refused or failed file operation, with the path it concerns.
+///
+/// Its message is the path, then what is wrong:
+/// `/tmp/x/fifo: is a FIFO (named pipe), not a regular file`.
+#[derive(Debug)]
+pub struct Error {
+    path: PathBuf,
+    kind: ErrorKind,
+}
+
+/// What went wrong.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A system call failed.
+    Io {
+        /// What was being done, e.g. `cannot open`.
+        action: &'static str,
+        /// The error the system gave.
+        source: io::Error,
+    },
+    /// The path names something other than a regular file (or, for [`crate::Dir`], other
+    /// than a directory).
+    NotRegular(FileKind),
+    /// The last component (or, where symbolic links are refused, any component) of the path is
+    /// a symbolic link.
+    Symlink,
+    /// A `/proc` or `/sys` file, whose size is unknown until read, where the caller did not
+    /// allow them ([`crate::ReadOptions::proc_text`]).
+    PseudoFile,
+    /// The file is larger than the caller's limit.
+    TooLarge {
+        /// Its size, or the bytes read before giving up.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The file's bytes are not UTF-8 ([`crate::read_text`]).
+    NotUtf8 {
+        /// Offset of the first bad byte.
+        offset: u64,
+    },
+    /// Something already exists at a name that a new file was to get.
+    Exists,
+    /// A name that is not a single path component, or a relative path that leaves its
+    /// directory (`..`).
+    InvalidName(&'static str),
+}
+
+/// What a path turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A regular file.
+    Regular,
+    /// A directory.
+    Directory,
+    /// A FIFO (named pipe).
+    Fifo,
+    /// A character device, such as `/dev/zero`.
+    CharDevice,
+    /// A block device.
+    BlockDevice,
+    /// A Unix-domain socket.
+    Socket,
+    /// A symbolic link.
+    Symlink,
+    /// Anything else.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of a `st_mode`.
+    pub fn from_mode(mode: u32) -> FileKind {
+        match mode & libc::S_IFMT {
+            libc::S_IFREG => FileKind::Regular,
+            libc::S_IFDIR => FileKind::Directory,
+            libc::S_IFIFO => FileKind::Fifo,
+            libc::S_IFCHR => FileKind::CharDevice,
+            libc::S_IFBLK => FileKind::BlockDevice,
+            libc::S_IFSOCK => FileKind::Socket,
+            libc::S_IFLNK => FileKind::Symlink,
+            _ => FileKind::Other,
+        }
+    }
+
+    /// Its name in a message, with an article: `a FIFO (named pipe)`.
+    pub fn description(self) -> &'static str {
+        match self {
+            FileKind::Regular => "a regular file",
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a FIFO (named pipe)",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Socket => "a socket",
+            FileKind::Symlink => "a symbolic link",
+            FileKind::Other => "not a file",
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Error {
+        Error {
+            path: path.into(),
+            kind,
+        }
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str, source: io::Error) -> Error {
+        let kind = match source.raw_os_error() {
+            Some(libc::ELOOP) => ErrorKind::Symlink,
+            Some(libc::EEXIST) => ErrorKind::Exists,
+            _ => ErrorKind::Io { action, source },
+        };
+        Error::new(path, kind)
+    }
+
+    /// The path concerned.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The system's error, if a system call failed.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        match &self.kind {
+            ErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Whether nothing exists at the path (`ENOENT`).
+    pub fn is_not_found(&self) -> bool {
+        self.io_error()
+            .is_some_and(|e| e.kind() == io::ErrorKind::NotFound)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.kind {
+            ErrorKind::Io { action, source } => write!(f, "{action} {path}: {source}"),
+            ErrorKind::NotRegular(kind) => {
+                write!(f, "{path}: is {}, not a regular file", kind.description())
+            }
+            ErrorKind::Symlink => write!(
+                f,
+                "{path}: is a symbolic link (or has one in its path), which is not followed here"
+            ),
+            ErrorKind::PseudoFile => write!(
+                f,
+                "{path}: is a /proc or /sys file, whose size is unknown, not a regular file"
+            ),
+            ErrorKind::TooLarge { size, limit } => write!(
+                f,
+                "{path}: {size} bytes is more than the limit of {limit} bytes for this file"
+            ),
+            ErrorKind::NotUtf8 { offset } => {
+                write!(f, "{path}: not UTF-8 text (at offset {offset:#x})")
+            }
+            ErrorKind::Exists => write!(f, "{path}: already exists"),
+            ErrorKind::InvalidName(why) => write!(f, "{path}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

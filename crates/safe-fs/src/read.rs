@@ -1,0 +1,369 @@
+//! Bounded, typed reads: open without blocking, check what was opened, cap, map or copy.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Read;
+use std::ops::Deref;
+use std::os::fd::{AsFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind, FileKind, Result};
+use crate::sys;
+
+/// The limit of [`ReadOptions::max_bytes`] by default: 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+/// Files at least this large are memory-mapped when [`ReadOptions::map`] allows it: 1 MiB.
+pub const MAP_THRESHOLD: u64 = 1 << 20;
+
+/// Whether a large file may be memory-mapped instead of copied.
+///
+/// A mapped file that someone truncates while it is read kills the reader with `SIGBUS`, so
+/// mapping is only safe when the file's writers are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Map {
+    /// Always copy (up to the limit).
+    Never,
+    /// Map files of [`MAP_THRESHOLD`] bytes or more.
+    Large,
+    /// Map files of [`MAP_THRESHOLD`] bytes or more when no other user can write them: owned
+    /// by root or by the reader's effective user, and not writable by group or others.
+    /// Others are copied.
+    LargePrivate,
+}
+
+/// How to read a file. `ReadOptions::default()` suits a user-given input of a command run by
+/// that user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Refuse files larger than this. Default is [`DEFAULT_MAX_BYTES`].
+    pub max_bytes: u64,
+    /// Follow symbolic links. When false, a symbolic link anywhere in the path is refused
+    /// (with `openat2`; on kernels before 5.6, only in the last component). Default is true.
+    pub follow_symlinks: bool,
+    /// Read `/proc`, `/sys`, debugfs and tracefs files, whose size reads as 0, up to
+    /// `max_bytes` (a longer one is refused). Default is false: such files are refused.
+    pub proc_text: bool,
+    /// When to memory-map instead of copying. Default is [`Map::LargePrivate`].
+    pub map: Map,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            max_bytes: DEFAULT_MAX_BYTES,
+            follow_symlinks: true,
+            proc_text: false,
+            map: Map::LargePrivate,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Options for a path that someone else may have planted or swapped (a profiled process's
+    /// executable, read by root): no symbolic links, at most `max_bytes`, mapped only when no
+    /// other user can write the file.
+    pub fn untrusted(max_bytes: u64) -> Self {
+        ReadOptions {
+            max_bytes,
+            follow_symlinks: false,
+            ..ReadOptions::default()
+        }
+    }
+
+    /// Options for a `/proc` or `/sys` text file of at most `max_bytes`.
+    pub fn procfs(max_bytes: u64) -> Self {
+        ReadOptions {
+            max_bytes,
+            proc_text: true,
+            map: Map::Never,
+            ..ReadOptions::default()
+        }
+    }
+
+    /// The same with another limit.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+}
+
+/// A file's bytes, copied or memory-mapped; dereferences to `&[u8]`.
+#[derive(Debug)]
+pub struct Contents(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Owned(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl Contents {
+    /// Whether the bytes are memory-mapped rather than copied.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.0, Inner::Mapped(_))
+    }
+
+    /// The bytes as an owned vector (a copy, if they were mapped).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Inner::Owned(v) => v,
+            Inner::Mapped(m) => m.to_vec(),
+        }
+    }
+}
+
+impl Deref for Contents {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Inner::Owned(v) => v,
+            Inner::Mapped(m) => m,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Contents {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+/// Reads a regular file, as [the crate docs](crate) describe.
+///
+/// Returns an error naming the path if it cannot be opened or read, is not a regular file
+/// ([`ErrorKind::NotRegular`]: FIFO, device, socket, directory), is a symbolic link where
+/// `opts` refuses them ([`ErrorKind::Symlink`]), is a `/proc`-style file where `opts` does not
+/// allow them ([`ErrorKind::PseudoFile`]), or is larger than `opts.max_bytes`
+/// ([`ErrorKind::TooLarge`]). Opening never blocks (`O_NONBLOCK`), so a FIFO is refused at once.
+pub fn read(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Contents> {
+    let path = path.as_ref();
+    read_at(libc::AT_FDCWD, path, path, opts, 0)
+}
+
+/// Reads a regular file of UTF-8 text, as [`read`] does.
+///
+/// Returns the errors of [`read`], and [`ErrorKind::NotUtf8`] if the bytes are not UTF-8.
+pub fn read_text(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<String> {
+    let path = path.as_ref();
+    let bytes = read(path, opts)?.into_vec();
+    String::from_utf8(bytes).map_err(|e| {
+        Error::new(
+            path,
+            ErrorKind::NotUtf8 {
+                offset: e.utf8_error().valid_up_to() as u64,
+            },
+        )
+    })
+}
+
+/// Reads `rel` relative to the directory `dir` (or `AT_FDCWD`), with extra `RESOLVE_*` bits;
+/// `shown` is the path used in errors.
+pub(crate) fn read_at(
+    dir: RawFd,
+    rel: &Path,
+    shown: &Path,
+    opts: &ReadOptions,
+    resolve: u64,
+) -> Result<Contents> {
+    let c = CString::new(rel.as_os_str().as_bytes()).map_err(|_| {
+        Error::new(
+            shown,
+            ErrorKind::InvalidName("a path cannot hold a NUL byte"),
+        )
+    })?;
+    let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
+    let fd = sys::open_at(dir, &c, flags, 0, !opts.follow_symlinks, resolve).map_err(|e| {
+        if resolve != 0 && e.raw_os_error() == Some(libc::EXDEV) {
+            Error::new(
+                shown,
+                ErrorKind::InvalidName("leaves the directory it must stay in"),
+            )
+        } else {
+            Error::io(shown, "cannot open", e)
+        }
+    })?;
+    read_fd(fd, shown, opts)
+}
+
+/// Checks what an open descriptor is, then copies or maps it.
+fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
+    let st = sys::fstat(fd.as_fd()).map_err(|e| Error::io(path, "cannot stat", e))?;
+    let kind = FileKind::from_mode(st.st_mode);
+    if kind != FileKind::Regular {
+        return Err(Error::new(path, ErrorKind::NotRegular(kind)));
+    }
+    let size = st.st_size.max(0) as u64;
+    if size == 0 && sys::is_pseudo_fs(fd.as_fd()) {
+        if !opts.proc_text {
+            return Err(Error::new(path, ErrorKind::PseudoFile));
+        }
+        return read_capped(File::from(fd), path, opts.max_bytes, None);
+    }
+    if size > opts.max_bytes {
+        return Err(Error::new(
+            path,
+            ErrorKind::TooLarge {
+                size,
+                limit: opts.max_bytes,
+            },
+        ));
+    }
+    let private = (st.st_uid == 0 || st.st_uid == sys::euid())
+        && st.st_mode & (libc::S_IWGRP | libc::S_IWOTH) == 0;
+    let map = size >= MAP_THRESHOLD
+        && match opts.map {
+            Map::Never => false,
+            Map::Large => true,
+            Map::LargePrivate => private,
+        };
+    let file = File::from(fd);
+    if map {
+        // Safety: the file is a regular file that only trusted users can write (or the
+        // caller accepted the risk with `Map::Large`); a truncation by them while mapped
+        // would raise SIGBUS, which is the documented limit of this crate.
+        match unsafe { memmap2::Mmap::map(&file) } {
+            Ok(m) if m.len() as u64 == size => return Ok(Contents(Inner::Mapped(m))),
+            // A file that changed size under us, or a file system that cannot map: copy.
+            _ => {}
+        }
+    }
+    read_capped(file, path, opts.max_bytes, Some(size))
+}
+
+/// Copies at most `limit` bytes (and at most `size`, when known); a file with more than
+/// `limit` is refused.
+fn read_capped(file: File, path: &Path, limit: u64, size: Option<u64>) -> Result<Contents> {
+    let mut buf = Vec::new();
+    if let Some(size) = size {
+        buf.try_reserve_exact(size as usize).map_err(|_| {
+            Error::io(
+                path,
+                "cannot allocate memory for",
+                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+            )
+        })?;
+    }
+    let cap = size.unwrap_or(limit.saturating_add(1));
+    file.take(cap)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, "cannot read", e))?;
+    if buf.len() as u64 > limit {
+        return Err(Error::new(
+            path,
+            ErrorKind::TooLarge {
+                size: buf.len() as u64,
+                limit,
+            },
+        ));
+    }
+    Ok(Contents(Inner::Owned(buf)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("safe-fs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn reads_a_small_file_and_maps_a_large_one() {
+        let dir = scratch("sizes");
+        std::fs::write(dir.join("small"), b"abc").unwrap();
+        let big = vec![7u8; MAP_THRESHOLD as usize + 10];
+        std::fs::write(dir.join("big"), &big).unwrap();
+        let small = read(dir.join("small"), &ReadOptions::default()).unwrap();
+        assert_eq!((&*small, small.is_mapped()), (&b"abc"[..], false));
+        let mapped = read(dir.join("big"), &ReadOptions::default()).unwrap();
+        assert!(mapped.is_mapped());
+        assert_eq!(&*mapped, &big[..]);
+        let never = ReadOptions {
+            map: Map::Never,
+            ..ReadOptions::default()
+        };
+        let copied = read(dir.join("big"), &never).unwrap();
+        assert!(!copied.is_mapped());
+        assert_eq!(copied.into_vec(), big);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn refuses_special_files_by_name() {
+        let dir = scratch("special");
+        let fifo = dir.join("fifo");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // Safety: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let opts = ReadOptions::default();
+        for (path, what) in [
+            (fifo.clone(), "a FIFO (named pipe)"),
+            (PathBuf::from("/dev/zero"), "a character device"),
+            (PathBuf::from("/dev/urandom"), "a character device"),
+            (dir.clone(), "a directory"),
+        ] {
+            let err = read(&path, &opts).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("{}: is {what}, not a regular file", path.display())
+            );
+        }
+        let err = read("/proc/self/maps", &opts).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::PseudoFile), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn procfs_text_is_capped() {
+        let text = read_text("/proc/self/status", &ReadOptions::procfs(1 << 20)).unwrap();
+        assert!(text.starts_with("Name:"), "{text}");
+        let err = read("/proc/self/status", &ReadOptions::procfs(10)).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::TooLarge {
+                    size: 11,
+                    limit: 10
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn limit_and_symlinks() {
+        let dir = scratch("limits");
+        std::fs::write(dir.join("f"), b"0123456789").unwrap();
+        std::os::unix::fs::symlink(dir.join("f"), dir.join("link")).unwrap();
+        let err = read(dir.join("f"), &ReadOptions::default().with_max_bytes(9)).unwrap_err();
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::TooLarge { size: 10, limit: 9 }
+        ));
+        assert_eq!(
+            &*read(dir.join("link"), &ReadOptions::default()).unwrap(),
+            b"0123456789"
+        );
+        let err = read(dir.join("link"), &ReadOptions::untrusted(100)).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Symlink), "{err:?}");
+        // A link in a directory component is refused too.
+        std::os::unix::fs::symlink(&dir, dir.join("dirlink")).unwrap();
+        let err = read(dir.join("dirlink/f"), &ReadOptions::untrusted(100)).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Symlink), "{err:?}");
+        let err = read_text(dir.join("missing"), &ReadOptions::default()).unwrap_err();
+        assert!(err.is_not_found());
+        std::fs::write(dir.join("bin"), b"a\xffb").unwrap();
+        let err = read_text(dir.join("bin"), &ReadOptions::default()).unwrap_err();
+        assert!(err.to_string().ends_with("not UTF-8 text (at offset 0x1)"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
