@@ -1,8 +1,8 @@
-//! Checks `callgraph::demangle` against GNU's spelling on the committed sample.
+//! Checks `demangle::demangle` against GNU's spelling on the committed sample.
 //!
-//! `tests/data/demangle/sample.tsv` holds `mangled<TAB>expected` lines, the expected text
+//! `tests/data/sample.tsv` holds `mangled<TAB>expected` lines, the expected text
 //! being `c++filt -i` (binutils 2.40) output, which is what GNU gprof 2.40 prints; see
-//! `tests/data/demangle/README.md` and `make.sh` there to regenerate it.
+//! `tests/data/README.md` and `make.sh` there to regenerate it.
 
 use std::fmt::Write as _;
 
@@ -11,10 +11,7 @@ mod fuzz_demangle;
 
 #[test]
 fn sample_matches_gnu() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/demangle/sample.tsv"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/sample.tsv");
     let sample = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let known = known_differences();
     let mut total = 0;
@@ -25,7 +22,7 @@ fn sample_matches_gnu() {
             panic!("{path}: malformed line {line:?}");
         };
         total += 1;
-        let got = callgraph::demangle(mangled);
+        let got = demangle::demangle(mangled);
         if got != expected && !known.contains(&mangled) {
             failures += 1;
             let _ = writeln!(report, "{mangled}\n  gnu:  {expected}\n  ours: {got}");
@@ -42,7 +39,7 @@ fn sample_matches_gnu() {
 /// reach the error paths of every production) and over the whole names with odd tails.
 #[test]
 fn truncated_and_garbled_names_do_not_panic() {
-    let sample = include_str!("data/demangle/sample.tsv");
+    let sample = include_str!("data/sample.tsv");
     for (i, line) in sample.lines().enumerate() {
         let mangled = line.split('\t').next().unwrap();
         fuzz_demangle::run(mangled.as_bytes());
@@ -59,20 +56,20 @@ fn truncated_and_garbled_names_do_not_panic() {
 /// Names of the sample on which we are known to differ from GNU (bugs of the underlying
 /// `cpp_demangle` crate that the rewrites cannot repair).  Keep this list shrinking.
 fn known_differences() -> Vec<&'static str> {
-    include_str!("data/demangle/known-differences.txt")
+    include_str!("data/known-differences.txt")
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect()
 }
 
 /// Measures the whole corpus made by `make.sh OUTDIR` (not committed: tens of thousands of
-/// names).  Run with `PKGPROF_DEMANGLE_CORPUS=OUTDIR cargo test -p callgraph --test demangle
+/// names).  Run with `PKGPROF_DEMANGLE_CORPUS=OUTDIR cargo test -p demangle --test corpus
 /// -- --ignored --nocapture`; it prints the exact-match rate and fails below 99.99 %.
 #[test]
-#[ignore = "needs the corpus made by tests/data/demangle/make.sh"]
+#[ignore = "needs the corpus made by tests/data/make.sh"]
 fn full_corpus_matches_gnu() {
     let Some(dir) = std::env::var_os("PKGPROF_DEMANGLE_CORPUS") else {
-        panic!("set PKGPROF_DEMANGLE_CORPUS to the OUTDIR of tests/data/demangle/make.sh");
+        panic!("set PKGPROF_DEMANGLE_CORPUS to the OUTDIR of tests/data/make.sh");
     };
     let dir = std::path::PathBuf::from(dir);
     let read = |name: &str| {
@@ -89,11 +86,11 @@ fn full_corpus_matches_gnu() {
     let mut differ = 0usize;
     for (mangled, expected) in corpus.lines().zip(oracle.lines()) {
         total += 1;
-        if callgraph::demangle(mangled) != expected {
+        if demangle::demangle(mangled) != expected {
             differ += 1;
             println!(
                 "{mangled}\n  gnu:  {expected}\n  ours: {}",
-                callgraph::demangle(mangled)
+                demangle::demangle(mangled)
             );
         }
     }
