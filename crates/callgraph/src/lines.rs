@@ -140,7 +140,7 @@ impl SourceLines {
     /// The function is the innermost DWARF subprogram or inlined subroutine covering the
     /// address. Where there is none but the line table has a row — a function GCC described
     /// only by a declaration, or the alignment padding after a function — BFD names the
-    /// nearest ELF symbol at or below the address instead (see [`ElfFunctions`]), and so does
+    /// nearest ELF symbol at or below the address instead (from `.symtab`), and so does
     /// this.
     ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
