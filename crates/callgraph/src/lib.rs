@@ -81,7 +81,6 @@
 mod analysis;
 mod annotate;
 mod calls;
-mod demangle;
 mod diagnose;
 mod error;
 mod flat;
@@ -105,7 +104,6 @@ pub use annotate::{
     AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
 };
 pub use calls::CallCounts;
-pub use demangle::demangle;
 pub use diagnose::{Warning, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
