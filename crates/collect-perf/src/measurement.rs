@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -18,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::output::{Output, WrittenFile};
 use crate::recording::{CounterKind, ProcCounters, Recording};
 use crate::replay::{Process, ProcessKey, Replay};
-use crate::unwind::{Images, UnwindStats, unwind_with};
+use crate::unwind::{Images, StackEnd, UnwindStats, unwind_with};
 
 /// Options of [`write_measurement`].
 #[derive(Debug, Clone)]
@@ -34,7 +33,7 @@ pub struct WriteOptions {
     /// and kernel work for no process (pid 0, kernel threads) to `gmon.out.-k.kernel`. None (the
     /// default) gives every process of the recording its file set.
     pub system_wide: Option<BTreeSet<u32>>,
-    /// Most frames kept of each user stack. Default is 127.
+    /// Most frames kept of each user stack. Default is 1024.
     pub max_frames: usize,
 }
 
@@ -44,7 +43,7 @@ impl Default for WriteOptions {
             dir: PathBuf::from("."),
             argv: None,
             system_wide: None,
-            max_frames: 127,
+            max_frames: 1024,
         }
     }
 }
@@ -134,7 +133,8 @@ struct FileSet<'a> {
     user_only: u64,
     kernel_only: u64,
     samples: u64,
-    truncated: u64,
+    /// Samples whose user stack may lack outer frames, by reason.
+    truncated: BTreeMap<StackEnd, u64>,
 }
 
 /// Sorted kernel text symbols, for classifying entry points (names borrowed from the
@@ -181,7 +181,7 @@ impl<'a> KernelSymbols<'a> {
 
 /// The GNU build-id note in `/sys/kernel/notes` (a sequence of ELF notes).
 fn kernel_build_id() -> Option<Vec<u8>> {
-    let notes = fs::read("/sys/kernel/notes").ok()?;
+    let notes = crate::procfs::bytes("/sys/kernel/notes", 1 << 20)?;
     let mut pos = 0;
     let u32_at = |p: usize| -> Option<u32> {
         Some(u32::from_ne_bytes(notes.get(p..p + 4)?.try_into().ok()?))
@@ -203,7 +203,7 @@ fn kernel_build_id() -> Option<Vec<u8>> {
 
 /// The snapshot's name: `kallsyms.` and the first 8 hex digits of the boot id.
 fn kallsyms_name() -> String {
-    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let id = crate::procfs::text("/proc/sys/kernel/random/boot_id", 4096).unwrap_or_default();
     let digits: String = id.chars().filter(char::is_ascii_hexdigit).take(8).collect();
     format!(
         "kallsyms.{}",
@@ -479,7 +479,8 @@ pub fn write_measurement_to(
     let mut summary = WriteSummary::default();
     let mut images = Images::default();
 
-    let kallsyms_text = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let kallsyms_text =
+        crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
     let ksyms = KernelSymbols::parse(&kallsyms_text);
     let symbols_file = kallsyms_name();
     if ksyms.0.is_empty() {
@@ -554,13 +555,20 @@ pub fn write_measurement_to(
                 let user = stacks.frames(i);
                 let truncated = stacks.truncated(i);
                 set.samples += 1;
-                set.truncated += u64::from(truncated);
+                if let Some(end) = stacks.end(i).filter(|e| e.is_truncated()) {
+                    *set.truncated.entry(end).or_default() += 1;
+                }
                 if s.user_mode {
                     *set.user.hist.entry(s.ip & !1).or_default() += 1;
                 } else if let Some(&pc) = kernel.first() {
                     *set.kernel.hist.entry(pc & !1).or_default() += 1;
                 }
                 set.user.add_stack(user, &mut edges);
+                // The outermost frame found of a stack cut short gets an arc from 0, which the
+                // report shows as `[truncated]` rather than taking that frame for a root.
+                if let (true, Some(&outer)) = (truncated, user.last()) {
+                    *set.user.arcs.entry((0, outer)).or_default() += 1;
+                }
                 set.kernel.add_stack(kernel, &mut edges);
                 let boundary = match (kernel.last(), user.first()) {
                     (Some(&entry), Some(&upc)) => {
@@ -592,9 +600,8 @@ pub fn write_measurement_to(
     // Safety: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ns = 1_000_000_000 / ticks;
-    let release = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .ok();
+    let release =
+        crate::procfs::text("/proc/sys/kernel/osrelease", 4096).map(|s| s.trim().to_owned());
     let kernel_build_id = kernel_build_id();
     let mut perf_by_pid: BTreeMap<u32, Vec<(u64, CounterKind)>> = BTreeMap::new();
     for e in &rec.counter_events {
@@ -606,7 +613,7 @@ pub fn write_measurement_to(
     // The vDSO image to save: this process's own, when a profiled process mapped one with the
     // same build-id (the kernel maps one image into every 64-bit process).
     let own_vdso = crate::elf::own_vdso().and_then(|bytes| {
-        let id = crate::elf::ElfInfo::parse(&bytes)?.build_id?;
+        let id = crate::elf::ElfInfo::parse(&bytes[..])?.build_id?;
         Some((id, bytes))
     });
     let mut vdso_used = false;
@@ -624,6 +631,7 @@ pub fn write_measurement_to(
     }
 
     for ((pid, comm_bytes), set) in &sets {
+        let truncated: u64 = set.truncated.values().sum();
         let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
         let mut info = MeasurementInfo::default();
         let first = &set.segments[0];
@@ -785,7 +793,19 @@ pub fn write_measurement_to(
         info.sampling.throttled = Some(rec.throttled);
         info.sampling
             .extra
-            .push(Field::new("truncated-stacks", set.truncated.to_string()));
+            .push(Field::new("truncated-stacks", truncated.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("max-stack", rec.max_stack.to_string()));
+        for end in StackEnd::TRUNCATED {
+            info.sampling.extra.push(Field::new(
+                format!("truncated-{}", end.as_str()),
+                set.truncated.get(&end).copied().unwrap_or(0).to_string(),
+            ));
+        }
         info.kernel.release = release.clone();
         info.kernel.build_id = kernel_build_id.clone();
         info.kernel.symbols_file = Some(symbols_file.clone());
@@ -830,7 +850,7 @@ pub fn write_measurement_to(
         }
         summary.processes += 1;
         summary.samples += set.samples;
-        summary.truncated_stacks += set.truncated;
+        summary.truncated_stacks += truncated;
     }
     if opts.system_wide.is_some() {
         summary.system_samples = (system.hist.values().sum(), other.hist.values().sum());
@@ -854,6 +874,7 @@ pub fn write_measurement_to(
 mod tests {
     use super::*;
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Record};
+    use std::fs;
 
     #[test]
     fn histograms_split_at_page_runs_and_saturation() {

@@ -44,14 +44,21 @@
 //! `<pid>k:[kernel]` (kernel symbols unavailable or no symbol). A last symbol `[end]` bounds the
 //! table, since gprof gives the last symbol of a table no samples.
 //!
+//! `<pid>u:[truncated]` stands above the outermost frame found of every user stack the
+//! collector could not unwind to its root (arcs from address 0 in the user profile, the
+//! truncation flag in the stacks file), so that frame is not taken for a root: its inclusive
+//! time is the time of the stacks cut short, and the header says why they were.
+//!
 //! # Boundary arcs
 //!
 //! The kernel profile's arcs from a user address into the kernel connect the user function
 //! (say libc's `read`) to the kernel entry function, by kind of entry (see [`BoundaryKind`]).
 //! System calls, faults and others are drawn as calls. Interrupts are not: the user function
-//! did not ask for them, so their arcs come from the pseudo-function `<pid>k:[interrupt]`
-//! instead, which thus is the parent of every interrupt entry and whose child time is the
-//! process's interrupt time.
+//! did not ask for them, so their arcs go from the interrupted function to the pseudo-function
+//! `<pid>k:[interrupt]`, and from it to the interrupt entries. `[interrupt]` thus is the parent
+//! of every interrupt entry, its child time the process's interrupt time, and that time counts
+//! in the inclusive time of the function it interrupted (so `main` sums to 100%), never as a
+//! call that function made.
 //!
 //! Arc counts are counts of sampled edges (how many samples had that caller above that
 //! callee), not calls, when the info file says `arcs = sampled-edges`.
@@ -76,6 +83,9 @@ pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
 
 use objects::{LoadedObject, path_of};
+
+/// The pseudo-function above the outermost frame found of a user stack cut short.
+const TRUNCATED: &[u8] = b"[truncated]";
 
 /// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
 const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
@@ -335,7 +345,7 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
     for f in files {
         let end = match &f.info {
             Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
                 info.process
                     .end_monotonic_ns
@@ -360,10 +370,13 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
         .collect())
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::ReadFile {
-        path: path.to_owned(),
-        source,
+/// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
+fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
+    crate::input::read_input(path, limit).map_err(|e| {
+        crate::input::error(e, |source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })
     })
 }
 
@@ -372,7 +385,7 @@ type Contents = (Vec<(u64, u64)>, Vec<Arc>);
 
 impl Builder {
     fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
-        let data = read_file(path)?;
+        let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         let located = |e: gmon_format::Error| Error::from(e.with_path(path));
         let profile = Profile::parse(&data, &read).map_err(located)?;
@@ -424,7 +437,7 @@ impl Builder {
     fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
         let info = match &files.info {
             Some(path) => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
             }
             None => {
@@ -476,7 +489,11 @@ impl Builder {
                 self.hit(loc, count);
             }
             for a in arcs {
-                let from = self.user_loc(space, a.from_pc, false);
+                // From 0: the outermost frame found of stacks that were cut short.
+                let from = match a.from_pc {
+                    0 => self.pseudo_loc(space, Side::User, TRUNCATED, 0),
+                    pc => self.user_loc(space, pc, false),
+                };
                 let to = self.user_loc(space, a.self_pc, true);
                 self.arc(from, to, a.count);
             }
@@ -524,13 +541,20 @@ impl Builder {
             if self.spaces[space].kernel.is_none() && self.options.kernel {
                 self.spaces[space].kernel = self.kernel_symbols(space);
             }
-            let data = read_file(path)?;
+            let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
             let located = |e: gmon_format::Error| Error::from(e.with_path(path));
             let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
             for record in stacks.records() {
                 let (_, r) = record.map_err(located)?;
                 let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
-                self.add_stack(space, r.boundary, &kernel, &user, r.samples);
+                self.add_stack(
+                    space,
+                    r.boundary,
+                    r.user_truncated,
+                    &kernel,
+                    &user,
+                    r.samples,
+                );
             }
         }
         Ok(summary)
@@ -601,15 +625,20 @@ impl Builder {
             let name = self.symbol_name(to);
             let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
             *summary.entries.entry(kind).or_default() += a.count;
+            let user = self.options.user && !self.spaces[space].mappings.is_empty();
             if kind == BoundaryKind::Interrupt {
-                let from = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
-                self.arc(from, to, a.count);
-            } else if self.options.user && !self.spaces[space].mappings.is_empty() {
+                let pseudo = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
+                self.arc(pseudo, to, a.count);
+                if user {
+                    let from = self.user_loc(space, a.from_pc, false);
+                    self.arc(from, pseudo, a.count);
+                }
+            } else if user {
                 let from = self.user_loc(space, a.from_pc, false);
                 self.arc(from, to, a.count);
             }
             // Without the user side (or for work of no known process) the entry function
-            // keeps no caller, and gprof lists it as <spontaneous>.
+            // (or `[interrupt]`) keeps no caller, and gprof lists it as <spontaneous>.
         }
         Ok(())
     }
@@ -868,11 +897,16 @@ impl Builder {
                         Some(id),
                         &[],
                     ),
-                    _ => objects::find(
-                        path_of(&path),
-                        mapping.build_id.as_deref(),
-                        &self.options.object_path,
-                    ),
+                    _ => match objects::refused_recorded(path_of(&path)) {
+                        Some(refused) => Err(refused),
+                        // A relative recorded path is relative to the measurement, never to
+                        // the current directory.
+                        None => objects::find(
+                            &self.dir.join(path_of(&path)),
+                            mapping.build_id.as_deref(),
+                            &self.options.object_path,
+                        ),
+                    },
                 };
                 match found {
                     Ok(obj) => self.objects.push(Some(obj)),
@@ -919,11 +953,15 @@ impl Builder {
     }
 
     /// Adds one record of a stacks file: kernel frames then user frames, each innermost
-    /// first. An interrupt's user frames are replaced by `[interrupt]`, as its arcs are.
+    /// first, with `[interrupt]` between them for an interrupt, as its arcs have it, and
+    /// `[truncated]` beyond the user frames of a stack cut short, so that its outermost frame
+    /// found is not taken for a root.
+    #[allow(clippy::too_many_arguments)]
     fn add_stack(
         &mut self,
         space: usize,
         boundary: Option<BoundaryKind>,
+        truncated: bool,
         kernel: &[u64],
         user: &[u64],
         samples: u64,
@@ -934,13 +972,15 @@ impl Builder {
                 locs.push(self.kernel_loc(space, a));
             }
         }
-        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() {
-            if self.options.kernel {
-                locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
-            }
-        } else if self.options.user {
+        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() && self.options.kernel {
+            locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+        }
+        if self.options.user {
             for &a in user {
                 locs.push(self.user_loc(space, a, false));
+            }
+            if truncated && !user.is_empty() {
+                locs.push(self.pseudo_loc(space, Side::User, TRUNCATED, 0));
             }
         }
         for &l in &locs {
@@ -1107,7 +1147,11 @@ mod tests {
     use gmon_format::{Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer};
 
     fn fixtures() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
+        // Canonical: a recorded path with `..` in it is not read.
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/seamless/objects")
+            .canonicalize()
+            .unwrap()
     }
 
     fn gmon(bins: &[(u64, u16)], arcs: &[(u64, u64, u64)]) -> Vec<u8> {
