@@ -51,7 +51,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
     }
-    if o.seamless || o.system {
+    if o.seamless || o.system || o.threads {
         if !o.dump {
             refuse_unbuilt(&o)?;
         }

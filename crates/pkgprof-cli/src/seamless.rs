@@ -28,6 +28,14 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if let Some(bad) = &o.bad_pid {
         bail!("--pid: `{bad}' is not a process id");
     }
+    if o.threads {
+        bail!(
+            "--threads: per-thread listings (4242u/4243:name) need samples that carry their \
+             thread, but pkgmon merges the threads of a process when it writes the \
+             measurement: its user, kernel and stacks files keep no thread ids. Report the \
+             process as a whole (--pid), or run the threads as separate processes"
+        );
+    }
     if o.user_only && o.kernel_only {
         bail!("--user and --kernel exclude each other (give neither for both sides)");
     }
@@ -77,6 +85,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     }
     let mut report = report;
     report.after_other_output = true;
+    report.sampled_arcs = true;
     // Names are labelled (and demangled) already; the listings print them as they are.
     report.no_demangle = true;
     write_report(out, &analysis, &report)?;
