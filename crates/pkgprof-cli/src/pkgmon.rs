@@ -78,10 +78,6 @@ struct Args {
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 1000,
           allow_negative_numbers = true, value_parser = parse_freq)]
     freq: u64,
-    /// Bytes of user stack copied with each sample for unwinding from .eh_frame; more bytes
-    /// leave fewer truncated stacks in code without frame pointers (8 to 65528).
-    #[arg(long, value_name = "BYTES", default_value_t = 2048, value_parser = parse_stack_bytes)]
-    user_stack: u32,
     /// List every file written (by default only the directory and the command to run next).
     #[arg(short = 'v', long)]
     verbose: bool,
@@ -93,6 +89,18 @@ struct Args {
     /// second later).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Bytes of user stack copied with each sample for unwinding (0 to 65528; 0: frame
+    /// pointers only). Stacks deeper than the copy continue by frame pointers where the
+    /// program has them, and are reported truncated where they end early.
+    #[arg(long = "stack-size", value_name = "BYTES",
+          default_value_t = collect_perf::DEFAULT_USER_STACK_BYTES,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(collect_perf::MAX_USER_STACK_BYTES)))]
+    stack_size: u32,
+    /// Most frames of a callchain, kernel and user together (as root,
+    /// kernel.perf_event_max_stack is raised for the run if lower, and put back).
+    #[arg(long = "max-stack", value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_stack: u16,
     /// Sample user space only (allowed with kernel.perf_event_paranoid=2 for your own
     /// processes); the kernel files stay empty.
     #[arg(short = 'u', long = "user-only")]
@@ -142,17 +150,6 @@ fn parse_freq(text: &str) -> Result<u64, String> {
         return Err(format!("{hz} is out of range; give {range}"));
     }
     u64::try_from(hz).map_err(|_| format!("{hz} is out of range; give {range}"))
-}
-
-/// Parses `--user-stack`: what `perf_event_open` accepts for a user stack copy, a multiple of
-/// 8 below 64 KiB.
-fn parse_stack_bytes(text: &str) -> Result<u32, String> {
-    match text.parse::<u32>() {
-        Ok(n) if (8..=65528).contains(&n) && n % 8 == 0 => Ok(n),
-        _ => Err(format!(
-            "`{text}' is not a stack size the kernel accepts: give a multiple of 8 from 8 to 65528"
-        )),
-    }
 }
 
 /// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
@@ -301,9 +298,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     let mut config = Config::default();
     config.frequency = args.freq;
-    config.user_stack_bytes = args.user_stack;
     config.system_wide = args.all;
     config.user_only = args.user_only;
+    config.user_stack_bytes = args.stack_size;
+    config.max_stack = args.max_stack;
     if let Some(s) = args.duration {
         if !(s.is_finite() && s > 0.0) {
             bail!("--duration must be a positive number of seconds, not {s}");
@@ -334,6 +332,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
             return Err(e.into());
         }
     };
+    for note in sampler.notes() {
+        eprintln!("pkgmon: note: {note}");
+    }
+    let notes_before = sampler.notes().len();
     let mut status = Status {
         tty: std::io::stderr().is_terminal(),
         shown: false,
@@ -342,6 +344,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
     status.clear();
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: interrupted; writing the files");
+    }
+    for note in rec.notes.iter().skip(notes_before) {
+        eprintln!("pkgmon: note: {note}");
     }
     let rep = replay(&rec);
     let mut opts = WriteOptions::default();
@@ -364,21 +369,28 @@ fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 /// One line on truncated stacks, if any: what they cost and how to have fewer.
-fn truncated_note(truncated: u64, samples: u64, stack_bytes: u32) -> Option<String> {
+fn truncated_note(truncated: u64, samples: u64, stack_size: u32, max_stack: u16) -> Option<String> {
     if truncated == 0 || samples == 0 {
         return None;
     }
-    let more = (stack_bytes.saturating_mul(4)).clamp(8, 65528) / 8 * 8;
-    let remedy = if more > stack_bytes {
-        format!("copy more stack (--user-stack {more}) or build with -fno-omit-frame-pointer")
-    } else {
-        "build with -fno-omit-frame-pointer".to_string()
-    };
+    let mut remedies = Vec::new();
+    if stack_size < collect_perf::MAX_USER_STACK_BYTES {
+        remedies.push(format!(
+            "copy more stack (--stack-size {})",
+            collect_perf::MAX_USER_STACK_BYTES
+        ));
+    }
+    remedies.push(format!(
+        "allow deeper chains (--max-stack, now {max_stack})"
+    ));
+    remedies.push("build with -fno-omit-frame-pointer".to_string());
     Some(format!(
-        "{:.0}% of the stacks are truncated (their outer callers are missing from inclusive \
-         times): the {stack_bytes} bytes of user stack copied per sample did not reach the \
-         frames of code without frame pointers; {remedy}",
-        100.0 * truncated as f64 / samples as f64
+        "{:.0}% of the stacks are truncated (listings show their outer end as [truncated], \
+         and inclusive times miss those callers): the {stack_size}-byte stack copy or the \
+         callchain ran out, or unwind information was missing (the info files count each \
+         reason); {}",
+        100.0 * truncated as f64 / samples as f64,
+        remedies.join(", or ")
     ))
 }
 
@@ -425,7 +437,12 @@ fn print_summary(
             by_cpu.join(", ")
         );
     }
-    if let Some(note) = truncated_note(s.truncated_stacks, s.samples, args.user_stack) {
+    if let Some(note) = truncated_note(
+        s.truncated_stacks,
+        s.samples,
+        args.stack_size,
+        args.max_stack,
+    ) {
         eprintln!("pkgmon: {note}");
     }
     let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();
@@ -539,15 +556,16 @@ mod tests {
 
     #[test]
     fn truncated_stacks_are_explained_with_a_remedy() {
-        assert_eq!(truncated_note(0, 100, 2048), None);
-        let note = truncated_note(51, 100, 2048).unwrap();
+        assert_eq!(truncated_note(0, 100, 2048, 1024), None);
+        let note = truncated_note(51, 100, 2048, 1024).unwrap();
         assert!(
             note.starts_with("51% of the stacks are truncated"),
             "{note}"
         );
-        assert!(note.contains("--user-stack 8192"), "{note}");
-        let note = truncated_note(1, 3, 65528).unwrap();
-        assert!(!note.contains("--user-stack"), "{note}");
+        assert!(note.contains("--stack-size 65528"), "{note}");
+        assert!(note.contains("--max-stack, now 1024"), "{note}");
+        let note = truncated_note(1, 3, collect_perf::MAX_USER_STACK_BYTES, 127).unwrap();
+        assert!(!note.contains("--stack-size"), "{note}");
         assert!(
             note.ends_with("build with -fno-omit-frame-pointer"),
             "{note}"
