@@ -990,7 +990,8 @@ impl Builder {
     /// `-pg` program gives it to `__gmon_start__`), which looks like an answer and is not.
     fn warn_stripped_objects(&mut self) {
         // Per (space, object): samples in all, outside every symbol, and per symbol.
-        let mut tally: BTreeMap<(usize, usize), (u64, u64, BTreeMap<usize, u64>)> = BTreeMap::new();
+        type Tally = (u64, u64, BTreeMap<usize, u64>);
+        let mut tally: BTreeMap<(usize, usize), Tally> = BTreeMap::new();
         for &(loc, count) in &self.hist {
             let region = &self.regions[loc.region];
             let What::Object(o) = region.what else {
