@@ -8,7 +8,6 @@
 //! comes first (see [`callgraph::write_process_header`]).
 
 use std::ffi::OsString;
-use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -179,13 +178,13 @@ fn check_complete(measurement: &gmon_format::Measurement, force: bool) -> Result
 /// Writes the merged profile to `path` and its symbol table to `path.elf`, so that
 /// `gprof path.elf path` reads them.
 fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
-    fs::write(path, &seamless.gmon).with_context(|| format!("{}", path.display()))?;
+    safe_fs::replace_file(path, &seamless.gmon)?;
     let mut image_path = OsString::from(path.as_os_str());
     image_path.push(".elf");
     let image_path = PathBuf::from(image_path);
     let mut image = Vec::new();
     write_symbol_image(&mut image, &seamless.table)?;
-    fs::write(&image_path, image).with_context(|| format!("{}", image_path.display()))?;
+    safe_fs::replace_file(&image_path, &image)?;
     Ok(())
 }
 

@@ -8,46 +8,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use gmon_format::{AddressSize, Endian, MeasurementInfo, Profile, ReadOptions, Stacks, scan};
 
-const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
+mod common;
 
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("pkgmon-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    })
-}
-
-/// A collector workload, compiled on first use.
-fn workload(name: &str) -> PathBuf {
-    let out = scratch().join(name);
-    if !out.exists() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("../collect-perf/tests/workloads/{name}.c"));
-        let tmp = scratch().join(format!("{name}.tmp"));
-        let st = Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
-    }
-    out
-}
-
-/// Tests run one at a time: the machine has two CPUs and the workloads count CPU time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
+use common::{PKGMON, scratch, serial, workload};
 
 fn out_dir(tag: &str) -> PathBuf {
     let d = scratch().join(tag);

@@ -346,7 +346,7 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
     for f in files {
         let end = match &f.info {
             Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
                 info.process
                     .end_monotonic_ns
@@ -371,10 +371,13 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
         .collect())
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::ReadFile {
-        path: path.to_owned(),
-        source,
+/// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
+fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
+    crate::input::read_input(path, limit).map_err(|e| {
+        crate::input::error(e, |source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })
     })
 }
 
@@ -383,7 +386,7 @@ type Contents = (Vec<(u64, u64)>, Vec<Arc>);
 
 impl Builder {
     fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
-        let data = read_file(path)?;
+        let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         let located = |e: gmon_format::Error| Error::from(e.with_path(path));
         let profile = Profile::parse(&data, &read).map_err(located)?;
@@ -435,7 +438,7 @@ impl Builder {
     fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
         let info = match &files.info {
             Some(path) => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
             }
             None => {
@@ -539,7 +542,7 @@ impl Builder {
             if self.spaces[space].kernel.is_none() && self.options.kernel {
                 self.spaces[space].kernel = self.kernel_symbols(space);
             }
-            let data = read_file(path)?;
+            let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
             let located = |e: gmon_format::Error| Error::from(e.with_path(path));
             let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
             for record in stacks.records() {
@@ -895,11 +898,16 @@ impl Builder {
                         Some(id),
                         &[],
                     ),
-                    _ => objects::find(
-                        path_of(&path),
-                        mapping.build_id.as_deref(),
-                        &self.options.object_path,
-                    ),
+                    _ => match objects::refused_recorded(path_of(&path)) {
+                        Some(refused) => Err(refused),
+                        // A relative recorded path is relative to the measurement, never to
+                        // the current directory.
+                        None => objects::find(
+                            &self.dir.join(path_of(&path)),
+                            mapping.build_id.as_deref(),
+                            &self.options.object_path,
+                        ),
+                    },
                 };
                 match found {
                     Ok(obj) => self.objects.push(Some(obj)),
@@ -1204,7 +1212,11 @@ mod tests {
     use gmon_format::{Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer};
 
     fn fixtures() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
+        // Canonical: a recorded path with `..` in it is not read.
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/seamless/objects")
+            .canonicalize()
+            .unwrap()
     }
 
     fn gmon(bins: &[(u64, u16)], arcs: &[(u64, u64, u64)]) -> Vec<u8> {
