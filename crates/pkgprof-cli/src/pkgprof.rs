@@ -402,7 +402,7 @@ struct Image {
 
 /// A profile that is not there is most often one not written yet: say how it comes about.
 fn refuse_missing_profile(path: &Path, with_image: bool) -> Result<()> {
-    match fs::symlink_metadata(path) {
+    match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let mut m = format!("{}: no such file", path.display());
             if with_image {
