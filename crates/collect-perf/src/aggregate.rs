@@ -77,8 +77,7 @@ impl KernelSymbols {
 
     /// This machine's `/proc/kallsyms`, or none if it cannot be read.
     pub fn live() -> KernelSymbols {
-        let text = safe_fs::read_text("/proc/kallsyms", &safe_fs::ReadOptions::procfs(256 << 20))
-            .unwrap_or_default();
+        let text = crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
         KernelSymbols::parse(text)
     }
 
