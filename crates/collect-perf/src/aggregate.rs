@@ -4,8 +4,9 @@
 //! distinct stacks and processes seen, never with the number of samples.
 //!
 //! The aggregation knows nothing of rings or of the live machine: it is fed [`Recording`]
-//! records (one at a time, or a whole recording by [`aggregate`]), with the kernel's symbols
-//! given by the caller. Only the ELF files behind the mappings are read, to unwind.
+//! records (one at a time, or a whole recording by [`aggregate`]), and given the kernel's
+//! symbols at the end, which classify how each interned stack entered the kernel. Only the ELF
+//! files behind the mappings are read, to unwind.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -176,19 +177,11 @@ impl StackTable {
         n
     }
 
-    /// Counts one sample of `nanoseconds` with this stack. The path is a header node
-    /// (boundary kind and truncation, values 1 to 10), the user frames from the outermost in,
-    /// [`KERNEL_PART`], the kernel frames from the outermost in.
-    fn add(
-        &mut self,
-        kernel: &[u64],
-        user: &[u64],
-        boundary: Option<BoundaryKind>,
-        truncated: bool,
-        nanoseconds: u64,
-    ) {
-        let header = 1 + u64::from(truncated) + 2 * u64::from(boundary.map_or(0, |b| b.code()));
-        let mut at = self.node(ROOT, header);
+    /// Counts one sample of `nanoseconds` with this stack. The path is a header node (1, or 2
+    /// for a truncated stack), the user frames from the outermost in, [`KERNEL_PART`], the
+    /// kernel frames from the outermost in.
+    fn add(&mut self, kernel: &[u64], user: &[u64], truncated: bool, nanoseconds: u64) {
+        let mut at = self.node(ROOT, 1 + u64::from(truncated));
         for &a in user.iter().rev() {
             at = self.node(at, a);
         }
@@ -201,8 +194,9 @@ impl StackTable {
         c.1 += nanoseconds;
     }
 
-    /// Every distinct stack with its samples and nanoseconds, added to `out`.
-    pub(crate) fn collect(&self, out: &mut BTreeMap<StackKey, (u64, u64)>) {
+    /// Every distinct stack with its samples and nanoseconds, added to `out`, its boundary
+    /// kind classified by `ksyms` (none unless it has both kernel and user frames).
+    pub(crate) fn collect(&self, ksyms: &KernelSymbols, out: &mut BTreeMap<StackKey, (u64, u64)>) {
         let mut path = Vec::new();
         for (&end, &(samples, ns)) in &self.counts {
             path.clear();
@@ -213,17 +207,13 @@ impl StackTable {
                 at = parent;
             }
             // `path` runs from the innermost kernel frame out to the header.
-            let header = path.pop().unwrap_or(1) - 1;
+            let truncated = path.pop() == Some(2);
             let split = path.iter().position(|&a| a == KERNEL_PART).unwrap_or(0);
             let kernel = path[..split].to_vec();
             let user = path[split + 1..].to_vec();
-            let boundary = match header / 2 {
-                0 => None,
-                code => BoundaryKind::ALL.get(code as usize - 1).copied(),
-            };
-            let e = out
-                .entry((kernel, user, boundary, header % 2 == 1))
-                .or_default();
+            let boundary =
+                (!kernel.is_empty() && !user.is_empty()).then(|| ksyms.boundary(&kernel));
+            let e = out.entry((kernel, user, boundary, truncated)).or_default();
             e.0 += samples;
             e.1 += ns;
         }
@@ -236,7 +226,6 @@ pub(crate) struct ImageAcc {
     pub user: Side,
     pub kernel: Side,
     pub stacks: StackTable,
-    pub boundary: BTreeMap<BoundaryKind, u64>,
     pub user_only: u64,
     pub kernel_only: u64,
     pub samples: u64,
@@ -249,7 +238,6 @@ pub(crate) struct ImageAcc {
 /// Aggregates records fed in time order. See the module docs.
 pub struct Aggregator {
     opts: AggregateOptions,
-    ksyms: KernelSymbols,
     replay: Replayer,
     unwinding: Unwinding,
     /// By process index.
@@ -284,12 +272,12 @@ pub(crate) fn image_at(p: &Process, time: u64, launched: bool) -> usize {
 }
 
 impl Aggregator {
-    /// An aggregator classifying kernel entries with `ksyms`.
-    pub fn new(opts: AggregateOptions, ksyms: KernelSymbols) -> Aggregator {
+    /// An aggregator. It needs no kernel symbols while records come: how each sample entered
+    /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
+    pub fn new(opts: AggregateOptions) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
         Aggregator {
             opts,
-            ksyms,
             replay: Replayer::default(),
             unwinding: Unwinding::new(Images::default(), max_frames),
             unwinders: Vec::new(),
@@ -421,27 +409,19 @@ impl Aggregator {
             *acc.user.arcs.entry((0, outer)).or_default() += 1;
         }
         acc.kernel.add_stack(kernel, &mut self.edges);
-        let boundary = match (kernel.last(), user.first()) {
+        match (kernel.last(), user.first()) {
             (Some(&entry), Some(&upc)) => {
                 *acc.kernel.arcs.entry((upc, entry)).or_default() += 1;
-                let kind = self.ksyms.boundary(kernel);
-                *acc.boundary.entry(kind).or_default() += 1;
-                Some(kind)
             }
-            (None, _) => {
-                acc.user_only += 1;
-                None
-            }
-            (Some(_), None) => {
-                acc.kernel_only += 1;
-                None
-            }
-        };
-        acc.stacks.add(kernel, user, boundary, truncated, s.period);
+            (None, _) => acc.user_only += 1,
+            (Some(_), None) => acc.kernel_only += 1,
+        }
+        acc.stacks.add(kernel, user, truncated, s.period);
     }
 
-    /// Ends the aggregation.
-    pub fn finish(mut self) -> Aggregate {
+    /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
+    /// each sample entered the kernel and are saved with the measurement.
+    pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
         let replay = self.replay.finish();
         let n = replay.processes.len();
         self.profiled.resize(n, None);
@@ -457,7 +437,7 @@ impl Aggregator {
             other: self.other,
             system_wide: self.opts.system_wide.is_some(),
             launched: self.opts.launched,
-            ksyms: self.ksyms,
+            ksyms,
             files: self.unwinding.into_images(),
             stats: self.stats,
         }
@@ -502,11 +482,11 @@ pub fn aggregate(rec: &Recording, opts: &AggregateOptions, ksyms: KernelSymbols)
     if opts.launched.is_none() {
         opts.launched = rec.child.as_ref().map(|c| c.pid);
     }
-    let mut a = Aggregator::new(opts, ksyms);
+    let mut a = Aggregator::new(opts);
     for (_, e) in rec.in_order() {
         a.feed(rec, e);
     }
-    a.finish()
+    a.finish(ksyms)
 }
 
 #[cfg(test)]
@@ -515,28 +495,19 @@ mod tests {
 
     #[test]
     fn stack_table_gives_back_each_distinct_stack() {
+        let ksyms = KernelSymbols::parse("ffff800000000000 T entry_SYSCALL_64\n".into());
         let mut t = StackTable::default();
         let k = [0xffff_8000_0000_2000, 0xffff_8000_0000_1000];
-        t.add(
-            &k,
-            &[0x30, 0x20, 0x10],
-            Some(BoundaryKind::Syscall),
-            false,
-            5,
-        );
-        t.add(
-            &k,
-            &[0x30, 0x20, 0x10],
-            Some(BoundaryKind::Syscall),
-            false,
-            7,
-        );
+        t.add(&k, &[0x30, 0x20, 0x10], false, 5);
+        t.add(&k, &[0x30, 0x20, 0x10], false, 7);
         // The same frames, truncated: another stack.
-        t.add(&[], &[0x30, 0x20], None, true, 1);
+        t.add(&[], &[0x30, 0x20], true, 1);
         // Recursion: the same address at several depths.
-        t.add(&[], &[0x40, 0x50, 0x50, 0x50, 0x10], None, false, 2);
+        t.add(&[], &[0x40, 0x50, 0x50, 0x50, 0x10], false, 2);
+        // Kernel frames only (a kernel thread): no boundary.
+        t.add(&k, &[], false, 3);
         let mut out = BTreeMap::new();
-        t.collect(&mut out);
+        t.collect(&ksyms, &mut out);
         let got: Vec<_> = out.into_iter().collect();
         assert_eq!(
             got,
@@ -546,6 +517,7 @@ mod tests {
                     (vec![], vec![0x40, 0x50, 0x50, 0x50, 0x10], None, false),
                     (1, 2)
                 ),
+                ((k.to_vec(), vec![], None, false), (1, 3)),
                 (
                     (
                         k.to_vec(),

@@ -22,13 +22,13 @@
 //!     write_measurement,
 //! };
 //!
-//! let kernel = KernelSymbols::live();
 //! let sampler = Sampler::launch(&["/bin/ls".into()], &Config::default())?;
 //! let mut opts = AggregateOptions::default();
 //! opts.launched = sampler.child_pid();
-//! let mut agg = Aggregator::new(opts, kernel);
+//! let mut agg = Aggregator::new(opts);
 //! let recording = sampler.run_aggregating(&AtomicBool::new(false), |_| {}, &mut agg)?;
-//! let summary = write_measurement(&recording, &agg.finish(), &WriteOptions::default())?;
+//! let aggregate = agg.finish(KernelSymbols::live());
+//! let summary = write_measurement(&recording, &aggregate, &WriteOptions::default())?;
 //! println!("{} samples, {} lost, {} files", summary.samples, recording.lost, summary.files.len());
 //! # Ok(())
 //! # }

@@ -13,9 +13,9 @@ use gmon_format::{
     StacksWriter, write_sampled_profile,
 };
 
-use crate::aggregate::{Aggregate, ImageAcc, Side, StackKey};
 #[cfg(test)]
-use crate::aggregate::{AggregateOptions, KernelSymbols};
+use crate::aggregate::AggregateOptions;
+use crate::aggregate::{Aggregate, ImageAcc, KernelSymbols, Side, StackKey};
 use crate::error::{Error, Result};
 use crate::output::{Output, WrittenFile};
 use crate::recording::{CounterKind, ProcCounters, Recording};
@@ -85,7 +85,6 @@ struct FileSet {
     user: Side,
     kernel: Side,
     stacks: BTreeMap<StackKey, (u64, u64)>,
-    boundary: BTreeMap<BoundaryKind, u64>,
     user_only: u64,
     kernel_only: u64,
     samples: u64,
@@ -95,15 +94,12 @@ struct FileSet {
 }
 
 impl FileSet {
-    fn add(&mut self, seg: Segment, acc: Option<&ImageAcc>) {
+    fn add(&mut self, seg: Segment, acc: Option<&ImageAcc>, ksyms: &KernelSymbols) {
         self.segments.push(seg);
         let Some(acc) = acc else { return };
         self.user.merge(&acc.user);
         self.kernel.merge(&acc.kernel);
-        acc.stacks.collect(&mut self.stacks);
-        for (k, n) in &acc.boundary {
-            *self.boundary.entry(*k).or_default() += n;
-        }
+        acc.stacks.collect(ksyms, &mut self.stacks);
         for (k, n) in &acc.truncated {
             *self.truncated.entry(*k).or_default() += n;
         }
@@ -413,7 +409,7 @@ fn file_sets(agg: &Aggregate, rec: &Recording) -> BTreeMap<(u32, u32, Vec<u8>), 
             sets.entry((p.key.pid, instance, comm))
                 .or_insert_with(|| (pi, FileSet::default()))
                 .1
-                .add(seg, acc);
+                .add(seg, acc, &agg.ksyms);
         }
     }
     sets
@@ -609,12 +605,18 @@ pub fn write_measurement_to(
         info.kernel.symbols_file = Some(symbols_file.clone());
         let name = |n: ProfileName| n.with_instance(*instance);
         let stacks_name = name(ProfileName::stacks(*pid, comm.clone())).file_name();
+        let mut boundary: BTreeMap<BoundaryKind, u64> = BTreeMap::new();
+        for ((_, _, kind, _), (samples, _)) in &set.stacks {
+            if let Some(kind) = kind {
+                *boundary.entry(*kind).or_default() += samples;
+            }
+        }
         let mut fields: Vec<Field> = BoundaryKind::ALL
             .iter()
             .map(|k| {
                 Field::new(
                     k.as_str(),
-                    set.boundary.get(k).copied().unwrap_or(0).to_string(),
+                    boundary.get(k).copied().unwrap_or(0).to_string(),
                 )
             })
             .collect();

@@ -320,8 +320,6 @@ fn run(args: Args) -> anyhow::Result<u8> {
     let out = Output::begin(dir, args.mode)
         .with_context(|| format!("cannot write into {}", args.dir.display()))?;
     catch_signals();
-    // Read before the command starts, so that it does not compete with it for the CPU.
-    let kernel_symbols = KernelSymbols::live();
     let started = if !args.command.is_empty() {
         Sampler::launch(&args.command, &config)
     } else {
@@ -353,9 +351,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         asked.extend(sampler.child_pid());
         aggregate.system_wide = Some(asked);
     }
-    let mut agg = Aggregator::new(aggregate, kernel_symbols);
+    let mut agg = Aggregator::new(aggregate);
     let rec = sampler.run_aggregating(&STOP, |p| status.update(p), &mut agg)?;
-    let agg = agg.finish();
+    let agg = agg.finish(KernelSymbols::live());
     status.clear();
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: interrupted; writing the files");
