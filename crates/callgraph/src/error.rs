@@ -37,7 +37,10 @@ pub enum Error {
         path: PathBuf,
     },
     /// The image has no static symbol table (`.symtab`), as after `strip`.
-    #[error("file `{path}' has no symbols")]
+    #[error(
+        "file `{path}' has no symbols: it was stripped (by `strip`, `install -s` or `gcc -s`); \
+         report with the unstripped build, or rebuild it without stripping"
+    )]
     NoSymbols {
         /// Path of the image.
         path: PathBuf,
