@@ -455,6 +455,8 @@ mod tests {
         assert_eq!(b.label_set(&[]), LabelSetId::EMPTY);
         let p = b.build();
         assert_eq!(p.labels(a).len(), 2);
+        let sets: Vec<(LabelSetId, usize)> = p.label_sets().map(|(id, l)| (id, l.len())).collect();
+        assert_eq!(sets, [(LabelSetId::EMPTY, 0), (a, 2)]);
         assert_eq!(p.labels(a)[0], Label::number(LabelKey::Pid, 7));
         assert_eq!(p.label_key_name(LabelKey::Comm), "comm");
     }
