@@ -1,0 +1,322 @@
+//! pprof's `profile.proto`, gzip-compressed: what `go tool pprof`, Pyroscope and Parca read.
+//!
+//! The model maps onto it almost one to one: value types become sample types (name and unit),
+//! objects mappings (path, build-id in hex), functions functions (named as in the listings,
+//! the plain symbol as `system_name`), frames locations (address, line), label sets labels
+//! (numbers as `num`, text as `str`, keys as [`profile_model::Profile::label_key_name`] names
+//! them), the period the period. Samples with the same stack and labels are summed into one.
+//!
+//! Arcs (mcount data) become samples of a `calls` value type with the two-frame stack
+//! callee ← caller, so `go tool pprof -sample_index=calls` shows call counts on the edges;
+//! every other value of those samples is zero.
+//!
+//! Several profiles can go into one file with a factor each: a diff is the new profile plus
+//! the base negated and labelled `pprof::base=true`, which is what `go tool pprof -diff_base`
+//! itself builds, so the numbers agree with it.
+
+#[allow(missing_docs, clippy::all, rust_2018_idioms)]
+mod proto;
+
+use std::io::{self, Write};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use profile_model::{LabelSetId, LabelValue, Profile, StackId, Unit, ValueKind, ValueTypeId};
+use prost::Message;
+use rustc_hash::FxHashMap;
+
+use crate::names::{Names, object_path};
+
+/// Writes `profile` with `vt` as the default sample type.
+pub(crate) fn write(
+    profile: &Profile,
+    vt: ValueTypeId,
+    note: Option<&str>,
+    out: impl Write,
+) -> io::Result<()> {
+    let mut encoder = Encoder::default();
+    encoder.add(profile, 1, false);
+    encoder.finish(profile.value_type(vt).name, note, out)
+}
+
+/// The label `go tool pprof -diff_base` puts on the base profile's samples.
+pub(crate) const BASE_LABEL: &str = "pprof::base";
+
+/// Builds one pprof profile from one or more model profiles, interning by content so that the
+/// same function in two profiles is one pprof function.
+#[derive(Default)]
+pub(crate) struct Encoder {
+    out: proto::Profile,
+    strings: FxHashMap<String, i64>,
+    value_types: Vec<(String, Unit)>,
+    mappings: FxHashMap<(i64, i64), u64>,
+    functions: FxHashMap<(i64, i64, i64), u64>,
+    locations: FxHashMap<(u64, u64, u64, i64), u64>,
+    /// (value columns, labels, location ids) of every sample, before they are summed.
+    samples: FxHashMap<(Vec<u64>, Vec<proto::Label>), Vec<i64>>,
+    times: Option<(u64, u64)>,
+}
+
+impl Encoder {
+    /// Adds every sample and arc of `profile`, values multiplied by `factor`; with `base`,
+    /// labelled as a `-diff_base` base.
+    pub(crate) fn add(&mut self, profile: &Profile, factor: i64, base: bool) {
+        if self.out.string_table.is_empty() {
+            self.string("");
+        }
+        let names = Names::new(profile);
+        let columns: Vec<usize> = profile
+            .value_types()
+            .map(|(_, k)| self.value_type(k))
+            .collect();
+        let calls = (!profile.arcs().is_empty()).then(|| self.value_type(ValueKind::CALLS));
+        let locations: Vec<u64> = profile
+            .frames()
+            .map(|(_, frame)| {
+                let f = frame.function;
+                let function = profile.function(f);
+                let name = self.string(names.get(f));
+                let system_name = self.string(profile.string(function.name));
+                let file = function.file.map_or(0, |s| self.string(profile.string(s)));
+                let mapping = self.mapping(profile, f);
+                if file != 0 && mapping != 0 {
+                    self.out.mapping[mapping as usize - 1].has_filenames = true;
+                }
+                let function_id = self.function(name, system_name, file);
+                let line = frame.line.map_or(0, i64::from);
+                self.location(mapping, frame.address.unwrap_or(0), function_id, line)
+            })
+            .collect();
+        let base_label = base.then(|| proto::Label {
+            key: self.string(BASE_LABEL),
+            str: self.string("true"),
+            ..proto::Label::default()
+        });
+        // Sum by (stack, labels) first: one hash of two integers per sample.
+        let mut summed: FxHashMap<(StackId, LabelSetId), Vec<i64>> = FxHashMap::default();
+        for sample in profile.samples() {
+            let values = summed
+                .entry((sample.stack, sample.labels))
+                .or_insert_with(|| vec![0; sample.values.len()]);
+            for (sum, &v) in values.iter_mut().zip(sample.values) {
+                *sum = sum.saturating_add(v.saturating_mul(factor));
+            }
+            if let Some(t) = sample.time {
+                let (lo, hi) = self.times.get_or_insert((t, t));
+                (*lo, *hi) = ((*lo).min(t), (*hi).max(t));
+            }
+        }
+        let mut label_cache: FxHashMap<LabelSetId, Vec<proto::Label>> = FxHashMap::default();
+        for ((stack, labels), values) in summed {
+            let ids: Vec<u64> = profile
+                .stack_frames(stack)
+                .map(|frame| locations[frame.index()])
+                .collect();
+            let labels = label_cache
+                .entry(labels)
+                .or_insert_with(|| self.labels(profile, labels, base_label))
+                .clone();
+            let row = self.samples.entry((ids, labels)).or_default();
+            for (&column, v) in columns.iter().zip(values) {
+                put(row, column, v);
+            }
+        }
+        if let Some(calls) = calls {
+            let labels: Vec<proto::Label> = base_label.into_iter().collect();
+            for arc in profile.arcs() {
+                let ids = vec![locations[arc.callee.index()], locations[arc.caller.index()]];
+                let row = self.samples.entry((ids, labels.clone())).or_default();
+                put(row, calls, arc.count.saturating_mul(factor));
+            }
+        }
+        if self.out.period_type.is_none()
+            && let Some(period) = profile.period()
+        {
+            self.out.period_type = Some(proto::ValueType {
+                r#type: self.string(period.kind.name),
+                unit: self.string(period.kind.unit.as_str()),
+            });
+            self.out.period = period.value;
+        }
+    }
+
+    /// Writes the profile, gzip-compressed, with `default_value` as the default sample type
+    /// and `note` as a comment.
+    pub(crate) fn finish(
+        mut self,
+        default_value: &str,
+        note: Option<&str>,
+        out: impl Write,
+    ) -> io::Result<()> {
+        for (name, unit) in std::mem::take(&mut self.value_types) {
+            let vt = proto::ValueType {
+                r#type: self.string(&name),
+                unit: self.string(unit.as_str()),
+            };
+            self.out.sample_type.push(vt);
+        }
+        self.out.default_sample_type = self.string(default_value);
+        if let Some(note) = note {
+            let note = self.string(note);
+            self.out.comment.push(note);
+        }
+        if let Some((lo, hi)) = self.times {
+            self.out.time_nanos = i64::try_from(lo).unwrap_or(i64::MAX);
+            self.out.duration_nanos = i64::try_from(hi - lo).unwrap_or(i64::MAX);
+        }
+        let width = self.out.sample_type.len();
+        let mut samples: Vec<_> = self.samples.into_iter().collect();
+        samples
+            .sort_unstable_by(|a, b| a.0.0.cmp(&b.0.0).then_with(|| label_order(&a.0.1, &b.0.1)));
+        self.out.sample = samples
+            .into_iter()
+            .filter(|(_, values)| values.iter().any(|&v| v != 0))
+            .map(|((location_id, label), mut value)| {
+                value.resize(width, 0);
+                proto::Sample {
+                    location_id,
+                    value,
+                    label,
+                }
+            })
+            .collect();
+        let bytes = self.out.encode_to_vec();
+        let mut gz = GzEncoder::new(io::BufWriter::new(out), Compression::fast());
+        gz.write_all(&bytes)?;
+        gz.finish()?.flush()
+    }
+
+    fn string(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.out.string_table.len() as i64;
+        self.out.string_table.push(s.to_owned());
+        self.strings.insert(s.to_owned(), i);
+        i
+    }
+
+    /// The column of a value type, declared if new.
+    fn value_type(&mut self, kind: ValueKind<'_>) -> usize {
+        match self
+            .value_types
+            .iter()
+            .position(|(n, u)| n == kind.name && *u == kind.unit)
+        {
+            Some(i) => i,
+            None => {
+                self.value_types.push((kind.name.to_owned(), kind.unit));
+                self.value_types.len() - 1
+            }
+        }
+    }
+
+    fn mapping(&mut self, profile: &Profile, f: profile_model::FunctionId) -> u64 {
+        let Some(path) = object_path(profile, f) else {
+            return 0;
+        };
+        let build_id = profile
+            .function(f)
+            .object
+            .and_then(|o| profile.object(o).build_id.as_deref())
+            .map_or(0, |id| {
+                let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+                self.string(&hex)
+            });
+        let filename = self.string(path);
+        let next = self.out.mapping.len() as u64 + 1;
+        let id = *self.mappings.entry((filename, build_id)).or_insert(next);
+        if id == next {
+            self.out.mapping.push(proto::Mapping {
+                id,
+                filename,
+                build_id,
+                has_functions: true,
+                ..proto::Mapping::default()
+            });
+        }
+        id
+    }
+
+    fn function(&mut self, name: i64, system_name: i64, filename: i64) -> u64 {
+        let next = self.out.function.len() as u64 + 1;
+        let id = *self
+            .functions
+            .entry((name, system_name, filename))
+            .or_insert(next);
+        if id == next {
+            self.out.function.push(proto::Function {
+                id,
+                name,
+                system_name,
+                filename,
+                ..proto::Function::default()
+            });
+        }
+        id
+    }
+
+    fn location(&mut self, mapping_id: u64, address: u64, function_id: u64, line: i64) -> u64 {
+        let next = self.out.location.len() as u64 + 1;
+        let id = *self
+            .locations
+            .entry((mapping_id, address, function_id, line))
+            .or_insert(next);
+        if id == next {
+            self.out.location.push(proto::Location {
+                id,
+                mapping_id,
+                address,
+                line: vec![proto::Line {
+                    function_id,
+                    line,
+                    ..proto::Line::default()
+                }],
+                ..proto::Location::default()
+            });
+        }
+        id
+    }
+
+    fn labels(
+        &mut self,
+        profile: &Profile,
+        set: LabelSetId,
+        extra: Option<proto::Label>,
+    ) -> Vec<proto::Label> {
+        let mut labels: Vec<proto::Label> = profile
+            .labels(set)
+            .iter()
+            .map(|label| {
+                let key = self.string(profile.label_key_name(label.key));
+                match label.value {
+                    LabelValue::Number(num) => proto::Label {
+                        key,
+                        num,
+                        ..proto::Label::default()
+                    },
+                    LabelValue::Text(s) => proto::Label {
+                        key,
+                        str: self.string(profile.string(s)),
+                        ..proto::Label::default()
+                    },
+                }
+            })
+            .collect();
+        labels.extend(extra);
+        labels
+    }
+}
+
+/// Adds `v` to column `column` of `row`, growing it as value types are declared.
+fn put(row: &mut Vec<i64>, column: usize, v: i64) {
+    if row.len() <= column {
+        row.resize(column + 1, 0);
+    }
+    row[column] = row[column].saturating_add(v);
+}
+
+fn label_order(a: &[proto::Label], b: &[proto::Label]) -> std::cmp::Ordering {
+    let key = |l: &proto::Label| (l.key, l.str, l.num, l.num_unit);
+    a.iter().map(key).cmp(b.iter().map(key))
+}
