@@ -12,7 +12,7 @@ pub fn run(data: &[u8]) {
 }
 
 fn check(name: &str) {
-    let out = callgraph::demangle(name);
+    let out = ::demangle::demangle(name);
     if let Some(at) = name.find('@') {
         assert!(
             out.ends_with(&name[at..]),

@@ -263,7 +263,7 @@ pub struct ReportOptions {
     /// decorated names and `ms/call`, then a fixed-width index. Default is false.
     pub traditional: bool,
     /// Print names as they are mangled (`--no-demangle`). GNU layouts demangle by default as
-    /// gprof does (see [`crate::demangle`]); BSD layouts never demangle. Sorting always uses
+    /// gprof does (see [`demangle::demangle`]); BSD layouts never demangle. Sorting always uses
     /// the mangled names. Default is false.
     pub no_demangle: bool,
     /// Something (such as `-i`'s file summaries) was printed before the report, so its first
@@ -457,9 +457,9 @@ fn append<'a>(names: &[Cow<'a, [u8]>], suffixes: &[Vec<u8>]) -> Vec<Cow<'a, [u8]
         .collect()
 }
 
-/// [`crate::demangle`] for names that are UTF-8; anything else is printed as it is.
+/// [`demangle::demangle`] for names that are UTF-8; anything else is printed as it is.
 fn demangle_bytes(name: &[u8]) -> Cow<'_, [u8]> {
-    match std::str::from_utf8(name).map(crate::demangle::demangle) {
+    match std::str::from_utf8(name).map(demangle::demangle) {
         Ok(Cow::Owned(text)) => Cow::Owned(text.into_bytes()),
         Ok(Cow::Borrowed(_)) | Err(_) => Cow::Borrowed(name),
     }

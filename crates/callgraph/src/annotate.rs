@@ -253,6 +253,9 @@ pub fn write_annotated_source<W: Write>(
         let mut body = text.as_slice();
         let mut number = 1u64;
         let mut last = 0u64;
+        // Only lines the file has count as executable or executed: a header's functions
+        // credited to the `.c` file that includes it can claim lines far past its end.
+        let (mut executable, mut executed) = (0u64, 0u64);
         while !body.is_empty() {
             // The text is copied as it is: a last line without a newline stays without one.
             let (line, rest) = match body.iter().position(|&b| b == b'\n') {
@@ -268,6 +271,8 @@ pub fn write_annotated_source<W: Write>(
             } else {
                 None
             };
+            executable += u64::from(c.has_symbol);
+            executed += u64::from(shown.is_some());
             if let Some(count) = shown {
                 if i128::from(count) < i128::from(options.min_count) {
                     buf.extend_from_slice(b"       ##### -> ");
@@ -300,24 +305,26 @@ pub fn write_annotated_source<W: Write>(
                 buf.extend_from_slice(format!("{line:>9} {count:>10}\n").as_bytes());
             }
         }
-        let executable = counts.values().filter(|c| c.has_symbol).count();
-        let executed = counts
-            .values()
-            .filter(|c| c.has_count || (options.all_lines && c.has_symbol))
-            .count();
         buf.extend_from_slice(b"\nExecution Summary:\n\n");
         buf.extend_from_slice(
             format!("{executable:>9}   Executable lines in this file\n").as_bytes(),
         );
         buf.extend_from_slice(format!("{executed:>9}   Lines executed\n").as_bytes());
-        let percent = 100.0 * executed as f64 / executable as f64;
+        // A file without executable lines is "100 % executed", at 0 executions per line.
+        let (percent, average) = if executable == 0 {
+            (100.0, 0.0)
+        } else {
+            (
+                100.0 * executed as f64 / executable as f64,
+                total as f64 / executable as f64,
+            )
+        };
         buf.extend_from_slice(
             format!("{:>9}   Percent of the file executed\n", fixed2(percent)).as_bytes(),
         );
         buf.extend_from_slice(
             format!("\n{total:>9}   Total number of line executions\n").as_bytes(),
         );
-        let average = total as f64 / executable as f64;
         buf.extend_from_slice(
             format!("{:>9}   Average executions per line\n", fixed2(average)).as_bytes(),
         );
@@ -369,6 +376,11 @@ mod tests {
     /// A six-line source: function `f` (3 calls) starts on line 1 after a line symbol of `g`,
     /// function `h` (5 calls) on line 3, a line symbol of `h` on line 4; no newline at the end.
     fn annotate(options: &AnnotateOptions) -> String {
+        annotate_at(options, [1, 1, 3, 4])
+    }
+
+    /// The same symbols at other lines of the six-line source.
+    fn annotate_at(options: &AnnotateOptions, lines: [u64; 4]) -> String {
         static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir =
@@ -400,7 +412,7 @@ mod tests {
                 line,
             })
         };
-        let sources = [at(1), at(1), at(3), at(4)];
+        let sources = lines.map(at);
         let mut out = Vec::new();
         let mut warnings = Vec::new();
         write_annotated_source(
@@ -467,5 +479,27 @@ mod tests {
             ]
         );
         assert!(text.contains("        3   Lines executed\n"), "{text}");
+    }
+
+    #[test]
+    fn lines_past_the_end_of_the_file_count_only_in_the_totals() {
+        // h's line symbol claims line 9 of a six-line file (header code credited to the .c).
+        let text = annotate_at(&AnnotateOptions::default(), [1, 1, 3, 9]);
+        assert!(
+            text.contains("        2   Executable lines in this file\n"),
+            "{text}"
+        );
+        // Nothing on lines the file has: "100 %" of nothing executed, 0 per line.
+        let text = annotate_at(&AnnotateOptions::default(), [7, 7, 8, 9]);
+        assert!(
+            text.contains("        8          5\n        7          3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "        0   Executable lines in this file\n        0   Lines executed\n   100.00   Percent of the file executed\n\n        8   Total number of line executions\n     0.00   Average executions per line\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -53,6 +53,15 @@
 //! What it does not do yet: basic-block records in the listings, `-r` with 80 or more called
 //! functions, and file ordering (`-R`).
 //!
+//! # The profile model
+//!
+//! [`gmon_model`] turns a summed gmon profile and its image's symbols into a
+//! [`profile_model::Profile`], the form exports and diffs read: one sample per non-zero
+//! histogram bin (a one-frame stack at the bin's address), one arc per gmon arc, functions named
+//! as gprof prints them. Its totals are gprof's; it keeps what was measured rather than gprof's
+//! reading of it (see the function's docs). `cargo run -p callgraph --example gmon_model`
+//! shows it on a bundled profile.
+//!
 //! # Seamless profiles of a measurement directory
 //!
 //! [`Seamless::build`] symbolizes and merges the user and kernel profiles of one or more
@@ -81,7 +90,6 @@
 mod analysis;
 mod annotate;
 mod calls;
-mod demangle;
 mod diagnose;
 mod error;
 mod flat;
@@ -91,6 +99,7 @@ mod inclusive;
 mod kallsyms;
 mod labeled;
 mod lines;
+mod model;
 mod ordering;
 mod report;
 mod sort;
@@ -105,7 +114,6 @@ pub use annotate::{
     AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
 };
 pub use calls::CallCounts;
-pub use demangle::demangle;
 pub use diagnose::{Warning, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
@@ -121,6 +129,7 @@ pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
     symbol_sources,
 };
+pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::rc::Rc;
 
 use gimli::Reader as _;
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
 use crate::symbols::{RawSymbol, SymbolTable};
@@ -82,6 +82,10 @@ pub struct SourceLines {
     sequences: Vec<Sequence>,
     /// File paths handed out so far, so equal paths share one allocation.
     files: std::cell::RefCell<Vec<Rc<[u8]>>>,
+    /// The ELF symbols that can name a function where DWARF has a line but no function.
+    elf_functions: ElfFunctions,
+    /// DWARF functions of C++ (and other mangling languages') units that have no linkage name.
+    unlinked: UnlinkedFunctions,
 }
 
 impl std::fmt::Debug for SourceLines {
@@ -120,33 +124,64 @@ impl SourceLines {
         let mut files = Vec::new();
         let mut sequences = read_line_tables(&dwarf, &mut files).map_err(dwarf_error)?;
         sequences.sort_by_key(|s| s.start);
+        let unlinked = UnlinkedFunctions::read(&dwarf).map_err(dwarf_error)?;
         let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
         Ok(Some(SourceLines {
             context,
             sequences,
             files: std::cell::RefCell::new(files),
+            elf_functions: ElfFunctions::new(&file),
+            unlinked,
         }))
     }
 
     /// The source position of `address`: its line-table row, and the function containing it.
     ///
+    /// The function is the innermost DWARF subprogram or inlined subroutine covering the
+    /// address. Where there is none but the line table has a row — a function GCC described
+    /// only by a declaration, or the alignment padding after a function — BFD names the
+    /// nearest ELF symbol at or below the address instead (from `.symtab`), and so does
+    /// this.
+    ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
     /// as gprof then records nothing.
     pub fn nearest(&self, address: u64) -> Option<NearestLine> {
+        // BFD looks the function up (settling its name) even where there is no line.
+        let unlinked = self.unlinked.name_at(address, &self.elf_functions);
         let (file, line) = self.line_of(address)?;
-        let mut frames = self.context.find_frames(address).skip_all_loads().ok()?;
-        let mut function = None;
-        while let Ok(Some(frame)) = frames.next() {
-            if let Some(f) = frame.function {
-                function = Some(f.raw_name().ok()?.into_owned().into_bytes());
-                break;
-            }
-        }
+        let function = match unlinked {
+            Some(name) => name?,
+            None => self.function_at(address)?,
+        };
         Some(NearestLine {
-            function: function?,
+            function,
             file,
             line,
         })
+    }
+
+    /// Settles the names of the functions [`UnlinkedFunctions`] describes as gprof's first
+    /// line-mode pass does, visiting `.text` in address order, so that later lookups give
+    /// the names of its second pass, the one that makes the line symbols.
+    fn settle_names(&self, low: u64, high: u64) {
+        self.unlinked.settle(low, high, &self.elf_functions);
+    }
+
+    /// The innermost DWARF function at `address`, else the ELF symbol BFD names instead.
+    fn function_at(&self, address: u64) -> Option<Vec<u8>> {
+        let mut function = None;
+        if let Ok(mut frames) = self.context.find_frames(address).skip_all_loads() {
+            while let Ok(Some(frame)) = frames.next() {
+                if let Some(f) = frame.function {
+                    function = f.raw_name().ok().map(|n| n.into_owned().into_bytes());
+                    break;
+                }
+            }
+        }
+        match function {
+            Some(f) => Some(f),
+            None => Some(self.elf_functions.containing(address)?.to_vec()),
+        }
     }
 
     /// The parts of [`low`, `high`) that line-table sequences cover, in address order and
@@ -170,7 +205,19 @@ impl SourceLines {
     /// row at or below it.
     fn line_of(&self, address: u64) -> Option<(Rc<[u8]>, u64)> {
         let i = self.sequences.partition_point(|s| s.start <= address);
-        let seq = &self.sequences[..i].iter().rev().find(|s| address < s.end)?;
+        let below = &self.sequences[..i];
+        let j = below.iter().rposition(|s| address < s.end)?;
+        // Code that several units describe (a COMDAT function whose discarded copies' line
+        // programs the linker pointed at the kept one) is read from the first such unit, as
+        // BFD takes the first unit that holds the address.
+        let first = below[..j]
+            .iter()
+            .rposition(|s| s.start != below[j].start)
+            .map_or(0, |k| k + 1);
+        let seq = below[first..=j]
+            .iter()
+            .find(|s| address < s.end)
+            .unwrap_or(&below[j]);
         let r = seq.rows.partition_point(|r| r.address <= address);
         let row = seq.rows.get(r.checked_sub(1)?)?;
         if row.line == 0 {
@@ -179,6 +226,335 @@ impl SourceLines {
         let files = self.files.borrow();
         Some((files.get(row.file)?.clone(), row.line))
     }
+}
+
+/// The ELF symbols BFD names a function after when DWARF knows none at an address.
+///
+/// BFD considers every `.symtab` symbol defined in `.text` except section, file, object and
+/// thread-local symbols and hidden local untyped symbols of size 0 (annotation markers), each
+/// reaching `st_size` bytes (at least 1). The answer for an address is the symbol starting
+/// closest at or below it, the larger one where two start at the same address, the first in
+/// `.symtab` order where they also have the same size. BFD keeps its last answer and gives it
+/// again, without looking, for any address inside that symbol's size — which matters only where
+/// symbols nest; the cache here does the same.
+#[derive(Debug, Default)]
+struct ElfFunctions {
+    /// One candidate per start address (the one BFD would pick there), sorted by address.
+    starts: Vec<ElfFunction>,
+    /// The last answer: index into `starts`.
+    last: std::cell::Cell<Option<usize>>,
+}
+
+#[derive(Debug)]
+struct ElfFunction {
+    address: u64,
+    size: u64,
+    name: Vec<u8>,
+}
+
+impl ElfFunctions {
+    fn new(file: &object::File<'_>) -> Self {
+        let Some(text) = file.section_by_name(".text").map(|s| s.index()) else {
+            return Self::default();
+        };
+        let mut starts: Vec<ElfFunction> = Vec::new();
+        for sym in file.symbols() {
+            if sym.section_index() != Some(text) {
+                continue;
+            }
+            let object::SymbolFlags::Elf { st_info, st_other } = sym.flags() else {
+                continue;
+            };
+            let st_type = st_info.st_type();
+            if matches!(
+                st_type,
+                object::elf::STT_SECTION
+                    | object::elf::STT_FILE
+                    | object::elf::STT_OBJECT
+                    | object::elf::STT_COMMON
+                    | object::elf::STT_TLS
+            ) {
+                continue;
+            }
+            let local = st_info.st_bind() == object::elf::STB_LOCAL;
+            let hidden = st_other.visibility() == object::elf::STV_HIDDEN;
+            if sym.size() == 0 && local && hidden && st_type == object::elf::STT_NOTYPE {
+                continue;
+            }
+            starts.push(ElfFunction {
+                address: sym.address(),
+                size: sym.size().max(1),
+                name: sym.name_bytes().unwrap_or_default().to_vec(),
+            });
+        }
+        Self::from_candidates(starts)
+    }
+
+    /// Keeps, per start address, the candidate BFD would pick there (`starts` in `.symtab`
+    /// order).
+    fn from_candidates(mut starts: Vec<ElfFunction>) -> Self {
+        // Stable: among equal addresses and sizes the first in `.symtab` order stays first.
+        starts.sort_by(|a, b| a.address.cmp(&b.address).then(b.size.cmp(&a.size)));
+        starts.dedup_by_key(|f| f.address);
+        ElfFunctions {
+            starts,
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The name BFD gives the function at `address`, if any symbol starts at or below it.
+    fn containing(&self, address: u64) -> Option<&[u8]> {
+        self.nearest(address).map(|f| f.name.as_slice())
+    }
+
+    /// The symbol BFD finds for `address`, if any starts at or below it.
+    fn nearest(&self, address: u64) -> Option<&ElfFunction> {
+        if let Some(i) = self.last.get() {
+            let f = &self.starts[i];
+            if address >= f.address && address - f.address < f.size {
+                return Some(f);
+            }
+        }
+        let i = self.starts.partition_point(|f| f.address <= address);
+        let i = i.checked_sub(1)?;
+        self.last.set(Some(i));
+        Some(&self.starts[i])
+    }
+}
+
+/// DWARF functions in units of languages that mangle names (C++, Rust, ...) that have no
+/// linkage name — `main`, `extern "C"` functions, functions in anonymous namespaces — and whose
+/// name BFD therefore settles on the first lookup that finds one.
+///
+/// That first lookup returns the name of the ELF symbol at or below the address (see
+/// [`ElfFunctions`]), and if that symbol starts where the function's first range does, the
+/// function takes the symbol's (mangled) name for good; otherwise it keeps its DWARF name. gprof
+/// walks `.text` twice in line mode, counting line symbols and then making them, so where a
+/// first lookup gave a transient name the two passes disagree and gprof stops ("somebody
+/// miscounted"); the line symbols here are the ones its second pass makes.
+///
+/// Functions of C units (and of the other languages BFD knows not to mangle) have their
+/// DWARF name as linkage name from the start; they are not kept here.
+#[derive(Debug, Default)]
+struct UnlinkedFunctions {
+    /// Disjoint address ranges, each with the function (index into `functions`) that fits it
+    /// best: the smallest range containing it, the later DIE among equals, as BFD chooses.
+    segments: std::collections::BTreeMap<u64, (u64, usize)>,
+    functions: Vec<DwarfFunction>,
+    /// Per function, the name settled on its first lookup.
+    settled: std::cell::RefCell<Vec<Option<Option<Vec<u8>>>>>,
+}
+
+#[derive(Debug)]
+struct DwarfFunction {
+    /// Start of the function's first non-empty range.
+    low: u64,
+    /// The DWARF name, if it has one.
+    name: Option<Vec<u8>>,
+    /// Whether the name is a linkage name (then the lookup is addr2line's, as for C).
+    linkage: bool,
+}
+
+impl UnlinkedFunctions {
+    fn read(dwarf: &gimli::Dwarf<Reader>) -> gimli::Result<Self> {
+        let mut functions = Vec::new();
+        // (start, end, function, DIE order) of every range.
+        let mut ranges: Vec<(u64, u64, usize, usize)> = Vec::new();
+        let mut headers = dwarf.units();
+        let mut unit_index = 0;
+        while let Some(header) = headers.next()? {
+            unit_index += 1;
+            let unit = dwarf.unit(header)?;
+            let mut entries = unit.entries();
+            let Some(root) = entries.next_dfs()? else {
+                continue;
+            };
+            let language = match root.attr_value(gimli::DW_AT_language) {
+                Some(gimli::AttributeValue::Language(l)) => Some(l),
+                _ => None,
+            };
+            if language.is_none_or(names_are_not_mangled) {
+                continue;
+            }
+            while let Some(entry) = entries.next_dfs()? {
+                if !matches!(
+                    entry.tag(),
+                    gimli::DW_TAG_subprogram
+                        | gimli::DW_TAG_inlined_subroutine
+                        | gimli::DW_TAG_entry_point
+                ) {
+                    continue;
+                }
+                let mut own: Vec<(u64, u64)> = Vec::new();
+                let mut iter = dwarf.die_ranges(&unit, entry)?;
+                while let Some(r) = iter.next()? {
+                    if r.begin < r.end {
+                        own.push((r.begin, r.end));
+                    }
+                }
+                let Some(&(low, _)) = own.first() else {
+                    continue;
+                };
+                let (name, linkage) = function_name(dwarf, &unit, entry, 0);
+                let index = functions.len();
+                functions.push(DwarfFunction { low, name, linkage });
+                ranges.extend(own.into_iter().map(|(b, e)| (b, e, index, unit_index)));
+            }
+        }
+        // Paint the largest ranges first, so that smaller ones end up on top; among equals
+        // the first unit's and, within it, the later DIE.
+        ranges.sort_by(|a, b| {
+            (b.1 - b.0)
+                .cmp(&(a.1 - a.0))
+                .then(b.3.cmp(&a.3))
+                .then(a.2.cmp(&b.2))
+        });
+        let mut segments = std::collections::BTreeMap::new();
+        for (begin, end, f, _) in ranges {
+            paint(&mut segments, begin, end, f);
+        }
+        let settled = std::cell::RefCell::new(vec![None; functions.len()]);
+        Ok(UnlinkedFunctions {
+            segments,
+            functions,
+            settled,
+        })
+    }
+
+    /// The best-fitting function at `address`, if it is one without a linkage name: then
+    /// the name BFD reports for it now (`Some(None)`: no name at all).
+    fn name_at(&self, address: u64, elf: &ElfFunctions) -> Option<Option<Vec<u8>>> {
+        let (_, &(end, f)) = self.segments.range(..=address).next_back()?;
+        if address >= end || self.functions[f].linkage {
+            return None;
+        }
+        Some(self.lookup(f, address, elf))
+    }
+
+    fn lookup(&self, f: usize, address: u64, elf: &ElfFunctions) -> Option<Vec<u8>> {
+        let function = &self.functions[f];
+        if let Some(name) = &self.settled.borrow()[f] {
+            return name.clone();
+        }
+        let symbol = elf.nearest(address);
+        let settled = match symbol {
+            Some(s) if s.address == function.low => Some(s.name.clone()),
+            _ => function.name.clone(),
+        };
+        self.settled.borrow_mut()[f] = Some(settled.clone());
+        match symbol {
+            Some(s) => Some(s.name.clone()),
+            None => settled,
+        }
+    }
+
+    /// Looks up every function without a linkage name once, at the first address of
+    /// [`low`, `high`) where it fits best, in address order.
+    fn settle(&self, low: u64, high: u64, elf: &ElfFunctions) {
+        if self.functions.iter().all(|f| f.linkage) {
+            return;
+        }
+        let first = self
+            .segments
+            .range(..=low)
+            .next_back()
+            .map_or(low, |(&start, _)| start);
+        for (&start, &(end, f)) in self.segments.range(first..high) {
+            if end <= low || self.functions[f].linkage || self.settled.borrow()[f].is_some() {
+                continue;
+            }
+            self.lookup(f, start.max(low), elf);
+        }
+    }
+}
+
+/// Whether BFD takes a DWARF function name of this language as its linkage name: C, Ada,
+/// COBOL, Fortran 77, Pascal, PL/I, UPC and assembler, which do not mangle.
+fn names_are_not_mangled(language: gimli::DwLang) -> bool {
+    matches!(
+        language,
+        gimli::DW_LANG_C89
+            | gimli::DW_LANG_C
+            | gimli::DW_LANG_Ada83
+            | gimli::DW_LANG_Cobol74
+            | gimli::DW_LANG_Cobol85
+            | gimli::DW_LANG_Fortran77
+            | gimli::DW_LANG_Pascal83
+            | gimli::DW_LANG_C99
+            | gimli::DW_LANG_Ada95
+            | gimli::DW_LANG_PLI
+            | gimli::DW_LANG_UPC
+            | gimli::DW_LANG_C11
+            | gimli::DW_LANG_Mips_Assembler
+    )
+}
+
+/// A function's name and whether it is a linkage name, following abstract origins and
+/// specifications within the unit: a linkage name anywhere wins, else the first `DW_AT_name`.
+/// A reference into another unit counts as a linkage name (nothing changes for it).
+fn function_name(
+    dwarf: &gimli::Dwarf<Reader>,
+    unit: &gimli::Unit<Reader>,
+    entry: &gimli::DebuggingInformationEntry<Reader>,
+    depth: usize,
+) -> (Option<Vec<u8>>, bool) {
+    let text = |v: gimli::AttributeValue<Reader>| -> Option<Vec<u8>> {
+        dwarf
+            .attr_string(unit, v)
+            .ok()
+            .and_then(|r| r.to_slice().ok().map(|b| b.to_vec()))
+    };
+    for at in [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name] {
+        if let Some(v) = entry.attr_value(at) {
+            return (text(v), true);
+        }
+    }
+    let mut name = entry.attr_value(gimli::DW_AT_name).and_then(text);
+    for at in [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification] {
+        match entry.attr_value(at) {
+            Some(gimli::AttributeValue::UnitRef(offset)) if depth < 16 => {
+                let Ok(origin) = unit.entry(offset) else {
+                    continue;
+                };
+                let (origin_name, linkage) = function_name(dwarf, unit, &origin, depth + 1);
+                if linkage {
+                    return (origin_name, true);
+                }
+                name = name.or(origin_name);
+            }
+            Some(_) => return (name, true),
+            None => {}
+        }
+    }
+    (name, false)
+}
+
+/// Gives [`begin`, `end`) to function `f` in a map of disjoint segments (start → (end, f)).
+fn paint(
+    segments: &mut std::collections::BTreeMap<u64, (u64, usize)>,
+    begin: u64,
+    end: u64,
+    f: usize,
+) {
+    // A segment starting before `begin` and reaching into it is cut there, keeping its tail
+    // past `end` if it has one.
+    if let Some((&start, &(seg_end, g))) = segments.range(..begin).next_back()
+        && seg_end > begin
+    {
+        segments.insert(start, (begin, g));
+        if seg_end > end {
+            segments.insert(end, (seg_end, g));
+        }
+    }
+    let inside: Vec<u64> = segments.range(begin..end).map(|(&s, _)| s).collect();
+    for start in inside {
+        if let Some((seg_end, g)) = segments.remove(&start)
+            && seg_end > end
+        {
+            segments.insert(end, (seg_end, g));
+        }
+    }
+    segments.insert(begin, (end, f));
 }
 
 /// One row of a line table, as far as gprof uses it.
@@ -396,6 +772,9 @@ pub struct LineTable {
     pub table: SymbolTable,
     /// Source position per symbol of `table`.
     pub sources: Vec<Option<SourceInfo>>,
+    /// The line symbols as made, in address order, before the function symbols take the
+    /// addresses they share: gprof's debugging trace (`-d128`) lists the same.
+    pub line_symbols: Vec<RawSymbol>,
 }
 
 /// Builds gprof's line-granularity table from the function table `table`.
@@ -418,6 +797,12 @@ pub fn line_table(
         let end = text
             .address
             .saturating_add(text.size.min(text.bytes.len() as u64));
+        // gprof looks up each symbol's source, then walks `.text` once to count: the lookups
+        // that settle names happen before the walk that makes the line symbols.
+        for &address in table.read_order() {
+            lines.nearest(address);
+        }
+        lines.settle_names(text.address, end);
         let addresses = lines
             .covered(text.address, end)
             .into_iter()
@@ -451,7 +836,8 @@ pub fn line_table(
         }
     }
     let text_end = text.address.wrapping_add(text.size);
-    let (table, origin) = table.refinalise(made.iter().map(|(s, _)| s.clone()).collect(), text_end);
+    let line_symbols: Vec<RawSymbol> = made.iter().map(|(s, _)| s.clone()).collect();
+    let (table, origin) = table.refinalise(line_symbols.clone(), text_end);
     let function_sources = symbol_sources_of(lines, &table, &origin);
     let sources = origin
         .iter()
@@ -461,7 +847,11 @@ pub fn line_table(
             Origin::Function => f,
         })
         .collect();
-    LineTable { table, sources }
+    LineTable {
+        table,
+        sources,
+        line_symbols,
+    }
 }
 
 fn symbol_sources_of(
@@ -528,6 +918,35 @@ mod tests {
             is_function,
             is_static: false,
         }
+    }
+
+    fn candidate(name: &str, address: u64, size: u64) -> ElfFunction {
+        ElfFunction {
+            address,
+            size,
+            name: name.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn elf_fallback_names_the_nearest_symbol_below_and_remembers_it_within_its_size() {
+        let f = ElfFunctions::from_candidates(vec![
+            candidate("outer", 0x100, 0x40),
+            candidate("small_first", 0x200, 1),
+            candidate("big", 0x200, 0x10),
+            candidate("big_too", 0x200, 0x10),
+            candidate("inner", 0x110, 4),
+        ]);
+        assert_eq!(f.containing(0xff), None);
+        // Padding past `outer`'s size still belongs to it: nothing starts in between.
+        assert_eq!(f.containing(0x10c), Some(&b"outer"[..]));
+        // The answer is kept for any address within outer's size, even past `inner`'s start.
+        assert_eq!(f.containing(0x112), Some(&b"outer"[..]));
+        // Outside it, the lookup is done again and finds the nearer symbol.
+        assert_eq!(f.containing(0x150), Some(&b"inner"[..]));
+        assert_eq!(f.containing(0x112), Some(&b"inner"[..]));
+        // Same start: the larger wins, and between equals the first in `.symtab` order.
+        assert_eq!(f.containing(0x205), Some(&b"big"[..]));
     }
 
     #[test]

@@ -235,6 +235,7 @@ impl ProfileBuilder {
             .map(|f| {
                 self.function(Function {
                     name: strings[f.name.index()],
+                    system_name: f.system_name.map(|s| strings[s.index()]),
                     object: f.object.map(|o| objects[o.index()]),
                     side: f.side,
                     label: f.label.map(|s| strings[s.index()]),

@@ -58,14 +58,18 @@ pub enum Side {
 
 /// A function: what listings, flame graphs and diffs name.
 ///
-/// Functions are identified by all their fields, so the same name in two objects, on two sides
-/// or under two labels is two functions; the same function in two profiles is found again by
+/// Functions are identified by all their fields, so the same name in two objects, on two sides,
+/// under two labels or from two symbols is two functions; the same function in two profiles is found again by
 /// these fields when profiles are summed or compared (their handles differ).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Function {
     /// Its name as the listings print it (demangled or not: the reader decides).
     pub name: StringId,
+    /// The name as the object's symbol table stores it (mangled), when it differs from
+    /// `name`: it keeps apart functions whose printed names are equal (a C++ class's complete
+    /// and base constructors) and is what pprof calls `system_name`.
+    pub system_name: Option<StringId>,
     /// The object it is in, when known.
     pub object: Option<ObjectId>,
     /// User or kernel code.
@@ -83,11 +87,18 @@ impl Function {
     pub fn new(name: StringId, side: Side) -> Self {
         Function {
             name,
+            system_name: None,
             object: None,
             side,
             label: None,
             file: None,
         }
+    }
+
+    /// The same function, stored in its object's symbol table as `system_name`.
+    pub fn with_system_name(mut self, system_name: StringId) -> Self {
+        self.system_name = Some(system_name);
+        self
     }
 
     /// The same function in `object`.

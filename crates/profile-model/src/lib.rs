@@ -6,9 +6,9 @@
 //! consume one. A profile holds:
 //!
 //! - interned strings ([`StringId`]): every name and path once;
-//! - [`Object`]s (path, build-id), [`Function`]s (name, object, user or kernel [`Side`], a
-//!   label such as pkprof's `137u`, source file) and [`Frame`]s (a function at an address or
-//!   line);
+//! - [`Object`]s (path, build-id), [`Function`]s (name, symbol name, object, user or kernel
+//!   [`Side`], a label such as pkprof's `137u`, source file) and [`Frame`]s (a function at an
+//!   address or line);
 //! - a stack table ([`StackNode`]: parent, frame), shared prefixes stored once;
 //! - value types with units ([`ValueKind`]: samples, CPU time, off-CPU time, latency, bytes,
 //!   or any other), and samples with a stack, one value per type, a set of typed [`Label`]s
@@ -25,7 +25,7 @@
 //!    per-function self and inclusive values ([`Profile::function_totals`]), the caller/callee
 //!    graph with its cycles ([`Profile::call_graph`], a petgraph view). Profiles are summed, or
 //!    subtracted for a diff, with [`ProfileBuilder::add_profile`], which matches functions by
-//!    identity (name, object, side, label, file) rather than by handle.
+//!    identity (name, symbol name, object, side, label, file) rather than by handle.
 //!
 //! ```
 //! use profile_model::{Frame, Function, Label, LabelKey, ProfileBuilder, Side, ValueKind};

@@ -1008,7 +1008,7 @@ impl Builder {
                 let mut out = prefix.as_bytes().to_vec();
                 match std::str::from_utf8(name) {
                     Ok(text) if demangle => {
-                        out.extend_from_slice(crate::demangle::demangle(text).as_bytes())
+                        out.extend_from_slice(demangle::demangle(text).as_bytes())
                     }
                     _ => out.extend_from_slice(name),
                 }

@@ -1,0 +1,142 @@
+//! Scanning printed C++: brackets, template argument lists and parameter lists, shared by
+//! the demangling stage and the repairs.
+
+/// Index of the `(` opening the parameters of the top-level function in `text`.
+pub(crate) fn top_level_paren(text: &str) -> Option<usize> {
+    text.char_indices()
+        .find(|&(i, c)| {
+            c == '(' && template_depth(&text[..i]) == 0 && !text[i..].starts_with("(anonymous")
+        })
+        .map(|(i, _)| i)
+}
+
+/// Splits a printed function into name, top-level parameters and what follows `)`.
+pub(crate) fn split_params(text: &str) -> Option<(&str, Vec<&str>, &str)> {
+    let open = top_level_paren(text)?;
+    let mut depth = 0;
+    let mut params = Vec::new();
+    let mut start = open + 1;
+    for (i, c) in text[open..].char_indices().map(|(i, c)| (i + open, c)) {
+        match c {
+            '(' | '<' | '[' => depth += 1,
+            ')' | '>' | ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    if i > start {
+                        params.push(&text[start..i]);
+                    }
+                    return Some((&text[..open], params, &text[i + 1..]));
+                }
+            }
+            ',' if depth == 1 => {
+                params.push(&text[start..i]);
+                start = i + 2;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Index of the `(` matching the `)` that ends `text`.
+pub(crate) fn matching_open_paren(text: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Length of the template argument that starts `text` (up to the `,` or `>` ending it).
+pub(crate) fn argument_end(text: &str) -> usize {
+    let mut depth = 0i32;
+    let mut operator = false;
+    for (i, c) in text.char_indices() {
+        if text[..i].ends_with("operator") {
+            operator = true;
+        }
+        match c {
+            '<' | '>' if operator => {}
+            '<' | '(' => depth += 1,
+            ')' => depth -= 1,
+            '>' if depth == 0 => return i,
+            '>' => depth -= 1,
+            ',' if depth == 0 => return i,
+            _ => operator = false,
+        }
+    }
+    text.len()
+}
+
+/// Counts the template argument lists left open at the end of `text`, ignoring the angle
+/// brackets of operator names such as `operator<<` and `operator->`.
+pub(crate) fn template_depth(text: &str) -> i32 {
+    let bytes = text.as_bytes();
+    let mut depth = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(b"operator") {
+            i += "operator".len();
+            while i < bytes.len() && matches!(bytes[i], b'<' | b'>' | b'=' | b'-') {
+                i += 1;
+            }
+            continue;
+        }
+        match bytes[i] {
+            b'<' => depth += 1,
+            b'>' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    depth
+}
+
+/// The text of the template argument that `before` ends inside of, from its start.
+pub(crate) fn current_template_argument(before: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in before.char_indices().rev() {
+        match c {
+            '>' | ')' => depth += 1,
+            '(' => depth -= 1,
+            '<' if depth == 0 => return before[i + 1..].trim_start(),
+            '<' => depth -= 1,
+            ',' if depth == 0 => return before[i + 1..].trim_start(),
+            _ => {}
+        }
+        if depth < 0 {
+            return "";
+        }
+    }
+    ""
+}
+
+/// Start of the template argument list that ends `text`, if `text` ends with one.
+pub(crate) fn trailing_template_args(text: &str) -> Option<usize> {
+    if !text.ends_with('>') {
+        return None;
+    }
+    let mut depth = 0;
+    for (i, c) in text.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
