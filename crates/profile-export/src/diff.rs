@@ -3,7 +3,9 @@
 //! `-diff_base` semantics).
 //!
 //! Functions of the two profiles are matched by symbolic identity — name, object path, side,
-//! label and source file — never by address or build-id, so two builds of one program compare.
+//! label and source file — never by address or build-id, so two builds of one program compare
+//! (with [`DiffOptions::ignore_objects`] for profiles of one image each, whose files may be
+//! named differently).
 //! For each function the listing gives self and inclusive values in base and new, the change,
 //! the change relative to the function's own base value, and the ratio; rows are sorted by the
 //! absolute change of self, then of inclusive. Functions present in one profile only are
@@ -45,6 +47,10 @@ pub struct DiffOptions {
     pub normalize: Normalize,
     /// A flame graph's title. Default is `None`: one naming the value type.
     pub title: Option<String>,
+    /// Whether the object a function is in is left out of its identity. Default is false.
+    /// Profiles of one image each (gmon.out files) set it, so that two builds of a program
+    /// compare although their files are named differently.
+    pub ignore_objects: bool,
 }
 
 /// One function of a [`Diff`]: its values in base and new (new values scaled when normalized).
@@ -103,12 +109,13 @@ pub struct Diff {
 /// What identifies a function across two profiles.
 type Key = (String, Option<String>, Side, Option<String>, Option<String>);
 
-fn key(profile: &Profile, f: profile_model::FunctionId) -> Key {
+fn key(profile: &Profile, f: profile_model::FunctionId, ignore_objects: bool) -> Key {
     let function = profile.function(f);
     let text = |s: Option<profile_model::StringId>| s.map(|s| profile.string(s).to_owned());
+    let object = function.object.filter(|_| !ignore_objects);
     (
         profile.string(function.name).to_owned(),
-        text(function.object.map(|o| profile.object(o).path)),
+        text(object.map(|o| profile.object(o).path)),
         function.side,
         text(function.label),
         text(function.file),
@@ -158,19 +165,21 @@ impl Diff {
                 if self_value == 0 && inclusive == 0 {
                     continue;
                 }
-                let i = *index.entry(key(profile, f)).or_insert_with(|| {
-                    rows.push(DiffRow {
-                        name: names.get(f).to_owned(),
-                        base_self: 0,
-                        new_self: 0,
-                        base_inclusive: 0,
-                        new_inclusive: 0,
-                        noise: 0.0,
-                        in_base: false,
-                        in_new: false,
+                let i = *index
+                    .entry(key(profile, f, options.ignore_objects))
+                    .or_insert_with(|| {
+                        rows.push(DiffRow {
+                            name: names.get(f).to_owned(),
+                            base_self: 0,
+                            new_self: 0,
+                            base_inclusive: 0,
+                            new_inclusive: 0,
+                            noise: 0.0,
+                            in_base: false,
+                            in_new: false,
+                        });
+                        rows.len() - 1
                     });
-                    rows.len() - 1
-                });
                 let row = &mut rows[i];
                 if is_base {
                     row.base_self += self_value;

@@ -10,8 +10,9 @@
 //!   "value_types": [{"name": "samples", "unit": "count"}, ...],   // unit: count|nanoseconds|bytes
 //!   "period": {"name": "cpu", "unit": "nanoseconds", "value": 1000000} | null,
 //!   "objects":   [{"path": "/bin/prog", "build_id": "ab12..." | null}, ...],
-//!   "functions": [{"name": "read", "object": 0 | null, "side": "user" | "kernel",
-//!                  "label": "137u" | null, "file": "read.c" | null}, ...],
+//!   "functions": [{"name": "read", "system_name": "_Z4readv" | null, "object": 0 | null,
+//!                  "side": "user" | "kernel", "label": "137u" | null, "file": "read.c" | null},
+//!                 ...],
 //!   "frames":    [{"function": 3, "address": 4198400 | null, "line": 12 | null}, ...],
 //!   "stacks":    [{"parent": 0 | null, "frame": 5}, ...],        // parents come first
 //!   "label_sets": [[{"key": "pid", "number": 137}, {"key": "comm", "text": "cat"}], ...],
@@ -70,6 +71,7 @@ struct Object<'a> {
 #[derive(Serialize)]
 struct Function<'a> {
     name: &'a str,
+    system_name: Option<&'a str>,
     object: Option<usize>,
     side: &'static str,
     label: Option<&'a str>,
@@ -165,6 +167,7 @@ pub fn write(profile: &Profile, out: impl Write) -> Result<()> {
             .functions()
             .map(|(_, f)| Function {
                 name: profile.string(f.name),
+                system_name: f.system_name.map(|s| profile.string(s)),
                 object: f.object.map(|o| o.index()),
                 side: match f.side {
                     Side::Kernel => "kernel",

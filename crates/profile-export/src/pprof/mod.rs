@@ -2,7 +2,7 @@
 //!
 //! The model maps onto it almost one to one: value types become sample types (name and unit),
 //! objects mappings (path, build-id in hex), functions functions (named as in the listings,
-//! the plain symbol as `system_name`), frames locations (address, line), label sets labels
+//! the symbol as stored in the object as `system_name`), frames locations (address, line), label sets labels
 //! (numbers as `num`, text as `str`, keys as [`profile_model::Profile::label_key_name`] names
 //! them), the period the period. Samples with the same stack and labels are summed into one.
 //!
@@ -76,7 +76,8 @@ impl Encoder {
                 let f = frame.function;
                 let function = profile.function(f);
                 let name = self.string(names.get(f));
-                let system_name = self.string(profile.string(function.name));
+                let system_name =
+                    self.string(profile.string(function.system_name.unwrap_or(function.name)));
                 let file = function.file.map_or(0, |s| self.string(profile.string(s)));
                 let mapping = self.mapping(profile, f);
                 if file != 0 && mapping != 0 {
