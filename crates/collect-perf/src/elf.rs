@@ -25,6 +25,8 @@ pub(crate) struct SectionData {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ElfInfo {
     pub build_id: Option<Vec<u8>>,
+    /// The entry point (`e_entry`), where the first frame of a program begins.
+    pub entry: u64,
     pub segments: Vec<Segment>,
     pub text: Option<SectionData>,
     pub eh_frame: Option<SectionData>,
@@ -57,6 +59,7 @@ impl ElfInfo {
         };
         Some(ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            entry: file.entry(),
             segments,
             text: section(".text"),
             eh_frame: section(".eh_frame"),

@@ -29,8 +29,9 @@
 //! # fn main() {}
 //! ```
 //!
-//! User stacks come from the kernel's frame-pointer walk, repaired near the leaf by unwinding
-//! each sample's stack copy from `.eh_frame` ([`unwind_user_stacks`]). The files are those of
+//! User stacks are unwound from `.eh_frame` over each sample's stack copy, continued by the
+//! kernel's frame-pointer walk beyond it, and end for a stated reason ([`unwind_user_stacks`],
+//! [`StackEnd`]). The files are those of
 //! `gmon_format::labeled`, in runtime addresses. It does not symbolize: that is the report's
 //! job, with the mappings, build-ids and kernel-symbol snapshot the files record.
 //!
@@ -76,6 +77,9 @@ pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measu
 #[cfg(target_os = "linux")]
 pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
-pub use sampler::{Config, Permissions, Progress, Sampler, preflight};
+pub use sampler::{
+    Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, Permissions, Progress, Sampler,
+    preflight,
+};
 #[cfg(target_os = "linux")]
-pub use unwind::{UnwindStats, UserStacks, unwind_user_stacks};
+pub use unwind::{StackEnd, UnwindStats, UserStacks, unwind_user_stacks};

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::output::{Output, WrittenFile};
 use crate::recording::{CounterKind, ProcCounters, Recording};
 use crate::replay::{Process, ProcessKey, Replay};
-use crate::unwind::{Images, UnwindStats, unwind_with};
+use crate::unwind::{Images, StackEnd, UnwindStats, unwind_with};
 
 /// Options of [`write_measurement`].
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ pub struct WriteOptions {
     /// and kernel work for no process (pid 0, kernel threads) to `gmon.out.-k.kernel`. None (the
     /// default) gives every process of the recording its file set.
     pub system_wide: Option<BTreeSet<u32>>,
-    /// Most frames kept of each user stack. Default is 127.
+    /// Most frames kept of each user stack. Default is 1024.
     pub max_frames: usize,
 }
 
@@ -44,7 +44,7 @@ impl Default for WriteOptions {
             dir: PathBuf::from("."),
             argv: None,
             system_wide: None,
-            max_frames: 127,
+            max_frames: 1024,
         }
     }
 }
@@ -134,7 +134,8 @@ struct FileSet<'a> {
     user_only: u64,
     kernel_only: u64,
     samples: u64,
-    truncated: u64,
+    /// Samples whose user stack may lack outer frames, by reason.
+    truncated: BTreeMap<StackEnd, u64>,
 }
 
 /// Sorted kernel text symbols, for classifying entry points (names borrowed from the
@@ -554,13 +555,20 @@ pub fn write_measurement_to(
                 let user = stacks.frames(i);
                 let truncated = stacks.truncated(i);
                 set.samples += 1;
-                set.truncated += u64::from(truncated);
+                if let Some(end) = stacks.end(i).filter(|e| e.is_truncated()) {
+                    *set.truncated.entry(end).or_default() += 1;
+                }
                 if s.user_mode {
                     *set.user.hist.entry(s.ip & !1).or_default() += 1;
                 } else if let Some(&pc) = kernel.first() {
                     *set.kernel.hist.entry(pc & !1).or_default() += 1;
                 }
                 set.user.add_stack(user, &mut edges);
+                // The outermost frame found of a stack cut short gets an arc from 0, which the
+                // report shows as `[truncated]` rather than taking that frame for a root.
+                if let (true, Some(&outer)) = (truncated, user.last()) {
+                    *set.user.arcs.entry((0, outer)).or_default() += 1;
+                }
                 set.kernel.add_stack(kernel, &mut edges);
                 let boundary = match (kernel.last(), user.first()) {
                     (Some(&entry), Some(&upc)) => {
@@ -624,6 +632,7 @@ pub fn write_measurement_to(
     }
 
     for ((pid, comm_bytes), set) in &sets {
+        let truncated: u64 = set.truncated.values().sum();
         let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
         let mut info = MeasurementInfo::default();
         let first = &set.segments[0];
@@ -785,7 +794,19 @@ pub fn write_measurement_to(
         info.sampling.throttled = Some(rec.throttled);
         info.sampling
             .extra
-            .push(Field::new("truncated-stacks", set.truncated.to_string()));
+            .push(Field::new("truncated-stacks", truncated.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("max-stack", rec.max_stack.to_string()));
+        for end in StackEnd::TRUNCATED {
+            info.sampling.extra.push(Field::new(
+                format!("truncated-{}", end.as_str()),
+                set.truncated.get(&end).copied().unwrap_or(0).to_string(),
+            ));
+        }
         info.kernel.release = release.clone();
         info.kernel.build_id = kernel_build_id.clone();
         info.kernel.symbols_file = Some(symbols_file.clone());
@@ -830,7 +851,7 @@ pub fn write_measurement_to(
         }
         summary.processes += 1;
         summary.samples += set.samples;
-        summary.truncated_stacks += set.truncated;
+        summary.truncated_stacks += truncated;
     }
     if opts.system_wide.is_some() {
         summary.system_samples = (system.hist.values().sum(), other.hist.values().sum());

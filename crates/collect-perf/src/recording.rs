@@ -34,6 +34,12 @@ pub struct Sample {
     pub user_mode: bool,
     /// User registers, if the task had a user context.
     pub regs: Option<UserRegs>,
+    /// Whether the user stack copy used its whole size, so the stack may go on beyond it
+    /// (otherwise the copy reached the top of the stack).
+    pub stack_copy_full: bool,
+    /// Whether the kernel's callchain reached its depth limit (`sample_max_stack`), so its
+    /// outer user frames may be missing.
+    pub chain_limited: bool,
     kernel: Range<u32>,
     user: Range<u32>,
     stack: Range<u32>,
@@ -282,6 +288,10 @@ pub struct Recording {
     pub throttled: u64,
     /// Requested frequency in Hz.
     pub frequency: u64,
+    /// Bytes of user stack requested with each sample (0: no copies).
+    pub user_stack_bytes: u32,
+    /// The callchain depth limit asked of the kernel (`sample_max_stack`).
+    pub max_stack: u16,
     /// CLOCK_MONOTONIC ns when the events were set up.
     pub start_time: u64,
     /// CLOCK_REALTIME ns at the same moment as `start_time`, to convert times to wall-clock.
@@ -306,6 +316,9 @@ pub struct Recording {
     pub taskstats_refused: Option<String>,
     /// Times the taskstats socket overflowed, losing exit records.
     pub taskstats_overflows: u64,
+    /// Things the user should know about how the run sampled, as sentences (a callchain limit
+    /// that could not be raised, say).
+    pub notes: Vec<String>,
     /// The sample identifiers of the counting events, and what they count.
     pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     pub(crate) frames: Vec<u64>,
@@ -393,6 +406,8 @@ impl Recording {
             ip,
             user_mode,
             regs,
+            stack_copy_full: false,
+            chain_limited: false,
             kernel: k0..u0,
             user: u0..u1,
             stack: s0..s1,
@@ -589,12 +604,14 @@ mod parse {
             None
         };
         let mut stack: &[u8] = &[];
+        let mut stack_copy_full = false;
         if c.pos < c.b.len() {
             let size = c.u64()? as usize;
             if size > 0 {
                 let data = c.bytes(size)?;
                 let dyn_size = c.u64()? as usize;
                 stack = &data[..dyn_size.min(size)];
+                stack_copy_full = dyn_size >= size;
             }
         }
         let u1 = r.frames.len();
@@ -609,6 +626,10 @@ mod parse {
             ip,
             user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
             regs,
+            stack_copy_full,
+            // The kernel stops storing frames once the chain, context markers included, holds
+            // `sample_max_stack` entries.
+            chain_limited: r.max_stack > 0 && nr >= usize::from(r.max_stack),
             kernel: k0 as u32..kernel_end as u32,
             user: kernel_end as u32..u1 as u32,
             stack: s0..r.stacks.len() as u32,

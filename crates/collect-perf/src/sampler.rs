@@ -15,18 +15,34 @@ use crate::ring::{Ring, page_size};
 use crate::sys;
 use crate::taskstats;
 
+/// The default size of the user stack copy: the most the kernel copies, so that programs
+/// built without frame pointers unwind through deep recursion and large local arrays. The
+/// kernel copies only the live part of the stack (up to its top), so a shallow stack costs
+/// what it holds; README shows the cost.
+pub const DEFAULT_USER_STACK_BYTES: u32 = MAX_USER_STACK_BYTES;
+
+/// The largest user stack copy the kernel takes (a sample record must fit in 64 KiB).
+pub const MAX_USER_STACK_BYTES: u32 = 65528;
+
 /// Sampling options.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct Config {
     /// Samples per second of CPU time per thread. Default is 1000.
     pub frequency: u64,
-    /// Bytes of user stack copied with each sample, for unwinding the first user frames from
-    /// `.eh_frame`. 0 turns the copy off. Default is 2048.
+    /// Bytes of user stack copied with each sample, for unwinding user frames from
+    /// `.eh_frame` (rounded up to a multiple of 8; at most [`MAX_USER_STACK_BYTES`]). 0 turns
+    /// the copy off: stacks then come from frame pointers alone. Default is
+    /// [`DEFAULT_USER_STACK_BYTES`].
     pub user_stack_bytes: u32,
-    /// Maximum callchain depth (at most `kernel.perf_event_max_stack`). Default is 127.
+    /// Maximum callchain depth, kernel and user frames together. When it exceeds
+    /// `kernel.perf_event_max_stack`, a run as root raises that limit for its duration and
+    /// puts it back afterwards; otherwise (or if the kernel refuses, as it does while other
+    /// perf sessions run) the kernel's limit applies and [`Sampler::notes`] says so.
+    /// Default is 1024.
     pub max_stack: u16,
-    /// Data pages per CPU ring buffer (a power of two). Default is 256 (1 MiB with 4 KiB pages).
+    /// Data pages per CPU ring buffer (rounded up to a power of two); 0 sizes them so that
+    /// about a quarter of a second of samples fits, from 1 to 32 MiB. Default is 0.
     pub mmap_pages: usize,
     /// Sample user space only (works with `perf_event_paranoid=2`). Default is false.
     pub user_only: bool,
@@ -49,9 +65,9 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             frequency: 1000,
-            user_stack_bytes: 2048,
-            max_stack: 127,
-            mmap_pages: 256,
+            user_stack_bytes: DEFAULT_USER_STACK_BYTES,
+            max_stack: 1024,
+            mmap_pages: 0,
             user_only: false,
             duration: None,
             poll_interval: Duration::from_millis(100),
@@ -125,17 +141,9 @@ pub fn preflight(config: &Config) -> Result<Permissions> {
         });
     }
     check_limits(config)?;
-    if !is_root {
+    if let Some(limit_kib) = mlock_limit_kib() {
         let ncpu = procfs::online_cpus().len() as u64;
-        let kib = ncpu * ((config.mmap_pages + 1) * page_size()) as u64 / 1024;
-        let mlock_kb = procfs::sysctl_i64("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or(516);
-        let mut rl = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // Safety: `rl` is a valid out-pointer.
-        unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
-        let limit_kib = mlock_kb.max(0) as u64 * ncpu + rl.rlim_cur / 1024;
+        let kib = ncpu * ((ring_pages(config) + 1) * page_size()) as u64 / 1024;
         if kib > limit_kib {
             return Err(Error::MlockLimit {
                 kib,
@@ -155,6 +163,16 @@ pub fn preflight(config: &Config) -> Result<Permissions> {
         .and_then(|a| u64::from_str_radix(a, 16).ok())
         .is_some_and(|a| a != 0);
     let mut warnings = Vec::new();
+    if let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL)
+        && i64::from(config.max_stack) > limit
+        && !is_root
+    {
+        warnings.push(format!(
+            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
+             {}; root raises it for the run): deeper stacks are reported truncated",
+            config.max_stack
+        ));
+    }
     if !kernel_addresses_visible && !config.user_only {
         warnings.push(format!(
             "kernel addresses are hidden (kptr_restrict={kptr_restrict}, perf_event_paranoid={paranoid}); kernel frames will be shown as raw addresses"
@@ -178,15 +196,127 @@ fn check_limits(config: &Config) -> Result<()> {
             max: max as u64,
         });
     }
-    if let Some(max) = procfs::sysctl_i64("/proc/sys/kernel/perf_event_max_stack")
-        && u64::from(config.max_stack) > max.max(0) as u64
-    {
-        return Err(Error::MaxStackTooHigh {
-            requested: config.max_stack,
-            max: max as u64,
-        });
-    }
     Ok(())
+}
+
+const MAX_STACK_SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
+
+/// `kernel.perf_event_max_stack` raised for one run; [`MaxStackRaise::restore`] puts it back.
+/// Dropping it puts the limit back too, for runs that fail before they end.
+#[derive(Debug)]
+struct MaxStackRaise {
+    previous: i64,
+    raised: i64,
+    restored: bool,
+}
+
+impl MaxStackRaise {
+    /// Puts the limit back, if it still is what this run set (another session may have changed
+    /// it since). Returns a note for the user when that fails. The kernel refuses while any
+    /// callchain event is open, so call it after closing the events.
+    fn restore(&mut self) -> Option<String> {
+        if std::mem::replace(&mut self.restored, true)
+            || procfs::sysctl_i64(MAX_STACK_SYSCTL) != Some(self.raised)
+        {
+            return None;
+        }
+        let e = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string()).err()?;
+        Some(format!(
+            "kernel.perf_event_max_stack stays {} (it was {}): {e}; put it back with \
+             `sysctl kernel.perf_event_max_stack={}` once no perf session runs",
+            self.raised, self.previous, self.previous
+        ))
+    }
+}
+
+/// The callchain depth a run can have: `requested`, after raising the kernel's limit when it
+/// is lower and we may (root); otherwise the kernel's limit, with a note saying so.
+fn fit_max_stack(requested: u16, notes: &mut Vec<String>) -> (u16, Option<MaxStackRaise>) {
+    let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL) else {
+        return (requested, None);
+    };
+    if i64::from(requested) <= limit {
+        return (requested, None);
+    }
+    let kept = u16::try_from(limit.max(1)).unwrap_or(u16::MAX);
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        notes.push(format!(
+            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
+             {requested}; root raises it for the run): deeper stacks are reported truncated"
+        ));
+        return (kept, None);
+    }
+    match std::fs::write(MAX_STACK_SYSCTL, requested.to_string()) {
+        Ok(()) => (
+            requested,
+            Some(MaxStackRaise {
+                previous: limit,
+                raised: i64::from(requested),
+                restored: false,
+            }),
+        ),
+        Err(e) => {
+            let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                "the kernel refuses while other perf sessions run".to_owned()
+            } else {
+                e.to_string()
+            };
+            notes.push(format!(
+                "callchains are limited to kernel.perf_event_max_stack={limit} frames: it \
+                 could not be raised to {requested} ({why}); deeper stacks are reported \
+                 truncated"
+            ));
+            (kept, None)
+        }
+    }
+}
+
+impl Drop for MaxStackRaise {
+    fn drop(&mut self) {
+        let _ = self.restore();
+    }
+}
+
+/// How much ring buffer memory (all CPUs together, in KiB) we may lock: None for root (no
+/// limit), else `kernel.perf_event_mlock_kb` per CPU plus `RLIMIT_MEMLOCK`.
+fn mlock_limit_kib() -> Option<u64> {
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return None;
+    }
+    let ncpu = procfs::online_cpus().len() as u64;
+    let mlock_kb = procfs::sysctl_i64("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or(516);
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // Safety: `rl` is a valid out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
+    Some(mlock_kb.max(0) as u64 * ncpu + rl.rlim_cur / 1024)
+}
+
+/// Ring buffer data pages per CPU for `config`: as asked, or enough for about a quarter of a
+/// second of samples, from 1 to 32 MiB (less when the locked-memory limit allows less). Every
+/// sample takes the whole stack copy size in the ring (the kernel reserves it, then writes only
+/// the live part of the stack).
+fn ring_pages(config: &Config) -> usize {
+    if config.mmap_pages > 0 {
+        return config.mmap_pages.next_power_of_two();
+    }
+    let page = page_size() as u64;
+    let record =
+        256 + 8 * u64::from(config.max_stack.min(256)) + u64::from(config.user_stack_bytes);
+    let bytes = (config.frequency.saturating_mul(record) / 4).clamp(1 << 20, 32 << 20);
+    let mut pages = (bytes.div_ceil(page) as usize).next_power_of_two();
+    if let Some(limit_kib) = mlock_limit_kib() {
+        let ncpu = procfs::online_cpus().len().max(1) as u64;
+        // One page per ring is the metadata page; the data pages are a power of two.
+        let fits = (limit_kib * 1024 / ncpu / page).saturating_sub(1).max(1);
+        let floor = 1usize << (63 - fits.leading_zeros());
+        pages = pages.min(floor);
+    }
+    pages
 }
 
 fn kernel_release() -> String {
@@ -282,15 +412,27 @@ pub struct Sampler {
     /// Taskstats exit records, when the kernel allows them (root).
     taskstats: Option<taskstats::Listener>,
     recording: Recording,
+    /// Dropped last: the kernel lets the limit go back only once the events are closed.
+    max_stack_raise: Option<MaxStackRaise>,
 }
 
 impl Sampler {
     fn open_events(pids: &[i32], config: &Config, on_exec: bool) -> Result<Sampler> {
-        let pages = config.mmap_pages.max(1).next_power_of_two();
+        let mut notes = Vec::new();
+        let (max_stack, max_stack_raise) = fit_max_stack(config.max_stack.max(1), &mut notes);
+        let stack_user = config
+            .user_stack_bytes
+            .min(MAX_USER_STACK_BYTES)
+            .next_multiple_of(8);
+        let pages = ring_pages(&Config {
+            max_stack,
+            user_stack_bytes: stack_user,
+            ..config.clone()
+        });
         let spec = sys::EventSpec {
             freq: config.frequency,
-            stack_user: config.user_stack_bytes.next_multiple_of(8),
-            max_stack: config.max_stack,
+            stack_user,
+            max_stack,
             user_only: config.user_only,
             enable_on_exec: on_exec,
             inherit: !config.system_wide,
@@ -362,7 +504,10 @@ impl Sampler {
             };
         let recording = Recording {
             taskstats_refused,
+            notes,
             frequency: config.frequency,
+            user_stack_bytes: spec.stack_user,
+            max_stack: spec.max_stack,
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
             counter_ids,
@@ -383,6 +528,7 @@ impl Sampler {
             child: None,
             taskstats,
             recording,
+            max_stack_raise,
         })
     }
 
@@ -549,6 +695,12 @@ impl Sampler {
             sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
         }
         Ok(())
+    }
+
+    /// Things the user should know about how this run samples (a callchain limit that could
+    /// not be raised, say), as sentences; the recording keeps them too.
+    pub fn notes(&self) -> &[String] {
+        &self.recording.notes
     }
 
     /// The pid of the launched command, if any.
@@ -798,6 +950,16 @@ impl Sampler {
         // launched command's is here now that it is reaped.
         self.drain_taskstats();
         self.recording.end_time = monotonic_ns();
+        self.rings.clear();
+        self.events.clear();
+        self.counters.clear();
+        if let Some(note) = self
+            .max_stack_raise
+            .as_mut()
+            .and_then(MaxStackRaise::restore)
+        {
+            self.recording.notes.push(note);
+        }
         Ok(std::mem::take(&mut self.recording))
     }
 }

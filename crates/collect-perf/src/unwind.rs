@@ -1,23 +1,33 @@
-//! The leaf fix: user stacks from `.eh_frame` unwinding of each sample's stack copy, joined to
-//! the kernel's frame-pointer chain.
+//! User stacks that tell the truth: unwound from the call-frame information (CFI) of the mapped
+//! files over each sample's stack copy, continued by the kernel's frame-pointer chain beyond the
+//! copy, and ended for a stated reason.
 //!
 //! The kernel walks user stacks by frame pointers. That loses the caller of any function
-//! without a frame, and glibc's syscall wrappers (`read`, `write`) have none: a sample in the
-//! kernel's read path then shows `read` called by the caller's caller. Each sample also carries
-//! the user registers (ip, sp, bp) and a copy of the top of the user stack, so the first frames
-//! are unwound again here from the call-frame information (CFI) of the mapped files, with
-//! framehop, until the unwound return address meets an entry of the frame-pointer chain; the
-//! rest of that chain is then appended.
+//! without a frame (glibc's `read` wrapper, its start-up code) and everything of a program
+//! built without frame pointers. Each sample also carries the user registers (ip, sp, bp) and a
+//! copy of the top of the user stack, so the stack is unwound again here from `.eh_frame` with
+//! framehop, frame by frame, each frame known by where it sits on the stack.
+//!
+//! * A frame is identified by its position (the stack pointer of its caller), never by its
+//!   return address alone: every level of a recursion returns to the same address.
+//! * Where the copy ends, the frame-pointer chain takes over at the first frame whose position
+//!   both walks agree on (the kernel's walk is replayed over the copy to learn its positions),
+//!   so the joint is exact however deep the recursion.
+//! * A chain that ends in a function without frame pointer or unwind entry (glibc's start-up
+//!   code under a frame-pointer walk) is completed with the outer frames an earlier, complete
+//!   unwind of the same thread found beyond the same frame.
+//! * Whatever remains incomplete says why ([`StackEnd`]): the copy was too small, the kernel's
+//!   callchain limit was reached, or a frame could not be unwound.
 
 use std::collections::HashMap;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use framehop::{Error as FhError, ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder as _};
 
 use crate::elf::{ElfInfo, SectionData};
-use crate::recording::Recording;
+use crate::recording::{Recording, Sample};
 use crate::replay::{Mapping, Process, Replay};
 
 /// Which section of a shared [`ElfInfo`] a framehop module reads, without copying its bytes
@@ -84,30 +94,97 @@ impl Images {
     }
 }
 
-/// Counts of how user stacks were obtained.
+/// Why a user stack ends where it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StackEnd {
+    /// The outermost frame (`_start`, a thread's `clone3`) was reached: nothing is missing.
+    Complete,
+    /// The user stack copy ended before the outermost frame and no frame-pointer chain went
+    /// on from it: a larger copy (`Config::user_stack_bytes`) would show more.
+    StackCopy,
+    /// The kernel's callchain stopped at its depth limit (`sample_max_stack`), or the stack
+    /// is deeper than the most frames kept.
+    CallchainLimit,
+    /// A frame could be unwound neither from unwind information nor by its frame pointer
+    /// (code without `.eh_frame` built without frame pointers, or a damaged stack).
+    UnwindInfo,
+}
+
+impl StackEnd {
+    /// The reasons a stack can be incomplete, in the order the info file lists them.
+    pub const TRUNCATED: [StackEnd; 3] = [
+        StackEnd::StackCopy,
+        StackEnd::CallchainLimit,
+        StackEnd::UnwindInfo,
+    ];
+
+    /// Whether outer frames may be missing.
+    pub fn is_truncated(self) -> bool {
+        self != StackEnd::Complete
+    }
+
+    /// Its name in the info file and messages: `stack-copy`, `callchain-limit`,
+    /// `unwind-info` (`complete` for a whole stack).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StackEnd::Complete => "complete",
+            StackEnd::StackCopy => "stack-copy",
+            StackEnd::CallchainLimit => "callchain-limit",
+            StackEnd::UnwindInfo => "unwind-info",
+        }
+    }
+}
+
+/// Counts of how user stacks were obtained and why they end.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UnwindStats {
     /// Samples with a user context (user registers and a user callchain).
     pub user_samples: u64,
-    /// Samples whose CFI unwinding met the frame-pointer chain, which was appended.
-    pub joined: u64,
-    /// Samples whose CFI unwinding reached the outermost frame on its own.
+    /// Samples whose stack reached the outermost frame.
     pub complete: u64,
-    /// Samples whose CFI unwinding stopped early (end of the stack copy, missing unwind
-    /// information) without meeting the frame-pointer chain: their stacks may miss outer frames.
-    pub truncated: u64,
-    /// Samples without a stack copy, which keep the frame-pointer chain alone.
+    /// Samples whose stack ended with the stack copy ([`StackEnd::StackCopy`]).
+    pub stack_copy: u64,
+    /// Samples whose stack ended at the callchain limit ([`StackEnd::CallchainLimit`]).
+    pub callchain_limit: u64,
+    /// Samples whose stack ended at a frame that could not be unwound
+    /// ([`StackEnd::UnwindInfo`]).
+    pub unwind_info: u64,
+    /// Samples whose CFI unwinding of the copy met the frame-pointer chain, whose rest was
+    /// appended.
+    pub joined: u64,
+    /// Samples whose outer frames came from an earlier complete stack of the same thread.
+    pub completed_from_thread: u64,
+    /// Samples without a stack copy, or whose copy gave less than the frame-pointer chain,
+    /// which keep the frame-pointer chain alone.
     pub frame_pointers_only: u64,
+    /// Samples whose user ip lies in no known mapping (the launcher's code as a launched
+    /// command's exec begins): they keep no user stack.
+    pub unmapped_ip: u64,
 }
 
-/// Each sample's user stack after the leaf fix, innermost first: the user ip, then return
-/// addresses.
+impl UnwindStats {
+    /// Samples whose user stack may lack outer frames, whatever the reason.
+    pub fn truncated(&self) -> u64 {
+        self.stack_copy + self.callchain_limit + self.unwind_info
+    }
+
+    fn count(&mut self, end: StackEnd) {
+        *match end {
+            StackEnd::Complete => &mut self.complete,
+            StackEnd::StackCopy => &mut self.stack_copy,
+            StackEnd::CallchainLimit => &mut self.callchain_limit,
+            StackEnd::UnwindInfo => &mut self.unwind_info,
+        } += 1;
+    }
+}
+
+/// Each sample's user stack, innermost first: the user ip, then return addresses.
 #[derive(Debug, Clone, Default)]
 pub struct UserStacks {
     frames: Vec<u64>,
     ranges: Vec<Range<u32>>,
-    truncated: Vec<bool>,
+    ends: Vec<Option<StackEnd>>,
     /// How the stacks were obtained.
     pub stats: UnwindStats,
 }
@@ -121,9 +198,14 @@ impl UserStacks {
             .map_or(&[], |r| &self.frames[r.start as usize..r.end as usize])
     }
 
+    /// Why the user stack of sample `i` ends where it does (None without a user stack).
+    pub fn end(&self, i: usize) -> Option<StackEnd> {
+        self.ends.get(i).copied().flatten()
+    }
+
     /// Whether the user stack of sample `i` may lack outer frames.
     pub fn truncated(&self, i: usize) -> bool {
-        self.truncated.get(i).copied().unwrap_or(false)
+        self.end(i).is_some_and(StackEnd::is_truncated)
     }
 }
 
@@ -156,10 +238,401 @@ fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<SectionRef> {
     }
 }
 
+/// What unwinding shares across processes: the files read, the framehop modules made of them,
+/// framehop's rule cache, and scratch space.
+pub(crate) struct Unwinding<'a> {
+    images: &'a mut Images,
+    modules: HashMap<(u64, u64, u64, String), Option<FhModule>>,
+    cache: CacheX86_64,
+    max_frames: usize,
+    cfi: Vec<Frame>,
+    fp: Vec<Option<u64>>,
+}
+
+/// A frame found by unwinding: its address (the ip, then return addresses) and its position,
+/// the stack pointer of the frame it returns to (None where unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Frame {
+    address: u64,
+    position: Option<u64>,
+}
+
+impl<'a> Unwinding<'a> {
+    /// `max_frames` caps each stack (at least 1).
+    pub(crate) fn new(images: &'a mut Images, max_frames: usize) -> Unwinding<'a> {
+        Unwinding {
+            images,
+            modules: HashMap::new(),
+            cache: CacheX86_64::new(),
+            max_frames: max_frames.max(1),
+            cfi: Vec::new(),
+            fp: Vec::new(),
+        }
+    }
+
+    fn module_for(&mut self, m: &Mapping) -> Option<FhModule> {
+        let images = &mut *self.images;
+        self.modules
+            .entry((m.start, m.end, m.pgoff, m.filename.clone()))
+            .or_insert_with(|| {
+                let elf = images.get(m)?;
+                let bias = elf.bias(m.start, m.pgoff)?;
+                elf.eh_frame.as_ref()?;
+                Some(Module::new(
+                    m.filename.clone(),
+                    m.start..m.end,
+                    bias,
+                    section_info(&elf),
+                ))
+            })
+            .clone()
+    }
+}
+
+/// The unwinding state of one process: an unwinder per set of live mappings, and the last
+/// complete stack of each thread.
+#[derive(Default)]
+pub(crate) struct ProcessUnwinder {
+    unwinders: HashMap<Vec<usize>, FhUnwinder>,
+    live: Vec<usize>,
+    /// tid → the frames of its last complete stack, innermost first.
+    roots: HashMap<u32, Vec<Frame>>,
+}
+
+/// How the frames of one sample were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Cfi,
+    Joined,
+    FramePointers,
+}
+
+impl ProcessUnwinder {
+    /// Unwinds the user stack of sample `s` of process `p` into `out`, innermost first.
+    ///
+    /// Returns None (and leaves `out` empty) for a sample without a user context.
+    pub(crate) fn unwind(
+        &mut self,
+        u: &mut Unwinding<'_>,
+        p: &Process,
+        rec: &Recording,
+        s: &Sample,
+        stats: &mut UnwindStats,
+        out: &mut Vec<u64>,
+    ) -> Option<StackEnd> {
+        out.clear();
+        let chain = rec.user_chain(s);
+        // A user ip in no mapping is code the run never saw mapped: the launcher's own, in the
+        // moment a launched command's exec begins. Its stack says nothing of the command.
+        if chain
+            .first()
+            .is_none_or(|&ip| p.mapping_at(ip, s.time).is_none())
+        {
+            stats.unmapped_ip += u64::from(!chain.is_empty());
+            return None;
+        }
+        stats.user_samples += 1;
+        let max = u.max_frames;
+        let stack = rec.user_stack(s);
+
+        // The kernel's frame-pointer walk replayed over the copy: the position of each chain
+        // entry it could check (the caller's stack pointer, 16 bytes above the saved bp).
+        let mut fp = std::mem::take(&mut u.fp);
+        fp.clear();
+        fp.resize(chain.len(), None);
+        let mut cfi = std::mem::take(&mut u.cfi);
+        cfi.clear();
+        let mut cfi_end = CfiEnd::Stuck;
+        if let Some(regs) = s.regs.filter(|_| !stack.is_empty()) {
+            let read = |addr: u64| -> Option<u64> {
+                let off = usize::try_from(addr.checked_sub(regs.sp)?).ok()?;
+                let b = stack.get(off..off.checked_add(8)?)?;
+                Some(u64::from_ne_bytes(b.try_into().ok()?))
+            };
+            let mut bp = regs.bp;
+            for (j, &a) in chain.iter().enumerate().skip(1) {
+                match (read(bp), read(bp.wrapping_add(8))) {
+                    (Some(next), Some(ra)) if ra == a => {
+                        fp[j] = Some(bp + 16);
+                        bp = next;
+                    }
+                    _ => break,
+                }
+            }
+            cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, s.stack_copy_full, &mut cfi);
+            // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
+            let last = match cfi.len() {
+                1 => Some(FrameAddress::InstructionPointer(regs.ip)),
+                _ => cfi
+                    .last()
+                    .and_then(|f| FrameAddress::from_return_address(f.address)),
+            };
+            if cfi_end == CfiEnd::Stuck && last.is_some_and(|f| self.is_outermost(u, p, s.time, f))
+            {
+                cfi_end = CfiEnd::Root;
+            }
+        }
+
+        // Choose: CFI alone when it reached the root; else CFI up to its outermost frame that
+        // the frame-pointer walk also found, then the rest of that chain.
+        let cfi_reason = match cfi_end {
+            CfiEnd::Root => StackEnd::Complete,
+            CfiEnd::Limit => StackEnd::CallchainLimit,
+            CfiEnd::CopyEnd => StackEnd::StackCopy,
+            CfiEnd::Stuck => StackEnd::UnwindInfo,
+        };
+        let joint = match cfi_end {
+            CfiEnd::Root | CfiEnd::Limit => None,
+            CfiEnd::CopyEnd | CfiEnd::Stuck => {
+                cfi.iter().enumerate().skip(1).rev().find_map(|(k, f)| {
+                    let j = fp.iter().position(|&q| q.is_some() && q == f.position)?;
+                    Some((k, j))
+                })
+            }
+        };
+        let mut frames: Vec<Frame> = Vec::new();
+        let (source, mut end) = match joint {
+            Some((k, j)) => {
+                frames.extend_from_slice(&cfi[..=k]);
+                let end = self.fp_tail(u, p, s, chain, &fp, j + 1, &mut frames);
+                // The chain may give up sooner than the copy: then the copy's frames stand.
+                if frames.len() > cfi.len() || end == StackEnd::Complete {
+                    (Source::Joined, end)
+                } else {
+                    frames.clear();
+                    frames.extend_from_slice(&cfi);
+                    (Source::Cfi, cfi_reason)
+                }
+            }
+            None if cfi.len() >= 2 || (!cfi.is_empty() && chain.len() == 1) => {
+                frames.extend_from_slice(&cfi);
+                (Source::Cfi, cfi_reason)
+            }
+            None => (
+                Source::FramePointers,
+                self.fp_tail(u, p, s, chain, &fp, 0, &mut frames),
+            ),
+        };
+        if end == StackEnd::Complete {
+            let root = self.roots.entry(s.tid).or_default();
+            root.clear();
+            root.extend_from_slice(&frames);
+        } else if end != StackEnd::CallchainLimit
+            && let Some(tail) = self.root_beyond(s.tid, &frames)
+        {
+            frames.extend_from_slice(tail);
+            frames.truncate(max);
+            stats.completed_from_thread += 1;
+            end = StackEnd::Complete;
+        }
+        match source {
+            Source::Cfi => {}
+            Source::Joined => stats.joined += 1,
+            Source::FramePointers => stats.frame_pointers_only += 1,
+        }
+        stats.count(end);
+        out.extend(frames.iter().map(|f| f.address));
+        u.cfi = cfi;
+        u.fp = fp;
+        Some(end)
+    }
+
+    /// Appends the frame-pointer chain from entry `from` on, and says why it ends: at the
+    /// root when its last function has no caller by its unwind information; else at the
+    /// kernel's depth limit, or for want of a stack copy reaching that far when the chain
+    /// runs out (or into an address outside every mapping) beyond the copy, or at a frame
+    /// that cannot be unwound inside it.
+    #[allow(clippy::too_many_arguments)]
+    fn fp_tail(
+        &mut self,
+        u: &mut Unwinding<'_>,
+        p: &Process,
+        s: &Sample,
+        chain: &[u64],
+        fp: &[Option<u64>],
+        from: usize,
+        frames: &mut Vec<Frame>,
+    ) -> StackEnd {
+        for (j, &a) in chain.iter().enumerate().skip(from) {
+            if frames.len() >= u.max_frames {
+                return StackEnd::CallchainLimit;
+            }
+            if j > 0 && p.mapping_at(a, s.time).is_none() {
+                break;
+            }
+            frames.push(Frame {
+                address: a,
+                position: fp[j],
+            });
+        }
+        let last = match frames.len() {
+            1 => Some(FrameAddress::InstructionPointer(chain[0])),
+            _ => frames
+                .last()
+                .and_then(|f| FrameAddress::from_return_address(f.address)),
+        };
+        if last.is_some_and(|f| self.is_outermost(u, p, s.time, f)) {
+            return StackEnd::Complete;
+        }
+        match frames.last() {
+            _ if s.chain_limited => StackEnd::CallchainLimit,
+            Some(last) if frames.len() > 1 && last.position.is_none() => StackEnd::StackCopy,
+            _ => StackEnd::UnwindInfo,
+        }
+    }
+
+    /// The outer frames the thread's last complete stack had beyond the outermost frame of
+    /// `frames`: found by position when that frame's is known, else by its address if it
+    /// occurs exactly once there.
+    fn root_beyond(&self, tid: u32, frames: &[Frame]) -> Option<&[Frame]> {
+        let last = frames.last()?;
+        if frames.len() < 2 {
+            return None;
+        }
+        let root = self.roots.get(&tid)?;
+        let at = match last.position {
+            Some(_) => root.iter().position(|f| f == last)?,
+            None => {
+                let mut hits = root
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .filter(|(_, f)| f.address == last.address);
+                let (i, _) = hits.next()?;
+                if hits.next().is_some() {
+                    return None;
+                }
+                i
+            }
+        };
+        let tail = &root[at + 1..];
+        (!tail.is_empty()).then_some(tail)
+    }
+
+    fn unwinder(&mut self, u: &mut Unwinding<'_>, p: &Process, time: u64) -> &FhUnwinder {
+        self.live.clear();
+        self.live.extend(
+            p.mappings
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.from <= time && m.to.is_none_or(|t| time < t))
+                .map(|(k, _)| k),
+        );
+        if !self.unwinders.contains_key(&self.live) {
+            let mut fh = FhUnwinder::new();
+            for &k in &self.live {
+                if let Some(module) = u.module_for(&p.mappings[k]) {
+                    fh.add_module(module);
+                }
+            }
+            self.unwinders.insert(self.live.clone(), fh);
+        }
+        &self.unwinders[&self.live]
+    }
+
+    /// Whether the function of frame `f` (the ip, or a return address) has no caller: its
+    /// return address is undefined by its unwind information (`_start`'s and `clone3`'s are),
+    /// or it is the entry code of its file (`ld.so`'s `_start` has no unwind entry; its call of
+    /// `_dl_start` returns a few bytes after the entry point).
+    fn is_outermost(
+        &mut self,
+        u: &mut Unwinding<'_>,
+        p: &Process,
+        time: u64,
+        f: FrameAddress,
+    ) -> bool {
+        /// How far after the entry point an address still counts as the entry code's.
+        const ENTRY_CODE: u64 = 64;
+        let at = f.address_for_lookup();
+        if let Some(m) = p.mapping_at(at, time)
+            && let Some(elf) = u.images.get(m)
+            && let Some(bias) = elf.bias(m.start, m.pgoff)
+            && elf.entry != 0
+            && at.wrapping_sub(bias).wrapping_sub(elf.entry) < ENTRY_CODE
+        {
+            return true;
+        }
+        let fh = self.unwinder(u, p, time);
+        // A frame-pointer walk would read memory, which there is none of: only an end-of-stack
+        // rule answers without reading.
+        let mut regs = UnwindRegsX86_64::new(f.address(), 0x1000, 0x1000);
+        matches!(
+            fh.unwind_frame(f, &mut regs, &mut u.cache, &mut |_| Err(())),
+            Ok(None)
+        )
+    }
+
+    /// CFI unwinding over the copy into `out`; says how it ended.
+    #[allow(clippy::too_many_arguments)]
+    fn cfi_unwind(
+        &mut self,
+        u: &mut Unwinding<'_>,
+        p: &Process,
+        time: u64,
+        regs: crate::recording::UserRegs,
+        stack: &[u8],
+        copy_full: bool,
+        out: &mut Vec<Frame>,
+    ) -> CfiEnd {
+        let max = u.max_frames;
+        let fh = self.unwinder(u, p, time);
+        let copy_end = regs.sp.saturating_add(stack.len() as u64);
+        let mut read = |addr: u64| -> Result<u64, ()> {
+            let off = usize::try_from(addr.checked_sub(regs.sp).ok_or(())?).map_err(|_| ())?;
+            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
+        };
+        let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
+        let mut address = FrameAddress::InstructionPointer(regs.ip);
+        out.push(Frame {
+            address: regs.ip,
+            position: None,
+        });
+        loop {
+            if out.len() >= max {
+                return CfiEnd::Limit;
+            }
+            match fh.unwind_frame(address, &mut r, &mut u.cache, &mut read) {
+                Ok(None) => return CfiEnd::Root,
+                Ok(Some(ra)) => {
+                    let Some(next) = FrameAddress::from_return_address(ra) else {
+                        return CfiEnd::Root;
+                    };
+                    if p.mapping_at(ra, time).is_none() {
+                        return CfiEnd::Stuck;
+                    }
+                    out.push(Frame {
+                        address: ra,
+                        position: Some(r.sp()),
+                    });
+                    address = next;
+                }
+                Err(FhError::CouldNotReadStack(a)) if a >= copy_end && copy_full => {
+                    return CfiEnd::CopyEnd;
+                }
+                Err(_) => return CfiEnd::Stuck,
+            }
+        }
+    }
+}
+
+/// How CFI unwinding of a copy ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CfiEnd {
+    /// At the outermost frame.
+    Root,
+    /// It needed stack beyond the copy, which was cut by its size.
+    CopyEnd,
+    /// At the most frames kept.
+    Limit,
+    /// At a frame it could not unwind.
+    Stuck,
+}
+
 /// Unwinds the user stacks of all samples of `replay`'s processes.
 ///
 /// Samples of processes the replay does not know keep no user stack. `max_frames` caps each
-/// stack (the kernel's chains are capped by `sample_max_stack` already).
+/// stack.
 pub fn unwind_user_stacks(rec: &Recording, replay: &Replay, max_frames: usize) -> UserStacks {
     let mut images = Images::default();
     unwind_with(rec, replay, max_frames, &mut images, |_| true)
@@ -176,183 +649,24 @@ pub(crate) fn unwind_with(
     let mut out = UserStacks {
         frames: Vec::new(),
         ranges: vec![0..0; n],
-        truncated: vec![false; n],
+        ends: vec![None; n],
         stats: UnwindStats::default(),
     };
-    let mut modules: HashMap<(u64, u64, u64, String), Option<FhModule>> = HashMap::new();
-    let mut cache = CacheX86_64::<_>::new();
-    let mut dwarf = Vec::with_capacity(max_frames);
-    let mut fp = Vec::with_capacity(max_frames);
+    let mut u = Unwinding::new(images, max_frames);
+    let mut frames = Vec::new();
     for (k, p) in replay.processes.iter().enumerate() {
         if !wanted(k) {
             continue;
         }
-        let mut unwinders: HashMap<Vec<usize>, FhUnwinder> = HashMap::new();
-        let mut live = Vec::new();
+        let mut pu = ProcessUnwinder::default();
         for &i in &p.samples {
             let s = &rec.samples[i];
-            let chain = rec.user_chain(s);
-            if chain.is_empty() {
-                continue;
-            }
-            out.stats.user_samples += 1;
-            clean_fp_chain(p, s.time, chain, max_frames, &mut fp);
-            let stack = rec.user_stack(s);
+            let end = pu.unwind(&mut u, p, rec, s, &mut out.stats, &mut frames);
             let start = out.frames.len() as u32;
-            match s.regs {
-                Some(regs) if !stack.is_empty() => {
-                    live.clear();
-                    live.extend(
-                        p.mappings
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, m)| m.from <= s.time && m.to.is_none_or(|t| s.time < t))
-                            .map(|(k, _)| k),
-                    );
-                    let unwinder = unwinders.entry(live.clone()).or_insert_with(|| {
-                        let mut u = FhUnwinder::new();
-                        for &k in &live {
-                            let m = &p.mappings[k];
-                            if let Some(module) = module_for(m, &mut modules, images) {
-                                u.add_module(module);
-                            }
-                        }
-                        u
-                    });
-                    let complete = cfi_unwind(
-                        unwinder, &mut cache, regs.ip, regs.sp, regs.bp, stack, max_frames,
-                        &mut dwarf,
-                    );
-                    match join(&dwarf, &fp) {
-                        Some((di, fj)) => {
-                            out.stats.joined += 1;
-                            out.frames.extend_from_slice(&dwarf[..di]);
-                            out.frames.extend_from_slice(&fp[fj..]);
-                        }
-                        None if complete => {
-                            out.stats.complete += 1;
-                            out.frames.extend_from_slice(&dwarf);
-                        }
-                        None => {
-                            out.stats.truncated += 1;
-                            out.truncated[i] = true;
-                            let best = if dwarf.len() >= 2 { &dwarf } else { &fp };
-                            out.frames.extend_from_slice(best);
-                        }
-                    }
-                }
-                _ => {
-                    out.stats.frame_pointers_only += 1;
-                    out.frames.extend_from_slice(&fp);
-                }
-            }
-            let end = out.frames.len().min(start as usize + max_frames) as u32;
-            out.frames.truncate(end as usize);
-            out.ranges[i] = start..end;
+            out.frames.extend_from_slice(&frames);
+            out.ranges[i] = start..out.frames.len() as u32;
+            out.ends[i] = end;
         }
     }
     out
-}
-
-fn module_for(
-    m: &Mapping,
-    modules: &mut HashMap<(u64, u64, u64, String), Option<FhModule>>,
-    images: &mut Images,
-) -> Option<FhModule> {
-    modules
-        .entry((m.start, m.end, m.pgoff, m.filename.clone()))
-        .or_insert_with(|| {
-            let elf = images.get(m)?;
-            let bias = elf.bias(m.start, m.pgoff)?;
-            elf.eh_frame.as_ref()?;
-            Some(Module::new(
-                m.filename.clone(),
-                m.start..m.end,
-                bias,
-                section_info(&elf),
-            ))
-        })
-        .clone()
-}
-
-/// Unwinds from the registers over the stack copy into `out`; returns whether the unwinder
-/// reached the outermost frame (rather than stopping for lack of stack or unwind data).
-#[allow(clippy::too_many_arguments)]
-fn cfi_unwind(
-    unwinder: &FhUnwinder,
-    cache: &mut CacheX86_64,
-    ip: u64,
-    sp: u64,
-    bp: u64,
-    stack: &[u8],
-    max_frames: usize,
-    out: &mut Vec<u64>,
-) -> bool {
-    out.clear();
-    let mut read = |addr: u64| -> Result<u64, ()> {
-        let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
-        let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-        Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
-    };
-    let mut it = unwinder.iter_frames(ip, UnwindRegsX86_64::new(ip, sp, bp), cache, &mut read);
-    while out.len() < max_frames {
-        match it.next() {
-            Ok(Some(f)) => {
-                let a = f.address();
-                // A frame that returns into itself would repeat forever on a corrupt stack.
-                if out.len() > 1 && out.last() == Some(&a) {
-                    return false;
-                }
-                out.push(a);
-            }
-            Ok(None) => return true,
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
-/// The frame-pointer chain without its garbage: it stops at the first return address outside
-/// every executable mapping, or repeating the previous one.
-fn clean_fp_chain(p: &Process, time: u64, chain: &[u64], max: usize, out: &mut Vec<u64>) {
-    out.clear();
-    for (k, &a) in chain.iter().enumerate() {
-        if out.len() >= max
-            || (k > 0 && (out.last() == Some(&a) || p.mapping_at(a, time).is_none()))
-        {
-            break;
-        }
-        out.push(a);
-    }
-}
-
-/// Where the CFI frames meet the frame-pointer chain: the first CFI return address that is
-/// also a return address of the chain, as (index in `dwarf`, index in `fp`).
-fn join(dwarf: &[u64], fp: &[u64]) -> Option<(usize, usize)> {
-    dwarf
-        .iter()
-        .enumerate()
-        .skip(1)
-        .find_map(|(i, a)| fp.iter().skip(1).position(|b| b == a).map(|j| (i, j + 1)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn join_prefers_the_first_meeting_point() {
-        // CFI found the frameless wrapper's real caller (0x20); the frame-pointer chain skipped
-        // it and went on to 0x30, 0x40, beyond the stack copy.
-        let dwarf = [0x10, 0x20, 0x30];
-        let fp = [0x10, 0x30, 0x40, 0x50];
-        let (i, j) = join(&dwarf, &fp).expect("meets at 0x30");
-        assert_eq!((i, j), (2, 1));
-        let mut v = dwarf[..i].to_vec();
-        v.extend_from_slice(&fp[j..]);
-        assert_eq!(v, [0x10, 0x20, 0x30, 0x40, 0x50]);
-        assert_eq!(join(&[0x10, 0x22], &fp), None);
-        // The ip itself is not a meeting point: both chains start with it.
-        assert_eq!(join(&[0x10], &[0x10]), None);
-    }
 }

@@ -256,7 +256,7 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
     assert!(field(&inf, "counters", "perf-context-switches").is_some());
     // A sample can land where the unwinder cannot go on (rarely: 1 in 800 seen); the info
     // file reports exactly what the summary counted, and it stays rare.
-    let truncated = m.summary.unwind.truncated;
+    let truncated = m.summary.unwind.truncated();
     assert_eq!(
         field(&inf, "sampling", "truncated-stacks"),
         Some(truncated.to_string().as_str())

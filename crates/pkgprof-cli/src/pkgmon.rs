@@ -85,6 +85,18 @@ struct Args {
     /// second later).
     #[arg(long, value_name = "S")]
     duration: Option<f64>,
+    /// Bytes of user stack copied with each sample for unwinding (0 to 65528; 0: frame
+    /// pointers only). Stacks deeper than the copy continue by frame pointers where the
+    /// program has them, and are reported truncated where they end early.
+    #[arg(long = "stack-size", value_name = "BYTES",
+          default_value_t = collect_perf::DEFAULT_USER_STACK_BYTES,
+          value_parser = clap::value_parser!(u32).range(0..=i64::from(collect_perf::MAX_USER_STACK_BYTES)))]
+    stack_size: u32,
+    /// Most frames of a callchain, kernel and user together (as root,
+    /// kernel.perf_event_max_stack is raised for the run if lower, and put back).
+    #[arg(long = "max-stack", value_name = "N", default_value_t = 1024,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    max_stack: u16,
     /// Sample user space only (allowed with kernel.perf_event_paranoid=2 for your own
     /// processes); the kernel files stay empty.
     #[arg(short = 'u', long = "user-only")]
@@ -236,6 +248,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
     config.frequency = args.freq;
     config.system_wide = args.all;
     config.user_only = args.user_only;
+    config.user_stack_bytes = args.stack_size;
+    config.max_stack = args.max_stack;
     if let Some(s) = args.duration {
         if !(s.is_finite() && s > 0.0) {
             bail!("--duration must be a positive number of seconds, not {s}");
@@ -266,6 +280,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
             return Err(e.into());
         }
     };
+    for note in sampler.notes() {
+        eprintln!("pkgmon: note: {note}");
+    }
+    let notes_before = sampler.notes().len();
     let mut status = Status {
         tty: std::io::stderr().is_terminal(),
         shown: false,
@@ -274,6 +292,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
     status.clear();
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: interrupted; writing the files");
+    }
+    for note in rec.notes.iter().skip(notes_before) {
+        eprintln!("pkgmon: note: {note}");
     }
     let rep = replay(&rec);
     let mut opts = WriteOptions::default();

@@ -495,11 +495,13 @@ fn an_archived_measurement_reports_from_anywhere() {
         ["137u:main", "137u:read_input"]
     );
     assert_eq!(parents_of(&stdout, "137u:read_input"), ["137u:main"]);
-    // Interrupts are not calls from the user function.
+    // Interrupts are not calls from the user function: they hang below it through
+    // `[interrupt]`, so its inclusive time holds them.
     assert_eq!(
         parents_of(&stdout, "137k:asm_sysvec_apic_timer_interrupt"),
         ["137k:[interrupt]"]
     );
+    assert_eq!(parents_of(&stdout, "137k:[interrupt]"), ["137u:compute"]);
     assert_eq!(
         parents_of(&stdout, "137k:asm_exc_page_fault"),
         ["137u:compute"]

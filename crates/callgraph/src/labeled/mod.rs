@@ -44,14 +44,21 @@
 //! `<pid>k:[kernel]` (kernel symbols unavailable or no symbol). A last symbol `[end]` bounds the
 //! table, since gprof gives the last symbol of a table no samples.
 //!
+//! `<pid>u:[truncated]` stands above the outermost frame found of every user stack the
+//! collector could not unwind to its root (arcs from address 0 in the user profile, the
+//! truncation flag in the stacks file), so that frame is not taken for a root: its inclusive
+//! time is the time of the stacks cut short, and the header says why they were.
+//!
 //! # Boundary arcs
 //!
 //! The kernel profile's arcs from a user address into the kernel connect the user function
 //! (say libc's `read`) to the kernel entry function, by kind of entry (see [`BoundaryKind`]).
 //! System calls, faults and others are drawn as calls. Interrupts are not: the user function
-//! did not ask for them, so their arcs come from the pseudo-function `<pid>k:[interrupt]`
-//! instead, which thus is the parent of every interrupt entry and whose child time is the
-//! process's interrupt time.
+//! did not ask for them, so their arcs go from the interrupted function to the pseudo-function
+//! `<pid>k:[interrupt]`, and from it to the interrupt entries. `[interrupt]` thus is the parent
+//! of every interrupt entry, its child time the process's interrupt time, and that time counts
+//! in the inclusive time of the function it interrupted (so `main` sums to 100%), never as a
+//! call that function made.
 //!
 //! Arc counts are counts of sampled edges (how many samples had that caller above that
 //! callee), not calls, when the info file says `arcs = sampled-edges`.
@@ -76,6 +83,9 @@ pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
 
 use objects::{LoadedObject, path_of};
+
+/// The pseudo-function above the outermost frame found of a user stack cut short.
+const TRUNCATED: &[u8] = b"[truncated]";
 
 /// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
 const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
@@ -476,7 +486,11 @@ impl Builder {
                 self.hit(loc, count);
             }
             for a in arcs {
-                let from = self.user_loc(space, a.from_pc, false);
+                // From 0: the outermost frame found of stacks that were cut short.
+                let from = match a.from_pc {
+                    0 => self.pseudo_loc(space, Side::User, TRUNCATED, 0),
+                    pc => self.user_loc(space, pc, false),
+                };
                 let to = self.user_loc(space, a.self_pc, true);
                 self.arc(from, to, a.count);
             }
@@ -530,7 +544,14 @@ impl Builder {
             for record in stacks.records() {
                 let (_, r) = record.map_err(located)?;
                 let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
-                self.add_stack(space, r.boundary, &kernel, &user, r.samples);
+                self.add_stack(
+                    space,
+                    r.boundary,
+                    r.user_truncated,
+                    &kernel,
+                    &user,
+                    r.samples,
+                );
             }
         }
         Ok(summary)
@@ -601,15 +622,20 @@ impl Builder {
             let name = self.symbol_name(to);
             let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
             *summary.entries.entry(kind).or_default() += a.count;
+            let user = self.options.user && !self.spaces[space].mappings.is_empty();
             if kind == BoundaryKind::Interrupt {
-                let from = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
-                self.arc(from, to, a.count);
-            } else if self.options.user && !self.spaces[space].mappings.is_empty() {
+                let pseudo = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
+                self.arc(pseudo, to, a.count);
+                if user {
+                    let from = self.user_loc(space, a.from_pc, false);
+                    self.arc(from, pseudo, a.count);
+                }
+            } else if user {
                 let from = self.user_loc(space, a.from_pc, false);
                 self.arc(from, to, a.count);
             }
             // Without the user side (or for work of no known process) the entry function
-            // keeps no caller, and gprof lists it as <spontaneous>.
+            // (or `[interrupt]`) keeps no caller, and gprof lists it as <spontaneous>.
         }
         Ok(())
     }
@@ -919,11 +945,15 @@ impl Builder {
     }
 
     /// Adds one record of a stacks file: kernel frames then user frames, each innermost
-    /// first. An interrupt's user frames are replaced by `[interrupt]`, as its arcs are.
+    /// first, with `[interrupt]` between them for an interrupt, as its arcs have it, and
+    /// `[truncated]` beyond the user frames of a stack cut short, so that its outermost frame
+    /// found is not taken for a root.
+    #[allow(clippy::too_many_arguments)]
     fn add_stack(
         &mut self,
         space: usize,
         boundary: Option<BoundaryKind>,
+        truncated: bool,
         kernel: &[u64],
         user: &[u64],
         samples: u64,
@@ -934,13 +964,15 @@ impl Builder {
                 locs.push(self.kernel_loc(space, a));
             }
         }
-        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() {
-            if self.options.kernel {
-                locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
-            }
-        } else if self.options.user {
+        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() && self.options.kernel {
+            locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+        }
+        if self.options.user {
             for &a in user {
                 locs.push(self.user_loc(space, a, false));
+            }
+            if truncated && !user.is_empty() {
+                locs.push(self.pseudo_loc(space, Side::User, TRUNCATED, 0));
             }
         }
         for &l in &locs {

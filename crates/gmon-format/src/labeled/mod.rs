@@ -46,9 +46,13 @@
 //!      samples whose stack holds that edge; a sample counts an edge at most once. Sorted by
 //!      (`from_pc`, `self_pc`). A count above 2³²−1 is carried by further records of the same
 //!      edge. The info file says `arcs = sampled-edges`.
-//!    - User stacks are unwound from `.eh_frame` on a copy of the top of the user stack until
-//!      they meet the kernel's frame-pointer chain, whose rest is taken, so the caller of a
-//!      frameless function (glibc's `read`) is right.
+//!    - A stack that could not be unwound to its outermost frame adds one more arc, from
+//!      `from_pc` 0 to its outermost frame found, so that a report does not take that frame
+//!      for a root (pkgprof shows the caller as `[truncated]`).
+//!    - User stacks are unwound from `.eh_frame` on a copy of the user stack (frames known by
+//!      their stack position, so recursion is no obstacle); where the copy ends, the kernel's
+//!      frame-pointer chain goes on from a frame both walks found at the same place, so the
+//!      caller of a frameless function (glibc's `read`) is right and deep stacks are whole.
 //! 2. **Kernel profile** of the kernel working for the process (in system calls, faults and
 //!    interrupts that hit while it ran). Same layout, kernel runtime addresses (at or above
 //!    `0x8000_0000_0000_0000`). Arcs kernel→kernel as above, plus one *boundary arc* per sample
@@ -66,8 +70,13 @@
 //!    - `[sampling]` `event = "cpu-clock"`, `frequency`, `period-unit = "ns"`,
 //!      `arcs = sampled-edges`, `lost-samples` (of the whole measurement), one
 //!      `lost-samples-cpu<N>` per CPU that lost any (their sum is `lost-samples`),
-//!      `throttled`, and `truncated-stacks`: samples of this process whose user stack may lack
-//!      outer frames. Losses cannot be attributed to processes: every profiled task that runs
+//!      `throttled`, `truncated-stacks`: samples of this process whose user stack may lack
+//!      outer frames, and the same by reason: `truncated-stack-copy` (the user stack copy ended
+//!      first), `truncated-callchain-limit` (the kernel's callchain depth limit, or the most
+//!      frames kept, was reached), `truncated-unwind-info` (a frame could be unwound neither by
+//!      unwind information nor by frame pointer); they sum to `truncated-stacks`. Then
+//!      `stack-size`, the bytes of user stack copied with each sample, and `max-stack`, the
+//!      callchain depth limit the run had. Losses cannot be attributed to processes: every profiled task that runs
 //!      on a CPU writes into that CPU's ring buffer, and a `PERF_RECORD_LOST` (or the event's
 //!      own lost count) says how many samples did not fit that ring, not whose they were. Per
 //!      CPU, the collector takes the larger of the two counts.

@@ -1,0 +1,431 @@
+//! Ground truth by construction: workloads (`tests/truth/*.c`) that time each of their
+//! functions with `CLOCK_THREAD_CPUTIME_ID` (self time and inclusive time, recursion counted
+//! once) are profiled by `pkgmon`, built with and without frame pointers, and every function's
+//! self and inclusive percentages in `pkgprof --pid` must be within 2 points of what the
+//! program measured, in both inclusive modes (`--inclusive=gprof`, the default, and
+//! `--inclusive=stacks`). Truncated stacks are counted exactly.
+//!
+//! In gprof mode a function of a cycle (mutual recursion) has no inclusive time of its own (gprof
+//! gives its members their self time plus what they call outside the cycle): its inclusive time
+//! is compared with the cycle's as a whole, which is the time of the outermost call.
+//!
+//! These need perf_event_open with kernel sampling (root here) and `cc`; they fail rather than
+//! skip without them.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use gmon_format::{MeasurementInfo, Stacks, scan};
+
+const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
+const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+
+/// Points of total time a figure may be off.
+const TOLERANCE: f64 = 2.0;
+
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = std::env::temp_dir().join(format!("pkgprof-truth-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+}
+
+/// Tests run one at a time: the machine has two CPUs and the workloads count CPU time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    FramePointers,
+    NoFramePointers,
+}
+
+impl Build {
+    fn flag(self) -> &'static str {
+        match self {
+            Build::FramePointers => "-fno-omit-frame-pointer",
+            Build::NoFramePointers => "-fomit-frame-pointer",
+        }
+    }
+}
+
+fn cc(args: &[&dyn AsRef<std::ffi::OsStr>]) {
+    let mut c = Command::new("cc");
+    for a in args {
+        c.arg(a);
+    }
+    let st = c.status().unwrap();
+    assert!(st.success(), "cc failed: {c:?}");
+}
+
+/// Builds the workloads with `build`'s flags into a directory of their own; returns it.
+fn built(build: Build) -> PathBuf {
+    static DIRS: Mutex<BTreeMap<&'static str, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(d) = dirs.get(build.flag()) {
+        return d.clone();
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/truth");
+    let d = scratch().join(build.flag().trim_start_matches('-'));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = build.flag();
+    for name in ["recursion", "bigstack"] {
+        cc(&[
+            &"-O2",
+            &f,
+            &"-o",
+            &d.join(name),
+            &src.join(format!("{name}.c")),
+        ]);
+    }
+    for (lib, source) in [
+        ("libtruthlib.so", "libs-lib.c"),
+        ("libtruthdl.so", "libs-dl.c"),
+    ] {
+        cc(&[
+            &"-O2",
+            &f,
+            &"-fPIC",
+            &"-shared",
+            &"-o",
+            &d.join(lib),
+            &src.join(source),
+        ]);
+    }
+    cc(&[
+        &"-O2",
+        &f,
+        &"-rdynamic",
+        &"-o",
+        &d.join("libs"),
+        &src.join("libs.c"),
+        &"-L",
+        &d,
+        &"-ltruthlib",
+        &"-Wl,-rpath,$ORIGIN",
+        &"-ldl",
+    ]);
+    dirs.insert(build.flag(), d.clone());
+    d
+}
+
+/// What a workload measured of itself: function → (self %, inclusive %) of its CPU time.
+type Truth = BTreeMap<String, (f64, f64)>;
+
+fn parse_truth(text: &str) -> Truth {
+    let mut total = 0.0;
+    let mut out = Truth::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        match f.as_slice() {
+            ["total", ms] => total = ms.parse().unwrap(),
+            [name, s, i] => {
+                let (s, i): (f64, f64) = (s.parse().unwrap(), i.parse().unwrap());
+                out.insert((*name).to_owned(), (s, i));
+            }
+            _ => panic!("bad truth line {line:?}"),
+        }
+    }
+    assert!(total > 0.0, "no total in {text}");
+    for v in out.values_mut() {
+        *v = (v.0 * 100.0 / total, v.1 * 100.0 / total);
+    }
+    out
+}
+
+/// One profiled run of a workload.
+struct Run {
+    dir: PathBuf,
+    pid: u32,
+    truth: Truth,
+    stderr: String,
+}
+
+/// Runs `pkgmon [extra] -- program args` with the workload's report going to a file.
+fn profile(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Run {
+    let dir = scratch().join(tag);
+    let _ = std::fs::remove_dir_all(&dir);
+    let truth_file = scratch().join(format!("{tag}.truth"));
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .args(extra)
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .env("TRUTH_OUT", &truth_file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let m = scan(&dir).unwrap();
+    assert_eq!(m.processes.len(), 1, "{stderr}");
+    let truth = parse_truth(&std::fs::read_to_string(&truth_file).unwrap());
+    Run {
+        pid: m.processes[0].pid,
+        dir,
+        truth,
+        stderr,
+    }
+}
+
+/// The figures of one listing: self % from the flat profile, inclusive % from the call graph's
+/// primary lines, by function name (labels removed), and each cycle member's cycle.
+#[derive(Debug, Default)]
+struct Listing {
+    self_pct: BTreeMap<String, f64>,
+    incl_pct: BTreeMap<String, f64>,
+    cycle_of: BTreeMap<String, String>,
+    cycle_pct: BTreeMap<String, f64>,
+    text: String,
+}
+
+fn listing(run: &Run, mode: &str) -> Listing {
+    let o = Command::new(PKGPROF)
+        .args(["-b", "--inclusive", mode, "--pid", &run.pid.to_string()])
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let label = format!("{}u:", run.pid);
+    let mut l = Listing::default();
+    let mut in_flat = false;
+    for line in text.lines() {
+        if line.starts_with("Index by function name") {
+            break;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with(" time   seconds") {
+            in_flat = true;
+            continue;
+        }
+        if line.trim().is_empty() {
+            in_flat = false;
+            continue;
+        }
+        let name_at = f.iter().position(|t| t.starts_with(&label));
+        if in_flat {
+            if let Some(i) = name_at {
+                let name = f[i][label.len()..].to_owned();
+                l.self_pct.insert(name, f[0].parse().unwrap());
+            }
+            continue;
+        }
+        if !(f.first().is_some_and(|t| t.starts_with('[')) && f.len() > 2) {
+            continue;
+        }
+        let pct: f64 = f[1].parse().unwrap();
+        if let Some(c) = line.find("<cycle ")
+            && line.contains("as a whole>")
+        {
+            let n = line[c + 7..].split_whitespace().next().unwrap().to_owned();
+            l.cycle_pct.insert(n, pct);
+            continue;
+        }
+        let Some(i) = name_at else { continue };
+        let name = f[i][label.len()..].to_owned();
+        if f.get(i + 1) == Some(&"<cycle") {
+            let n = f[i + 2].trim_end_matches('>').to_owned();
+            l.cycle_of.insert(name.clone(), n);
+        }
+        l.incl_pct.insert(name, pct);
+    }
+    l.text = text;
+    l
+}
+
+/// Compares every function the workload measured with both listings; returns the
+/// discrepancies, one line each.
+fn compare(run: &Run, what: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    for mode in ["gprof", "stacks"] {
+        let l = listing(run, mode);
+        let mut table = String::new();
+        for (name, &(t_self, t_incl)) in &run.truth {
+            let got_self = l.self_pct.get(name).copied().unwrap_or(0.0);
+            let got_incl = match l.cycle_of.get(name) {
+                Some(c) if mode == "gprof" => l.cycle_pct.get(c).copied().unwrap_or(0.0),
+                _ => l.incl_pct.get(name).copied().unwrap_or(0.0),
+            };
+            table.push_str(&format!(
+                "  {name:12} self {t_self:5.1} got {got_self:5.1}   inclusive {t_incl:5.1} got {got_incl:5.1}\n"
+            ));
+            for (kind, want, got) in [("self", t_self, got_self), ("inclusive", t_incl, got_incl)] {
+                if (want - got).abs() > TOLERANCE {
+                    bad.push(format!(
+                        "{what}, --inclusive={mode}: {name} {kind} {got:.1}% but the program measured {want:.1}%"
+                    ));
+                }
+            }
+        }
+        eprintln!("{what}, --inclusive={mode}:\n{table}");
+        if !bad.is_empty() && std::env::var_os("TRUTH_SHOW_LISTING").is_some() {
+            eprintln!("{}", l.text);
+        }
+    }
+    bad
+}
+
+fn info(run: &Run) -> MeasurementInfo {
+    let m = scan(&run.dir).unwrap();
+    let path = m.processes[0].info.clone().unwrap();
+    MeasurementInfo::parse(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn sampling_field(info: &MeasurementInfo, key: &str) -> u64 {
+    info.sampling
+        .extra
+        .iter()
+        .find(|f| f.key == key)
+        .unwrap_or_else(|| panic!("no {key} in [sampling]"))
+        .value
+        .parse()
+        .unwrap()
+}
+
+/// Profiles workload `name` in both builds and checks every function; also that no stack was
+/// reported truncated (they all fit the default stack copy and callchain limit).
+fn check_workload(name: &str, args: impl Fn(&Path) -> Vec<String>) {
+    let mut bad = Vec::new();
+    for build in [Build::FramePointers, Build::NoFramePointers] {
+        let d = built(build);
+        let a = args(&d);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let run = profile(&format!("{name}{}", build.flag()), &d.join(name), &a, &[]);
+        let what = format!("{name} {}", build.flag());
+        bad.extend(compare(&run, &what));
+        let truncated = sampling_field(&info(&run), "truncated-stacks");
+        if truncated != 0 {
+            bad.push(format!(
+                "{what}: {truncated} truncated stacks, none expected\n{}",
+                run.stderr
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn recursion_direct_mutual_and_called_shallowly_and_deeply() {
+    let _s = serial();
+    check_workload("recursion", |_| vec!["3".into()]);
+}
+
+#[test]
+fn large_stack_frames() {
+    let _s = serial();
+    check_workload("bigstack", |_| vec!["2".into()]);
+}
+
+#[test]
+fn shared_libraries_through_the_plt_and_dlopen() {
+    let _s = serial();
+    check_workload("libs", |d| {
+        vec![d.to_string_lossy().into_owned(), "2".into()]
+    });
+}
+
+/// Function symbols of the workload, by name: (start, end) file addresses.
+fn functions(path: &Path) -> BTreeMap<String, (u64, u64)> {
+    use object::{Object as _, ObjectSymbol as _};
+    let data = std::fs::read(path).unwrap();
+    let f = object::File::parse(&*data).unwrap();
+    f.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .map(|s| {
+            (
+                s.name().unwrap().to_owned(),
+                (s.address(), s.address() + s.size()),
+            )
+        })
+        .collect()
+}
+
+/// With a stack copy smaller than `main`'s frame and no frame pointers, every stack through
+/// `main` must be reported truncated (for want of stack copy), and every other stack (the
+/// dynamic loader's start, the exit) complete: the count is exact. With frame pointers the
+/// same small copy still gives every function its time.
+#[test]
+fn truncation_is_counted_exactly() {
+    let _s = serial();
+    let d = built(Build::NoFramePointers);
+    let exe = d.join("bigstack");
+    let run = profile("truncated", &exe, &["1"], &["--stack-size", "4096"]);
+    let inf = info(&run);
+    let exe_path = exe.to_string_lossy().into_owned();
+    let mapping = inf
+        .mappings
+        .iter()
+        .find(|m| m.path.as_deref() == Some(exe_path.as_bytes()))
+        .expect("the executable's mapping");
+    let bias = mapping.load_bias.expect("its load bias");
+    let syms = functions(&exe);
+    // Everything main runs, the instrumentation included (a stack found only up to
+    // truth_enter still went through main).
+    let ours: Vec<(u64, u64)> = [
+        "main",
+        "mid",
+        "chunky",
+        "leaf",
+        "truth_enter",
+        "truth_leave",
+    ]
+    .iter()
+    .map(|n| syms[*n])
+    .collect();
+    let in_workload = |a: u64| {
+        let svma = a.wrapping_sub(bias);
+        ours.iter().any(|&(lo, hi)| lo <= svma && svma < hi)
+    };
+    let m = scan(&run.dir).unwrap();
+    let data = std::fs::read(m.processes[0].stacks.as_ref().unwrap()).unwrap();
+    let stacks = Stacks::parse(&data).unwrap();
+    let (mut expected, mut flagged, mut wrong) = (0u64, 0u64, Vec::new());
+    for r in stacks.records() {
+        let r = r.unwrap().1;
+        let user: Vec<u64> = r.user.iter().collect();
+        // The innermost frame is a pc, the others return addresses.
+        let through_main = user
+            .iter()
+            .enumerate()
+            .any(|(i, &a)| in_workload(if i == 0 { a } else { a - 1 }));
+        expected += if through_main { r.samples } else { 0 };
+        flagged += if r.user_truncated { r.samples } else { 0 };
+        if through_main != r.user_truncated && !user.is_empty() {
+            wrong.push(format!(
+                "{} samples: truncated {} but through main {through_main}: {user:x?}",
+                r.samples, r.user_truncated
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(expected > 500, "{expected} samples through main");
+    assert_eq!(sampling_field(&inf, "truncated-stacks"), expected);
+    assert_eq!(sampling_field(&inf, "truncated-stack-copy"), expected);
+    assert_eq!(flagged, expected);
+    assert!(
+        run.stderr.contains(&format!("{expected} truncated stacks")),
+        "{}",
+        run.stderr
+    );
+
+    let d = built(Build::FramePointers);
+    let run = profile(
+        "small-copy-fp",
+        &d.join("bigstack"),
+        &["2"],
+        &["--stack-size", "4096"],
+    );
+    let bad = compare(&run, "bigstack -fno-omit-frame-pointer --stack-size 4096");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
