@@ -414,7 +414,7 @@ pub fn export_diff(
             }
         }
         Format::Pprof => {
-            let mut encoder = pprof::Encoder::default();
+            let mut encoder = pprof::Encoder::new(&[n, b]);
             encoder.add(n, 1, false);
             encoder.add(b, -1, true);
             encoder.finish(n.value_type(nvt).name, note, out)?;

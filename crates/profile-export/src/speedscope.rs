@@ -3,9 +3,9 @@
 //! they carry neither), frames shared between them.
 //!
 //! Each frame is a function, named as in the listings, with its object as `file` (`[kernel]`
-//! for kernel code of no known object), so kernel frames show where they come from. Samples
-//! keep the model's order — time order when the reader recorded it — with runs of the same
-//! stack joined into one weighted sample.
+//! for kernel code of no known object), so kernel frames show where they come from. Timed
+//! samples keep their order, runs of the same stack joined into one weighted sample; samples
+//! without times (aggregated profiles) are summed per thread and stack.
 
 use std::io::{self, Write};
 
@@ -77,6 +77,10 @@ pub(crate) fn write(
     };
     let mut threads: Vec<Sampled> = Vec::new();
     let mut thread_of: FxHashMap<(Option<i64>, Option<i64>), usize> = FxHashMap::default();
+    // Samples without times have no order to keep: each thread's equal stacks are summed.
+    // Timed samples keep their order, runs of one stack joined.
+    let timed = profile.samples().any(|s| s.time.is_some());
+    let mut seen: Vec<FxHashMap<profile_model::StackId, usize>> = Vec::new();
     let mut last_stack: Vec<Option<profile_model::StackId>> = Vec::new();
     let mut stack_cache: FxHashMap<profile_model::StackId, Vec<u32>> = FxHashMap::default();
     for sample in profile.samples() {
@@ -96,16 +100,22 @@ pub(crate) fn write(
                 weights: Vec::new(),
             });
             last_stack.push(None);
+            seen.push(FxHashMap::default());
             threads.len() - 1
         });
         let thread = &mut threads[t];
         thread.end_value = thread.end_value.saturating_add(value);
-        if last_stack[t] == Some(sample.stack) {
-            let w = thread.weights.last_mut().expect("a previous sample");
-            *w = w.saturating_add(value);
+        let earlier = if timed {
+            (last_stack[t] == Some(sample.stack)).then(|| thread.weights.len() - 1)
+        } else {
+            seen[t].get(&sample.stack).copied()
+        };
+        if let Some(i) = earlier {
+            thread.weights[i] = thread.weights[i].saturating_add(value);
             continue;
         }
         last_stack[t] = Some(sample.stack);
+        seen[t].insert(sample.stack, thread.weights.len());
         let frames = stack_cache.entry(sample.stack).or_insert_with(|| {
             let mut fs: Vec<u32> = profile
                 .stack_frames(sample.stack)
