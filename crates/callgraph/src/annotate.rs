@@ -332,8 +332,8 @@ pub fn write_annotated_source<W: Write>(
             let base = file.rsplit(|&b| b == b'/').next().unwrap_or(file);
             let mut name = String::from_utf8_lossy(base).into_owned();
             name.push_str("-ann");
-            if let Err(e) = std::fs::write(&name, &buf) {
-                warn(format!("{name}: {e}"));
+            if let Err(e) = safe_fs::replace_file(&name, &buf) {
+                warn(e.to_string());
             }
         } else {
             out.write_all(&buf)?;
@@ -364,7 +364,13 @@ fn locate(file: &[u8], directories: &[PathBuf]) -> Option<Vec<u8>> {
     if let Some(base) = path.file_name() {
         candidates.extend(directories.iter().map(|d| d.join(base)));
     }
-    candidates.into_iter().find_map(|c| std::fs::read(c).ok())
+    // Source files named by the image's debugging information: a FIFO or device there is
+    // skipped like a missing file, never read.
+    candidates.into_iter().find_map(|c| {
+        crate::input::read_input(&c, crate::input::TEXT_MAX_BYTES)
+            .ok()
+            .map(safe_fs::Contents::into_vec)
+    })
 }
 
 #[cfg(test)]

@@ -95,6 +95,10 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+    /// A file was refused without being read: a FIFO, device, directory or `/proc` file where
+    /// a regular file belongs, a file over its size limit, or a path that leaves its directory.
+    #[error(transparent)]
+    Refused(safe_fs::Error),
     /// The measurement directory holds nothing to report.
     #[error("{dir}: no process-labeled profiles")]
     EmptyMeasurement {

@@ -48,9 +48,11 @@ impl KernelSymbols {
     ///
     /// Returns an error naming `path` if it cannot be read or a line is malformed.
     pub fn read(path: &Path) -> Result<Self> {
-        let data = std::fs::read(path).map_err(|source| Error::ReadFile {
-            path: path.to_owned(),
-            source,
+        let data = crate::input::read_input(path, crate::input::TEXT_MAX_BYTES).map_err(|e| {
+            crate::input::error(e, |source| Error::ReadFile {
+                path: path.to_owned(),
+                source,
+            })
         })?;
         Self::parse(path, &data)
     }

@@ -96,6 +96,7 @@ mod flat;
 mod graph;
 mod histogram;
 mod inclusive;
+mod input;
 mod kallsyms;
 mod labeled;
 mod lines;
@@ -120,6 +121,7 @@ pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
+pub use input::{IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, read_image, read_input};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
     BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,

@@ -100,10 +100,7 @@ impl SymbolTable {
     /// Returns an error naming `path` if the file cannot be read or is not a usable ELF image
     /// (see [`SymbolTable::parse`]).
     pub fn read(path: &Path, options: &SymbolOptions) -> Result<Self> {
-        let data = std::fs::read(path).map_err(|source| Error::ReadImage {
-            path: path.to_owned(),
-            source,
-        })?;
+        let data = crate::input::read_image(path)?;
         Self::parse(path, &data, options)
     }
 

@@ -6,6 +6,22 @@ use std::ops::Range;
 use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Object as _, ObjectSection as _};
 
+/// The largest section read (`.text` of the largest programs is about 200 MiB); a file that
+/// claims more is damaged or hostile, and unwinding goes without that section.
+const MAX_SECTION_BYTES: u64 = 512 << 20;
+
+/// The largest object file opened: the limit of a file whose sections are read on demand.
+const MAX_OBJECT_BYTES: u64 = 16 << 30;
+
+/// Reads what the collector needs of the ELF file at `path`, a path a profiled process chose:
+/// no symbolic link is followed, anything but a regular file is refused without blocking
+/// (a FIFO or `/dev/zero` swapped in), and only the headers and sections used are read.
+pub(crate) fn read_object(path: &str) -> Option<ElfInfo> {
+    let (file, _) = safe_fs::open(path, &safe_fs::ReadOptions::untrusted(MAX_OBJECT_BYTES)).ok()?;
+    let cache = object::ReadCache::new(file);
+    ElfInfo::parse(&cache)
+}
+
 /// A `PT_LOAD` program header, reduced to what address translation needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Segment {
@@ -35,9 +51,11 @@ pub(crate) struct ElfInfo {
 }
 
 impl ElfInfo {
-    /// Parses a 64-bit ELF image. Returns None if `data` is not one.
-    pub(crate) fn parse(data: &[u8]) -> Option<ElfInfo> {
-        let file = ElfFile64::<object::Endianness>::parse(data).ok()?;
+    /// Parses a 64-bit ELF image, whole in memory or read on demand (an
+    /// [`object::ReadCache`] of a file fetches only the headers and sections used). Returns
+    /// None if `data` is not one. A section larger than [`MAX_SECTION_BYTES`] is left out.
+    pub(crate) fn parse<'a, R: object::ReadRef<'a>>(data: R) -> Option<ElfInfo> {
+        let file = ElfFile64::<object::Endianness, R>::parse(data).ok()?;
         let endian = file.endian();
         let segments = file
             .elf_program_headers()
@@ -51,6 +69,9 @@ impl ElfInfo {
             .collect();
         let section = |name: &str| {
             let s = file.section_by_name(name)?;
+            if s.size() > MAX_SECTION_BYTES {
+                return None;
+            }
             let data = s.data().ok()?;
             Some(SectionData {
                 svma: s.address()..s.address() + s.size(),
@@ -89,7 +110,7 @@ impl ElfInfo {
 /// The vDSO image of this process: the kernel maps the same image into every process, so the
 /// collector's own copy can unwind the vDSO frames of the profiled ones.
 pub(crate) fn own_vdso() -> Option<Vec<u8>> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let maps = crate::procfs::text("/proc/self/maps", crate::procfs::LARGE)?;
     let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
     let (a, b) = line.split_whitespace().next()?.split_once('-')?;
     let (a, b) = (
@@ -109,11 +130,21 @@ mod tests {
     #[test]
     fn own_executable_and_vdso_parse() {
         let exe = std::fs::read("/proc/self/exe").expect("read own executable");
-        let info = ElfInfo::parse(&exe).expect("own executable is ELF");
+        let info = ElfInfo::parse(&exe[..]).expect("own executable is ELF");
+        // /proc/self/exe is a link, which an object path may not be.
+        assert!(read_object("/proc/self/exe").is_none());
+        let path = std::env::current_exe().expect("own path");
+        let lazy = read_object(path.to_str().expect("utf-8 path")).expect("read on demand");
+        assert_eq!(lazy.build_id, info.build_id);
+        assert_eq!(lazy.segments, info.segments);
+        assert_eq!(
+            lazy.text.as_ref().map(|t| (&t.svma, &t.data)),
+            info.text.as_ref().map(|t| (&t.svma, &t.data))
+        );
         assert!(!info.segments.is_empty());
         assert!(info.eh_frame.is_some() && info.text.is_some());
         let vdso = own_vdso().expect("vdso mapped");
-        let v = ElfInfo::parse(&vdso).expect("vdso is ELF");
+        let v = ElfInfo::parse(&vdso[..]).expect("vdso is ELF");
         assert!(v.eh_frame.is_some());
     }
 

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
-use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -182,7 +181,7 @@ impl<'a> KernelSymbols<'a> {
 
 /// The GNU build-id note in `/sys/kernel/notes` (a sequence of ELF notes).
 fn kernel_build_id() -> Option<Vec<u8>> {
-    let notes = fs::read("/sys/kernel/notes").ok()?;
+    let notes = crate::procfs::bytes("/sys/kernel/notes", 1 << 20)?;
     let mut pos = 0;
     let u32_at = |p: usize| -> Option<u32> {
         Some(u32::from_ne_bytes(notes.get(p..p + 4)?.try_into().ok()?))
@@ -204,7 +203,7 @@ fn kernel_build_id() -> Option<Vec<u8>> {
 
 /// The snapshot's name: `kallsyms.` and the first 8 hex digits of the boot id.
 fn kallsyms_name() -> String {
-    let id = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let id = crate::procfs::text("/proc/sys/kernel/random/boot_id", 4096).unwrap_or_default();
     let digits: String = id.chars().filter(char::is_ascii_hexdigit).take(8).collect();
     format!(
         "kallsyms.{}",
@@ -480,7 +479,8 @@ pub fn write_measurement_to(
     let mut summary = WriteSummary::default();
     let mut images = Images::default();
 
-    let kallsyms_text = fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    let kallsyms_text =
+        crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
     let ksyms = KernelSymbols::parse(&kallsyms_text);
     let symbols_file = kallsyms_name();
     if ksyms.0.is_empty() {
@@ -600,9 +600,8 @@ pub fn write_measurement_to(
     // Safety: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ns = 1_000_000_000 / ticks;
-    let release = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .ok();
+    let release =
+        crate::procfs::text("/proc/sys/kernel/osrelease", 4096).map(|s| s.trim().to_owned());
     let kernel_build_id = kernel_build_id();
     let mut perf_by_pid: BTreeMap<u32, Vec<(u64, CounterKind)>> = BTreeMap::new();
     for e in &rec.counter_events {
@@ -614,7 +613,7 @@ pub fn write_measurement_to(
     // The vDSO image to save: this process's own, when a profiled process mapped one with the
     // same build-id (the kernel maps one image into every 64-bit process).
     let own_vdso = crate::elf::own_vdso().and_then(|bytes| {
-        let id = crate::elf::ElfInfo::parse(&bytes)?.build_id?;
+        let id = crate::elf::ElfInfo::parse(&bytes[..])?.build_id?;
         Some((id, bytes))
     });
     let mut vdso_used = false;
@@ -875,6 +874,7 @@ pub fn write_measurement_to(
 mod tests {
     use super::*;
     use gmon_format::{AddressSize, Endian, Profile, ReadOptions, Record};
+    use std::fs;
 
     #[test]
     fn histograms_split_at_page_runs_and_saturation() {

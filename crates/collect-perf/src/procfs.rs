@@ -1,17 +1,39 @@
-//! Small /proc and /proc/sys readers.
+//! Small /proc and /proc/sys readers. Every read goes through the bounded reader with a cap
+//! fitting the file, so that no file, whatever it turned into, can hang or flood the collector.
 
 use std::fs;
 
+use safe_fs::ReadOptions;
+
 use crate::recording::ProcCounters;
+
+/// Most bytes read of a small `/proc` or `/sys` text file (stat, status, io, a sysctl).
+const SMALL: u64 = 1 << 20;
+
+/// Most bytes read of a large one: a process's memory map or command line (`ARG_MAX` is
+/// 2 MiB by default), the kernel's symbols (a few MiB).
+pub(crate) const LARGE: u64 = 256 << 20;
+
+/// A `/proc` or `/sys` text file of at most `max` bytes; None if it cannot be read.
+pub(crate) fn text(path: &str, max: u64) -> Option<String> {
+    safe_fs::read_text(path, &ReadOptions::procfs(max)).ok()
+}
+
+/// The same as bytes.
+pub(crate) fn bytes(path: &str, max: u64) -> Option<Vec<u8>> {
+    safe_fs::read(path, &ReadOptions::procfs(max))
+        .ok()
+        .map(safe_fs::Contents::into_vec)
+}
 
 /// Reads an integer sysctl such as `/proc/sys/kernel/perf_event_paranoid`.
 pub(crate) fn sysctl_i64(path: &str) -> Option<i64> {
-    fs::read_to_string(path).ok()?.trim().parse().ok()
+    text(path, SMALL)?.trim().parse().ok()
 }
 
 /// Online CPUs from `/sys/devices/system/cpu/online` (e.g. `0-3,6`).
 pub(crate) fn online_cpus() -> Vec<i32> {
-    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let text = text("/sys/devices/system/cpu/online", SMALL).unwrap_or_default();
     let mut cpus = Vec::new();
     for part in text.trim().split(',').filter(|p| !p.is_empty()) {
         let mut it = part.splitn(2, '-');
@@ -40,10 +62,10 @@ fn field(text: &str, key: &str) -> Option<u64> {
 
 /// Reads the counters of `pid` (a live process or a zombie); None if `stat` is unreadable.
 pub(crate) fn counters(pid: u32) -> Option<ProcCounters> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let io = fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default();
-    let schedstat = fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    let stat = text(&format!("/proc/{pid}/stat"), SMALL)?;
+    let status = text(&format!("/proc/{pid}/status"), SMALL).unwrap_or_default();
+    let io = text(&format!("/proc/{pid}/io"), SMALL).unwrap_or_default();
+    let schedstat = text(&format!("/proc/{pid}/schedstat"), SMALL).unwrap_or_default();
     // Fields after the parenthesised comm, which may itself contain spaces and parentheses.
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -87,7 +109,7 @@ pub(crate) fn reading(pid: u32, time: u64) -> Option<crate::recording::ProcReadi
         .nth(22 - 3)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmdline = bytes(&format!("/proc/{pid}/cmdline"), LARGE).unwrap_or_default();
     let argv = cmdline
         .split(|&b| b == 0)
         .filter(|a| !a.is_empty())

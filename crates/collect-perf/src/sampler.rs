@@ -320,7 +320,7 @@ fn ring_pages(config: &Config) -> usize {
 }
 
 fn kernel_release() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+    procfs::text("/proc/sys/kernel/osrelease", 4096)
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
 }
@@ -668,8 +668,8 @@ impl Sampler {
         let mut synth = Vec::new();
         for &pid in pids {
             for tid in procfs::threads(pid).unwrap_or_default() {
-                let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-                    .unwrap_or_default();
+                let comm =
+                    procfs::text(&format!("/proc/{pid}/task/{tid}/comm"), 4096).unwrap_or_default();
                 synth.push(SideBand::Comm {
                     pid: pid as u32,
                     tid: tid as u32,
@@ -677,7 +677,8 @@ impl Sampler {
                     exec: false,
                 });
             }
-            let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+            let maps =
+                procfs::text(&format!("/proc/{pid}/maps"), procfs::LARGE).unwrap_or_default();
             synth.extend(parse_maps(pid as u32, &maps));
         }
         s.recording
@@ -810,8 +811,7 @@ impl Sampler {
                         _ => None,
                     })
                     .or_else(|| {
-                        std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                            .ok()
+                        procfs::text(&format!("/proc/{pid}/comm"), 4096)
                             .map(|c| c.trim_end().to_owned())
                     })
                     .unwrap_or_default();

@@ -75,14 +75,13 @@ impl Images {
         self.files
             .entry(key)
             .or_insert_with(|| {
-                let bytes = if m.filename == "[vdso]" {
-                    crate::elf::own_vdso()?
+                let info = if m.filename == "[vdso]" {
+                    ElfInfo::parse(&crate::elf::own_vdso()?[..])?
                 } else if m.filename.starts_with('/') {
-                    std::fs::read(&m.filename).ok()?
+                    crate::elf::read_object(&m.filename)?
                 } else {
                     return None;
                 };
-                let info = ElfInfo::parse(&bytes)?;
                 if let (Some(want), Some(have)) = (&m.build_id, &info.build_id)
                     && want != have
                 {

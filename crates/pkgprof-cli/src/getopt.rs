@@ -4,7 +4,6 @@
 //! prefixes, and `@FILE` response files.
 
 use std::ffi::OsString;
-use std::fs;
 
 /// Whether an option takes an argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -172,6 +171,9 @@ fn find_long<'t, Id>(
     Err(UsageError(format!("unrecognized option '{text}'")))
 }
 
+/// The largest response file read (`@FILE`): far more words than any command line holds.
+const RESPONSE_MAX: u64 = 64 << 20;
+
 /// Replaces every `@FILE` argument whose file can be read by the words in it, as libiberty's
 /// `expandargv` does: words split at white space, with `'…'`, `"…"` and `\` quoting. Unreadable
 /// files stay as they are; nesting is followed up to a sane depth.
@@ -184,7 +186,15 @@ fn expand_response_files(args: Vec<OsString>, depth: usize) -> Vec<OsString> {
         let contents = arg
             .to_str()
             .and_then(|a| a.strip_prefix('@'))
-            .and_then(|path| fs::read(path).ok());
+            .and_then(|path| {
+                // A response file is a regular file of words: a FIFO or device stays a literal
+                // argument, as an unreadable file does.
+                safe_fs::read(
+                    path,
+                    &safe_fs::ReadOptions::default().with_max_bytes(RESPONSE_MAX),
+                )
+                .ok()
+            });
         match contents {
             Some(bytes) => {
                 let words = split_words(&String::from_utf8_lossy(&bytes));
@@ -253,6 +263,7 @@ pub fn atoi(text: &str) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     const T: &[Spec<char>] = &[
         Spec {

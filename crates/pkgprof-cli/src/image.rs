@@ -11,7 +11,18 @@ use gmon_format::{AddressSize, Endian};
 /// its data encoding their byte order, as gprof takes them.
 pub fn elf_layout(path: &Path) -> Result<(AddressSize, Endian)> {
     let mut ident = [0u8; 16];
-    let mut file = File::open(path).with_context(|| format!("{}", path.display()))?;
+    // Only the first 16 bytes are read, but never from a FIFO or device (opening one could
+    // block, reading it never end).
+    let (mut file, _) = safe_fs::open(
+        path,
+        &safe_fs::ReadOptions::default().with_max_bytes(u64::MAX),
+    )
+    .map_err(|e| match e.into_kind() {
+        safe_fs::ErrorKind::Io { source, .. } => {
+            anyhow::Error::new(source).context(path.display().to_string())
+        }
+        kind => anyhow::Error::new(safe_fs::Error::new(path, kind)),
+    })?;
     let n = read_up_to(&mut file, &mut ident).with_context(|| format!("{}", path.display()))?;
     if n < ident.len() || ident[..4] != *b"\x7fELF" {
         bail!("{}: not in executable format", path.display());

@@ -68,6 +68,7 @@ pub enum Opt {
     Value,
     Inverted,
     Title,
+    Threads,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -200,6 +201,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Value, "value", Required),
     ours(Opt::Inverted, "inverted", No),
     ours(Opt::Title, "title", Required),
+    ours(Opt::Threads, "threads", No),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -244,6 +246,8 @@ exists, else .):
 \t                     counts once per sample it was on the stack of
 \t--force              report a measurement that its manifest says is incomplete
 \t                     or changed (pkgmon killed, disk full), with a warning
+\t--threads            refused: the threads of a process are merged when pkgmon
+\t                     writes its files, which keep no thread ids
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -433,6 +437,8 @@ pub struct Options {
     pub inverted: bool,
     /// `--title`.
     pub title: Option<String>,
+    /// `--threads`: per-thread listings, refused (see `seamless::run`).
+    pub threads: bool,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
     /// Image and profile files.
@@ -581,6 +587,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Value => o.value = text,
             Opt::Inverted => o.inverted = true,
             Opt::Title => o.title = text,
+            Opt::Threads => o.threads = true,
         }
     }
     Ok(o)

@@ -1,11 +1,10 @@
 //! `pkgprof`: gprof's command line over the pkgprof libraries.
 
 use std::ffi::OsString;
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use callgraph::{
     Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, ReportOptions, SourceLines, SourceNames,
     SymbolOptions, SymbolTable, Symspec, SymspecTable as Table, Symspecs, TextSection,
@@ -59,7 +58,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         #[cfg(not(target_os = "linux"))]
         bail!("--export and --diff are built for Linux only (they read through safe-fs)");
     }
-    if o.seamless || o.system {
+    if o.seamless || o.system || o.threads {
         if !o.dump {
             refuse_unbuilt(&o)?;
         }
@@ -78,7 +77,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     // histogram scale, overlapping range) stops the run before anything about it is printed.
     let mut sum = Sum::new();
     for (n, path) in gmon_files.iter().enumerate() {
-        let data = fs::read(path).with_context(|| format!("{}", path.display()))?;
+        refuse_missing_profile(path, image.is_some())?;
+        let data = read_input(path, callgraph::PROFILE_MAX_BYTES)?;
         let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
         if o.line {
@@ -240,12 +240,23 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     Ok(())
 }
 
+/// Reads an input file of at most `limit` bytes through the bounded reader: a failed system
+/// call reads `PATH: <why>` as before, a refused file (FIFO, device, too large) names what it is.
+pub(crate) fn read_input(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
+    callgraph::read_input(path, limit).map_err(|e| {
+        let shown = path.display().to_string();
+        match e.into_kind() {
+            safe_fs::ErrorKind::Io { source, .. } => anyhow::Error::new(source).context(shown),
+            kind => anyhow::Error::new(safe_fs::Error::new(path, kind)),
+        }
+    })
+}
+
 /// Writes `gmon.sum` in the current directory as `gprof -s` does: GNU format unless `-O` asks
 /// for BSD, arcs between the symbols (or, in line mode, source lines) they resolve to.
 fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()> {
     let path = Path::new("gmon.sum");
-    let file = fs::File::create(path).with_context(|| format!("{}", path.display()))?;
-    let out = io::BufWriter::new(file);
+    let out = Vec::new();
     let arcs = sum_arcs(table, sum.arcs());
     let (size, endian) = (table.address_size(), table.endian());
     let out = match format {
@@ -259,9 +270,9 @@ fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()>
         }
     }
     .map_err(|e| e.with_path(path))?;
-    out.into_inner()
-        .map_err(io::IntoInnerError::into_error)
-        .with_context(|| format!("{}", path.display()))?;
+    // A new file renamed over the old one: a link planted at gmon.sum is replaced, not
+    // followed, and no reader sees half a sum.
+    safe_fs::replace_file(path, &out)?;
     Ok(())
 }
 
@@ -397,6 +408,24 @@ struct Image {
     lines: Option<SourceLines>,
 }
 
+/// A profile that is not there is most often one not written yet: say how it comes about.
+fn refuse_missing_profile(path: &Path, with_image: bool) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut m = format!("{}: no such file", path.display());
+            if with_image {
+                m.push_str(
+                    "; run the program first (built with `gcc -pg`, it writes gmon.out into \
+                     its working directory when it exits), or name the profile: \
+                     pkgprof [OPTIONS] IMAGE GMON...",
+                );
+            }
+            bail!(m)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
     let mut operands = o.operands.iter().map(PathBuf::from);
     let (read_options, table) = match o.dump_layout.as_deref() {
@@ -413,10 +442,7 @@ fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
                 let mut symbol_options = SymbolOptions::default();
                 symbol_options.no_static = o.no_static;
                 symbol_options.ignore_non_functions = o.ignore_non_functions;
-                let data = fs::read(&image).map_err(|source| callgraph::Error::ReadImage {
-                    path: image.clone(),
-                    source,
-                })?;
+                let data = callgraph::read_image(&image)?;
                 let table = SymbolTable::parse(&image, &data, &symbol_options)?;
                 let mut text = TextSection::parse(&image, &data)?.unwrap_or_default();
                 if !o.line && !o.static_call_graph {

@@ -307,6 +307,34 @@ impl Dir {
     }
 }
 
+/// Writes `bytes` to `path` as a user's command writes its output file (gprof's `gmon.sum`):
+/// a new file in `path`'s directory under a temporary name, with mode `0666` less the umask,
+/// synced and renamed over whatever `path` was. A link at `path` is replaced, never followed,
+/// and a reader never sees a partial file. Returns the size written.
+///
+/// Returns an error naming `path` if its directory cannot be opened or written.
+pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
+    let path = path.as_ref();
+    let Some(name) = path.file_name() else {
+        return Err(Error::new(path, ErrorKind::InvalidName("names no file")));
+    };
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = Dir::open_following(parent)?;
+    let Some(name) = name.to_str() else {
+        return Err(Error::new(
+            path,
+            ErrorKind::InvalidName("a file name that is not UTF-8"),
+        ));
+    };
+    let mut file = dir.create(0o666 & !sys::umask())?;
+    file.write_all(bytes)
+        .map_err(|e| Error::io(path, "cannot write", e))?;
+    file.persist_replacing(name)
+}
+
 /// A file being written under a temporary name in a [`Dir`]; see [`Dir::create`].
 #[derive(Debug)]
 pub struct NewFile<'d> {
@@ -476,6 +504,21 @@ mod tests {
         std::fs::write(path.join("keep"), b"").unwrap();
         assert_eq!(dir.remove_stale_temps().unwrap(), [OsString::from(&stale)]);
         assert_eq!(dir.entries().unwrap(), ["keep"]);
+        std::fs::remove_dir_all(&path).unwrap();
+    }
+
+    #[test]
+    fn replace_file_replaces_a_link_instead_of_following_it() {
+        let path = scratch("replace");
+        std::fs::create_dir_all(&path).unwrap();
+        let victim = path.join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        std::os::unix::fs::symlink(&victim, path.join("gmon.sum")).unwrap();
+        assert_eq!(replace_file(path.join("gmon.sum"), b"sum").unwrap(), 3);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(path.join("gmon.sum")).unwrap(), b"sum");
+        let mode = std::fs::metadata(path.join("gmon.sum")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o666 & !sys::umask());
         std::fs::remove_dir_all(&path).unwrap();
     }
 

@@ -109,7 +109,8 @@ impl FileKind {
 }
 
 impl Error {
-    pub(crate) fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Error {
+    /// An error of `kind` about `path` (to rebuild one taken apart with [`Error::into_kind`]).
+    pub fn new(path: impl Into<PathBuf>, kind: ErrorKind) -> Error {
         Error {
             path: path.into(),
             kind,
@@ -133,6 +134,11 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+
+    /// What went wrong, by value (to keep the system's error as a source elsewhere).
+    pub fn into_kind(self) -> ErrorKind {
+        self.kind
     }
 
     /// The system's error, if a system call failed.

@@ -49,6 +49,8 @@ mod error;
 mod read;
 mod sys;
 
-pub use dir::{Dir, NewFile, TEMP_PREFIX};
+pub use dir::{Dir, NewFile, TEMP_PREFIX, replace_file};
 pub use error::{Error, ErrorKind, FileKind, Result};
-pub use read::{Contents, DEFAULT_MAX_BYTES, MAP_THRESHOLD, Map, ReadOptions, read, read_text};
+pub use read::{
+    Contents, DEFAULT_MAX_BYTES, MAP_THRESHOLD, Map, ReadOptions, open, read, read_text,
+};

@@ -84,6 +84,12 @@ impl ReadOptions {
         }
     }
 
+    /// The same with another mapping rule.
+    pub fn with_map(mut self, map: Map) -> Self {
+        self.map = map;
+        self
+    }
+
     /// The same with another limit.
     pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = max_bytes;
@@ -145,6 +151,30 @@ pub fn read(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Contents> {
     read_at(libc::AT_FDCWD, path, path, opts, 0)
 }
 
+/// Opens a regular file for reading parts of it (an ELF reader that fetches only the
+/// sections it needs), with the checks of [`read`]: the same errors, except that a `/proc`-style
+/// file is always refused (its size is unknown). The size checked against
+/// `opts.max_bytes` is returned with the file.
+pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(File, u64)> {
+    let path = path.as_ref();
+    let fd = open_fd(libc::AT_FDCWD, path, path, opts, 0)?;
+    let st = check_regular(&fd, path)?;
+    let size = st.st_size.max(0) as u64;
+    if size == 0 && sys::is_pseudo_fs(fd.as_fd()) {
+        return Err(Error::new(path, ErrorKind::PseudoFile));
+    }
+    if size > opts.max_bytes {
+        return Err(Error::new(
+            path,
+            ErrorKind::TooLarge {
+                size,
+                limit: opts.max_bytes,
+            },
+        ));
+    }
+    Ok((File::from(fd), size))
+}
+
 /// Reads a regular file of UTF-8 text, as [`read`] does.
 ///
 /// Returns the errors of [`read`], and [`ErrorKind::NotUtf8`] if the bytes are not UTF-8.
@@ -170,6 +200,18 @@ pub(crate) fn read_at(
     opts: &ReadOptions,
     resolve: u64,
 ) -> Result<Contents> {
+    let fd = open_fd(dir, rel, shown, opts, resolve)?;
+    read_fd(fd, shown, opts)
+}
+
+/// Opens without blocking, with the symbolic-link rules of `opts` and `resolve`.
+fn open_fd(
+    dir: RawFd,
+    rel: &Path,
+    shown: &Path,
+    opts: &ReadOptions,
+    resolve: u64,
+) -> Result<OwnedFd> {
     let c = CString::new(rel.as_os_str().as_bytes()).map_err(|_| {
         Error::new(
             shown,
@@ -177,7 +219,7 @@ pub(crate) fn read_at(
         )
     })?;
     let flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY;
-    let fd = sys::open_at(dir, &c, flags, 0, !opts.follow_symlinks, resolve).map_err(|e| {
+    sys::open_at(dir, &c, flags, 0, !opts.follow_symlinks, resolve).map_err(|e| {
         if resolve != 0 && e.raw_os_error() == Some(libc::EXDEV) {
             Error::new(
                 shown,
@@ -186,17 +228,22 @@ pub(crate) fn read_at(
         } else {
             Error::io(shown, "cannot open", e)
         }
-    })?;
-    read_fd(fd, shown, opts)
+    })
 }
 
-/// Checks what an open descriptor is, then copies or maps it.
-fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
+/// `fstat` of the opened descriptor: refuses anything but a regular file, by what it is.
+fn check_regular(fd: &OwnedFd, path: &Path) -> Result<libc::stat> {
     let st = sys::fstat(fd.as_fd()).map_err(|e| Error::io(path, "cannot stat", e))?;
     let kind = FileKind::from_mode(st.st_mode);
     if kind != FileKind::Regular {
         return Err(Error::new(path, ErrorKind::NotRegular(kind)));
     }
+    Ok(st)
+}
+
+/// Checks what an open descriptor is, then copies or maps it.
+fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
+    let st = check_regular(&fd, path)?;
     let size = st.st_size.max(0) as u64;
     if size == 0 && sys::is_pseudo_fs(fd.as_fd()) {
         if !opts.proc_text {
@@ -320,6 +367,21 @@ mod tests {
         let err = read("/proc/self/maps", &opts).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::PseudoFile), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn open_checks_like_read() {
+        let (file, size) = open("/proc/self/exe", &ReadOptions::default()).unwrap();
+        assert!(size > 0 && file.metadata().unwrap().len() == size);
+        for (path, kind) in [
+            ("/dev/zero", "a character device"),
+            ("/proc/self/status", "a /proc or /sys file"),
+        ] {
+            let err = open(path, &ReadOptions::default()).unwrap_err();
+            assert!(err.to_string().contains(kind), "{err}");
+        }
+        let err = open("/proc/self/exe", &ReadOptions::default().with_max_bytes(10)).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::TooLarge { .. }), "{err}");
     }
 
     #[test]

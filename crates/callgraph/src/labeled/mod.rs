@@ -323,6 +323,7 @@ impl Seamless {
                 dir: measurement.dir.clone(),
             });
         }
+        b.warn_stripped_objects();
         let (table, gmon, stacks) = b.finish()?;
         let mut sum = Sum::new();
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
@@ -345,7 +346,7 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
     for f in files {
         let end = match &f.info {
             Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
                 info.process
                     .end_monotonic_ns
@@ -370,10 +371,13 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
         .collect())
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::ReadFile {
-        path: path.to_owned(),
-        source,
+/// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
+fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
+    crate::input::read_input(path, limit).map_err(|e| {
+        crate::input::error(e, |source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })
     })
 }
 
@@ -382,7 +386,7 @@ type Contents = (Vec<(u64, u64)>, Vec<Arc>);
 
 impl Builder {
     fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
-        let data = read_file(path)?;
+        let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         let located = |e: gmon_format::Error| Error::from(e.with_path(path));
         let profile = Profile::parse(&data, &read).map_err(located)?;
@@ -434,7 +438,7 @@ impl Builder {
     fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
         let info = match &files.info {
             Some(path) => {
-                let data = read_file(path)?;
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
             }
             None => {
@@ -538,7 +542,7 @@ impl Builder {
             if self.spaces[space].kernel.is_none() && self.options.kernel {
                 self.spaces[space].kernel = self.kernel_symbols(space);
             }
-            let data = read_file(path)?;
+            let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
             let located = |e: gmon_format::Error| Error::from(e.with_path(path));
             let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
             for record in stacks.records() {
@@ -894,11 +898,16 @@ impl Builder {
                         Some(id),
                         &[],
                     ),
-                    _ => objects::find(
-                        path_of(&path),
-                        mapping.build_id.as_deref(),
-                        &self.options.object_path,
-                    ),
+                    _ => match objects::refused_recorded(path_of(&path)) {
+                        Some(refused) => Err(refused),
+                        // A relative recorded path is relative to the measurement, never to
+                        // the current directory.
+                        None => objects::find(
+                            &self.dir.join(path_of(&path)),
+                            mapping.build_id.as_deref(),
+                            &self.options.object_path,
+                        ),
+                    },
                 };
                 match found {
                     Ok(obj) => self.objects.push(Some(obj)),
@@ -980,6 +989,70 @@ impl Builder {
         }
         if !locs.is_empty() {
             self.stacks.push((locs, samples));
+        }
+    }
+
+    /// Warns about each object that received samples but could only be symbolized from its
+    /// exported symbols (`.dynsym`): a stripped binary credits the time of its internal
+    /// functions to `[file]` or to whatever exported function precedes them (a stripped
+    /// `-pg` program gives it to `__gmon_start__`), which looks like an answer and is not.
+    fn warn_stripped_objects(&mut self) {
+        // Per (space, object): samples in all, outside every symbol, and per symbol.
+        type Tally = (u64, u64, BTreeMap<usize, u64>);
+        let mut tally: BTreeMap<(usize, usize), Tally> = BTreeMap::new();
+        for &(loc, count) in &self.hist {
+            let region = &self.regions[loc.region];
+            let What::Object(o) = region.what else {
+                continue;
+            };
+            if !self.objects[o].as_ref().is_some_and(|l| l.dynamic_only) {
+                continue;
+            }
+            let t = tally.entry((region.space, o)).or_default();
+            t.0 += count;
+            match loc.symbol {
+                None => t.1 += count,
+                Some(sym) => *t.2.entry(sym).or_default() += count,
+            }
+        }
+        for ((space, o), (total, outside, by_symbol)) in tally {
+            let Some(loaded) = &self.objects[o] else {
+                continue;
+            };
+            let label = &self.spaces[space].label;
+            let file = loaded
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let id = self
+                .object_index
+                .iter()
+                .find(|&(_, &i)| i == o)
+                .and_then(|((_, id), _)| id.as_deref())
+                .map(|id| format!(" {}", objects::hex(id)))
+                .unwrap_or_default();
+            let mut m = format!(
+                "process {label}: {} has no symbol table (stripped) and no debug file with its \
+                 build-id{id} was found: of its {total} samples, {outside} show as \
+                 {label}u:[{file}]",
+                loaded.path.display()
+            );
+            if let Some((&sym, &n)) = by_symbol.iter().max_by_key(|&(_, &n)| n) {
+                let name = String::from_utf8_lossy(&loaded.table.symbols()[sym].name);
+                m.push_str(&format!(
+                    " and {} under the {} exported functions they fall after ({n} under \
+                     {name}, which also takes the time of any internal function after it)",
+                    total - outside,
+                    by_symbol.len()
+                ));
+            }
+            m.push_str(
+                "; install its debug symbols (on Debian the package's -dbgsym, which fills \
+                 /usr/lib/debug/.build-id), or give --object-path DIR with the unstripped \
+                 file or DIR/.build-id/xx/rest.debug",
+            );
+            self.warnings.push(m);
         }
     }
 
@@ -1139,7 +1212,11 @@ mod tests {
     use gmon_format::{Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer};
 
     fn fixtures() -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless/objects")
+        // Canonical: a recorded path with `..` in it is not read.
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/seamless/objects")
+            .canonicalize()
+            .unwrap()
     }
 
     fn gmon(bins: &[(u64, u16)], arcs: &[(u64, u64, u64)]) -> Vec<u8> {

@@ -94,6 +94,20 @@ fn candidates(recorded: &Path, build_id: Option<&[u8]>, search: &[PathBuf]) -> V
     out
 }
 
+/// Why a path recorded in an info file is not read at all: `..` in it, which can only point
+/// away from where the object was.
+pub(crate) fn refused_recorded(recorded: &Path) -> Option<NotFound> {
+    recorded
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+        .then(|| NotFound {
+            tried: vec![(
+                recorded.to_owned(),
+                "a recorded path with `..` is not read".into(),
+            )],
+        })
+}
+
 /// Finds the object recorded as `recorded` with `build_id` and reads it.
 ///
 /// The first candidate (see [`candidates`]) that reads as ELF and, when a build-id was
@@ -107,14 +121,23 @@ pub(crate) fn find(
 ) -> Result<LoadedObject, NotFound> {
     let mut not_found = NotFound::default();
     for path in candidates(recorded, build_id, search) {
-        let data = match std::fs::read(&path) {
+        let data = match crate::input::read_input(&path, crate::input::IMAGE_MAX_BYTES) {
             Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if e.is_not_found() => {
                 not_found.tried.push((path, "not found".into()));
                 continue;
             }
             Err(e) => {
-                not_found.tried.push((path, format!("cannot read: {e}")));
+                let why = match e.io_error() {
+                    Some(io) => format!("cannot read: {io}"),
+                    // The error names the path; keep only what is wrong with it.
+                    None => e
+                        .to_string()
+                        .strip_prefix(&format!("{}: ", path.display()))
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| e.to_string()),
+                };
+                not_found.tried.push((path, why));
                 continue;
             }
         };
@@ -145,7 +168,7 @@ fn improve_from_debug_file(object: &mut LoadedObject, id: &[u8], search: &[PathB
             .join(".build-id")
             .join(&id_hex[..2])
             .join(format!("{}.debug", &id_hex[2..]));
-        let Ok(data) = std::fs::read(&path) else {
+        let Ok(data) = crate::input::read_input(&path, crate::input::IMAGE_MAX_BYTES) else {
             continue;
         };
         if let Ok(debug) = read(&path, &data, Some(id))

@@ -1,0 +1,490 @@
+//! pkgmon as root against an attacker or bad luck (issue 8): links planted where it writes,
+//! special files swapped in for what it reads, directories it cannot write, a full disk, and
+//! pkgmon killed at any moment. Each test states the promise it checks.
+//!
+//! These run as root (as CI does) and use `nobody` (uid 65534) as the second user; a tmpfs is
+//! mounted for the read-only and full-disk cases.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{PKGMON, scratch, serial, workload};
+
+const NOBODY: u32 = 65534;
+
+/// A fresh directory under the scratch directory.
+fn fresh(tag: &str) -> PathBuf {
+    let d = scratch().join(tag);
+    let _ = Command::new("umount")
+        .arg("-l")
+        .arg(&d)
+        .stderr(Stdio::null())
+        .status();
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Waits for `child`; returns its status and peak resident set in KiB (`wait4`).
+fn wait_rss(child: &mut Child) -> (ExitStatus, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // Safety: an all-zero rusage is valid to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // Safety: waiting for our own child, with valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    (ExitStatus::from_raw(status), usage.ru_maxrss as u64)
+}
+
+fn stderr_of(child: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut s);
+    }
+    s
+}
+
+fn pkgprof(args: &[&str], dir: &Path) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The pid of the (single) process of a measurement.
+fn only_pid(dir: &Path) -> u32 {
+    let m = gmon_format::scan(dir).unwrap();
+    assert_eq!(m.processes.len(), 1, "{:?}", m.processes);
+    m.processes[0].pid
+}
+
+#[test]
+fn a_fifo_or_dev_zero_swapped_in_for_the_executable_is_refused_unread() {
+    let _s = serial();
+    for (tag, swap) in [
+        ("fifo", "fifo"),
+        ("zero", "/dev/zero"),
+        ("urandom", "/dev/urandom"),
+    ] {
+        let dir = fresh(&format!("swap-{tag}"));
+        let exe = dir.join("victim");
+        std::fs::copy(workload("cpu"), &exe).unwrap();
+        let out = dir.join("out");
+        let mut child = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(&exe)
+            .arg("700")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Once it runs, the program's path becomes a FIFO, or a link to a device.
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::remove_file(&exe).unwrap();
+        if swap == "fifo" {
+            let c = std::ffi::CString::new(exe.to_str().unwrap()).unwrap();
+            // Safety: a valid path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        } else {
+            std::os::unix::fs::symlink(swap, &exe).unwrap();
+        }
+        let started = Instant::now();
+        let (status, rss_kib) = wait_rss(&mut child);
+        let err = stderr_of(&mut child);
+        // Finishes within seconds of the command (which spins 0.7 s of CPU), memory bounded.
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{tag}: hung\n{err}"
+        );
+        assert_eq!(status.code(), Some(0), "{tag}: {err}");
+        assert!(rss_kib < 256 * 1024, "{tag}: {rss_kib} KiB\n{err}");
+        // The measurement is complete; the program's samples have no symbols, but are there.
+        let (code, stdout, perr) =
+            pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+        assert_eq!(code, 0, "{tag}: {perr}");
+        assert!(stdout.contains("u:[victim]"), "{tag}: {stdout}");
+    }
+}
+
+#[test]
+fn links_planted_by_another_user_are_never_followed() {
+    let _s = serial();
+    // A world-writable sticky directory, like /tmp, where `nobody` plants things.
+    let sticky = fresh("sticky");
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = fresh("victim").join("precious");
+    std::fs::write(&victim, b"root's data\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
+    let kallsyms = format!("kallsyms.{}", &boot[..8]);
+    let as_nobody = |script: &str| {
+        let st = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+            ])
+            .arg(script)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{script}");
+    };
+    let marker = sticky.join("ran");
+    let run = |out: &Path, extra: &[&str]| {
+        let _ = std::fs::remove_file(&marker);
+        Command::new(PKGMON)
+            .args(extra)
+            .arg("-o")
+            .arg(out)
+            .args(["--", "sh", "-c"])
+            .arg(format!("touch {}", marker.display()))
+            .output()
+            .unwrap()
+    };
+    let s = sticky.display();
+    let v = victim.display();
+    // 1. The output directory is nobody's link to root's directory.
+    as_nobody(&format!(
+        "ln -s {} {s}/link",
+        victim.parent().unwrap().display()
+    ));
+    let o = run(&sticky.join("link"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert!(
+        !marker.exists(),
+        "the command ran although the output was refused"
+    );
+    // 2. The output directory is nobody's, holding links at every name pkgmon writes that can
+    //    be predicted (the kernel-symbol snapshot, the manifest, old-style temporary names).
+    as_nobody(&format!(
+        "mkdir {s}/theirs && for n in {kallsyms} .{kallsyms}.tmp manifest.sha256 \
+         gmon.out.1u.sh; do ln -s {v} {s}/theirs/$n; done"
+    ));
+    let o = run(&sticky.join("theirs"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("belongs to user 65534"), "{err}");
+    assert!(!marker.exists());
+    // 3. Told to trust it anyway, pkgmon still never writes through a link: what looks like
+    //    an earlier measurement is moved aside whole (links unfollowed) and a new directory of
+    //    its own is made; with anything else in it, the directory is refused.
+    as_nobody(&format!(
+        "mkdir {s}/mixed && ln -s {v} {s}/mixed/{kallsyms} && touch {s}/mixed/x"
+    ));
+    let o = run(&sticky.join("mixed"), &["--trust-output"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("among other files"), "{err}");
+    assert!(!marker.exists());
+    let o = run(&sticky.join("theirs"), &["--trust-output"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("kept the earlier measurement as"), "{err}");
+    let old = sticky.join("theirs.old");
+    assert!(
+        std::fs::symlink_metadata(old.join(&kallsyms))
+            .unwrap()
+            .is_symlink()
+    );
+    let theirs = std::fs::metadata(sticky.join("theirs")).unwrap();
+    assert_eq!((theirs.uid(), theirs.mode() & 0o777), (0, 0o700));
+    // 4. Its own new directory: nobody cannot enter it (0700), so it writes everything.
+    let o = run(&sticky.join("mine"), &[]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        gmon_format::scan(sticky.join("mine"))
+            .unwrap()
+            .verify()
+            .unwrap(),
+        gmon_format::Verification::Complete
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"root's data\n");
+    let meta = std::fs::metadata(&victim).unwrap();
+    assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o600));
+}
+
+#[test]
+fn a_second_user_can_read_nothing_of_roots_measurement() {
+    let _s = serial();
+    let base = fresh("modes");
+    std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = base.join("m");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "/bin/true", "--password=hunter2"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let meta = std::fs::metadata(&out).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o700);
+    for e in std::fs::read_dir(&out).unwrap() {
+        let e = e.unwrap();
+        assert_eq!(
+            e.metadata().unwrap().mode() & 0o777,
+            0o600,
+            "{:?}",
+            e.file_name()
+        );
+    }
+    // As nobody: the directory cannot be listed, and no file (argv, kallsyms) read.
+    let probe = |path: &Path| {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
+            .arg(path)
+            .output()
+            .unwrap()
+    };
+    let info = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let n = p.file_name().unwrap().to_str().unwrap();
+            n.starts_with("gmon.out.")
+                && gmon_format::ProfileName::parse(n).unwrap().kind()
+                    == Some(gmon_format::FileKind::Info)
+        })
+        .unwrap();
+    assert!(std::fs::read_to_string(&info).unwrap().contains("hunter2"));
+    let o = probe(&info);
+    assert!(!o.status.success(), "nobody read the argv");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Permission denied"));
+    // --mode 644 opens the files, but the snapshot only as far as /proc/kallsyms shows
+    // addresses to everyone.
+    let out = base.join("open");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--mode", "644", "--", "/bin/true"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::metadata(&out).unwrap().mode() & 0o777, 0o755);
+    let snapshot = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("kallsyms.")
+        })
+        .unwrap();
+    let public = {
+        let first = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "head",
+                "-c",
+                "16",
+            ])
+            .arg("/proc/kallsyms")
+            .output()
+            .unwrap();
+        !String::from_utf8_lossy(&first.stdout).starts_with("0000000000000000")
+    };
+    let readable = probe(&snapshot).status.success();
+    assert_eq!(
+        readable, public,
+        "snapshot readable by nobody: {readable}, kallsyms: {public}"
+    );
+}
+
+#[test]
+fn an_unwritable_output_is_refused_before_the_command_starts() {
+    let _s = serial();
+    let base = fresh("unwritable");
+    let ro = base.join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+        .arg(&ro)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "mount a read-only tmpfs (the test needs root)"
+    );
+    let marker = base.join("ran");
+    for out in [ro.join("m"), ro.clone(), base.join("gone/m")] {
+        let o = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{}: {err}", out.display());
+        assert!(err.starts_with("pkgmon: cannot "), "{err}");
+        assert!(!marker.exists(), "{}: the command ran", out.display());
+    }
+    let _ = Command::new("umount").arg(&ro).status();
+}
+
+#[test]
+fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
+    let _s = serial();
+    let base = fresh("full");
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&base)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount a small tmpfs (the test needs root)");
+    let out = base.join("m");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("200")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let (code, stdout, perr) = pkgprof(&["-b", "--system"], &out);
+    assert_eq!(code, 1, "{stdout}{perr}");
+    assert!(perr.contains("is not a complete measurement"), "{perr}");
+    assert!(perr.contains("incomplete: no `# end` line"), "{perr}");
+    let _ = Command::new("umount").arg(&base).status();
+}
+
+#[test]
+fn pkgmon_killed_at_any_moment_is_never_a_complete_measurement() {
+    let _s = serial();
+    let base = fresh("killed");
+    // Many short processes make the write phase long enough to be hit.
+    for (i, delay_ms) in [0u64, 100, 300, 600, 900, 1000, 1100, 1200, 1400, 1700, 2200]
+        .into_iter()
+        .enumerate()
+    {
+        let out = base.join(format!("m{i}"));
+        let mut child = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .arg(workload("storm"))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        if !out.exists() {
+            continue;
+        }
+        let m = gmon_format::scan(&out).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        let (code, _, err) = pkgprof(&["-b", "--system"], &out);
+        match m.verify().unwrap() {
+            gmon_format::Verification::Complete => {
+                assert_eq!(code, 0, "killed at {delay_ms} ms: {err}")
+            }
+            other => {
+                assert_eq!(
+                    code, 1,
+                    "killed at {delay_ms} ms, {other:?}: {names:?}\n{err}"
+                );
+                assert!(err.contains("is not a complete measurement"), "{err}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_command_dies_with_pkgmon_unless_told_to_keep_running() {
+    let _s = serial();
+    let base = fresh("deathsig");
+    for keep in [false, true] {
+        let out = base.join(format!("keep-{keep}"));
+        let mut cmd = Command::new(PKGMON);
+        if keep {
+            cmd.arg("--keep-running");
+        }
+        let mut child = cmd
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "sleep", "30"])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The command is pkgmon's child once it runs.
+        let sleeper = {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let kids = std::fs::read_to_string(format!(
+                    "/proc/{}/task/{}/children",
+                    child.id(),
+                    child.id()
+                ))
+                .unwrap_or_default();
+                if let Some(pid) = kids.split_whitespace().next() {
+                    let pid: i32 = pid.parse().unwrap();
+                    let comm =
+                        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+                    if comm.trim() == "sleep" {
+                        break pid;
+                    }
+                }
+                assert!(Instant::now() < deadline, "the command never started");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let alive = Path::new(&format!("/proc/{sleeper}")).exists()
+            && !std::fs::read_to_string(format!("/proc/{sleeper}/stat"))
+                .unwrap_or_default()
+                .contains(") Z");
+        assert_eq!(alive, keep, "keep-running {keep}: command alive {alive}");
+        if alive {
+            // Safety: killing the command this test started.
+            unsafe { libc::kill(sleeper, libc::SIGKILL) };
+        }
+        let _ = NOBODY;
+    }
+}
