@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gmon_format::BoundaryKind;
 
-use crate::recording::{CounterEvent, CounterKind, Event, Recording, Sample, SideRecord};
+use crate::recording::{Event, Recording, Sample, SideRecord};
 use crate::replay::{Process, Replay, Replayer};
 use crate::unwind::{Images, ProcessUnwinder, StackEnd, UnwindStats, Unwinding};
 
@@ -231,8 +231,6 @@ pub(crate) struct ImageAcc {
     pub samples: u64,
     /// Samples whose user stack may lack outer frames, by reason.
     pub truncated: BTreeMap<StackEnd, u64>,
-    /// Occurrences of each perf software counter.
-    pub perf: BTreeMap<CounterKind, u64>,
 }
 
 /// Aggregates records fed in time order. See the module docs.
@@ -295,7 +293,6 @@ impl Aggregator {
     pub(crate) fn feed(&mut self, rec: &Recording, e: Event) {
         match e {
             Event::Side(i) => self.side_band(&rec.side_band[i]),
-            Event::Counter(i) => self.counter(&rec.counter_events[i]),
             Event::Sample(i) => self.sample(rec, &rec.samples[i]),
         }
     }
@@ -305,29 +302,8 @@ impl Aggregator {
         self.replay.side_band(r.time, &r.kind);
     }
 
-    /// Feeds a perf software counter occurrence.
-    pub fn counter(&mut self, e: &CounterEvent) {
-        let pi = self.replay.owner(e.pid, e.time);
-        if !self.is_profiled(pi) {
-            return;
-        }
-        let image = self.image_of(pi, e.time);
-        *self
-            .images
-            .entry((pi, image))
-            .or_default()
-            .perf
-            .entry(e.kind)
-            .or_default() += 1;
-    }
-
     fn is_launched(&self, p: &Process) -> bool {
         p.key.generation == 0 && self.opts.launched == Some(p.key.pid)
-    }
-
-    fn image_of(&self, pi: usize, time: u64) -> usize {
-        let p = &self.replay.processes()[pi];
-        image_at(p, time, self.is_launched(p))
     }
 
     /// Whether process `pi` gets file sets: every process, or in system-wide mode those asked

@@ -80,8 +80,8 @@ mod unwind;
 
 pub use error::{Error, Result};
 pub use recording::{
-    ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
-    SideRecord, TaskExit, UserRegs,
+    ChildExit, ProcCounters, ProcReading, Recording, Sample, SideBand, SideRecord, TaskExit,
+    UserRegs,
 };
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 

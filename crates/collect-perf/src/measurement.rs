@@ -18,7 +18,7 @@ use crate::aggregate::AggregateOptions;
 use crate::aggregate::{Aggregate, ImageAcc, KernelSymbols, Side, StackKey};
 use crate::error::{Error, Result};
 use crate::output::{Output, WrittenFile};
-use crate::recording::{CounterKind, ProcCounters, Recording};
+use crate::recording::{ProcCounters, Recording};
 use crate::replay::{Process, ProcessKey, Replay};
 use crate::unwind::{StackEnd, UnwindStats};
 
@@ -90,7 +90,6 @@ struct FileSet {
     samples: u64,
     /// Samples whose user stack may lack outer frames, by reason.
     truncated: BTreeMap<StackEnd, u64>,
-    perf: BTreeMap<CounterKind, u64>,
 }
 
 impl FileSet {
@@ -102,9 +101,6 @@ impl FileSet {
         acc.stacks.collect(ksyms, &mut self.stacks);
         for (k, n) in &acc.truncated {
             *self.truncated.entry(*k).or_default() += n;
-        }
-        for (k, n) in &acc.perf {
-            *self.perf.entry(*k).or_default() += n;
         }
         self.user_only += acc.user_only;
         self.kernel_only += acc.kernel_only;
@@ -565,12 +561,6 @@ pub fn write_measurement_to(
         }
         if rec.taskstats_refused.is_some() {
             c.extra.push(Field::new("taskstats", "refused"));
-        }
-        for kind in CounterKind::ALL {
-            c.extra.push(Field::new(
-                kind.key(),
-                set.perf.get(&kind).copied().unwrap_or(0).to_string(),
-            ));
         }
         info.counters = c;
         info.mappings = mappings;

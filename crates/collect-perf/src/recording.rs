@@ -159,46 +159,6 @@ pub struct ProcCounters {
     pub schedstat: String,
 }
 
-/// Which perf software counter an event came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CounterKind {
-    /// `PERF_COUNT_SW_PAGE_FAULTS`.
-    PageFault,
-    /// `PERF_COUNT_SW_CONTEXT_SWITCHES`.
-    ContextSwitch,
-    /// `PERF_COUNT_SW_CPU_MIGRATIONS`.
-    CpuMigration,
-}
-
-impl CounterKind {
-    /// All kinds.
-    pub const ALL: [CounterKind; 3] = [
-        CounterKind::PageFault,
-        CounterKind::ContextSwitch,
-        CounterKind::CpuMigration,
-    ];
-
-    /// Its key in the `[counters]` section of the info file.
-    pub fn key(self) -> &'static str {
-        match self {
-            CounterKind::PageFault => "perf-page-faults",
-            CounterKind::ContextSwitch => "perf-context-switches",
-            CounterKind::CpuMigration => "perf-cpu-migrations",
-        }
-    }
-}
-
-/// One occurrence of a counted software event, attributed to a task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CounterEvent {
-    /// CLOCK_MONOTONIC time in ns.
-    pub time: u64,
-    /// Process id.
-    pub pid: u32,
-    /// Which counter.
-    pub kind: CounterKind,
-}
-
 /// The latest /proc reading of a process that was alive while the run polled.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcReading {
@@ -309,8 +269,6 @@ pub struct Recording {
     pub child: Option<ChildExit>,
     /// Records the parser did not understand (counted, not kept).
     pub unparsed_records: u64,
-    /// Page faults, context switches and CPU migrations, one per occurrence.
-    pub counter_events: Vec<CounterEvent>,
     /// The latest /proc reading of each process seen alive during the run, by (pid, start).
     pub proc_readings: Vec<ProcReading>,
     /// Taskstats exit records of every task that exited during the run (root only).
@@ -323,8 +281,6 @@ pub struct Recording {
     /// Things the user should know about how the run sampled, as sentences (a callchain limit
     /// that could not be raised, say).
     pub notes: Vec<String>,
-    /// The sample identifiers of the counting events, and what they count.
-    pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
 }
@@ -334,8 +290,6 @@ pub struct Recording {
 pub(crate) enum Event {
     /// `side_band[i]`.
     Side(usize),
-    /// `counter_events[i]`.
-    Counter(usize),
     /// `samples[i]`.
     Sample(usize),
 }
@@ -350,13 +304,7 @@ impl Recording {
             .iter()
             .enumerate()
             .map(|(i, r)| (r.time, 0, i))
-            .chain(
-                self.counter_events
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.time, 1, i)),
-            )
-            .chain(self.samples.iter().enumerate().map(|(i, s)| (s.time, 2, i)))
+            .chain(self.samples.iter().enumerate().map(|(i, s)| (s.time, 1, i)))
             .filter(|&(t, _, _)| t <= upto)
             .collect();
         order.sort_unstable();
@@ -368,7 +316,6 @@ impl Recording {
         self.order(u64::MAX).into_iter().map(|(t, kind, i)| {
             let e = match kind {
                 0 => Event::Side(i),
-                1 => Event::Counter(i),
                 _ => Event::Sample(i),
             };
             (t, e)
@@ -386,13 +333,11 @@ impl Recording {
         for &(_, kind, i) in &order {
             let e = match kind {
                 0 => Event::Side(i),
-                1 => Event::Counter(i),
                 _ => Event::Sample(i),
             };
             f(self, e);
         }
         self.side_band.retain(|r| r.time > upto);
-        self.counter_events.retain(|e| e.time > upto);
         let samples = std::mem::take(&mut self.samples);
         let frames = std::mem::take(&mut self.frames);
         let stacks = std::mem::take(&mut self.stacks);
@@ -643,15 +588,7 @@ mod parse {
     }
 
     fn sample(r: &mut Recording, misc: u16, c: &mut Cur<'_>) -> Option<()> {
-        let identifier = c.u64()?;
-        if let Some(&(_, kind)) = r.counter_ids.iter().find(|(id, _)| *id == identifier) {
-            let pid = c.u32()?;
-            let _tid = c.u32()?;
-            let time = c.u64()?;
-            r.counter_events
-                .push(super::CounterEvent { time, pid, kind });
-            return Some(());
-        }
+        let _identifier = c.u64()?;
         let ip = c.u64()?;
         let pid = c.u32()?;
         let tid = c.u32()?;

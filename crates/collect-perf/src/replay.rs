@@ -315,7 +315,6 @@ pub fn replay(rec: &Recording) -> Replay {
                 let p = r.sample(s.pid, s.tid, time);
                 r.out.processes[p].samples.push(i);
             }
-            Event::Counter(_) => {}
         }
     }
     r.finish()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::aggregate::Aggregator;
 use crate::error::{Error, Result};
 use crate::procfs;
-use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
+use crate::recording::{ChildExit, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
 use crate::taskstats;
@@ -395,8 +395,6 @@ pub struct Sampler {
     events: Vec<OwnedFd>,
     /// The CPU of each of `events`.
     event_cpus: Vec<i32>,
-    /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
-    counters: Vec<OwnedFd>,
     /// Pids seen in the records, read from /proc at each poll while they live.
     watched: BTreeSet<u32>,
     /// Every pid reported through [`Progress::new_processes`].
@@ -441,8 +439,6 @@ impl Sampler {
         };
         let mut events = Vec::new();
         let mut event_cpus = Vec::new();
-        let mut counters = Vec::new();
-        let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
         for cpu in procfs::online_cpus() {
             let mut owner: Option<usize> = None;
@@ -474,28 +470,8 @@ impl Sampler {
                         Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
                     })?,
                 }
-                let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
                 event_cpus.push(cpu);
-                for (config_id, kind) in [
-                    (sys::PERF_COUNT_SW_PAGE_FAULTS, CounterKind::PageFault),
-                    (
-                        sys::PERF_COUNT_SW_CONTEXT_SWITCHES,
-                        CounterKind::ContextSwitch,
-                    ),
-                    (sys::PERF_COUNT_SW_CPU_MIGRATIONS, CounterKind::CpuMigration),
-                ] {
-                    let mut attr = sys::counter_attr(config_id, &spec);
-                    let fd = sys::open(&mut attr, pid, cpu)
-                        .map_err(|e| open_error(e, pid, cpu, config))?;
-                    sys::set_output(&fd, &events[ring_owner]).map_err(|e| {
-                        Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
-                    })?;
-                    let id = sys::event_id(&fd)
-                        .map_err(|e| Error::io("cannot read a perf event's id", e))?;
-                    counter_ids.push((id, kind));
-                    counters.push(fd);
-                }
             }
         }
         let (taskstats, taskstats_refused) =
@@ -511,14 +487,12 @@ impl Sampler {
             max_stack: spec.max_stack,
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
-            counter_ids,
             ..Recording::default()
         };
         Ok(Sampler {
             config: config.clone(),
             events,
             event_cpus,
-            counters,
             watched: BTreeSet::new(),
             ever_seen: BTreeSet::new(),
             follow: None,
@@ -693,7 +667,7 @@ impl Sampler {
     }
 
     fn enable(&self) -> Result<()> {
-        for fd in self.events.iter().chain(&self.counters) {
+        for fd in &self.events {
             sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
         }
         Ok(())
@@ -956,7 +930,7 @@ impl Sampler {
             let command_done = self.config.system_wide && self.recording.child.is_some();
             if all_hup || command_done {
                 if command_done {
-                    for fd in self.events.iter().chain(&self.counters) {
+                    for fd in &self.events {
                         let _ = sys::set_enabled(fd, false);
                     }
                 }
@@ -965,7 +939,7 @@ impl Sampler {
             let expired = self.config.duration.is_some_and(|d| started.elapsed() >= d);
             if stop.load(Ordering::Relaxed) || expired {
                 self.recording.stopped = true;
-                for fd in self.events.iter().chain(&self.counters) {
+                for fd in &self.events {
                     let _ = sys::set_enabled(fd, false);
                 }
                 self.end_child();
@@ -994,7 +968,6 @@ impl Sampler {
         self.recording.end_time = monotonic_ns();
         self.rings.clear();
         self.events.clear();
-        self.counters.clear();
         if let Some(note) = self
             .max_stack_raise
             .as_mut()

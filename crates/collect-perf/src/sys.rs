@@ -7,9 +7,6 @@ use perf_event_open_sys as pe;
 
 pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
-pub(crate) const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
-pub(crate) const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
-pub(crate) const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
 
 pub(crate) const SAMPLE_IP: u64 = 1 << 0;
 pub(crate) const SAMPLE_TID: u64 = 1 << 1;
@@ -113,45 +110,6 @@ pub(crate) fn cpu_clock_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr 
     a.set_exclude_guest(1);
     a.set_exclude_kernel(u64::from(spec.user_only));
     a
-}
-
-/// The sample_type of the counting events: just enough to attribute each event to a task, and
-/// the same `sample_id_all` trailer as the cpu-clock event, which they share a ring with.
-pub(crate) const COUNTER_SAMPLE_TYPE: u64 =
-    SAMPLE_IDENTIFIER | SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU;
-
-/// Builds a software event (`config` = page faults, context switches or migrations) that
-/// writes one small sample per occurrence, so counts can be split by process afterwards.
-pub(crate) fn counter_attr(config: u64, spec: &EventSpec) -> pe::bindings::perf_event_attr {
-    let mut a = pe::bindings::perf_event_attr {
-        type_: PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
-        config,
-        sample_type: COUNTER_SAMPLE_TYPE,
-        clockid: libc::CLOCK_MONOTONIC,
-        ..Default::default()
-    };
-    a.__bindgen_anon_1.sample_period = 1;
-    a.set_disabled(1);
-    a.set_enable_on_exec(u64::from(spec.enable_on_exec));
-    a.set_inherit(u64::from(spec.inherit));
-    a.set_sample_id_all(1);
-    a.set_use_clockid(1);
-    a.set_exclude_hv(1);
-    a.set_exclude_guest(1);
-    a.set_exclude_kernel(u64::from(spec.user_only));
-    a
-}
-
-/// The kernel's id of an event (what `PERF_SAMPLE_IDENTIFIER` reports).
-pub(crate) fn event_id(fd: &OwnedFd) -> io::Result<u64> {
-    let mut id = 0u64;
-    // Safety: `fd` is an open perf event descriptor and `id` a valid out-pointer.
-    let r = unsafe { pe::ioctls::ID(fd.as_raw_fd(), &mut id) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(id)
 }
 
 /// Calls `perf_event_open` with `PERF_FLAG_FD_CLOEXEC` so the workload never inherits the fd.

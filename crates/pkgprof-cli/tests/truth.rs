@@ -142,12 +142,21 @@ fn parse_truth(text: &str) -> Truth {
     out
 }
 
-/// One profiled run of a workload.
+/// One profiled run of a workload. Its measurement directory (a few MiB: the kernel-symbol
+/// snapshot) is removed when the run is dropped, unless the test is failing.
 struct Run {
     dir: PathBuf,
     pid: u32,
     truth: Truth,
     stderr: String,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 /// Runs `pkgmon [extra] -- program args` with the workload's report going to a file.

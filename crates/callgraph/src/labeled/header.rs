@@ -11,7 +11,7 @@
 //!     i/o:              0 bytes read, 4096 bytes written
 //!     samples:          250 user, 1100 kernel (cpu-clock at 997 Hz); 0 lost, 0 throttled, 3 truncated stacks
 //!     kernel entries:   1000 syscall, 3 fault, 2 interrupt, 0 other
-//!     other counters:   perf-page-faults 95, perf-context-switches 7
+//!     other counters:   perf-context-switches 7, perf-cpu-migrations 0
 //! ```
 //!
 //! A process that reused a pid is written with its instance number (`Process 4242_1 (cmd)`).

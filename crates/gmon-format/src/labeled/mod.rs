@@ -108,9 +108,11 @@
 //!      When taskstats is refused the collector says so (a warning, and `taskstats = refused`
 //!      in every info file) and a process that never lived through a poll has no counters.
 //!
-//!      Also, from perf software events sampled at every occurrence (period 1), counted per
-//!      process and image: `perf-page-faults`, `perf-context-switches`,
-//!      `perf-cpu-migrations`.
+//!      Measurements written before November 2026 also have `perf-page-faults`,
+//!      `perf-context-switches` and `perf-cpu-migrations`, counted per process and image from
+//!      perf software events sampled at every occurrence; the collector no longer opens them,
+//!      because a record per fault and per switch made fault- and switch-heavy code a third
+//!      slower, and the faults and switches are among the counters above.
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
 //!      address − ELF virtual address, from the ELF program headers when the file is readable
 //!      and its build-id matches; absent otherwise), `path`, `build-id`, `mapped-ns` and
