@@ -20,8 +20,10 @@ use crate::{SampledStack, Seamless};
 /// stacks files), the histograms and arcs are taken as [`crate::gmon_model`] takes them.
 pub fn measurement_model(seamless: &Seamless) -> Profile {
     // The names are labelled and demangled already.
-    let mut options = ModelOptions::default();
-    options.demangle = false;
+    let options = ModelOptions {
+        demangle: false,
+        ..ModelOptions::default()
+    };
     let mut model = Model::new(&seamless.table, &options);
     for p in &seamless.processes {
         match &p.files {
