@@ -29,9 +29,10 @@
 //! file set of its last image (the one whose info file says it ended last) is labelled
 //! `<pid>u:` and `<pid>k:` as usual, so `<pid>` always names what the process became; each
 //! earlier image is labelled with its command name in parentheses, as `ps` and `/proc/PID/stat`
-//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A pid reused during the
-//! measurement by a process of another name is told apart the same way. The labels only depend
-//! on the info files, so the listing is the same at every run.
+//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A later process that
+//! reused a pid during the measurement has file sets of its own, labelled with its instance
+//! number: `4242_1u:main` (and `--pid 4242_1` selects it). The labels only depend on the info
+//! files, so the listing is the same at every run.
 //!
 //! # Pseudo-functions
 //!
@@ -103,8 +104,10 @@ pub use gmon_format::BoundaryKind;
 /// Which processes to merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessSelection {
-    /// These processes (a client and its server, say), in the order given.
-    Pids(Vec<u32>),
+    /// These processes (a client and its server, say), in the order given, each as (pid,
+    /// instance): instance 0 is the first process with that pid, 1, 2, … the later ones that
+    /// reused it (see [`ProfileName`](gmon_format::ProfileName#reused-pids-the-instance-number)).
+    Pids(Vec<(u32, u32)>),
     /// Every process of the measurement, plus the kernel's own work (`gmon.out.-k.kernel`,
     /// labelled `kernel:`) and work for processes not profiled (`gmon.out.-k.other`,
     /// labelled `other:`).
@@ -290,12 +293,12 @@ impl Seamless {
             ProcessSelection::Pids(pids) => {
                 let mut out = Vec::new();
                 let mut seen = std::collections::BTreeSet::new();
-                for &pid in pids.iter().filter(|&&p| seen.insert(p)) {
+                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
                     let before = out.len();
-                    out.extend(measurement.process(pid));
+                    out.extend(measurement.instance(pid, instance));
                     if out.len() == before {
                         return Err(Error::NoSuchProcess {
-                            pid,
+                            label: gmon_format::process_label(pid, instance),
                             dir: measurement.dir.clone(),
                         });
                     }
@@ -339,13 +342,15 @@ impl Seamless {
     }
 }
 
-/// The label of each file set (see "Processes that exec" in the module docs): `<pid>`, or
-/// `<pid>(<comm>)` for a file set of a pid that has a later one.
+/// The label of each file set (see "Processes that exec" in the module docs): the process's
+/// label (`<pid>`, or `<pid>_<instance>` for a later process that reused the pid), followed by
+/// `(<comm>)` for a file set of a process that has a later one.
 fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
+    let same = |f: &ProcessFiles, g: &ProcessFiles| f.pid == g.pid && f.instance == g.instance;
     let mut ends = Vec::with_capacity(files.len());
     for f in files {
         let end = match &f.info {
-            Some(path) if files.iter().filter(|g| g.pid == f.pid).count() > 1 => {
+            Some(path) if files.iter().filter(|g| same(f, g)).count() > 1 => {
                 let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
                 info.process
@@ -360,12 +365,12 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
     Ok((0..files.len())
         .map(|i| {
             let f = files[i];
-            let later =
-                (0..files.len()).any(|j| j != i && files[j].pid == f.pid && key(j) > key(i));
+            let label = gmon_format::process_label(f.pid, f.instance);
+            let later = (0..files.len()).any(|j| j != i && same(files[j], f) && key(j) > key(i));
             if later {
-                format!("{}({})", f.pid, String::from_utf8_lossy(f.comm.as_bytes()))
+                format!("{label}({})", String::from_utf8_lossy(f.comm.as_bytes()))
             } else {
-                f.pid.to_string()
+                label
             }
         })
         .collect())
@@ -535,7 +540,7 @@ impl Builder {
         if self.options.stacks {
             let Some(path) = &files.stacks else {
                 return Err(Error::NoStacks {
-                    pid: files.pid,
+                    label: gmon_format::process_label(files.pid, files.instance),
                     dir: self.dir.clone(),
                 });
             };
@@ -1356,7 +1361,7 @@ mod tests {
         let m = gmon_format::scan(&dir).unwrap();
         let s = Seamless::build(
             &m,
-            &ProcessSelection::Pids(vec![7]),
+            &ProcessSelection::Pids(vec![(7, 0)]),
             &SeamlessOptions::default(),
         );
         std::fs::remove_dir_all(&dir).unwrap();
