@@ -80,10 +80,16 @@ pub enum Error {
     #[error(transparent)]
     Measurement(#[from] gmon_format::Error),
     /// A process asked for has no files in the measurement directory.
-    #[error("no profile of process {pid} in {dir}")]
+    #[error(
+        "no profile of process {} in {}",
+        gmon_format::process_label(*pid, *instance),
+        dir.display()
+    )]
     NoSuchProcess {
         /// The pid asked for.
         pid: u32,
+        /// Which process with that pid (0 for the first).
+        instance: u32,
         /// The measurement directory.
         dir: PathBuf,
     },

@@ -214,7 +214,8 @@ exists, else .):
   pkgprof [gprof options] --pid=PID[,PID...] [DIR]
   pkgprof [gprof options] --system [DIR]
 \t--pid=PID[,PID...]   merge these processes' user and kernel profiles into one
-\t                     listing, names labelled PIDu:name and PIDk:name
+\t                     listing, names labelled PIDu:name and PIDk:name; a pid
+\t                     reused during the run: PID_1 is its second process
 \t--system             every process, plus kernel: (gmon.out.-k.kernel) and
 \t                     other: (gmon.out.-k.other)
 \t--user, --kernel     one side only
@@ -346,8 +347,9 @@ pub struct Options {
     pub dump: bool,
     /// `--dump-layout`.
     pub dump_layout: Option<String>,
-    /// `--pid`, every pid of every use, in order.
-    pub pids: Vec<u32>,
+    /// `--pid`, every process of every use, in order: pid and instance (`4242_1` is the second
+    /// process that had pid 4242).
+    pub pids: Vec<(u32, u32)>,
     /// `--pid` was given (even with an empty list).
     pub seamless: bool,
     /// `--user`.
@@ -477,10 +479,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
                 select(&mut o, Style::Sum, true);
             }
             Opt::ExternalSymbols => o.external_symbols = arg.clone(),
-            Opt::TableLength => o.table_length = text.as_deref().map(getopt::atoi),
+            Opt::TableLength => o.table_length = text.as_deref().map(getopt::atoi_int),
             Opt::Traditional => o.traditional = true,
             Opt::Version => o.version = true,
-            Opt::Width => o.width = text.as_deref().map(getopt::atoi),
+            Opt::Width => o.width = text.as_deref().map(getopt::atoi_int),
             Opt::AllLines => o.all_lines = true,
             Opt::SeparateFiles => o.separate_files = true,
             Opt::DisplayUnused => o.display_unused = true,
@@ -492,9 +494,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Pid => {
                 o.seamless = true;
                 for part in text.as_deref().unwrap_or("").split(',') {
-                    match part.trim().parse::<u32>() {
-                        Ok(pid) => o.pids.push(pid),
-                        Err(_) => o.bad_pid = Some(part.to_owned()),
+                    match gmon_format::parse_process_label(part.trim()) {
+                        Some(label) => o.pids.push(label),
+                        None => o.bad_pid = Some(part.to_owned()),
                     }
                 }
             }
@@ -566,7 +568,10 @@ mod tests {
         assert!(!err.contains("inclusive"), "{err}");
         // Our own names and their unique prefixes.
         let o = parse_str("--pid 12,34 --pid=56 --sy --us --ker --merge-o m --obj a --obj b");
-        assert_eq!(o.pids, [12, 34, 56]);
+        assert_eq!(o.pids, [(12, 0), (34, 0), (56, 0)]);
+        let o = parse_str("--pid 4242_1,4242");
+        assert_eq!((o.pids, o.bad_pid), (vec![(4242, 1), (4242, 0)], None));
+        assert_eq!(parse_str("--pid 4242_0").bad_pid.as_deref(), Some("4242_0"));
         assert!(o.seamless && o.system && o.user_only && o.kernel_only);
         assert_eq!(o.merge_out, Some("m".into()));
         assert_eq!(o.object_path, ["a", "b"]);
