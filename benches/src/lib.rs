@@ -138,75 +138,34 @@ pub fn generated_program(functions: usize, seed: u64) -> GeneratedProgram {
     let gmon = w.finish().expect("finish");
     let names: Vec<String> = (0..functions).map(|i| format!("f{i}")).collect();
     GeneratedProgram {
-        image: elf_image(&names, &address, TEXT, text_end),
+        image: elf_image(&names, &address, text_end),
         gmon,
     }
 }
 
-/// A minimal 64-bit little-endian ELF executable whose `.symtab` holds one global `STT_FUNC`
-/// symbol per name, at `addresses`, in a `.text` section spanning `text..text_end` (which
-/// has no bytes in the file: only its addresses matter to a profiler).
-fn elf_image(names: &[String], addresses: &[u64], text: u64, text_end: u64) -> Vec<u8> {
-    const EHDR: usize = 64;
-    const SHDR: usize = 64;
-    const SYM: usize = 24;
-    let mut strtab = vec![0u8];
-    let mut symtab = vec![0u8; SYM];
-    for (name, &address) in names.iter().zip(addresses) {
-        let offset = strtab.len() as u32;
-        strtab.extend_from_slice(name.as_bytes());
-        strtab.push(0);
-        symtab.extend_from_slice(&offset.to_le_bytes());
-        symtab.push(0x12); // STB_GLOBAL, STT_FUNC
-        symtab.push(0);
-        symtab.extend_from_slice(&1u16.to_le_bytes()); // .text
-        symtab.extend_from_slice(&address.to_le_bytes());
-        symtab.extend_from_slice(&16u64.to_le_bytes());
-    }
-    let shstrtab = b"\0.text\0.symtab\0.strtab\0.shstrtab\0";
-    let symtab_at = EHDR;
-    let strtab_at = symtab_at + symtab.len();
-    let shstrtab_at = strtab_at + strtab.len();
-    let sections_at = (shstrtab_at + shstrtab.len()).next_multiple_of(8);
-
-    let mut out = Vec::with_capacity(sections_at + 5 * SHDR);
-    out.extend_from_slice(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0");
-    out.extend_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-    out.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
-    out.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&text.to_le_bytes()); // e_entry
-    out.extend_from_slice(&0u64.to_le_bytes()); // e_phoff
-    out.extend_from_slice(&(sections_at as u64).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    for v in [EHDR as u16, 56, 0, SHDR as u16, 5, 4] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&symtab);
-    out.extend_from_slice(&strtab);
-    out.extend_from_slice(shstrtab);
-    out.resize(sections_at, 0);
-    // name, type, flags, addr, offset, size, link, info, align, entsize
-    type SectionHeader = (u32, u32, u64, u64, usize, usize, u32, u32, u64, u64);
-    let sections: [SectionHeader; 5] = [
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-        (1, 8, 6, text, 0, (text_end - text) as usize, 0, 0, 16, 0), // NOBITS, ALLOC|EXEC
-        (7, 2, 0, 0, symtab_at, symtab.len(), 3, 1, 8, SYM as u64),
-        (15, 3, 0, 0, strtab_at, strtab.len(), 0, 0, 1, 0),
-        (23, 3, 0, 0, shstrtab_at, shstrtab.len(), 0, 0, 1, 0),
-    ];
-    for (name, kind, flags, addr, offset, size, link, info, align, entsize) in sections {
-        out.extend_from_slice(&name.to_le_bytes());
-        out.extend_from_slice(&kind.to_le_bytes());
-        out.extend_from_slice(&flags.to_le_bytes());
-        out.extend_from_slice(&addr.to_le_bytes());
-        out.extend_from_slice(&(offset as u64).to_le_bytes());
-        out.extend_from_slice(&(size as u64).to_le_bytes());
-        out.extend_from_slice(&link.to_le_bytes());
-        out.extend_from_slice(&info.to_le_bytes());
-        out.extend_from_slice(&align.to_le_bytes());
-        out.extend_from_slice(&entsize.to_le_bytes());
-    }
-    out
+/// A 64-bit little-endian ELF executable whose `.symtab` holds one global `STT_FUNC` symbol per
+/// name, at `addresses`, in a `.text` section ending at `text_end` (which has no bytes in the
+/// file: only its addresses matter to a profiler), written by pkgprof's one ELF writer.
+fn elf_image(names: &[String], addresses: &[u64], text_end: u64) -> Vec<u8> {
+    let symbols = names
+        .iter()
+        .zip(addresses)
+        .map(|(name, &address)| callgraph::RawSymbol {
+            name: name.as_bytes().to_vec(),
+            address,
+            is_function: true,
+            is_static: false,
+        })
+        .collect();
+    let table = callgraph::SymbolTable::from_symbols(
+        symbols,
+        text_end,
+        gmon_format::AddressSize::U64,
+        gmon_format::Endian::Little,
+    );
+    let mut image = Vec::new();
+    callgraph::write_symbol_image(&mut image, &table).expect("writing to memory");
+    image
 }
 
 #[cfg(test)]

@@ -272,6 +272,9 @@ pub struct ReportOptions {
     /// Width of the index's lines (`-w`): the column width is (width − 1) / 3. Default is
     /// `None`, gprof's 80.
     pub width: Option<i64>,
+    /// Arc counts are sampled caller→callee edges (a pkgmon measurement), not calls: the
+    /// explanations printed without `brief` say so. Default is false.
+    pub sampled_arcs: bool,
 }
 
 /// Why [`write_report`] failed.
@@ -370,7 +373,10 @@ pub fn write_report<W: Write>(
     // BSD style prints the call graph before the flat profile, its explanation first of all.
     if graph && options.traditional {
         if explained {
-            write(&mut out, explain::bsd_call_graph().as_bytes())?;
+            write(
+                &mut out,
+                explain::bsd_call_graph(options.sampled_arcs).as_bytes(),
+            )?;
         }
         write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
         first = false;
@@ -390,7 +396,7 @@ pub fn write_report<W: Write>(
                 if !first {
                     write(&mut out, b"\x0c\n")?;
                 }
-                write(&mut out, explain::bsd_flat().as_bytes())?;
+                write(&mut out, explain::bsd_flat(options.sampled_arcs).as_bytes())?;
             }
             let bsd = BsdFlat {
                 flat: profile,
@@ -411,7 +417,7 @@ pub fn write_report<W: Write>(
             };
             write_flat_named(&mut out, profile, &o, name).map_err(ReportError::Write)?;
             if explained {
-                write(&mut out, explain::gnu_flat().as_bytes())?;
+                write(&mut out, explain::gnu_flat(options.sampled_arcs).as_bytes())?;
             }
         }
         first = false;
@@ -420,7 +426,10 @@ pub fn write_report<W: Write>(
         if !options.traditional {
             write_graph(&mut out, &graph_print(!first)).map_err(ReportError::Write)?;
             if explained {
-                write(&mut out, explain::gnu_call_graph().as_bytes())?;
+                write(
+                    &mut out,
+                    explain::gnu_call_graph(options.sampled_arcs).as_bytes(),
+                )?;
             }
         }
         let index_names: Vec<Cow<'_, [u8]>>;

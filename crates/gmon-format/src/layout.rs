@@ -1,4 +1,5 @@
-//! Raw layouts: the constants and field sizes of the three gmon.out formats.
+//! Raw layouts: the constants and field sizes of the three gmon.out formats, and the byte
+//! order every multi-byte field of them is read and written in (one place for both sides).
 //!
 //! Address width and byte order are properties of the profiled image, not of the gmon file (GNU
 //! gprof takes both from the ELF header), so callers pass them in [`ReadOptions`].
@@ -26,6 +27,85 @@ pub enum Endian {
     Little,
     /// Most significant byte first.
     Big,
+}
+
+/// Every multi-byte field of every layout is read and written through these.
+impl Endian {
+    /// Reads a `u16` in this byte order.
+    #[inline]
+    pub fn u16(self, b: [u8; 2]) -> u16 {
+        match self {
+            Endian::Little => u16::from_le_bytes(b),
+            Endian::Big => u16::from_be_bytes(b),
+        }
+    }
+
+    /// Reads a `u32` in this byte order.
+    #[inline]
+    pub fn u32(self, b: [u8; 4]) -> u32 {
+        match self {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        }
+    }
+
+    /// Reads a 4- or 8-byte address in this byte order.
+    #[inline]
+    pub(crate) fn address(self, b: &[u8]) -> u64 {
+        match *b {
+            [a, b, c, d] => u64::from(self.u32([a, b, c, d])),
+            [a, b, c, d, e, f, g, h] => match self {
+                Endian::Little => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+                Endian::Big => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
+            },
+            _ => unreachable!("addresses are 4 or 8 bytes"),
+        }
+    }
+
+    /// Encodes a `u16` in this byte order.
+    #[inline]
+    pub fn u16_bytes(self, v: u16) -> [u8; 2] {
+        match self {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+
+    /// Encodes a `u32` in this byte order.
+    #[inline]
+    pub fn u32_bytes(self, v: u32) -> [u8; 4] {
+        match self {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+}
+
+/// An address or address-sized count, encoded.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AddressBytes {
+    bytes: [u8; 8],
+    len: usize,
+}
+
+impl AddressBytes {
+    pub(crate) fn new(value: u64, size: AddressSize, endian: Endian) -> Self {
+        let mut bytes = [0u8; 8];
+        let len = size.bytes();
+        match (size, endian) {
+            (AddressSize::U32, _) => bytes[..4].copy_from_slice(&endian.u32_bytes(value as u32)),
+            (AddressSize::U64, Endian::Little) => bytes = value.to_le_bytes(),
+            (AddressSize::U64, Endian::Big) => bytes = value.to_be_bytes(),
+        }
+        AddressBytes { bytes, len }
+    }
+}
+
+impl std::ops::Deref for AddressBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Width of an address field, which is the image's pointer width.

@@ -613,39 +613,6 @@ impl<'data> Cursor<'data> {
     }
 }
 
-impl Endian {
-    /// Reads a `u16` in this byte order.
-    #[inline]
-    pub fn u16(self, b: [u8; 2]) -> u16 {
-        match self {
-            Endian::Little => u16::from_le_bytes(b),
-            Endian::Big => u16::from_be_bytes(b),
-        }
-    }
-
-    /// Reads a `u32` in this byte order.
-    #[inline]
-    pub fn u32(self, b: [u8; 4]) -> u32 {
-        match self {
-            Endian::Little => u32::from_le_bytes(b),
-            Endian::Big => u32::from_be_bytes(b),
-        }
-    }
-
-    /// Reads a 4- or 8-byte address in this byte order.
-    #[inline]
-    fn address(self, b: &[u8]) -> u64 {
-        match *b {
-            [a, b, c, d] => u64::from(self.u32([a, b, c, d])),
-            [a, b, c, d, e, f, g, h] => match self {
-                Endian::Little => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
-                Endian::Big => u64::from_be_bytes([a, b, c, d, e, f, g, h]),
-            },
-            _ => unreachable!("addresses are 4 or 8 bytes"),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout::{
-    AddressSize, BSD44_VERSION, Endian, Format, GNU_MAGIC, Layout, TAG_ARC, TAG_BASIC_BLOCKS,
+    AddressBytes, BSD44_VERSION, Format, GNU_MAGIC, Layout, TAG_ARC, TAG_BASIC_BLOCKS,
     TAG_HISTOGRAM,
 };
 use crate::read::{Arc, Bins, Header, HistogramHeader, Profile, Record};
@@ -265,53 +265,6 @@ pub fn write_profile<W: Write>(out: W, profile: &Profile<'_>) -> Result<W> {
     Ok(out)
 }
 
-/// An address or address-sized count, encoded.
-#[derive(Debug, Clone, Copy)]
-struct AddressBytes {
-    bytes: [u8; 8],
-    len: usize,
-}
-
-impl AddressBytes {
-    fn new(value: u64, size: AddressSize, endian: Endian) -> Self {
-        let mut bytes = [0u8; 8];
-        let len = size.bytes();
-        match (size, endian) {
-            (AddressSize::U32, _) => bytes[..4].copy_from_slice(&endian.u32_bytes(value as u32)),
-            (AddressSize::U64, Endian::Little) => bytes = value.to_le_bytes(),
-            (AddressSize::U64, Endian::Big) => bytes = value.to_be_bytes(),
-        }
-        AddressBytes { bytes, len }
-    }
-}
-
-impl std::ops::Deref for AddressBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-}
-
-impl Endian {
-    /// Encodes a `u16` in this byte order.
-    #[inline]
-    pub fn u16_bytes(self, v: u16) -> [u8; 2] {
-        match self {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-
-    /// Encodes a `u32` in this byte order.
-    #[inline]
-    pub fn u32_bytes(self, v: u32) -> [u8; 4] {
-        match self {
-            Endian::Little => v.to_le_bytes(),
-            Endian::Big => v.to_be_bytes(),
-        }
-    }
-}
-
 fn unsupported(what: &str) -> Error {
     Error::new(ErrorKind::Unsupported(what.to_string()))
 }
@@ -319,7 +272,7 @@ fn unsupported(what: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::{FormatChoice, ReadOptions};
+    use crate::layout::{AddressSize, Endian, FormatChoice, ReadOptions};
     use crate::test_util::Builder;
 
     fn round_trip(data: &[u8], size: AddressSize, endian: Endian) {

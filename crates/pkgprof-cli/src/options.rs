@@ -61,6 +61,7 @@ pub enum Opt {
     ObjectPath,
     Inclusive,
     Force,
+    Threads,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -186,6 +187,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::ObjectPath, "object-path", Required),
     ours(Opt::Inclusive, "inclusive", Required),
     ours(Opt::Force, "force", No),
+    ours(Opt::Threads, "threads", No),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -231,6 +233,8 @@ exists, else .):
 \t                     counts once per sample it was on the stack of
 \t--force              report a measurement that its manifest says is incomplete
 \t                     or changed (pkgmon killed, disk full), with a warning
+\t--threads            refused: the threads of a process are merged when pkgmon
+\t                     writes its files, which keep no thread ids
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -366,6 +370,8 @@ pub struct Options {
     pub inclusive: Option<String>,
     /// `--force`: report an incomplete measurement.
     pub force: bool,
+    /// `--threads`: per-thread listings, refused (see `seamless::run`).
+    pub threads: bool,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
     /// Image and profile files.
@@ -507,6 +513,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::ObjectPath => o.object_path.extend(arg.clone()),
             Opt::Inclusive => o.inclusive = text,
             Opt::Force => o.force = true,
+            Opt::Threads => o.threads = true,
         }
     }
     Ok(o)

@@ -73,10 +73,14 @@ struct Args {
     /// Let the command run on if pkgmon is killed (by default it is killed with pkgmon).
     #[arg(long)]
     keep_running: bool,
-    /// Samples per second of CPU time, per thread.
+    /// Samples per second of CPU time, per thread (at most
+    /// kernel.perf_event_max_sample_rate).
     #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          allow_negative_numbers = true, value_parser = parse_freq)]
     freq: u64,
+    /// List every file written (by default only the directory and the command to run next).
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// System-wide: sample all CPUs; kernel work for no process and for processes not asked
     /// for goes to gmon.out.-k.kernel and gmon.out.-k.other.
     #[arg(short = 'a', long = "all-cpus")]
@@ -117,6 +121,36 @@ struct Args {
 
 /// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
 pub const DEFAULT_DIR: &str = "pkgmon.data";
+
+/// The kernel's limit on samples per second, if it can be read.
+fn max_sample_rate() -> Option<u64> {
+    let text = safe_fs::read_text(
+        "/proc/sys/kernel/perf_event_max_sample_rate",
+        &safe_fs::ReadOptions::procfs(64),
+    )
+    .ok()?;
+    text.trim().parse().ok()
+}
+
+/// Parses `-F`: a whole number of samples per second the kernel accepts, checked against its
+/// limit now rather than when the events are opened.
+fn parse_freq(text: &str) -> Result<u64, String> {
+    let max = max_sample_rate();
+    let range = match max {
+        Some(max) => format!(
+            "1 to {max} samples per second (the kernel's limit, \
+             kernel.perf_event_max_sample_rate)"
+        ),
+        None => "at least 1 sample per second".to_string(),
+    };
+    let hz: i128 = text
+        .parse()
+        .map_err(|_| format!("`{text}' is not a number; give {range}"))?;
+    if hz < 1 || max.is_some_and(|m| hz > i128::from(m)) {
+        return Err(format!("{hz} is out of range; give {range}"));
+    }
+    u64::try_from(hz).map_err(|_| format!("{hz} is out of range; give {range}"))
+}
 
 /// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
 fn parse_mode(text: &str) -> Result<u32, String> {
@@ -179,6 +213,19 @@ pub fn main() -> ExitCode {
         let _ = e.print();
         return ExitCode::from(2);
     }
+    // A pid that is not there is a typo more often than a process that just exited: a usage
+    // error, found before anything is set up.
+    if let Some(pid) = args
+        .pids
+        .iter()
+        .find(|&&pid| pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists())
+    {
+        eprintln!(
+            "pkgmon: no process has pid {pid} (`ps -p {pid}` lists none): give the pid of a \
+             running process"
+        );
+        return ExitCode::from(2);
+    }
     match run(args) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -223,7 +270,12 @@ impl Status {
     fn update(&mut self, p: &Progress<'_>) {
         for (pid, comm) in p.new_processes {
             self.clear();
-            eprintln!("pkgmon: pid {pid} ({comm})");
+            if comm.is_empty() {
+                // Seen before its name was known (it exited, or had not exec'd yet).
+                eprintln!("pkgmon: pid {pid}");
+            } else {
+                eprintln!("pkgmon: pid {pid} ({comm})");
+            }
         }
         if self.tty {
             eprint!(
@@ -312,15 +364,49 @@ fn run(args: Args) -> anyhow::Result<u8> {
     for w in &summary.warnings {
         eprintln!("pkgmon: warning: {w}");
     }
-    print_summary(&rec, &summary, &args.dir, args.all);
+    print_summary(&rec, &summary, &args, main_pid(&rec, &args));
     Ok(exit_status(&rec, args.command.is_empty()))
+}
+
+/// One line on truncated stacks, if any: what they cost and how to have fewer.
+fn truncated_note(truncated: u64, samples: u64, stack_size: u32, max_stack: u16) -> Option<String> {
+    if truncated == 0 || samples == 0 {
+        return None;
+    }
+    let mut remedies = Vec::new();
+    if stack_size < collect_perf::MAX_USER_STACK_BYTES {
+        remedies.push(format!(
+            "copy more stack (--stack-size {})",
+            collect_perf::MAX_USER_STACK_BYTES
+        ));
+    }
+    remedies.push(format!(
+        "allow deeper chains (--max-stack, now {max_stack})"
+    ));
+    remedies.push("build with -fno-omit-frame-pointer".to_string());
+    Some(format!(
+        "{:.0}% of the stacks are truncated (listings show their outer end as [truncated], \
+         and inclusive times miss those callers): the {stack_size}-byte stack copy or the \
+         callchain ran out, or unwind information was missing (the info files count each \
+         reason); {}",
+        100.0 * truncated as f64 / samples as f64,
+        remedies.join(", or ")
+    ))
+}
+
+/// The process to report on first: the command pkgmon started, or the first one attached to.
+fn main_pid(rec: &Recording, args: &Args) -> Option<u32> {
+    rec.child
+        .as_ref()
+        .map(|c| c.pid)
+        .or_else(|| args.pids.first().and_then(|&p| u32::try_from(p).ok()))
 }
 
 fn print_summary(
     rec: &Recording,
     s: &collect_perf::WriteSummary,
-    dir: &std::path::Path,
-    system_wide: bool,
+    args: &Args,
+    main_pid: Option<u32>,
 ) {
     let lost = rec.lost_samples();
     eprintln!(
@@ -332,7 +418,7 @@ fn print_summary(
         rec.throttled,
         s.truncated_stacks
     );
-    if system_wide {
+    if args.all {
         eprintln!(
             "pkgmon: kernel samples for no process: {}, for other processes: {}",
             s.system_samples.0, s.system_samples.1
@@ -351,25 +437,71 @@ fn print_summary(
             by_cpu.join(", ")
         );
     }
+    if let Some(note) = truncated_note(
+        s.truncated_stacks,
+        s.samples,
+        args.stack_size,
+        args.max_stack,
+    ) {
+        eprintln!("pkgmon: {note}");
+    }
     let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();
     eprintln!(
-        "pkgmon: wrote {} files ({bytes} bytes) to {}:",
+        "pkgmon: wrote {} files ({bytes} bytes) to {}{}",
         s.files.len(),
-        dir.display()
+        args.dir.display(),
+        if args.verbose {
+            ":"
+        } else {
+            " (-v lists them)"
+        }
     );
-    let width = s
-        .files
-        .iter()
-        .map(|f| f.path.file_name().map_or(0, |n| n.len()))
-        .max()
-        .unwrap_or(0);
-    for f in &s.files {
-        let name = f
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        eprintln!("  {name:<width$}  {:>10} bytes", f.bytes);
+    if args.verbose {
+        let width = s
+            .files
+            .iter()
+            .map(|f| f.path.file_name().map_or(0, |n| n.len()))
+            .max()
+            .unwrap_or(0);
+        for f in &s.files {
+            let name = f
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            eprintln!("  {name:<width$}  {:>10} bytes", f.bytes);
+        }
+    }
+    if let Some(command) = next_command(args, main_pid) {
+        eprintln!("pkgmon: report with: {command}");
+    }
+}
+
+/// The `pkgprof` command that reports this measurement: the main process, or the whole
+/// system for `-a`; the directory only when it is not the one pkgprof reads by default.
+fn next_command(args: &Args, main_pid: Option<u32>) -> Option<String> {
+    let mut command = match (main_pid, args.all) {
+        (Some(pid), _) => format!("pkgprof -b --pid {pid}"),
+        (None, true) => "pkgprof -b --system".to_string(),
+        (None, false) => return None,
+    };
+    if args.dir != std::path::Path::new(DEFAULT_DIR) {
+        command.push(' ');
+        command.push_str(&shell_word(&args.dir.to_string_lossy()));
+    }
+    Some(command)
+}
+
+/// `word` quoted for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -420,6 +552,24 @@ mod tests {
         assert_eq!(dir_mode(0o640), 0o750);
         assert_eq!(dir_mode(0o644), 0o755);
         assert_eq!(dir_mode(0o604), 0o705);
+    }
+
+    #[test]
+    fn truncated_stacks_are_explained_with_a_remedy() {
+        assert_eq!(truncated_note(0, 100, 2048, 1024), None);
+        let note = truncated_note(51, 100, 2048, 1024).unwrap();
+        assert!(
+            note.starts_with("51% of the stacks are truncated"),
+            "{note}"
+        );
+        assert!(note.contains("--stack-size 65528"), "{note}");
+        assert!(note.contains("--max-stack, now 1024"), "{note}");
+        let note = truncated_note(1, 3, collect_perf::MAX_USER_STACK_BYTES, 127).unwrap();
+        assert!(!note.contains("--stack-size"), "{note}");
+        assert!(
+            note.ends_with("build with -fno-omit-frame-pointer"),
+            "{note}"
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
     }
-    if o.seamless || o.system {
+    if o.seamless || o.system || o.threads {
         if !o.dump {
             refuse_unbuilt(&o)?;
         }
@@ -69,6 +69,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     // histogram scale, overlapping range) stops the run before anything about it is printed.
     let mut sum = Sum::new();
     for (n, path) in gmon_files.iter().enumerate() {
+        refuse_missing_profile(path, image.is_some())?;
         let data = read_input(path, callgraph::PROFILE_MAX_BYTES)?;
         let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
@@ -406,6 +407,24 @@ struct Image {
     /// `.text`, kept only for line mode (`-l`) and the static call graph (`-c`).
     text: TextSection,
     lines: Option<SourceLines>,
+}
+
+/// A profile that is not there is most often one not written yet: say how it comes about.
+fn refuse_missing_profile(path: &Path, with_image: bool) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut m = format!("{}: no such file", path.display());
+            if with_image {
+                m.push_str(
+                    "; run the program first (built with `gcc -pg`, it writes gmon.out into \
+                     its working directory when it exits), or name the profile: \
+                     pkgprof [OPTIONS] IMAGE GMON...",
+                );
+            }
+            bail!(m)
+        }
+        _ => Ok(()),
+    }
 }
 
 fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {

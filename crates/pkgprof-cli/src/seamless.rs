@@ -29,6 +29,14 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
             "--pid: `{bad}' is not a process id (PID, or PID_N for a reused pid's N-th later process)"
         );
     }
+    if o.threads {
+        bail!(
+            "--threads: per-thread listings (4242u/4243:name) need samples that carry their \
+             thread, but pkgmon merges the threads of a process when it writes the \
+             measurement: its user, kernel and stacks files keep no thread ids. Report the \
+             process as a whole (--pid), or run the threads as separate processes"
+        );
+    }
     if o.user_only && o.kernel_only {
         bail!("--user and --kernel exclude each other (give neither for both sides)");
     }
@@ -49,6 +57,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
     let measurement = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
     check_complete(&measurement, o.force)?;
+    refuse_unknown_pids(&measurement, o)?;
     let selection = if o.system {
         ProcessSelection::System
     } else {
@@ -77,10 +86,58 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     }
     let mut report = report;
     report.after_other_output = true;
+    report.sampled_arcs = true;
     // Names are labelled (and demangled) already; the listings print them as they are.
     report.no_demangle = true;
     write_report(out, &analysis, &report)?;
     Ok(())
+}
+
+/// Refuses a directory pkgmon did not write, and pids it holds no files of, saying which it
+/// holds: a wrong directory or pid is the usual mistake, and the fix is in the listing.
+fn refuse_unknown_pids(measurement: &gmon_format::Measurement, o: &Options) -> Result<()> {
+    let dir = measurement.dir.display();
+    if measurement.processes.is_empty()
+        && measurement.kernel_system.is_none()
+        && measurement.kernel_other.is_none()
+    {
+        bail!(
+            "{dir} is not a measurement directory: it holds no pkgmon files \
+             (gmon.out.<pid>u.<comm> and the like); `pkgmon -- COMMAND` records one into \
+             pkgmon.data/, which `pkgprof --pid PID` reads by default"
+        );
+    }
+    if o.system {
+        return Ok(());
+    }
+    let Some(&missing) = o
+        .pids
+        .iter()
+        .find(|&&pid| measurement.process(pid).next().is_none())
+    else {
+        return Ok(());
+    };
+    let mut held: Vec<String> = Vec::new();
+    for p in &measurement.processes {
+        let entry = format!("{} ({})", p.pid, String::from_utf8_lossy(p.comm.as_bytes()));
+        if !held.contains(&entry) {
+            held.push(entry);
+        }
+    }
+    const SHOWN: usize = 8;
+    let mut list = held
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if held.len() > SHOWN {
+        list.push_str(&format!(" and {} more", held.len() - SHOWN));
+    }
+    if held.is_empty() {
+        list = "no process, only kernel-wide profiles (report them with --system)".into();
+    }
+    bail!("no profile of process {missing} in {dir}; it holds {list}")
 }
 
 /// The measurement directory when none is given: pkgmon's default, `pkgmon.data`, if it is

@@ -99,6 +99,34 @@ fn profiles_a_command_and_passes_its_status_through() {
     // Four per process, the kernel symbols and the vDSO image.
     // 4 per process, the kernel symbols, the vDSO and the manifest.
     assert!(err.contains("pkgmon: wrote 15 files ("), "{err}");
+    // The files are listed only with -v; the command to run next names the command's pid
+    // and the directory (not pkgmon.data, which pkgprof reads by default).
+    assert!(err.contains(" (-v lists them)\n"), "{err}");
+    assert!(!err.contains("  gmon.out."), "{err}");
+    let next = err
+        .lines()
+        .find_map(|l| l.strip_prefix("pkgmon: report with: pkgprof -b --pid "))
+        .unwrap_or_else(|| panic!("no next command:\n{err}"));
+    let (pid, shown_dir) = next.split_once(' ').expect("pid and directory");
+    assert!(
+        sets.iter().any(|(p, _, _)| p.to_string() == pid),
+        "{pid} is not one of {sets:?}"
+    );
+    assert_eq!(shown_dir, dir.to_str().unwrap());
+    let listing = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["-b", "-p", "--pid", pid, shown_dir])
+        .output()
+        .unwrap();
+    assert_eq!(listing.status.code(), Some(0), "{}", stderr(&listing));
+    let verbose = Command::new(PKGMON)
+        .arg("-v")
+        .arg("-o")
+        .arg(out_dir("verbose"))
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let err = stderr(&verbose);
+    assert!(err.contains("  manifest.sha256 "), "{err}");
     assert!(
         !err.contains('\r'),
         "no progress line when stderr is not a terminal"
@@ -539,4 +567,36 @@ fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
     }
     // The launched command's counters are read while it is a zombie.
     assert!(from_proc >= 1);
+}
+
+/// Bad arguments are usage errors (status 2) that say what would be accepted; none needs
+/// perf_event_open.
+#[test]
+fn bad_arguments_say_what_is_accepted() {
+    let run = |args: &[&str]| {
+        let o = Command::new(PKGMON).args(args).output().unwrap();
+        (o.status.code(), stderr(&o))
+    };
+    let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .to_string();
+    for hz in ["-5", "0", "99999999999"] {
+        let (status, err) = run(&["-F", hz, "--", "/bin/true"]);
+        assert_eq!(status, Some(2), "{err}");
+        assert!(
+            err.contains(&format!(
+                "{hz} is out of range; give 1 to {limit} samples per second"
+            )),
+            "{err}"
+        );
+        assert!(
+            !err.contains("-- -5"),
+            "no advice to pass -5 as the command: {err}"
+        );
+    }
+    let (status, err) = run(&["-p", "999999999"]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("no process has pid 999999999"), "{err}");
+    assert!(!err.contains("exited"), "{err}");
 }

@@ -6,26 +6,108 @@
 //! Each `*_flat`/`*_call_graph` function returns the whole block as the report prints it,
 //! from the first byte after the listing (GNU) or before it (BSD) up to the end of the notice.
 
-/// After the GNU flat profile's last row.
-pub(crate) fn gnu_flat() -> String {
-    format!("\n{FLAT}\x0c\n{NOTICE}")
+/// After the GNU flat profile's last row. `sampled`: the arc counts are sampled edges (see
+/// [`SAMPLED`]).
+pub(crate) fn gnu_flat(sampled: bool) -> String {
+    format!("\n{}\x0c\n{NOTICE}", text(FLAT, sampled))
 }
 
 /// After the GNU call graph's last separator.
-pub(crate) fn gnu_call_graph() -> String {
-    format!("\n{CALL_GRAPH}\x0c\n{NOTICE}")
+pub(crate) fn gnu_call_graph(sampled: bool) -> String {
+    format!("\n{}\x0c\n{NOTICE}", text(CALL_GRAPH, sampled))
 }
 
 /// Before the BSD (`-T`) call graph, and before its form feed when it is not the first
 /// listing.
-pub(crate) fn bsd_call_graph() -> String {
-    format!("\n\n\ncall graph profile:\n{BSD_CALL_GRAPH}\x0c\n{NOTICE}")
+pub(crate) fn bsd_call_graph(sampled: bool) -> String {
+    format!(
+        "\n\n\ncall graph profile:\n{}\x0c\n{NOTICE}",
+        text(BSD_CALL_GRAPH, sampled)
+    )
 }
 
 /// Before the BSD flat profile, after its form feed when it is not the first listing.
-pub(crate) fn bsd_flat() -> String {
-    format!("\n\n\nflat profile:\n\n{FLAT}\x0c\n{NOTICE}")
+pub(crate) fn bsd_flat(sampled: bool) -> String {
+    format!(
+        "\n\n\nflat profile:\n\n{}\x0c\n{NOTICE}",
+        text(FLAT, sampled)
+    )
 }
+
+/// An explanation as printed: for a sampled profile, with [`SAMPLED`]'s passages in place of
+/// the ones about recorded calls.
+fn text(explanation: &str, sampled: bool) -> String {
+    let mut t = explanation.to_string();
+    if sampled {
+        for (calls, edges) in SAMPLED {
+            t = t.replace(calls, edges);
+        }
+    }
+    t
+}
+
+/// What changes when the arc counts are not calls the program recorded but caller→callee
+/// edges seen in sampled stacks (`pkgprof --pid`): each passage about calls, and its
+/// replacement (same line width).
+const SAMPLED: [(&str, &str); 7] = [
+    (
+        "\
+ calls           How many times the function was called, from the call counts
+                 the program recorded. Empty when no call was recorded for it
+                 (it was not compiled for profiling, or never called).
+",
+        "\
+ calls           How many sampled stacks caught this function called by a
+                 known caller: sampled caller->callee edges, not a count of
+                 calls. Empty when no stack showed a caller for it.
+",
+    ),
+    (
+        "     called      How many times it was called. With a \"+\", the first number
+                 counts calls from other functions and the second its calls
+                 to itself (recursion), which take no time away from callers.
+",
+        "     called      Sampled edges into it: stacks that caught it called by
+                 another function (not a count of calls). With a \"+\", the
+                 second number counts edges from itself (recursion).
+",
+    ),
+    (
+        "     called      Calls from that caller / all calls from outside the cycle
+                 the function is in, if any.
+",
+        "     called      Sampled edges from that caller / all sampled edges from
+                 outside the cycle the function is in, if any.
+",
+    ),
+    (
+        "     called      Calls this function made to the child / all calls the child
+                 received from outside its cycle.
+",
+        "     called      Sampled edges from this function to the child / all the
+                 child's sampled edges from outside its cycle.
+",
+    ),
+    (
+        " Charging time in proportion to calls assumes every call costs the same;
+ when calls differ in cost, these shares are estimates.
+",
+        " Charging time in proportion to sampled edges assumes every edge costs the
+ same; --inclusive=stacks takes each caller's share from the sampled
+ stacks instead.
+",
+    ),
+    (
+        "shared out in proportion to call counts (see the call graph).",
+        "shared out in proportion to sampled edges (see the call graph).",
+    ),
+    (
+        " (callers' lines: calls from that caller / all calls; children's lines:
+ calls to that child / all its calls;",
+        " (callers' lines: sampled edges from that caller / all of them;
+ children's lines: edges to that child / all its edges; not calls;",
+    ),
+];
 
 /// Explains the flat profile (both layouts).
 const FLAT: &str = "\
@@ -139,3 +221,31 @@ const NOTICE: &str = "\
 These explanations are pkgprof's own text and may be copied and changed
 freely.
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampled_profiles_explain_edges_not_calls() {
+        for (calls, _) in SAMPLED {
+            assert!(
+                [FLAT, CALL_GRAPH, BSD_CALL_GRAPH]
+                    .iter()
+                    .any(|t| t.contains(calls)),
+                "passage not found: {calls}"
+            );
+        }
+        for t in [
+            gnu_flat(true),
+            gnu_call_graph(true),
+            bsd_call_graph(true),
+            bsd_flat(true),
+        ] {
+            assert!(!t.contains("times it was called"), "{t}");
+            assert!(!t.contains("call counts"), "{t}");
+            assert!(t.contains("edge"), "{t}");
+        }
+        assert!(gnu_flat(false).contains("call counts"));
+    }
+}
