@@ -1,6 +1,8 @@
 //! The fuzz bodies of image loading (symbols, DWARF lines, the `-c` scanner) and of the whole
 //! measurement-directory reader, run over the fixtures as ordinary tests.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../../fuzz/src/image.rs"]
 mod image_target;
 #[path = "../../../fuzz/src/measurement.rs"]

@@ -1,6 +1,8 @@
 //! The fuzz bodies of the manifest and of summing several gmon files, run over the fixtures as
 //! ordinary tests (a crash fuzzing finds becomes a fixture here).
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 #[path = "../../../fuzz/src/gmon.rs"]

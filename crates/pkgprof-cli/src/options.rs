@@ -576,9 +576,6 @@ mod tests {
         // Our own names and their unique prefixes.
         let o = parse_str("--pid 12,34 --pid=56 --sy --us --ker --merge-o m --obj a --obj b");
         assert_eq!(o.pids, [(12, 0), (34, 0), (56, 0)]);
-        let o = parse_str("--pid 4242_1,4242");
-        assert_eq!((o.pids, o.bad_pid), (vec![(4242, 1), (4242, 0)], None));
-        assert_eq!(parse_str("--pid 4242_0").bad_pid.as_deref(), Some("4242_0"));
         assert!(o.seamless && o.system && o.user_only && o.kernel_only);
         assert_eq!(o.merge_out, Some("m".into()));
         assert_eq!(o.object_path, ["a", "b"]);
@@ -587,5 +584,8 @@ mod tests {
             Some("stacks")
         );
         assert_eq!(parse_str("--pid 1,x").bad_pid.as_deref(), Some("x"));
+        let o = parse_str("--pid 4242_1,4242");
+        assert_eq!((o.pids, o.bad_pid), (vec![(4242, 1), (4242, 0)], None));
+        assert_eq!(parse_str("--pid 4242_0").bad_pid.as_deref(), Some("4242_0"));
     }
 }

@@ -110,16 +110,21 @@ fn refuse_unknown_pids(measurement: &gmon_format::Measurement, o: &Options) -> R
     if o.system {
         return Ok(());
     }
-    let Some(&missing) = o
+    let Some(&(pid, instance)) = o
         .pids
         .iter()
-        .find(|&&pid| measurement.process(pid).next().is_none())
+        .find(|&&(pid, instance)| measurement.instance(pid, instance).next().is_none())
     else {
         return Ok(());
     };
+    let missing = gmon_format::process_label(pid, instance);
     let mut held: Vec<String> = Vec::new();
     for p in &measurement.processes {
-        let entry = format!("{} ({})", p.pid, String::from_utf8_lossy(p.comm.as_bytes()));
+        let entry = format!(
+            "{} ({})",
+            gmon_format::process_label(p.pid, p.instance),
+            String::from_utf8_lossy(p.comm.as_bytes())
+        );
         if !held.contains(&entry) {
             held.push(entry);
         }

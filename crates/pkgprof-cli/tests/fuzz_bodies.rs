@@ -1,6 +1,8 @@
 //! The command-line fuzz body (getopt, `@FILE`, symbol specifications), run over the command
 //! lines of every golden case and over damaged copies of them.
 
+#![allow(clippy::unwrap_used)]
+
 #[path = "../../../fuzz/src/cmdline.rs"]
 mod cmdline_target;
 
