@@ -1,13 +1,17 @@
-//! The collector's offline stages on a synthetic recording of 200,000 samples (4 processes,
-//! 8 kernel and 10 user frames each): replay, and writing the measurement directory (unwinding,
-//! histograms, arcs, stacks, info files, the kallsyms snapshot). Sampling itself is measured by
+//! The collector's stages after the rings on a synthetic recording of 200,000 samples (4
+//! processes, 8 kernel and 10 user frames each): replay, aggregation (what a streaming run does
+//! per sample: unwinding, histograms, arcs, interned stacks) and writing the measurement
+//! directory (info files, the kallsyms snapshot). Sampling itself is measured by
 //! benches/compare-perf.sh against `perf record`.
 
 #[cfg(target_os = "linux")]
 mod linux {
     use std::hint::black_box;
 
-    use collect_perf::{Recording, SideBand, SideRecord, WriteOptions, replay, write_measurement};
+    use collect_perf::{
+        AggregateOptions, KernelSymbols, Recording, SideBand, SideRecord, WriteOptions, aggregate,
+        replay, write_measurement,
+    };
     use criterion::{Criterion, Throughput};
 
     const SAMPLES: u64 = 200_000;
@@ -92,7 +96,12 @@ mod linux {
         group.throughput(Throughput::Elements(SAMPLES));
         group.sample_size(10);
         group.bench_function("replay", |b| b.iter(|| black_box(replay(black_box(&rec)))));
-        let rep = replay(&rec);
+        let ksyms = KernelSymbols::live();
+        let opts = AggregateOptions::default();
+        group.bench_function("aggregate", |b| {
+            b.iter(|| black_box(aggregate(black_box(&rec), &opts, ksyms.clone())))
+        });
+        let agg = aggregate(&rec, &opts, ksyms);
         let mut run = 0u64;
         group.bench_function("write_measurement", |b| {
             b.iter_batched(
@@ -103,7 +112,7 @@ mod linux {
                     opts.dir = dir.join(run.to_string());
                     opts
                 },
-                |opts| black_box(write_measurement(&rec, &rep, &opts).expect("write")),
+                |opts| black_box(write_measurement(&rec, &agg, &opts).expect("write")),
                 criterion::BatchSize::PerIteration,
             )
         });

@@ -27,6 +27,15 @@ pub enum Warning {
     /// A histogram record gives 0 samples per second, so every time is infinite or not a
     /// number.
     ZeroRate,
+    /// Most call-graph arcs do not enter a function of the image where a `-pg` function calls
+    /// `mcount`, just past its start: the profile comes from another binary (or another
+    /// build of the same sources, whose functions lie elsewhere).
+    ArcsOffEntries {
+        /// Arcs whose callee address is not just past the start of a function.
+        off: u64,
+        /// All arcs of the profile.
+        total: u64,
+    },
     /// Most samples fell on no symbol: before the first, past the end of `.text`, or in the
     /// table's last symbol, which gprof never credits.
     SamplesOutsideSymbols {
@@ -61,6 +70,12 @@ impl Warning {
                 }
                 m
             }
+            Warning::ArcsOffEntries { off, total } => format!(
+                "{profile}: {off} of its {total} call-graph arcs do not enter a function of \
+                 {image} where a -pg function records its calls (just past its start): was \
+                 the profile made by this binary? A rebuild, even of the same sources, moves \
+                 the functions"
+            ),
             Warning::ZeroRate => format!(
                 "{profile}: the profiling rate is 0 samples per second, so every time in the \
                  report is inf or nan"
@@ -119,8 +134,34 @@ pub fn check_profile(table: &SymbolTable, profile: &Profile<'_>) -> Vec<Warning>
                 run_time_addresses: facts.position_independent && histogram.0 >= facts.text.1,
             },
         );
+    } else if let Some(w) = check_arc_entries(table, profile) {
+        // Said only when the histogram did not already show the profile is not this image's.
+        warnings.push(w);
     }
     warnings
+}
+
+/// How far past a function's start its `mcount` call may return: the prologue before it
+/// (`endbr64`, frame pointer set-up, at most a few instructions) is well under this.
+const MCOUNT_REACH: u64 = 64;
+
+/// Checks the callee addresses of a profile's arcs: glibc records the return address of each
+/// function's `mcount` call, a few bytes past the function's start. When more than half of
+/// at least 4 arcs land elsewhere (deep inside a function, or on no function), the image is
+/// not the one that ran.
+fn check_arc_entries(table: &SymbolTable, profile: &Profile<'_>) -> Option<Warning> {
+    let (mut off, mut total) = (0u64, 0u64);
+    for record in profile.records() {
+        let Ok((_, Record::Arc(arc))) = record else {
+            continue;
+        };
+        total += 1;
+        let entered = table
+            .lookup_callee(arc.self_pc)
+            .is_some_and(|i| arc.self_pc - table.symbols()[i].address <= MCOUNT_REACH);
+        off += u64::from(!entered);
+    }
+    (total >= 4 && off * 2 > total).then_some(Warning::ArcsOffEntries { off, total })
 }
 
 /// Checks where the samples went (see [`crate::Analysis::times`]): a warning when more than
@@ -152,6 +193,12 @@ mod tests {
             w.message("gmon.out", "a.out"),
             "gmon.out: histogram covers 0x55550000-0x55551000 but a.out's text is \
              0x1000-0x1300: was the profile made by this binary?"
+        );
+        let w = Warning::ArcsOffEntries { off: 9, total: 12 };
+        assert!(
+            w.message("gmon.out", "prog").starts_with(
+                "gmon.out: 9 of its 12 call-graph arcs do not enter a function of prog"
+            )
         );
         let w = Warning::SamplesOutsideSymbols {
             outside: 75.0,

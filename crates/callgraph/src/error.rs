@@ -37,7 +37,10 @@ pub enum Error {
         path: PathBuf,
     },
     /// The image has no static symbol table (`.symtab`), as after `strip`.
-    #[error("file `{path}' has no symbols")]
+    #[error(
+        "file `{path}' has no symbols: it was stripped (by `strip`, `install -s` or `gcc -s`); \
+         report with the unstripped build, or rebuild it without stripping"
+    )]
     NoSymbols {
         /// Path of the image.
         path: PathBuf,
@@ -80,24 +83,19 @@ pub enum Error {
     #[error(transparent)]
     Measurement(#[from] gmon_format::Error),
     /// A process asked for has no files in the measurement directory.
-    #[error(
-        "no profile of process {} in {}",
-        gmon_format::process_label(*pid, *instance),
-        dir.display()
-    )]
+    #[error("no profile of process {label} in {dir}")]
     NoSuchProcess {
-        /// The pid asked for.
-        pid: u32,
-        /// Which process with that pid (0 for the first).
-        instance: u32,
+        /// The process asked for: its pid, with `_<instance>` for a later process that reused
+        /// the pid.
+        label: String,
         /// The measurement directory.
         dir: PathBuf,
     },
     /// Exact inclusive times were asked for but a process has no sampled-stacks file.
-    #[error("process {pid} has no sampled-stacks file (gmon.out.{pid}s.<comm>) in {dir}")]
+    #[error("process {label} has no sampled-stacks file (gmon.out.{label}s.<comm>) in {dir}")]
     NoStacks {
-        /// The pid.
-        pid: u32,
+        /// The process's label (pid, and instance number if above 0).
+        label: String,
         /// The measurement directory.
         dir: PathBuf,
     },

@@ -25,7 +25,11 @@ fn no_text_section() {
 fn stripped_image() {
     let e = error_for("stripped");
     assert!(matches!(e, Error::NoSymbols { .. }));
-    assert_eq!(e.to_string(), "file `stripped' has no symbols");
+    assert_eq!(
+        e.to_string(),
+        "file `stripped' has no symbols: it was stripped (by `strip`, `install -s` or `gcc -s`); \
+         report with the unstripped build, or rebuild it without stripping"
+    );
 }
 
 #[test]

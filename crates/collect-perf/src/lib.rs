@@ -1,5 +1,5 @@
 //! A Linux profiler core built on `perf_event_open`: it samples a command (or running processes)
-//! in user space and in the kernel and returns an owned [`Recording`] that later stages turn into
+//! in user space and in the kernel, aggregates the samples as they arrive, and writes
 //! per-process user and kernel gmon.out files.
 //!
 //! Use it in three steps:
@@ -8,26 +8,37 @@
 //!    problems, with the same messages).
 //! 2. Build a [`Sampler`] with [`Sampler::launch`] (the command starts stopped and the events
 //!    turn on at its `exec`) or [`Sampler::attach`]; [`Config::system_wide`] samples every CPU.
-//! 3. Call [`Sampler::run`], which drains the per-CPU ring buffers until the whole process tree
-//!    is gone or the stop flag is set, [`replay`] the recording to rebuild processes, threads
-//!    and memory maps keyed by (pid, generation), and [`write_measurement`] the files.
+//! 3. Call [`Sampler::run_aggregating`], which drains the per-CPU ring buffers until the whole
+//!    process tree is gone or the stop flag is set, handing every record in time order to an
+//!    [`Aggregator`] (which rebuilds processes keyed by (pid, generation), unwinds each sample's
+//!    stack and interns it), then [`write_measurement`] the files.
 //!
 //! ```no_run
 //! # #[cfg(target_os = "linux")]
 //! # fn main() -> collect_perf::Result<()> {
 //! use std::sync::atomic::AtomicBool;
-//! use collect_perf::{Config, Sampler, WriteOptions, replay, write_measurement};
+//! use collect_perf::{
+//!     AggregateOptions, Aggregator, Config, KernelSymbols, Sampler, WriteOptions,
+//!     write_measurement,
+//! };
 //!
 //! let sampler = Sampler::launch(&["/bin/ls".into()], &Config::default())?;
-//! let recording = sampler.run(&AtomicBool::new(false))?;
-//! let processes = replay(&recording);
-//! let summary = write_measurement(&recording, &processes, &WriteOptions::default())?;
+//! let mut opts = AggregateOptions::default();
+//! opts.launched = sampler.child_pid();
+//! let mut agg = Aggregator::new(opts);
+//! let recording = sampler.run_aggregating(&AtomicBool::new(false), |_| {}, &mut agg)?;
+//! let aggregate = agg.finish(KernelSymbols::live());
+//! let summary = write_measurement(&recording, &aggregate, &WriteOptions::default())?;
 //! println!("{} samples, {} lost, {} files", summary.samples, recording.lost, summary.files.len());
 //! # Ok(())
 //! # }
 //! # #[cfg(not(target_os = "linux"))]
 //! # fn main() {}
 //! ```
+//!
+//! Memory stays proportional to the distinct stacks and processes, not to the samples: each
+//! sample is unwound and its stack copy dropped within a round of draining. [`Sampler::run`]
+//! keeps every sample instead (a [`Recording`] to inspect, [`replay`] or [`aggregate`] later).
 //!
 //! User stacks are unwound from `.eh_frame` over each sample's stack copy, continued by the
 //! kernel's frame-pointer walk beyond it, and end for a stated reason ([`unwind_user_stacks`],
@@ -42,6 +53,8 @@
 
 #![deny(missing_docs)]
 
+#[cfg(target_os = "linux")]
+mod aggregate;
 mod error;
 #[cfg(target_os = "linux")]
 mod measurement;
@@ -72,6 +85,8 @@ pub use recording::{
 };
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 
+#[cfg(target_os = "linux")]
+pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
 #[cfg(target_os = "linux")]
 pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measurement_to};
 #[cfg(target_os = "linux")]

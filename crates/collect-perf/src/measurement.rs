@@ -1,6 +1,6 @@
-//! Writing a measurement directory from a recording: per process the user and kernel gmon
-//! files, the info file and the stacks file, plus the kernel-symbol snapshot, exactly as
-//! `gmon_format::labeled` specifies.
+//! Writing a measurement directory from an [`Aggregate`]: per process image the user and
+//! kernel gmon files, the info file and the stacks file, plus the kernel-symbol snapshot and
+//! the vDSO image, exactly as `gmon_format::labeled` specifies.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
@@ -13,11 +13,14 @@ use gmon_format::{
     StacksWriter, write_sampled_profile,
 };
 
+#[cfg(test)]
+use crate::aggregate::AggregateOptions;
+use crate::aggregate::{Aggregate, ImageAcc, KernelSymbols, Side, StackKey};
 use crate::error::{Error, Result};
 use crate::output::{Output, WrittenFile};
 use crate::recording::{CounterKind, ProcCounters, Recording};
 use crate::replay::{Process, ProcessKey, Replay};
-use crate::unwind::{Images, StackEnd, UnwindStats, unwind_with};
+use crate::unwind::{StackEnd, UnwindStats};
 
 /// Options of [`write_measurement`].
 #[derive(Debug, Clone)]
@@ -28,13 +31,6 @@ pub struct WriteOptions {
     pub dir: PathBuf,
     /// The launched command line, written as `argv` of the launched process. Default is None.
     pub argv: Option<Vec<OsString>>,
-    /// System-wide mode: the pids asked for. Their processes, and the processes they start, get
-    /// file sets; the kernel part of every other process's samples goes to `gmon.out.-k.other`,
-    /// and kernel work for no process (pid 0, kernel threads) to `gmon.out.-k.kernel`. None (the
-    /// default) gives every process of the recording its file set.
-    pub system_wide: Option<BTreeSet<u32>>,
-    /// Most frames kept of each user stack. Default is 1024.
-    pub max_frames: usize,
 }
 
 impl Default for WriteOptions {
@@ -42,8 +38,6 @@ impl Default for WriteOptions {
         WriteOptions {
             dir: PathBuf::from("."),
             argv: None,
-            system_wide: None,
-            max_frames: 1024,
         }
     }
 }
@@ -54,7 +48,7 @@ impl Default for WriteOptions {
 pub struct WriteSummary {
     /// The files, in the order written; the manifest last.
     pub files: Vec<WrittenFile>,
-    /// File sets written (one per process and command name).
+    /// File sets written (one per process image).
     pub processes: usize,
     /// Samples written into per-process files.
     pub samples: u64,
@@ -69,35 +63,10 @@ pub struct WriteSummary {
     pub warnings: Vec<String>,
 }
 
-/// Histogram bins and arcs of one gmon file. Hash maps while counting (a sample touches a
-/// dozen entries); sorted when written, so the output does not depend on hash order.
-#[derive(Debug, Default)]
-struct Side {
-    /// Address of a 2-byte bin → samples.
-    hist: HashMap<u64, u64>,
-    /// (from_pc, self_pc) → samples whose stack holds the edge.
-    arcs: HashMap<(u64, u64), u64>,
-}
-
-impl Side {
-    fn add_stack(&mut self, frames: &[u64], edges: &mut Vec<(u64, u64)>) {
-        edges.clear();
-        edges.extend(frames.windows(2).map(|w| (w[1], w[0])));
-        edges.sort_unstable();
-        edges.dedup();
-        for e in edges.iter() {
-            *self.arcs.entry(*e).or_default() += 1;
-        }
-    }
-}
-
-type StackKey = (Vec<u64>, Vec<u64>, Option<BoundaryKind>, bool);
-
 /// One segment of a process's life under one command name: from its start or an exec to the
 /// next exec or its end.
 #[derive(Debug)]
-struct Segment<'a> {
-    process: &'a Process,
+struct Segment {
     /// Which image: the number of execs before it.
     image: usize,
     start: u64,
@@ -106,76 +75,40 @@ struct Segment<'a> {
     last: bool,
     /// Whether it starts with the exec of the launched command.
     launched: bool,
-    /// Whether its process is the launched command.
-    launched_process: bool,
 }
 
-/// Which image of `p` ran at `time`: the number of its execs at or before then. For the
-/// launched command, whose events may start before its exec (system-wide mode), the kernel's
-/// work on that exec counts for the command's image, not for pkgmon's.
-fn image_at(p: &Process, time: u64, launched: bool) -> usize {
-    let k = p.execs.partition_point(|&e| e <= time);
-    if launched && k == 0 && !p.execs.is_empty() {
-        1
-    } else {
-        k
-    }
-}
-
-/// Everything that goes into one file set.
+/// Everything that goes into one file set: one process under one command name (the images of
+/// a process that execs a program of its own name are one file set).
 #[derive(Debug, Default)]
-struct FileSet<'a> {
-    segments: Vec<Segment<'a>>,
+struct FileSet {
+    segments: Vec<Segment>,
     user: Side,
     kernel: Side,
-    stacks: HashMap<StackKey, (u64, u64)>,
-    boundary: BTreeMap<BoundaryKind, u64>,
+    stacks: BTreeMap<StackKey, (u64, u64)>,
     user_only: u64,
     kernel_only: u64,
     samples: u64,
     /// Samples whose user stack may lack outer frames, by reason.
     truncated: BTreeMap<StackEnd, u64>,
+    perf: BTreeMap<CounterKind, u64>,
 }
 
-/// Sorted kernel text symbols, for classifying entry points (names borrowed from the
-/// snapshot's text: it has over 100,000 lines).
-struct KernelSymbols<'a>(Vec<(u64, &'a str)>);
-
-impl<'a> KernelSymbols<'a> {
-    fn parse(text: &'a str) -> KernelSymbols<'a> {
-        let mut v: Vec<(u64, &'a str)> = text
-            .lines()
-            .filter_map(|l| {
-                let mut f = l.split_whitespace();
-                let a = u64::from_str_radix(f.next()?, 16).ok()?;
-                let t = f.next()?;
-                let name = f.next()?;
-                (matches!(t, "t" | "T" | "w" | "W") && a != 0 && !name.starts_with("__pfx_"))
-                    .then_some((a, name))
-            })
-            .collect();
-        v.sort_unstable();
-        KernelSymbols(v)
-    }
-
-    fn name(&self, addr: u64) -> Option<&'a str> {
-        let i = self.0.partition_point(|(a, _)| *a <= addr);
-        (i > 0).then(|| self.0[i - 1].1)
-    }
-
-    /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of
-    /// the two inside it when the outermost is a thunk or other unknown entry code.
-    fn boundary(&self, kernel: &[u64]) -> BoundaryKind {
-        let mut kind = BoundaryKind::Other;
-        for &a in kernel.iter().rev().take(3) {
-            kind = self
-                .name(a)
-                .map_or(BoundaryKind::Other, BoundaryKind::from_entry_symbol);
-            if kind != BoundaryKind::Other {
-                break;
-            }
+impl FileSet {
+    fn add(&mut self, seg: Segment, acc: Option<&ImageAcc>, ksyms: &KernelSymbols) {
+        self.segments.push(seg);
+        let Some(acc) = acc else { return };
+        self.user.merge(&acc.user);
+        self.kernel.merge(&acc.kernel);
+        acc.stacks.collect(ksyms, &mut self.stacks);
+        for (k, n) in &acc.truncated {
+            *self.truncated.entry(*k).or_default() += n;
         }
-        kind
+        for (k, n) in &acc.perf {
+            *self.perf.entry(*k).or_default() += n;
+        }
+        self.user_only += acc.user_only;
+        self.kernel_only += acc.kernel_only;
+        self.samples += acc.samples;
     }
 }
 
@@ -242,12 +175,10 @@ fn gmon_bytes(side: &Side, rate: u32) -> Result<Vec<u8>> {
     write_sampled_profile(endian, &hist, arcs, Some(unit)).map_err(|e| gmon_error("a gmon file", e))
 }
 
-fn stacks_bytes(stacks: &HashMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
+fn stacks_bytes(stacks: &BTreeMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
     let enc = |e| gmon_error("a stacks file", e);
-    let mut sorted: Vec<(&StackKey, &(u64, u64))> = stacks.iter().collect();
-    sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut w = StacksWriter::new(Vec::new(), stacks.len() as u64).map_err(enc)?;
-    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in sorted {
+    for ((kernel, user, boundary, truncated), &(samples, nanoseconds)) in stacks {
         w.stack(&Stack {
             samples,
             nanoseconds,
@@ -261,16 +192,16 @@ fn stacks_bytes(stacks: &HashMap<StackKey, (u64, u64)>) -> Result<Vec<u8>> {
     w.finish().map_err(enc)
 }
 
-/// The segments of a process: one per image (before the first exec, after each exec), less
-/// the images without samples that an exec replaced (such as the launched command's image
-/// before its exec: the events only start at that exec).
-fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> {
+/// The segments of process `pi`: one per image (before the first exec, after each exec), with
+/// its command name, less the images without samples that an exec replaced (such as the
+/// launched command's image before its exec: the events only start at that exec).
+fn segments(agg: &Aggregate, pi: usize, rec: &Recording) -> Vec<(Segment, Vec<u8>)> {
+    let p = &agg.replay.processes[pi];
     let start = p.start.unwrap_or(rec.start_time);
     let end = p.exit.unwrap_or(rec.end_time).max(start);
     let mut bounds = vec![start];
     bounds.extend(p.execs.iter().copied());
-    let launched_pid = rec.child.as_ref().map(|c| c.pid);
-    let launched = p.key.generation == 0 && launched_pid == Some(p.key.pid);
+    let launched = p.key.generation == 0 && agg.launched == Some(p.key.pid);
     let mut out = Vec::new();
     for (k, &from) in bounds.iter().enumerate() {
         let to = bounds.get(k + 1).copied().unwrap_or(end);
@@ -282,10 +213,7 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
                 .find(|c| c.2 && c.0 == from)
                 .map(|c| c.1.clone())
         };
-        let has_samples = p
-            .samples
-            .iter()
-            .any(|&i| image_at(p, rec.samples[i].time, launched) == k);
+        let has_samples = agg.images.get(&(pi, k)).is_some_and(|a| a.samples > 0);
         // An image replaced before any sample (the moments between a fork and an exec) would
         // only add an empty file set per child; a process's last image is always written, so
         // every process appears.
@@ -296,13 +224,11 @@ fn segments<'a>(p: &'a Process, rec: &Recording) -> Vec<(Segment<'a>, Vec<u8>)> 
         comm.truncate(Comm::MAX_LEN);
         out.push((
             Segment {
-                process: p,
                 image: k,
                 start: from,
                 end: to,
                 last: k + 1 == bounds.len(),
                 launched: k == 1 && launched,
-                launched_process: launched,
             },
             comm,
         ));
@@ -455,15 +381,43 @@ fn taskstats_counters(
 /// [`write_measurement_to`].
 pub fn write_measurement(
     rec: &Recording,
-    replay: &Replay,
+    agg: &Aggregate,
     opts: &WriteOptions,
 ) -> Result<WriteSummary> {
-    write_measurement_to(rec, replay, opts, Output::create(&opts.dir)?)
+    write_measurement_to(rec, agg, opts, Output::create(&opts.dir)?)
 }
 
-/// Writes the measurement into `out`: for each process (pid and command name) its user gmon,
-/// kernel gmon, info and stacks files, the kernel-symbol snapshot, the vDSO image, and last
-/// the manifest that makes the measurement complete.
+/// The file sets of the aggregate: for each profiled process (in order of appearance) and
+/// command name, keyed by pid, instance number and command name. The first process with a pid
+/// is its instance 0; later ones that reused it count on from 1.
+fn file_sets(agg: &Aggregate, rec: &Recording) -> BTreeMap<(u32, u32, Vec<u8>), (usize, FileSet)> {
+    let mut sets: BTreeMap<(u32, u32, Vec<u8>), (usize, FileSet)> = BTreeMap::new();
+    let mut instances: HashMap<u32, u32> = HashMap::new();
+    for (pi, p) in agg.replay.processes.iter().enumerate() {
+        if !agg.profiled[pi] {
+            continue;
+        }
+        let segs = segments(agg, pi, rec);
+        if segs.is_empty() {
+            continue;
+        }
+        let n = instances.entry(p.key.pid).or_default();
+        let instance = *n;
+        *n += 1;
+        for (seg, comm) in segs {
+            let acc = agg.images.get(&(pi, seg.image));
+            sets.entry((p.key.pid, instance, comm))
+                .or_insert_with(|| (pi, FileSet::default()))
+                .1
+                .add(seg, acc, &agg.ksyms);
+        }
+    }
+    sets
+}
+
+/// Writes the measurement into `out`: for each process image (pid, instance and command name)
+/// its user gmon, kernel gmon, info and stacks files, the kernel-symbol snapshot, the vDSO
+/// image, and last the manifest that makes the measurement complete.
 ///
 /// Output is deterministic for a given recording and machine state: maps are sorted and
 /// nothing depends on hash order. Each file is created new through the directory opened by
@@ -472,130 +426,23 @@ pub fn write_measurement(
 /// that marks the measurement incomplete.
 pub fn write_measurement_to(
     rec: &Recording,
-    replay: &Replay,
+    agg: &Aggregate,
     opts: &WriteOptions,
     mut out: Output,
 ) -> Result<WriteSummary> {
     let mut summary = WriteSummary::default();
-    let mut images = Images::default();
-
-    let kallsyms_text =
-        crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
-    let ksyms = KernelSymbols::parse(&kallsyms_text);
+    let ksyms = &agg.ksyms;
     let symbols_file = kallsyms_name();
-    if ksyms.0.is_empty() {
+    if ksyms.is_empty() {
         summary.warnings.push(
             "kernel addresses are hidden (/proc/kallsyms shows zeros): kernel symbols are \
              unavailable to the report; run as root or lower kernel.kptr_restrict"
                 .into(),
         );
     }
+    summary.unwind = agg.unwind_stats();
+    let sets = file_sets(agg, rec);
 
-    // Which processes get file sets: all, or in system-wide mode those asked for and their
-    // descendants.
-    let profiled: BTreeSet<usize> = match &opts.system_wide {
-        None => (0..replay.processes.len()).collect(),
-        Some(pids) => {
-            let mut set = BTreeSet::new();
-            for (i, p) in replay.processes.iter().enumerate() {
-                let asked = pids.contains(&p.key.pid)
-                    || p.parent.is_some_and(|k| {
-                        replay
-                            .processes
-                            .iter()
-                            .position(|q| q.key == k)
-                            .is_some_and(|j| set.contains(&j))
-                    });
-                if asked && p.key.pid != 0 {
-                    set.insert(i);
-                }
-            }
-            set
-        }
-    };
-    // Only the profiled processes' user stacks are written, so only theirs are unwound.
-    let stacks = unwind_with(rec, replay, opts.max_frames.max(1), &mut images, |k| {
-        profiled.contains(&k)
-    });
-    summary.unwind = stacks.stats;
-
-    let mut sets: BTreeMap<(u32, Vec<u8>), FileSet<'_>> = BTreeMap::new();
-    let mut system = Side::default();
-    let mut other = Side::default();
-    let mut edges = Vec::new();
-    for (pi, p) in replay.processes.iter().enumerate() {
-        if !profiled.contains(&pi) {
-            // System-wide mode only: the kernel part goes to -k.kernel (pid 0 and kernel
-            // threads, which have no user context) or -k.other.
-            for &i in &p.samples {
-                let s = &rec.samples[i];
-                let kernel = rec.kernel_chain(s);
-                if s.user_mode || kernel.is_empty() {
-                    continue;
-                }
-                let side = if s.pid == 0 || s.regs.is_none() {
-                    &mut system
-                } else {
-                    &mut other
-                };
-                *side.hist.entry(kernel[0] & !1).or_default() += 1;
-                side.add_stack(kernel, &mut edges);
-            }
-            continue;
-        }
-        let segs = segments(p, rec);
-        for (seg, comm) in segs {
-            let set = sets.entry((p.key.pid, comm)).or_default();
-            for &i in &p.samples {
-                let s = &rec.samples[i];
-                if image_at(p, s.time, seg.launched_process) != seg.image {
-                    continue;
-                }
-                let kernel = rec.kernel_chain(s);
-                let user = stacks.frames(i);
-                let truncated = stacks.truncated(i);
-                set.samples += 1;
-                if let Some(end) = stacks.end(i).filter(|e| e.is_truncated()) {
-                    *set.truncated.entry(end).or_default() += 1;
-                }
-                if s.user_mode {
-                    *set.user.hist.entry(s.ip & !1).or_default() += 1;
-                } else if let Some(&pc) = kernel.first() {
-                    *set.kernel.hist.entry(pc & !1).or_default() += 1;
-                }
-                set.user.add_stack(user, &mut edges);
-                // The outermost frame found of a stack cut short gets an arc from 0, which the
-                // report shows as `[truncated]` rather than taking that frame for a root.
-                if let (true, Some(&outer)) = (truncated, user.last()) {
-                    *set.user.arcs.entry((0, outer)).or_default() += 1;
-                }
-                set.kernel.add_stack(kernel, &mut edges);
-                let boundary = match (kernel.last(), user.first()) {
-                    (Some(&entry), Some(&upc)) => {
-                        *set.kernel.arcs.entry((upc, entry)).or_default() += 1;
-                        let kind = ksyms.boundary(kernel);
-                        *set.boundary.entry(kind).or_default() += 1;
-                        Some(kind)
-                    }
-                    (None, _) => {
-                        set.user_only += 1;
-                        None
-                    }
-                    (Some(_), None) => {
-                        set.kernel_only += 1;
-                        None
-                    }
-                };
-                let e = set
-                    .stacks
-                    .entry((kernel.to_vec(), user.to_vec(), boundary, truncated))
-                    .or_default();
-                e.0 += 1;
-                e.1 += s.period;
-            }
-            set.segments.push(seg);
-        }
-    }
     let realtime_offset = rec.start_realtime.wrapping_sub(rec.start_time);
     // Safety: sysconf has no preconditions.
     let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
@@ -603,12 +450,8 @@ pub fn write_measurement_to(
     let release =
         crate::procfs::text("/proc/sys/kernel/osrelease", 4096).map(|s| s.trim().to_owned());
     let kernel_build_id = kernel_build_id();
-    let mut perf_by_pid: BTreeMap<u32, Vec<(u64, CounterKind)>> = BTreeMap::new();
-    for e in &rec.counter_events {
-        perf_by_pid.entry(e.pid).or_default().push((e.time, e.kind));
-    }
     let rate = u32::try_from(rec.frequency).unwrap_or(u32::MAX);
-    let exits = taskstats_counters(rec, replay);
+    let exits = taskstats_counters(rec, &agg.replay);
     let lost_by_cpu = rec.lost_samples_by_cpu();
     // The vDSO image to save: this process's own, when a profiled process mapped one with the
     // same build-id (the kernel maps one image into every 64-bit process).
@@ -617,6 +460,7 @@ pub fn write_measurement_to(
         Some((id, bytes))
     });
     let mut vdso_used = false;
+    let mut files = agg.files.clone();
     if let Some(why) = &rec.taskstats_refused {
         summary.warnings.push(format!(
             "taskstats exit records refused ({why}): counters come from polling /proc and are \
@@ -630,20 +474,18 @@ pub fn write_measurement_to(
         ));
     }
 
-    for ((pid, comm_bytes), set) in &sets {
+    // Processes too short to be checked one by one: how many, their CPU time, their samples.
+    let mut short = (0u64, 0u64, 0u64);
+    for ((pid, instance, comm_bytes), (pi, set)) in &sets {
+        let p = &agg.replay.processes[*pi];
         let truncated: u64 = set.truncated.values().sum();
         let comm = Comm::new(comm_bytes.clone()).map_err(|e| gmon_error("a command name", e))?;
         let mut info = MeasurementInfo::default();
         let first = &set.segments[0];
         let last = &set.segments[set.segments.len() - 1];
         info.process.pid = *pid;
-        info.process.ppid = first.process.parent.map(|k| k.pid);
+        info.process.ppid = p.parent.map(|k| k.pid);
         info.process.comm = Some(comm.clone());
-        // Processes, not images: a process that execs a program of the same name is one.
-        let instances: BTreeSet<_> = set.segments.iter().map(|g| g.process.key).collect();
-        if instances.len() > 1 {
-            info.process.instances = Some(instances.len() as u64);
-        }
         info.process.start_monotonic_ns = Some(first.start);
         info.process.start_realtime_ns = Some(first.start.wrapping_add(realtime_offset));
         info.process.end_monotonic_ns = Some(last.end);
@@ -651,10 +493,9 @@ pub fn write_measurement_to(
 
         let mut counters: Option<ProcessCounters> = None;
         let mut source = None;
-        let mut perf: BTreeMap<CounterKind, u64> = BTreeMap::new();
         let mut mappings = Vec::new();
+        let mut renames = Vec::new();
         for seg in &set.segments {
-            let p = seg.process;
             if seg.launched
                 && let Some(argv) = &opts.argv
             {
@@ -663,11 +504,8 @@ pub fn write_measurement_to(
             let reading = rec
                 .proc_readings
                 .iter()
-                .filter(|r| {
-                    r.pid == *pid
-                        && r.time >= seg.start
-                        && r.comm.as_bytes() == comm_bytes.as_slice()
-                })
+                // By time alone: a process may have renamed itself since its exec.
+                .filter(|r| r.pid == *pid && r.time >= seg.start && r.time <= seg.end)
                 .max_by_key(|r| r.time);
             if info.process.argv.is_none()
                 && let Some(r) = reading
@@ -675,56 +513,19 @@ pub fn write_measurement_to(
             {
                 info.process.argv = Some(r.argv.clone());
             }
-            // The launched command's /proc counters, read while it was a zombie, cover its
-            // whole life and scale CPU time to the scheduler's exact runtime: best. Any other
-            // process that ended has its tasks' exit records, over its whole life, when all
-            // of them came. One still alive at the end, or without them, has its last /proc
-            // reading.
-            let from_child = rec
-                .child
-                .as_ref()
-                .filter(|c| c.pid == *pid && p.key.generation == 0)
-                .and_then(|c| c.counters.as_ref());
-            let exited = exits
-                .get(&p.key)
-                .filter(|(_, complete)| *complete)
-                .map(|(c, _)| c)
-                .filter(|_| from_child.is_none() && (p.exit.is_some() || reading.is_none()));
-            if seg.last
-                && let Some(c) = exited
-            {
-                // Every counter only grows, so a /proc reading taken while the process lived
-                // is a lower bound: it wins where the tick-sampled taskstats CPU times fell
-                // short of the exact runtime /proc scales to.
-                let mut c = c.clone();
-                if let Some(r) = reading {
-                    max_counters(&mut c, &proc_counters(&r.counters, tick_ns));
-                }
-                match &mut counters {
-                    Some(acc) => add_counters(acc, &c),
-                    None => counters = Some(c),
-                }
-                source = Some("taskstats");
-            } else if seg.last
-                && let Some(c) = from_child.or(reading.map(|r| &r.counters))
-            {
-                source.get_or_insert("proc");
-                let c = proc_counters(c, tick_ns);
-                match &mut counters {
-                    Some(acc) => add_counters(acc, &c),
-                    None => counters = Some(c),
-                }
+            if seg.last {
+                (counters, source) = process_counters(rec, &exits, p, reading, tick_ns);
             }
-            for &(t, kind) in perf_by_pid.get(pid).map_or(&[][..], Vec::as_slice) {
-                if image_at(p, t, seg.launched_process) == seg.image {
-                    *perf.entry(kind).or_default() += 1;
-                }
-            }
+            renames.extend(
+                p.renames
+                    .iter()
+                    .filter(|r| seg.start <= r.0 && r.0 <= seg.end),
+            );
             for m in &p.mappings {
                 if m.from > seg.end || m.to.is_some_and(|t| t <= seg.start) {
                     continue;
                 }
-                let elf = images.get(m);
+                let elf = files.get(m);
                 let mut im = InfoMapping::new(m.start, m.end);
                 im.file_offset = Some(m.pgoff);
                 im.load_bias = elf.as_ref().and_then(|e| e.bias(m.start, m.pgoff));
@@ -749,21 +550,14 @@ pub fn write_measurement_to(
                 mappings.push(im);
             }
         }
-        // The kernel silently stops profiling a process that execs a set-uid or set-gid
-        // program (it is no longer dumpable); its CPU time then has no samples. Only processes
-        // born during the run are checked: an attached one's counters cover its whole life.
-        let born_here = last.launched_process || last.process.start.is_some();
-        if let Some(c) = counters.as_ref().filter(|_| born_here && rec.frequency > 0) {
-            let cpu_ns = c.user_cpu_ns.unwrap_or(0) + c.system_cpu_ns.unwrap_or(0);
-            let expected = cpu_ns / (1_000_000_000 / rec.frequency).max(1);
-            if expected >= 20 && set.samples * 10 < expected {
-                summary.warnings.push(format!(
-                    "process {pid} ({comm}) used {} ms of CPU time but has only {} samples: the \
-                     kernel stops profiling a process that execs a set-uid or set-gid program",
-                    cpu_ns / 1_000_000,
-                    set.samples
-                ));
+        match under_sampled(rec, agg, p, last, counters.as_ref(), set.samples, &comm) {
+            UnderSampled::Warning(w) => summary.warnings.push(w),
+            UnderSampled::Short { cpu_ns } => {
+                short.0 += 1;
+                short.1 += cpu_ns;
+                short.2 += set.samples;
             }
+            UnderSampled::No => {}
         }
         let mut c = counters.unwrap_or_default();
         if let Some(source) = source {
@@ -775,7 +569,7 @@ pub fn write_measurement_to(
         for kind in CounterKind::ALL {
             c.extra.push(Field::new(
                 kind.key(),
-                perf.get(&kind).copied().unwrap_or(0).to_string(),
+                set.perf.get(&kind).copied().unwrap_or(0).to_string(),
             ));
         }
         info.counters = c;
@@ -794,45 +588,56 @@ pub fn write_measurement_to(
         info.sampling
             .extra
             .push(Field::new("truncated-stacks", truncated.to_string()));
-        info.sampling
-            .extra
-            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
-        info.sampling
-            .extra
-            .push(Field::new("max-stack", rec.max_stack.to_string()));
         for end in StackEnd::TRUNCATED {
             info.sampling.extra.push(Field::new(
                 format!("truncated-{}", end.as_str()),
                 set.truncated.get(&end).copied().unwrap_or(0).to_string(),
             ));
         }
+        info.sampling
+            .extra
+            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
+        info.sampling
+            .extra
+            .push(Field::new("max-stack", rec.max_stack.to_string()));
         info.kernel.release = release.clone();
         info.kernel.build_id = kernel_build_id.clone();
         info.kernel.symbols_file = Some(symbols_file.clone());
-        let stacks_name = ProfileName::stacks(*pid, comm.clone()).file_name();
+        let name = |n: ProfileName| n.with_instance(*instance);
+        let stacks_name = name(ProfileName::stacks(*pid, comm.clone())).file_name();
+        let mut boundary: BTreeMap<BoundaryKind, u64> = BTreeMap::new();
+        for ((_, _, kind, _), (samples, _)) in &set.stacks {
+            if let Some(kind) = kind {
+                *boundary.entry(*kind).or_default() += samples;
+            }
+        }
         let mut fields: Vec<Field> = BoundaryKind::ALL
             .iter()
             .map(|k| {
                 Field::new(
                     k.as_str(),
-                    set.boundary.get(k).copied().unwrap_or(0).to_string(),
+                    boundary.get(k).copied().unwrap_or(0).to_string(),
                 )
             })
             .collect();
         fields.push(Field::new("user-only", set.user_only.to_string()));
         fields.push(Field::new("kernel-only", set.kernel_only.to_string()));
-        let quoted: String = stacks_name
-            .chars()
-            .flat_map(|c| match c {
-                '"' | '\\' => vec!['\\', c],
-                c => vec![c],
-            })
-            .collect();
-        fields.push(Field::new("stacks-file", format!("\"{quoted}\"")));
+        fields.push(Field::new("stacks-file", quoted(&stacks_name)));
         info.extra_sections.push(Section {
             name: "boundary".into(),
             fields,
         });
+        // Names a thread gave itself (prctl PR_SET_NAME) while this image ran, in order.
+        for (time, tid, new) in renames {
+            info.extra_sections.push(Section {
+                name: "rename".into(),
+                fields: vec![
+                    Field::new("monotonic-ns", time.to_string()),
+                    Field::new("tid", tid.to_string()),
+                    Field::new("comm", quoted(new)),
+                ],
+            });
+        }
 
         let user = gmon_bytes(&set.user, rate)?;
         let kernel = gmon_bytes(&set.kernel, rate)?;
@@ -840,34 +645,196 @@ pub fn write_measurement_to(
         let mut info_text = Vec::new();
         info.write(&mut info_text)
             .map_err(|e| gmon_error("measurement info", e))?;
-        for (name, bytes) in [
+        for (n, bytes) in [
             (ProfileName::user(*pid, comm.clone()), &user),
             (ProfileName::kernel(*pid, comm.clone()), &kernel),
             (ProfileName::stacks(*pid, comm.clone()), &stacks_file),
             (ProfileName::info(*pid, comm.clone()), &info_text),
         ] {
-            out.write(&name.file_name(), bytes)?;
+            out.write(&name(n).file_name(), bytes)?;
         }
         summary.processes += 1;
         summary.samples += set.samples;
         summary.truncated_stacks += truncated;
     }
-    if opts.system_wide.is_some() {
-        summary.system_samples = (system.hist.values().sum(), other.hist.values().sum());
+    let period_ns = 1_000_000_000 / rec.frequency.max(1);
+    if short.0 > 1 && short.1 / period_ns >= 20 && short.2 * 10 < short.1 / period_ns {
+        summary.warnings.push(format!(
+            "{} short-lived processes used {} ms of CPU time in all but have only {} samples: \
+             each ran less than a few sample periods ({} us at {} Hz), and the kernel samples a \
+             task only after a whole period of its CPU time; a higher -F shows more of them",
+            short.0,
+            short.1 / 1_000_000,
+            short.2,
+            period_ns / 1000,
+            rec.frequency
+        ));
+    }
+    if agg.system_wide {
+        summary.system_samples = (
+            agg.system.hist.values().sum(),
+            agg.other.hist.values().sum(),
+        );
         for (name, side) in [
-            (ProfileName::KernelSystem, &system),
-            (ProfileName::KernelOther, &other),
+            (ProfileName::KernelSystem, &agg.system),
+            (ProfileName::KernelOther, &agg.other),
         ] {
             let bytes = gmon_bytes(side, rate)?;
             out.write(&name.file_name(), &bytes)?;
         }
     }
-    out.write_kallsyms(&symbols_file, kallsyms_text.as_bytes())?;
+    out.write_kallsyms(&symbols_file, ksyms.text().as_bytes())?;
     if vdso_used && let Some((id, bytes)) = &own_vdso {
         out.write(&gmon_format::vdso_file_name(id), bytes)?;
     }
     summary.files = out.finish()?;
     Ok(summary)
+}
+
+/// A string value of the info file: in double quotes, `"` and `\` escaped.
+fn quoted(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        if c == '"' || c == '\\' {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q.push('"');
+    q
+}
+
+/// The counters of process `p` and where they come from.
+///
+/// A process that ended, whose tasks' taskstats exit records all came (root), has their sum,
+/// over its whole life; a `/proc` reading taken while it lived (for the launched command, the
+/// one taken while it was a zombie) is a lower bound of every counter, so it wins where the
+/// tick-sampled taskstats CPU times fell short of the exact runtime `/proc` scales to. Without
+/// the records, the counters are the launched command's zombie reading or the last periodic
+/// `/proc` reading of the process.
+fn process_counters(
+    rec: &Recording,
+    exits: &HashMap<ProcessKey, (ProcessCounters, bool)>,
+    p: &Process,
+    reading: Option<&crate::recording::ProcReading>,
+    tick_ns: u64,
+) -> (Option<ProcessCounters>, Option<&'static str>) {
+    let from_child = rec
+        .child
+        .as_ref()
+        .filter(|c| c.pid == p.key.pid && p.key.generation == 0)
+        .and_then(|c| c.counters.as_ref());
+    let lower = from_child.or(reading.map(|r| &r.counters));
+    let exited = exits
+        .get(&p.key)
+        .filter(|(_, complete)| *complete)
+        .map(|(c, _)| c)
+        .filter(|_| p.exit.is_some() || from_child.is_some() || reading.is_none());
+    match (exited, lower) {
+        (Some(c), lower) => {
+            let mut c = c.clone();
+            if let Some(l) = lower {
+                max_counters(&mut c, &proc_counters(l, tick_ns));
+            }
+            (Some(c), Some("taskstats"))
+        }
+        (None, Some(l)) => (Some(proc_counters(l, tick_ns)), Some("proc")),
+        (None, None) => (None, None),
+    }
+}
+
+/// Whether a process's samples account for its CPU time.
+enum UnderSampled {
+    /// They do, or it cannot be told (an attached process, no counters).
+    No,
+    /// They do not: the warning says why.
+    Warning(String),
+    /// It ran too briefly to be judged alone (fewer than 20 sample periods); its CPU time.
+    Short { cpu_ns: u64 },
+}
+
+/// Whether process `p` used far more CPU time than its samples show, and why.
+///
+/// The kernel stops profiling a process that execs a set-uid or set-gid program (it is no
+/// longer dumpable): nothing of the new image is recorded, not even its mappings, which is how
+/// such an exec is told from other causes. Otherwise the time went to tasks (threads, or the
+/// process itself) that each ran less than a sample period: an inherited event takes its first
+/// sample of a task only after a whole period of that task's CPU time. Only processes born
+/// during the run are checked: an attached one's counters cover its whole life.
+fn under_sampled(
+    rec: &Recording,
+    agg: &Aggregate,
+    p: &Process,
+    last: &Segment,
+    counters: Option<&ProcessCounters>,
+    samples: u64,
+    comm: &Comm,
+) -> UnderSampled {
+    let launched = p.key.generation == 0 && agg.launched == Some(p.key.pid);
+    let born_here = launched || p.start.is_some();
+    let Some(c) = counters.filter(|_| born_here && rec.frequency > 0) else {
+        return UnderSampled::No;
+    };
+    let cpu_ns = c.user_cpu_ns.unwrap_or(0) + c.system_cpu_ns.unwrap_or(0);
+    let period_ns = (1_000_000_000 / rec.frequency).max(1);
+    let expected = cpu_ns / period_ns;
+    if expected < 20 {
+        return UnderSampled::Short { cpu_ns };
+    }
+    if samples * 10 >= expected {
+        return UnderSampled::No;
+    }
+    let pid = gmon_format::process_label(
+        p.key.pid,
+        agg.replay
+            .processes
+            .iter()
+            .filter(|q| q.key.pid == p.key.pid && q.key.generation < p.key.generation)
+            .count() as u32,
+    );
+    let ms = cpu_ns / 1_000_000;
+    let head =
+        format!("process {pid} ({comm}) used {ms} ms of CPU time but has only {samples} samples");
+    let period = format!("{} us at {} Hz", period_ns / 1000, rec.frequency);
+    // An exec after which the kernel reported nothing of the new image.
+    let blind_exec = p
+        .execs
+        .last()
+        .is_some_and(|&e| e >= last.start && !p.mappings.iter().any(|m| m.from >= e));
+    let children = agg
+        .replay
+        .processes
+        .iter()
+        .filter(|q| q.parent == Some(p.key))
+        .count();
+    let threads = p.threads.iter().filter(|t| t.tid != p.key.pid).count();
+    let lost = rec.lost_samples();
+    UnderSampled::Warning(if blind_exec {
+        format!(
+            "{head}: it exec'd a set-uid or set-gid program, and the kernel stops profiling such \
+             a program (nothing of its image was recorded)"
+        )
+    } else if children >= 10 {
+        format!(
+            "{head}: it forked {children} processes, and the kernel hardly samples a process \
+             while it forks that often, nor any task before it has run a whole sample period \
+             ({period}); a higher -F shows more"
+        )
+    } else if threads >= 10 {
+        format!(
+            "{head}: its time went to {threads} threads that each ran less than a sample period \
+             ({period}), and the kernel samples a task only after a whole period of its CPU \
+             time; a higher -F shows more of them"
+        )
+    } else if lost > 0 {
+        format!("{head}: {lost} samples of the run were lost (its ring buffers overflowed)")
+    } else {
+        format!(
+            "{head}: the kernel sampled it less often than its CPU time implies (it samples a \
+             task only after a whole period of its CPU time, {period})"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -1021,7 +988,7 @@ mod tests {
     }
 
     #[test]
-    fn pid_reuse_merges_and_counts_instances_but_exec_does_not() {
+    fn a_reused_pid_gets_a_file_set_of_its_own_but_an_exec_of_the_same_name_does_not() {
         use crate::recording::{SideBand, SideRecord};
         let side = |time, kind| SideRecord { time, cpu: 0, kind };
         let fork = |pid, ppid| SideBand::Fork {
@@ -1074,22 +1041,36 @@ mod tests {
                 &[],
             );
         }
-        let rep = crate::replay(&rec);
+        let agg = crate::aggregate(&rec, &AggregateOptions::default(), KernelSymbols::default());
         let dir =
             std::env::temp_dir().join(format!("collect-perf-instances-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("temp dir");
         let opts = WriteOptions {
             dir: dir.clone(),
             ..WriteOptions::default()
         };
-        let summary = write_measurement(&rec, &rep, &opts).expect("write");
-        assert_eq!(summary.processes, 2);
+        let summary = write_measurement(&rec, &agg, &opts).expect("write");
+        assert_eq!(summary.processes, 3);
         let read = |name: &str| {
             MeasurementInfo::parse(&fs::read(dir.join(name)).expect(name)).expect("info")
         };
-        let job = read("gmon.out.11.job");
-        assert_eq!(job.process.instances, Some(2));
+        // The second process with pid 11 is instance 1, with files of its own.
+        let first = read("gmon.out.11.job");
+        let second = read("gmon.out.11_1.job");
+        assert_eq!(
+            (first.process.instances, second.process.instances),
+            (None, None)
+        );
+        assert_eq!(first.process.end_monotonic_ns, Some(5));
+        // Its file set (named by its exec) starts at that exec.
+        assert_eq!(second.process.start_monotonic_ns, Some(7));
+        for name in [
+            "gmon.out.11_1u.job",
+            "gmon.out.11_1k.job",
+            "gmon.out.11_1s.job",
+        ] {
+            assert!(dir.join(name).is_file(), "{name}");
+        }
         let sh = read("gmon.out.10.sh");
         assert_eq!(sh.process.instances, None);
         let _ = fs::remove_dir_all(&dir);

@@ -279,6 +279,10 @@ pub struct Recording {
     pub side_band: Vec<SideRecord>,
     /// Total samples reported lost by LOST records.
     pub lost: u64,
+    /// The same per CPU (the CPU whose ring was full).
+    pub lost_per_cpu: std::collections::BTreeMap<u32, u64>,
+    /// Samples received (all of them, including those a streaming run passed on and removed).
+    pub sample_count: u64,
     /// Lost samples as counted by the events themselves (`PERF_FORMAT_LOST`, read at the end).
     /// This also covers drops the kernel never got to report in a LOST record.
     pub lost_reported_by_events: u64,
@@ -325,7 +329,92 @@ pub struct Recording {
     pub(crate) stacks: Vec<u8>,
 }
 
+/// A record of a [`Recording`], by its index in its list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// `side_band[i]`.
+    Side(usize),
+    /// `counter_events[i]`.
+    Counter(usize),
+    /// `samples[i]`.
+    Sample(usize),
+}
+
 impl Recording {
+    /// The records of time at most `upto`, in time order (the rings of different CPUs deliver
+    /// them out of order); at equal times side-band records come first, so a sample finds the
+    /// mappings made at its moment.
+    fn order(&self, upto: u64) -> Vec<(u64, u8, usize)> {
+        let mut order: Vec<(u64, u8, usize)> = self
+            .side_band
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.time, 0, i))
+            .chain(
+                self.counter_events
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| (e.time, 1, i)),
+            )
+            .chain(self.samples.iter().enumerate().map(|(i, s)| (s.time, 2, i)))
+            .filter(|&(t, _, _)| t <= upto)
+            .collect();
+        order.sort_unstable();
+        order
+    }
+
+    /// Every record with its time, in time order.
+    pub(crate) fn in_order(&self) -> impl Iterator<Item = (u64, Event)> + use<> {
+        self.order(u64::MAX).into_iter().map(|(t, kind, i)| {
+            let e = match kind {
+                0 => Event::Side(i),
+                1 => Event::Counter(i),
+                _ => Event::Sample(i),
+            };
+            (t, e)
+        })
+    }
+
+    /// Hands `f` every record of time at most `upto`, in time order, then removes them (and
+    /// their frames and stack copies), keeping the later ones: how a streaming run passes
+    /// records on once no earlier one can still arrive.
+    pub(crate) fn release(&mut self, upto: u64, mut f: impl FnMut(&Recording, Event)) {
+        let order = self.order(upto);
+        if order.is_empty() {
+            return;
+        }
+        for &(_, kind, i) in &order {
+            let e = match kind {
+                0 => Event::Side(i),
+                1 => Event::Counter(i),
+                _ => Event::Sample(i),
+            };
+            f(self, e);
+        }
+        self.side_band.retain(|r| r.time > upto);
+        self.counter_events.retain(|e| e.time > upto);
+        let samples = std::mem::take(&mut self.samples);
+        let frames = std::mem::take(&mut self.frames);
+        let stacks = std::mem::take(&mut self.stacks);
+        for s in samples.into_iter().filter(|s| s.time > upto) {
+            let k0 = self.frames.len() as u32;
+            self.frames
+                .extend_from_slice(&frames[s.kernel.start as usize..s.kernel.end as usize]);
+            let u0 = self.frames.len() as u32;
+            self.frames
+                .extend_from_slice(&frames[s.user.start as usize..s.user.end as usize]);
+            let s0 = self.stacks.len() as u32;
+            self.stacks
+                .extend_from_slice(&stacks[s.stack.start as usize..s.stack.end as usize]);
+            self.samples.push(Sample {
+                kernel: k0..u0,
+                user: u0..self.frames.len() as u32,
+                stack: s0..self.stacks.len() as u32,
+                ..s
+            });
+        }
+    }
+
     /// The best count of lost samples: per CPU, the larger of its LOST records' sum and its
     /// events' own `PERF_FORMAT_LOST` counters (LOST records miss drops the kernel never
     /// reported, e.g. when no sample fits the ring at all), summed; at least the events' total.
@@ -339,12 +428,7 @@ impl Recording {
     /// were dropped, since every profiled task that ran on that CPU writes into that ring.
     /// Losses can therefore be attributed to CPUs, never to processes.
     pub fn lost_samples_by_cpu(&self) -> std::collections::BTreeMap<u32, u64> {
-        let mut records = std::collections::BTreeMap::new();
-        for r in &self.side_band {
-            if let SideBand::Lost { count } = r.kind {
-                *records.entry(r.cpu).or_insert(0u64) += count;
-            }
-        }
+        let records = &self.lost_per_cpu;
         let mut events = std::collections::BTreeMap::new();
         for &(cpu, n) in &self.lost_reported_by_events_per_cpu {
             *events.entry(cpu).or_insert(0u64) += n;
@@ -397,6 +481,7 @@ impl Recording {
         let s0 = self.stacks.len() as u32;
         self.stacks.extend_from_slice(stack);
         let s1 = self.stacks.len() as u32;
+        self.sample_count += 1;
         self.samples.push(Sample {
             time,
             pid,
@@ -540,6 +625,7 @@ mod parse {
                 let _id = c.u64()?;
                 let count = c.u64()?;
                 r.lost += count;
+                *r.lost_per_cpu.entry(cpu).or_default() += count;
                 SideBand::Lost { count }
             }
             RECORD_THROTTLE | RECORD_UNTHROTTLE => {
@@ -617,6 +703,7 @@ mod parse {
         let u1 = r.frames.len();
         let s0 = r.stacks.len() as u32;
         r.stacks.extend_from_slice(stack);
+        r.sample_count += 1;
         r.samples.push(super::Sample {
             time,
             pid,

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::recording::{Recording, SideBand};
+use crate::recording::{Event, Recording, SideBand};
 
 /// Identifies one process: a pid plus a generation that grows each time the pid is reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -60,6 +60,9 @@ pub struct Process {
     pub exit: Option<u64>,
     /// Name history: (time, name, caused by exec).
     pub comms: Vec<(u64, String, bool)>,
+    /// Names a thread gave itself (`prctl(PR_SET_NAME)`, `pthread_setname_np`), not by exec:
+    /// (time, tid, new name).
+    pub renames: Vec<(u64, u32, String)>,
     /// Times of each exec.
     pub execs: Vec<u64>,
     /// Every mapping the process ever had, in order of appearance.
@@ -130,13 +133,17 @@ impl Replay {
 /// How long after its EXIT record a process may still be sampled, finishing its exit.
 const EXIT_TAIL_NS: u64 = 50_000_000;
 
-struct State {
+/// Rebuilds processes from side-band records and sample owners fed one at a time, in time
+/// order: the incremental form of [`replay`], which streaming aggregation drives as records
+/// arrive.
+#[derive(Debug, Default)]
+pub(crate) struct Replayer {
     out: Replay,
     /// pid → index of its current generation.
     live: HashMap<u32, usize>,
 }
 
-impl State {
+impl Replayer {
     fn new_process(&mut self, pid: u32, start: Option<u64>) -> usize {
         let generation = self.out.by_pid(pid).count() as u32;
         self.out.processes.push(Process {
@@ -145,6 +152,7 @@ impl State {
             start,
             exit: None,
             comms: Vec::new(),
+            renames: Vec::new(),
             execs: Vec::new(),
             mappings: Vec::new(),
             threads: Vec::new(),
@@ -163,11 +171,17 @@ impl State {
         }
     }
 
-    /// The process a sample of `pid` at `time` belongs to. The kernel writes a process's EXIT
-    /// record in the middle of its exit, so samples of the rest (tearing down its memory, say)
-    /// come after it: they still belong to the process that exited, not to a new one. A reused
-    /// pid gets a FORK record first, and a new generation then.
-    fn sampled(&mut self, pid: u32, time: u64) -> usize {
+    /// The processes so far, in order of first appearance.
+    pub(crate) fn processes(&self) -> &[Process] {
+        &self.out.processes
+    }
+
+    /// The index of the process a record of `pid` at `time` (a sample, a counted event)
+    /// belongs to. The kernel writes a process's EXIT record in the middle of its exit, so
+    /// samples of the rest (tearing down its memory, say) come after it: they still belong to
+    /// the process that exited, not to a new one. A reused pid gets a FORK record first, and a
+    /// new generation then.
+    pub(crate) fn owner(&mut self, pid: u32, time: u64) -> usize {
         match self.live.get(&pid) {
             Some(&i)
                 if self.out.processes[i]
@@ -179,39 +193,17 @@ impl State {
             _ => self.current(pid),
         }
     }
-}
 
-/// Replays the recording in time order (records from different CPUs are merged by timestamp).
-///
-/// Rules: FORK of a new process copies the parent's current mappings; FORK of a thread adds a
-/// thread; COMM with exec clears the mappings; MMAP replaces overlapping mappings; EXIT of the
-/// main thread ends the process. A FORK or record for a pid whose process already exited (or a
-/// FORK for a pid still considered live) starts a new generation, except samples just after
-/// an EXIT record, which are the end of that exit.
-pub fn replay(rec: &Recording) -> Replay {
-    // (time, kind, index): side-band before samples at equal times so maps exist first.
-    let mut order: Vec<(u64, u8, usize)> = rec
-        .side_band
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.time, 0, i))
-        .chain(rec.samples.iter().enumerate().map(|(i, s)| (s.time, 1, i)))
-        .collect();
-    order.sort_unstable();
-    let mut st = State {
-        out: Replay::default(),
-        live: HashMap::new(),
-    };
-    for (time, kind, i) in order {
-        if kind == 1 {
-            let s = &rec.samples[i];
-            let p = st.sampled(s.pid, time);
-            let proc_ = &mut st.out.processes[p];
-            proc_.samples.push(i);
-            proc_.thread(s.tid).samples += 1;
-            continue;
-        }
-        match &rec.side_band[i].kind {
+    /// Counts a sample of thread `tid` of `pid` at `time`; returns its process's index.
+    pub(crate) fn sample(&mut self, pid: u32, tid: u32, time: u64) -> usize {
+        let p = self.owner(pid, time);
+        self.out.processes[p].thread(tid).samples += 1;
+        p
+    }
+
+    /// Applies one side-band record of time `time`.
+    pub(crate) fn side_band(&mut self, time: u64, kind: &SideBand) {
+        match kind {
             SideBand::Fork {
                 pid,
                 ppid,
@@ -219,15 +211,15 @@ pub fn replay(rec: &Recording) -> Replay {
                 ptid: _,
             } => {
                 if pid == ppid {
-                    let p = st.current(*pid);
-                    let t = st.out.processes[p].thread(*tid);
+                    let p = self.current(*pid);
+                    let t = self.out.processes[p].thread(*tid);
                     t.start = Some(time);
                     t.exit = None;
                 } else {
-                    let parent = st.current(*ppid);
-                    let child = st.new_process(*pid, Some(time));
+                    let parent = self.current(*ppid);
+                    let child = self.new_process(*pid, Some(time));
                     let (pkey, comms, maps) = {
-                        let pp = &st.out.processes[parent];
+                        let pp = &self.out.processes[parent];
                         let maps: Vec<Mapping> = pp
                             .mappings
                             .iter()
@@ -239,7 +231,7 @@ pub fn replay(rec: &Recording) -> Replay {
                             .collect();
                         (pp.key, pp.comm().to_owned(), maps)
                     };
-                    let c = &mut st.out.processes[child];
+                    let c = &mut self.out.processes[child];
                     c.parent = Some(pkey);
                     c.comms.push((time, comms, false));
                     c.mappings = maps;
@@ -252,11 +244,14 @@ pub fn replay(rec: &Recording) -> Replay {
                 comm,
                 exec,
             } => {
-                let p = st.current(*pid);
-                let pr = &mut st.out.processes[p];
+                let p = self.current(*pid);
+                let pr = &mut self.out.processes[p];
                 if *exec {
                     pr.execs.push(time);
                     pr.close_maps(time, None);
+                } else if time != 0 {
+                    // Not an exec, nor a name read from /proc when attaching: a rename.
+                    pr.renames.push((time, *tid, comm.clone()));
                 }
                 pr.comms.push((time, comm.clone(), *exec));
                 pr.thread(*tid).comm = comm.clone();
@@ -270,8 +265,8 @@ pub fn replay(rec: &Recording) -> Replay {
                 filename,
                 ..
             } => {
-                let p = st.current(*pid);
-                let pr = &mut st.out.processes[p];
+                let p = self.current(*pid);
+                let pr = &mut self.out.processes[p];
                 let end = addr.saturating_add(*len);
                 pr.close_maps(time, Some((*addr, end)));
                 pr.mappings.push(Mapping {
@@ -285,8 +280,8 @@ pub fn replay(rec: &Recording) -> Replay {
                 });
             }
             SideBand::Exit { pid, tid, .. } => {
-                let p = st.current(*pid);
-                let pr = &mut st.out.processes[p];
+                let p = self.current(*pid);
+                let pr = &mut self.out.processes[p];
                 pr.thread(*tid).exit = Some(time);
                 if pid == tid {
                     pr.exit = Some(time);
@@ -296,7 +291,34 @@ pub fn replay(rec: &Recording) -> Replay {
             SideBand::Lost { .. } | SideBand::Throttle { .. } => {}
         }
     }
-    st.out
+
+    /// The processes rebuilt.
+    pub(crate) fn finish(self) -> Replay {
+        self.out
+    }
+}
+
+/// Replays the recording in time order (records from different CPUs are merged by timestamp).
+///
+/// Rules: FORK of a new process copies the parent's current mappings; FORK of a thread adds a
+/// thread; COMM with exec clears the mappings; MMAP replaces overlapping mappings; EXIT of the
+/// main thread ends the process. A FORK or record for a pid whose process already exited (or a
+/// FORK for a pid still considered live) starts a new generation, except samples just after
+/// an EXIT record, which are the end of that exit.
+pub fn replay(rec: &Recording) -> Replay {
+    let mut r = Replayer::default();
+    for (time, event) in rec.in_order() {
+        match event {
+            Event::Side(i) => r.side_band(time, &rec.side_band[i].kind),
+            Event::Sample(i) => {
+                let s = &rec.samples[i];
+                let p = r.sample(s.pid, s.tid, time);
+                r.out.processes[p].samples.push(i);
+            }
+            Event::Counter(_) => {}
+        }
+    }
+    r.finish()
 }
 
 #[cfg(test)]

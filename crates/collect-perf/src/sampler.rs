@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::aggregate::Aggregator;
 use crate::error::{Error, Result};
 use crate::procfs;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
@@ -759,7 +760,7 @@ impl Sampler {
         let new = self.note_new_pids();
         progress(&Progress {
             elapsed: started.elapsed(),
-            samples: self.recording.samples.len() as u64,
+            samples: self.recording.sample_count,
             lost: self.recording.lost,
             processes: self.ever_seen.len(),
             new_processes: &new,
@@ -882,10 +883,47 @@ impl Sampler {
     /// Like [`Sampler::run`], calling `progress` after each drain of the rings (about every
     /// poll interval) with counts so far and the processes that appeared.
     pub fn run_with(
+        self,
+        stop: &AtomicBool,
+        progress: impl FnMut(&Progress<'_>),
+    ) -> Result<Recording> {
+        self.run_into(stop, progress, None)
+    }
+
+    /// Like [`Sampler::run_with`], but hands every record to `agg` as soon as no earlier one
+    /// can still arrive (the rings of different CPUs are drained in turn, so a record is passed
+    /// on once a whole later round of draining has begun), and keeps none: memory stays
+    /// proportional to what `agg` holds (distinct stacks and processes), not to the samples.
+    /// The recording returned has everything but the samples, side-band records and counted
+    /// events, which went to `agg`.
+    pub fn run_aggregating(
+        self,
+        stop: &AtomicBool,
+        progress: impl FnMut(&Progress<'_>),
+        agg: &mut Aggregator,
+    ) -> Result<Recording> {
+        self.run_into(stop, progress, Some(agg))
+    }
+
+    /// Passes on the records stamped before `upto` (all with `u64::MAX`).
+    fn release(&mut self, upto: u64, agg: &mut Option<&mut Aggregator>) {
+        if let Some(agg) = agg {
+            self.recording.release(upto, |r, e| agg.feed(r, e));
+            self.seen_samples = self.recording.samples.len();
+            self.seen_side_band = self.recording.side_band.len();
+        }
+    }
+
+    fn run_into(
         mut self,
         stop: &AtomicBool,
         mut progress: impl FnMut(&Progress<'_>),
+        mut agg: Option<&mut Aggregator>,
     ) -> Result<Recording> {
+        /// How long before the previous round of draining a record must be stamped to be
+        /// passed on: the kernel writes a record within microseconds of stamping it.
+        const SETTLE_NS: u64 = 5_000_000;
+        let mut previous_round = monotonic_ns();
         let started = Instant::now();
         let timeout = self.config.poll_interval.as_millis().clamp(1, 10_000) as i32;
         let mut pfds: Vec<libc::pollfd> = self
@@ -906,9 +944,12 @@ impl Sampler {
                     return Err(Error::io("cannot poll the perf events", e));
                 }
             }
+            let round = monotonic_ns();
             self.drain();
             self.collect_child(false);
             self.report(started, &mut progress);
+            self.release(previous_round.saturating_sub(SETTLE_NS), &mut agg);
+            previous_round = round;
             self.poll_proc();
             let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
             // CPU-wide events never hang up: a system-wide run of a command ends with it.
@@ -933,6 +974,7 @@ impl Sampler {
         }
         self.drain();
         self.report(started, &mut progress);
+        self.release(u64::MAX, &mut agg);
         self.recording.lost_reported_by_events_per_cpu = self
             .events
             .iter()

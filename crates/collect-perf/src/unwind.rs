@@ -58,7 +58,7 @@ impl Deref for SectionRef {
 }
 
 /// ELF files read during one conversion, by mapped path and build-id.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Images {
     files: HashMap<ImageKey, Option<Arc<ElfInfo>>>,
 }
@@ -239,8 +239,8 @@ fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<SectionRef> {
 
 /// What unwinding shares across processes: the files read, the framehop modules made of them,
 /// framehop's rule cache, and scratch space.
-pub(crate) struct Unwinding<'a> {
-    images: &'a mut Images,
+pub(crate) struct Unwinding {
+    images: Images,
     modules: HashMap<(u64, u64, u64, String), Option<FhModule>>,
     cache: CacheX86_64,
     max_frames: usize,
@@ -256,9 +256,9 @@ struct Frame {
     position: Option<u64>,
 }
 
-impl<'a> Unwinding<'a> {
+impl Unwinding {
     /// `max_frames` caps each stack (at least 1).
-    pub(crate) fn new(images: &'a mut Images, max_frames: usize) -> Unwinding<'a> {
+    pub(crate) fn new(images: Images, max_frames: usize) -> Unwinding {
         Unwinding {
             images,
             modules: HashMap::new(),
@@ -269,8 +269,13 @@ impl<'a> Unwinding<'a> {
         }
     }
 
+    /// The ELF files read.
+    pub(crate) fn into_images(self) -> Images {
+        self.images
+    }
+
     fn module_for(&mut self, m: &Mapping) -> Option<FhModule> {
-        let images = &mut *self.images;
+        let images = &mut self.images;
         self.modules
             .entry((m.start, m.end, m.pgoff, m.filename.clone()))
             .or_insert_with(|| {
@@ -312,7 +317,7 @@ impl ProcessUnwinder {
     /// Returns None (and leaves `out` empty) for a sample without a user context.
     pub(crate) fn unwind(
         &mut self,
-        u: &mut Unwinding<'_>,
+        u: &mut Unwinding,
         p: &Process,
         rec: &Recording,
         s: &Sample,
@@ -444,7 +449,7 @@ impl ProcessUnwinder {
     #[allow(clippy::too_many_arguments)]
     fn fp_tail(
         &mut self,
-        u: &mut Unwinding<'_>,
+        u: &mut Unwinding,
         p: &Process,
         s: &Sample,
         chain: &[u64],
@@ -508,7 +513,7 @@ impl ProcessUnwinder {
         (!tail.is_empty()).then_some(tail)
     }
 
-    fn unwinder(&mut self, u: &mut Unwinding<'_>, p: &Process, time: u64) -> &FhUnwinder {
+    fn unwinder(&mut self, u: &mut Unwinding, p: &Process, time: u64) -> &FhUnwinder {
         self.live.clear();
         self.live.extend(
             p.mappings
@@ -533,13 +538,7 @@ impl ProcessUnwinder {
     /// return address is undefined by its unwind information (`_start`'s and `clone3`'s are),
     /// or it is the entry code of its file (`ld.so`'s `_start` has no unwind entry; its call of
     /// `_dl_start` returns a few bytes after the entry point).
-    fn is_outermost(
-        &mut self,
-        u: &mut Unwinding<'_>,
-        p: &Process,
-        time: u64,
-        f: FrameAddress,
-    ) -> bool {
+    fn is_outermost(&mut self, u: &mut Unwinding, p: &Process, time: u64, f: FrameAddress) -> bool {
         /// How far after the entry point an address still counts as the entry code's.
         const ENTRY_CODE: u64 = 64;
         let at = f.address_for_lookup();
@@ -565,7 +564,7 @@ impl ProcessUnwinder {
     #[allow(clippy::too_many_arguments)]
     fn cfi_unwind(
         &mut self,
-        u: &mut Unwinding<'_>,
+        u: &mut Unwinding,
         p: &Process,
         time: u64,
         regs: crate::recording::UserRegs,
@@ -628,22 +627,12 @@ enum CfiEnd {
     Stuck,
 }
 
-/// Unwinds the user stacks of all samples of `replay`'s processes.
+/// Unwinds the user stacks of all samples of `replay`'s processes, each in time order, as a
+/// streaming run does as samples arrive (see [`Aggregator`](crate::Aggregator)).
 ///
 /// Samples of processes the replay does not know keep no user stack. `max_frames` caps each
 /// stack.
 pub fn unwind_user_stacks(rec: &Recording, replay: &Replay, max_frames: usize) -> UserStacks {
-    let mut images = Images::default();
-    unwind_with(rec, replay, max_frames, &mut images, |_| true)
-}
-
-pub(crate) fn unwind_with(
-    rec: &Recording,
-    replay: &Replay,
-    max_frames: usize,
-    images: &mut Images,
-    wanted: impl Fn(usize) -> bool,
-) -> UserStacks {
     let n = rec.samples.len();
     let mut out = UserStacks {
         frames: Vec::new(),
@@ -651,12 +640,9 @@ pub(crate) fn unwind_with(
         ends: vec![None; n],
         stats: UnwindStats::default(),
     };
-    let mut u = Unwinding::new(images, max_frames);
+    let mut u = Unwinding::new(Images::default(), max_frames);
     let mut frames = Vec::new();
-    for (k, p) in replay.processes.iter().enumerate() {
-        if !wanted(k) {
-            continue;
-        }
+    for p in &replay.processes {
         let mut pu = ProcessUnwinder::default();
         for &i in &p.samples {
             let s = &rec.samples[i];

@@ -7,7 +7,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use collect_perf::{Recording, Replay, WriteOptions, WriteSummary, replay, write_measurement};
+use collect_perf::{
+    Aggregate, AggregateOptions, KernelSymbols, Recording, WriteOptions, WriteSummary, aggregate,
+    write_measurement,
+};
 use gmon_format::{
     AddressSize, BoundaryKind, Endian, MeasurementInfo, Profile, ReadOptions, Record, Stacks, scan,
 };
@@ -26,23 +29,23 @@ fn temp_dir(tag: &str) -> PathBuf {
 struct Measured {
     dir: PathBuf,
     rec: Recording,
-    rep: Replay,
+    agg: Aggregate,
     summary: WriteSummary,
 }
 
 fn measure(tag: &str, argv: &[&dyn AsRef<std::ffi::OsStr>]) -> Measured {
     let argv = args(argv);
     let rec = record(&argv, &config());
-    let rep = replay(&rec);
+    let agg = aggregate(&rec, &AggregateOptions::default(), KernelSymbols::live());
     let dir = temp_dir(tag);
     let mut opts = WriteOptions::default();
     opts.dir = dir.clone();
     opts.argv = Some(argv);
-    let summary = write_measurement(&rec, &rep, &opts).unwrap();
+    let summary = write_measurement(&rec, &agg, &opts).unwrap();
     Measured {
         dir,
         rec,
-        rep,
+        agg,
         summary,
     }
 }
@@ -266,7 +269,7 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
         "{truncated} truncated stacks of {}",
         m.summary.unwind.user_samples
     );
-    let _ = &m.rep;
+    let _ = &m.agg;
 }
 
 /// Every file set of a measurement: (pid, comm) → samples in its two histograms, with every
@@ -319,12 +322,13 @@ fn forked_children_and_threads_get_their_files() {
     assert_eq!(sets.len(), 1, "all threads in one file set: {sets:?}");
     let n = *sets.values().next().unwrap();
     assert!(n >= 1100, "{n} samples of five threads spinning 250 ms");
-    // The launched command's counters come from /proc, read while it was a zombie: they
-    // cover all five threads, with CPU time scaled to the scheduler's exact runtime (the
-    // per-thread taskstats times are tick-sampled and under load missed a quarter of it).
+    // The launched command's counters come from its threads' taskstats exit records, as
+    // every process's do, each raised to its /proc reading taken while it was a zombie: CPU
+    // time scaled to the scheduler's exact runtime (the per-thread taskstats times are
+    // tick-sampled and under load missed a quarter of it).
     let ms = scan(&m.dir).unwrap();
     let inf = info(ms.processes[0].info.as_ref().unwrap());
-    assert_eq!(field(&inf, "counters", "source"), Some("\"proc\""));
+    assert_eq!(field(&inf, "counters", "source"), Some("\"taskstats\""));
     let cpu = inf.counters.user_cpu_ns.unwrap() + inf.counters.system_cpu_ns.unwrap();
     assert!(
         (1_100_000_000..2_500_000_000).contains(&cpu),
@@ -366,13 +370,12 @@ fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
     for (pid, comm) in sets.keys() {
         let inf = info(&m.dir.join(format!("gmon.out.{pid}.{comm}")));
         let c = &inf.counters;
-        // The launched parent's come from /proc, read while it was a zombie.
-        let source = if *pid == main {
-            "\"proc\""
-        } else {
-            "\"taskstats\""
-        };
-        assert_eq!(field(&inf, "counters", "source"), Some(source), "{pid}");
+        // The launched parent's too (raised to its /proc reading taken as a zombie).
+        assert_eq!(
+            field(&inf, "counters", "source"),
+            Some("\"taskstats\""),
+            "{pid}"
+        );
         let own = c.user_cpu_ns.unwrap() + c.system_cpu_ns.unwrap();
         assert!(own < 2_000_000_000, "{pid}: {own} ns");
         assert!(c.minor_faults.unwrap() >= 1, "{pid}: {c:?}");
@@ -400,7 +403,7 @@ fn output_is_deterministic() {
     let mut opts = WriteOptions::default();
     opts.dir = again.clone();
     opts.argv = Some(args(&[&workload("forker")]));
-    write_measurement(&m.rec, &m.rep, &opts).unwrap();
+    write_measurement(&m.rec, &m.agg, &opts).unwrap();
     let files = names(&m.dir);
     assert_eq!(files, names(&again));
     for f in files {

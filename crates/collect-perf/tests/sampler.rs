@@ -368,7 +368,12 @@ fn lost_samples_are_counted() {
     std::fs::create_dir_all(&dir).unwrap();
     let mut opts = collect_perf::WriteOptions::default();
     opts.dir = dir.clone();
-    collect_perf::write_measurement(&r, &replay(&r), &opts).unwrap();
+    let agg = collect_perf::aggregate(
+        &r,
+        &collect_perf::AggregateOptions::default(),
+        collect_perf::KernelSymbols::live(),
+    );
+    collect_perf::write_measurement(&r, &agg, &opts).unwrap();
     let pid = r.child.as_ref().unwrap().pid;
     let info = gmon_format::MeasurementInfo::parse(
         &std::fs::read(dir.join(format!("gmon.out.{pid}.cpu"))).unwrap(),

@@ -216,8 +216,8 @@ exists, else .):
   pkgprof [gprof options] --pid=PID[,PID...] [DIR]
   pkgprof [gprof options] --system [DIR]
 \t--pid=PID[,PID...]   merge these processes' user and kernel profiles into one
-\t                     listing, names labelled PIDu:name and PIDk:name; a pid
-\t                     reused during the run: PID_1 is its second process
+\t                     listing, names labelled PIDu:name and PIDk:name; PID_N is
+\t                     the Nth later process that reused pid PID
 \t--system             every process, plus kernel: (gmon.out.-k.kernel) and
 \t                     other: (gmon.out.-k.other)
 \t--user, --kernel     one side only
@@ -351,8 +351,8 @@ pub struct Options {
     pub dump: bool,
     /// `--dump-layout`.
     pub dump_layout: Option<String>,
-    /// `--pid`, every process of every use, in order: pid and instance (`4242_1` is the second
-    /// process that had pid 4242).
+    /// `--pid`, every process of every use, in order, as (pid, instance): `4242_1` is the
+    /// second process that had pid 4242.
     pub pids: Vec<(u32, u32)>,
     /// `--pid` was given (even with an empty list).
     pub seamless: bool,
@@ -584,8 +584,7 @@ mod tests {
             Some("stacks")
         );
         assert_eq!(parse_str("--pid 1,x").bad_pid.as_deref(), Some("x"));
-        let o = parse_str("--pid 4242_1,4242");
-        assert_eq!((o.pids, o.bad_pid), (vec![(4242, 1), (4242, 0)], None));
-        assert_eq!(parse_str("--pid 4242_0").bad_pid.as_deref(), Some("4242_0"));
+        assert_eq!(parse_str("--pid 7_2,8").pids, [(7, 2), (8, 0)]);
+        assert_eq!(parse_str("--pid 7_0").bad_pid.as_deref(), Some("7_0"));
     }
 }

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser};
-use collect_perf::{Config, Output, Progress, Recording, Sampler, WriteOptions, preflight, replay};
+use collect_perf::{
+    AggregateOptions, Aggregator, Config, KernelSymbols, Output, Progress, Recording, Sampler,
+    WriteOptions, preflight,
+};
 
 mod output;
 
@@ -340,7 +343,17 @@ fn run(args: Args) -> anyhow::Result<u8> {
         tty: std::io::stderr().is_terminal(),
         shown: false,
     };
-    let rec = sampler.run_with(&STOP, |p| status.update(p))?;
+    let mut aggregate = AggregateOptions::default();
+    aggregate.launched = sampler.child_pid();
+    if args.all {
+        let mut asked: std::collections::BTreeSet<u32> =
+            args.pids.iter().map(|&p| p as u32).collect();
+        asked.extend(sampler.child_pid());
+        aggregate.system_wide = Some(asked);
+    }
+    let mut agg = Aggregator::new(aggregate);
+    let rec = sampler.run_aggregating(&STOP, |p| status.update(p), &mut agg)?;
+    let agg = agg.finish(KernelSymbols::live());
     status.clear();
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: interrupted; writing the files");
@@ -348,18 +361,11 @@ fn run(args: Args) -> anyhow::Result<u8> {
     for note in rec.notes.iter().skip(notes_before) {
         eprintln!("pkgmon: note: {note}");
     }
-    let rep = replay(&rec);
     let mut opts = WriteOptions::default();
     if !args.command.is_empty() {
         opts.argv = Some(args.command.clone());
     }
-    if args.all {
-        let mut asked: std::collections::BTreeSet<u32> =
-            args.pids.iter().map(|&p| p as u32).collect();
-        asked.extend(rec.child.as_ref().map(|c| c.pid));
-        opts.system_wide = Some(asked);
-    }
-    let summary = collect_perf::write_measurement_to(&rec, &rep, &opts, out)
+    let summary = collect_perf::write_measurement_to(&rec, &agg, &opts, out)
         .with_context(|| format!("cannot write the measurement into {}", args.dir.display()))?;
     for w in &summary.warnings {
         eprintln!("pkgmon: warning: {w}");
@@ -425,7 +431,7 @@ fn print_summary(
         );
     }
     if lost > 0 {
-        let total = rec.samples.len() as u64 + lost;
+        let total = rec.sample_count + lost;
         let by_cpu: Vec<String> = rec
             .lost_samples_by_cpu()
             .iter()

@@ -113,7 +113,7 @@ fn refuse_unknown_pids(measurement: &gmon_format::Measurement, o: &Options) -> R
     let Some(&(pid, instance)) = o
         .pids
         .iter()
-        .find(|&&(pid, instance)| measurement.instance(pid, instance).next().is_none())
+        .find(|&&(pid, n)| measurement.instance(pid, n).next().is_none())
     else {
         return Ok(());
     };

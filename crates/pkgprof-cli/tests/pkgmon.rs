@@ -382,12 +382,22 @@ fn a_set_uid_command_is_reported_unprofiled() {
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(
-        err.contains("(cpu_suid) used ") && err.contains("execs a set-uid or set-gid program"),
+        err.contains("(cpu_suid) used ") && err.contains("exec'd a set-uid or set-gid program"),
         "{err}"
     );
     // An ordinary command gets no such warning.
     let o = record(&out_dir("suid"), &workload("cpu"), &["300"]);
     assert!(!stderr(&o).contains("set-uid"), "{}", stderr(&o));
+    // Nor does one whose time went to threads shorter than a sample period, each of which
+    // the kernel never samples: the warning says that instead.
+    let o = record(&out_dir("suid"), &workload("threadstorm"), &["400"]);
+    let err = stderr(&o);
+    assert!(
+        err.contains("(threadstorm) used ")
+            && err.contains("threads that each ran less than a sample period")
+            && !err.contains("set-uid"),
+        "{err}"
+    );
 }
 
 /// Names of a `-b -p` flat profile.
@@ -440,7 +450,7 @@ fn the_images_of_a_process_that_execs_are_labelled_apart() {
             "Process {pid} (execer): {}",
             workload("execer").display()
         )) && out.contains(&format!(
-            "    labels:           {pid}(execer)u: and {pid}(execer)k: (pid {pid} ran another command after this one)"
+            "    labels:           {pid}(execer)u: and {pid}(execer)k: (process {pid} ran another command after this one)"
         )),
         "{out}"
     );
@@ -567,6 +577,98 @@ fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
     }
     // The launched command's counters are read while it is a zombie.
     assert!(from_proc >= 1);
+}
+
+/// A pid reused during the measurement (in a pid namespace of the run's own, where the
+/// workload sets `ns_last_pid`): each process has its own file set and label, `--pid N` and
+/// `--pid N_1` report them apart, and the second one's rename (`prctl`) is recorded.
+#[test]
+fn a_reused_pid_gets_a_file_set_and_a_label_of_its_own() {
+    let _s = serial();
+    let dir = out_dir("reused-pid");
+    let o = Command::new("unshare")
+        .args(["--fork", "--pid", "--mount-proc"])
+        .arg(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("reuse"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let pid: u32 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("reused "))
+        .unwrap_or_else(|| panic!("the workload did not reuse its pid:\n{err}"))
+        .parse()
+        .unwrap();
+    let sets = check_measurement(&dir);
+    let m = scan(&dir).unwrap();
+    let instances: Vec<(u32, u32)> = m
+        .processes
+        .iter()
+        .filter(|p| p.pid == pid)
+        .map(|p| (p.pid, p.instance))
+        .collect();
+    assert_eq!(instances, [(pid, 0), (pid, 1)], "{sets:?}");
+    for p in m.processes.iter().filter(|p| p.pid == pid) {
+        assert!(
+            p.user
+                .as_ref()
+                .unwrap()
+                .to_string_lossy()
+                .ends_with(&format!(
+                    "gmon.out.{}u.reuse",
+                    gmon_format::process_label(pid, p.instance)
+                )),
+            "{:?}",
+            p.user
+        );
+        let info =
+            MeasurementInfo::parse(&std::fs::read(p.info.as_ref().unwrap()).unwrap()).unwrap();
+        let renames: Vec<&str> = info
+            .extra_sections
+            .iter()
+            .filter(|s| s.name == "rename")
+            .flat_map(|s| s.fields.iter().filter(|f| f.key == "comm"))
+            .map(|f| f.value.as_str())
+            .collect();
+        let want: &[&str] = if p.instance == 1 {
+            &["\"renamed\""]
+        } else {
+            &[]
+        };
+        assert_eq!(renames, want, "instance {}", p.instance);
+    }
+    for (label, samples_at_least) in [(pid.to_string(), 100), (format!("{pid}_1"), 100)] {
+        let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+            .args(["-b", "-p", "--pid", &label])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(r.status.success(), "{}", stderr(&r));
+        assert!(
+            text.starts_with(&format!("Process {label} (reuse)")),
+            "{text}"
+        );
+        let names = flat_names(&text);
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with(&format!("{label}u:"))
+                    || n.starts_with(&format!("{label}k:"))),
+            "{names:?}"
+        );
+        let own: u64 = sets
+            .iter()
+            .filter(|s| s.0 == pid)
+            .map(|s| s.2)
+            .min()
+            .unwrap();
+        assert!(own >= samples_at_least, "{sets:?}");
+    }
 }
 
 /// Bad arguments are usage errors (status 2) that say what would be accepted; none needs

@@ -14,10 +14,12 @@
 //!     other counters:   perf-page-faults 95, perf-context-switches 7
 //! ```
 //!
-//! The block of a file set that is not its pid's last (an image the process replaced by
-//! `exec`, or an earlier process with that pid), whose names carry the command name, has a
-//! `labels` line after the first: `    labels:           4242(execer)u: and 4242(execer)k:
-//! (pid 4242 ran another command after this one)`. When the info file says where its counters came from (`source`), a
+//! A process that reused a pid is written with its instance number (`Process 4242_1 (cmd)`).
+//! The block of a file set that is not its process's last (an image the process replaced by
+//! `exec`), whose names carry the command name, has a `labels` line after the first:
+//! `    labels:           4242(execer)u: and 4242(execer)k: (process 4242 ran another command
+//! after this one)`. When the collector counted truncated stacks by reason, the `samples` line
+//! says them: `3 truncated stacks (2 stack copy, 1 unwind info)`. When the info file says where its counters came from (`source`), a
 //! `counters from:` line after `i/o` gives it (`taskstats` or `proc`, plus `(taskstats
 //! refused)` when the collector was refused taskstats).
 //!
@@ -77,10 +79,10 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
         };
         let info = p.info.as_ref();
         let process = info.map(|i| &i.process);
+        let process_label = gmon_format::process_label(files.pid, files.instance);
         write!(
             out,
-            "Process {} ({})",
-            files.pid,
+            "Process {process_label} ({})",
             String::from_utf8_lossy(files.comm.as_bytes())
         )?;
         if let Some(ppid) = process.and_then(|p| p.ppid) {
@@ -96,11 +98,11 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             }
             None => writeln!(out)?,
         }
-        if p.label != files.pid.to_string() {
+        if p.label != process_label {
             writeln!(
                 out,
-                "    labels:           {0}u: and {0}k: (pid {1} ran another command after this one)",
-                p.label, files.pid
+                "    labels:           {0}u: and {0}k: (process {1} ran another command after this one)",
+                p.label, process_label
             )?;
         }
         let c = info.map(|i| &i.counters);
@@ -149,10 +151,28 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             None => String::new(),
         };
         let event = s.and_then(|s| s.event.as_deref()).unwrap_or("-");
-        // The collector's count of samples whose user stack could not be unwound to the end.
-        let truncated = s
-            .and_then(|s| s.extra.iter().find(|f| f.key == "truncated-stacks"))
-            .map(|f| format!(", {} truncated stacks", f.value))
+        // The collector's count of samples whose user stack could not be unwound to the end,
+        // and why, when it says.
+        let sampling = |key: &str| {
+            s.and_then(|s| s.extra.iter().find(|f| f.key == key))
+                .map(|f| f.value.as_str())
+        };
+        let reasons: Vec<String> = [
+            ("truncated-stack-copy", "stack copy"),
+            ("truncated-callchain-limit", "callchain limit"),
+            ("truncated-unwind-info", "unwind info"),
+        ]
+        .iter()
+        .filter_map(|&(key, why)| {
+            let n = sampling(key)?;
+            (n != "0").then(|| format!("{n} {why}"))
+        })
+        .collect();
+        let truncated = sampling("truncated-stacks")
+            .map(|n| match reasons.is_empty() {
+                true => format!(", {n} truncated stacks"),
+                false => format!(", {n} truncated stacks ({})", reasons.join(", ")),
+            })
             .unwrap_or_default();
         writeln!(
             out,

@@ -31,9 +31,10 @@
 //! file set of its last image (the one whose info file says it ended last) is labelled
 //! `<pid>u:` and `<pid>k:` as usual, so `<pid>` always names what the process became; each
 //! earlier image is labelled with its command name in parentheses, as `ps` and `/proc/PID/stat`
-//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A pid reused during the
-//! measurement by a process of another name is told apart the same way. The labels only depend
-//! on the info files, so the listing is the same at every run.
+//! write a process: `4242(execer)u:spin`, `4242(execer)k:do_syscall_64`. A later process that
+//! reused a pid during the measurement has file sets of its own, labelled with its instance
+//! number: `4242_1u:main` (and `--pid 4242_1` selects it). The labels only depend on the info
+//! files, so the listing is the same at every run.
 //!
 //! # Pseudo-functions
 //!
@@ -105,12 +106,10 @@ pub use gmon_format::BoundaryKind;
 /// Which processes to merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProcessSelection {
-    /// These processes (a client and its server, say), in the order given: the first process
-    /// of each pid (instance 0).
-    Pids(Vec<u32>),
-    /// These processes by pid and instance number (`4242_1` is `(4242, 1)`: the second process
-    /// that had pid 4242, see [`gmon_format::ProfileName`]), in the order given.
-    Instances(Vec<(u32, u32)>),
+    /// These processes (a client and its server, say), in the order given, each as (pid,
+    /// instance): instance 0 is the first process with that pid, 1, 2, … the later ones that
+    /// reused it (see [`ProfileName`](gmon_format::ProfileName#reused-pids-the-instance-number)).
+    Pids(Vec<(u32, u32)>),
     /// Every process of the measurement, plus the kernel's own work (`gmon.out.-k.kernel`,
     /// labelled `kernel:`) and work for processes not profiled (`gmon.out.-k.other`,
     /// labelled `other:`).
@@ -301,13 +300,12 @@ impl Seamless {
                 };
                 let mut out = Vec::new();
                 let mut seen = std::collections::BTreeSet::new();
-                for &(pid, instance) in wanted.iter().filter(|&&p| seen.insert(p)) {
+                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
                     let before = out.len();
                     out.extend(measurement.instance(pid, instance));
                     if out.len() == before {
                         return Err(Error::NoSuchProcess {
-                            pid,
-                            instance,
+                            label: gmon_format::process_label(pid, instance),
                             dir: measurement.dir.clone(),
                         });
                     }
@@ -351,15 +349,15 @@ impl Seamless {
     }
 }
 
-/// The label of each file set (see "Processes that exec" in the module docs): `<pid>` (with
-/// `_<instance>` for a reused pid's later process, as in the file names), or `<pid>(<comm>)`
-/// for a file set of a process that has a later one.
+/// The label of each file set (see "Processes that exec" in the module docs): the process's
+/// label (`<pid>`, or `<pid>_<instance>` for a later process that reused the pid), followed by
+/// `(<comm>)` for a file set of a process that has a later one.
 fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
-    let same = |a: &ProcessFiles, b: &ProcessFiles| (a.pid, a.instance) == (b.pid, b.instance);
+    let same = |f: &ProcessFiles, g: &ProcessFiles| f.pid == g.pid && f.instance == g.instance;
     let mut ends = Vec::with_capacity(files.len());
     for f in files {
         let end = match &f.info {
-            Some(path) if files.iter().filter(|g| same(g, f)).count() > 1 => {
+            Some(path) if files.iter().filter(|g| same(f, g)).count() > 1 => {
                 let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
                 let info = MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?;
                 info.process
@@ -374,8 +372,8 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
     Ok((0..files.len())
         .map(|i| {
             let f = files[i];
-            let later = (0..files.len()).any(|j| j != i && same(files[j], f) && key(j) > key(i));
             let label = gmon_format::process_label(f.pid, f.instance);
+            let later = (0..files.len()).any(|j| j != i && same(files[j], f) && key(j) > key(i));
             if later {
                 format!("{label}({})", String::from_utf8_lossy(f.comm.as_bytes()))
             } else {
@@ -586,7 +584,7 @@ impl Builder {
         if self.options.stacks {
             let Some(path) = &files.stacks else {
                 return Err(Error::NoStacks {
-                    pid: files.pid,
+                    label: gmon_format::process_label(files.pid, files.instance),
                     dir: self.dir.clone(),
                 });
             };
@@ -1458,7 +1456,7 @@ mod tests {
         let m = gmon_format::scan(&dir).unwrap();
         let s = Seamless::build(
             &m,
-            &ProcessSelection::Pids(vec![7]),
+            &ProcessSelection::Pids(vec![(7, 0)]),
             &SeamlessOptions::default(),
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -86,22 +86,23 @@
 //!      `voluntary-switches`, `involuntary-switches`, `read-bytes` and `written-bytes`
 //!      (bytes passed through read and write system calls), and `source`, which says where
 //!      they come from:
-//!      - `"taskstats"`: for a process other than the launched command that ended during the
-//!        run, when the collector may register for the kernel's taskstats exit records (root:
+//!      - `"taskstats"`: for a process that ended during the run (the launched command too),
+//!        when the collector may register for the kernel's taskstats exit records (root:
 //!        `CAP_NET_ADMIN`, initial network namespace) and got the record of every thread exit
 //!        it saw of that process. The records of all its threads are summed, so even a process
 //!        that lived microseconds has counts over its whole life. Their CPU times are the
 //!        kernel's per-thread tick-sampled ones, not scaled to the exact runtime as `/proc`'s
 //!        are: a process that ran 2 ms may show 0 or one tick, and on a loaded virtual
 //!        machine five threads that ran 1.25 s in all showed 0.93 s. So when the process also
-//!        lived through a `/proc` poll, each counter is the larger of the two (a counter only
-//!        grows, so the earlier reading is a lower bound).
+//!        has a `/proc` reading (from a poll while it lived, or for the launched command the
+//!        one taken while it was a zombie, `waitid(WNOWAIT)`), each counter is the larger of
+//!        the two (a counter only grows, so the reading is a lower bound).
 //!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
-//!        `rchar`, `wchar`). The launched command's are read while it is a zombie
-//!        (`waitid(WNOWAIT)`), so they cover its whole life, and are preferred to its taskstats
-//!        records; any other process's are the last values read by a periodic poll (every
-//!        100 ms by default) while it was alive, so they miss up to one interval at its end. A
-//!        process still running at the end of the run, or whose exit records were lost, has
+//!        `rchar`, `wchar`), when taskstats records are missing: the launched command's read
+//!        while it is a zombie, so they cover its whole life; any other process's the last
+//!        values read by a periodic poll (every 100 ms by default) while it was alive, so they
+//!        miss up to one interval at its end. A process still running at the end of the run,
+//!        or whose exit records were lost, or every process when taskstats is refused, has
 //!        these.
 //!
 //!      When taskstats is refused the collector says so (a warning, and `taskstats = refused`
@@ -118,6 +119,9 @@
 //!      `other` (see [`BoundaryKind`]), plus `user-only` (samples without
 //!      kernel frames), `kernel-only` (samples without user frames: kernel threads, exits) and
 //!      `stacks-file` = the name of the stacks file (5).
+//!    - One `[rename]` per name a thread of the process gave itself while this image ran
+//!      (`prctl(PR_SET_NAME)`, `pthread_setname_np`; not an exec), in order: `monotonic-ns`,
+//!      `tid` and the new `comm`. The file names keep the command name of the exec.
 //! 4. **Kernel symbols**: `kallsyms.<boot-id>`, a verbatim copy of `/proc/kallsyms` taken at
 //!    record time (`ffffffff81000000 T _stext`), `<boot-id>` being the first 8 hex digits of
 //!    `/proc/sys/kernel/random/boot_id`: KASLR moves the kernel at each boot, so snapshots of

@@ -1,0 +1,554 @@
+//! Streaming aggregation: records fed in time order become, per process image, the histograms,
+//! arcs, boundary counts and interned stacks its files will hold. A sample's user stack is
+//! unwound as it arrives and its stack copy is then free to go, so memory grows with the
+//! distinct stacks and processes seen, never with the number of samples.
+//!
+//! The aggregation knows nothing of rings or of the live machine: it is fed [`Recording`]
+//! records (one at a time, or a whole recording by [`aggregate`]), and given the kernel's
+//! symbols at the end, which classify how each interned stack entered the kernel. Only the ELF
+//! files behind the mappings are read, to unwind.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use gmon_format::BoundaryKind;
+
+use crate::recording::{CounterEvent, CounterKind, Event, Recording, Sample, SideRecord};
+use crate::replay::{Process, Replay, Replayer};
+use crate::unwind::{Images, ProcessUnwinder, StackEnd, UnwindStats, Unwinding};
+
+/// Options of an [`Aggregator`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct AggregateOptions {
+    /// System-wide mode: the pids asked for. Their processes, and the processes they start, are
+    /// profiled; of every other process only the kernel part of its samples is kept (as the
+    /// system-wide kernel profiles). None (the default) profiles every process.
+    pub system_wide: Option<BTreeSet<u32>>,
+    /// Most frames kept of each user stack. Default is 1024.
+    pub max_frames: usize,
+    /// The pid of the launched command, if any: the kernel's work on its exec counts for the
+    /// command's image, not for the launcher's. Default is None.
+    pub launched: Option<u32>,
+}
+
+impl Default for AggregateOptions {
+    fn default() -> Self {
+        AggregateOptions {
+            system_wide: None,
+            max_frames: 1024,
+            launched: None,
+        }
+    }
+}
+
+/// The kernel's text symbols (a `/proc/kallsyms` snapshot, kept verbatim for the measurement),
+/// for classifying how each sample entered the kernel.
+#[derive(Debug, Clone, Default)]
+pub struct KernelSymbols {
+    text: String,
+    /// (address, start and end of the name in `text`), sorted.
+    syms: Vec<(u64, u32, u32)>,
+}
+
+impl KernelSymbols {
+    /// Indexes the text of a `/proc/kallsyms` snapshot (`ffffffff81000000 T _stext` lines).
+    /// Addresses that read as 0 (hidden by `kernel.kptr_restrict`) give no symbols.
+    pub fn parse(text: String) -> KernelSymbols {
+        let mut syms = Vec::new();
+        let mut at = 0usize;
+        for line in text.split_inclusive('\n') {
+            let mut f = line.split_whitespace();
+            if let (Some(a), Some(t), Some(name)) = (f.next(), f.next(), f.next())
+                && let Ok(a) = u64::from_str_radix(a, 16)
+                && matches!(t, "t" | "T" | "w" | "W")
+                && a != 0
+                && !name.starts_with("__pfx_")
+            {
+                // Safety of the arithmetic: `name` is a subslice of `line`, itself of `text`.
+                let start = at + (name.as_ptr() as usize - line.as_ptr() as usize);
+                if let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(start + name.len())) {
+                    syms.push((a, s, e));
+                }
+            }
+            at += line.len();
+        }
+        syms.sort_unstable();
+        KernelSymbols { text, syms }
+    }
+
+    /// This machine's `/proc/kallsyms`, or none if it cannot be read.
+    pub fn live() -> KernelSymbols {
+        let text = crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
+        KernelSymbols::parse(text)
+    }
+
+    /// The snapshot's text, as read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether it has any symbol (its addresses were not hidden).
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    fn name(&self, addr: u64) -> Option<&str> {
+        let i = self.syms.partition_point(|s| s.0 <= addr);
+        let &(_, s, e) = self.syms.get(i.checked_sub(1)?)?;
+        self.text.get(s as usize..e as usize)
+    }
+
+    /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of
+    /// the two inside it when the outermost is a thunk or other unknown entry code.
+    fn boundary(&self, kernel: &[u64]) -> BoundaryKind {
+        let mut kind = BoundaryKind::Other;
+        for &a in kernel.iter().rev().take(3) {
+            kind = self
+                .name(a)
+                .map_or(BoundaryKind::Other, BoundaryKind::from_entry_symbol);
+            if kind != BoundaryKind::Other {
+                break;
+            }
+        }
+        kind
+    }
+}
+
+/// Histogram bins and arcs of one gmon file. Hash maps while counting (a sample touches a
+/// dozen entries); sorted when written, so the output does not depend on hash order.
+#[derive(Debug, Default)]
+pub(crate) struct Side {
+    /// Address of a 2-byte bin → samples.
+    pub hist: HashMap<u64, u64>,
+    /// (from_pc, self_pc) → samples whose stack holds the edge.
+    pub arcs: HashMap<(u64, u64), u64>,
+}
+
+impl Side {
+    /// Counts each caller→callee edge of `frames` (innermost first) once.
+    pub(crate) fn add_stack(&mut self, frames: &[u64], edges: &mut Vec<(u64, u64)>) {
+        edges.clear();
+        edges.extend(frames.windows(2).map(|w| (w[1], w[0])));
+        edges.sort_unstable();
+        edges.dedup();
+        for e in edges.iter() {
+            *self.arcs.entry(*e).or_default() += 1;
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub(crate) fn merge(&mut self, other: &Side) {
+        for (&a, &n) in &other.hist {
+            *self.hist.entry(a).or_default() += n;
+        }
+        for (&e, &n) in &other.arcs {
+            *self.arcs.entry(e).or_default() += n;
+        }
+    }
+}
+
+/// A stack of the stacks file: kernel frames, user frames (each innermost first), boundary
+/// kind, and whether the user frames may lack outer ones.
+pub(crate) type StackKey = (Vec<u64>, Vec<u64>, Option<BoundaryKind>, bool);
+
+/// Distinct stacks as paths in a tree of (parent, frame) nodes, from the outermost frame in,
+/// each with its samples and nanoseconds: stacks that share their outer frames share nodes, so
+/// deep stacks that differ near the leaf cost a node or two each.
+#[derive(Debug, Default)]
+pub(crate) struct StackTable {
+    nodes: Vec<(u32, u64)>,
+    index: HashMap<(u32, u64), u32>,
+    counts: HashMap<u32, (u64, u64)>,
+}
+
+/// The parent of the first node of every path.
+const ROOT: u32 = u32::MAX;
+/// Separates the user frames from the kernel frames in a path (no code lives at address 11).
+const KERNEL_PART: u64 = 11;
+
+impl StackTable {
+    fn node(&mut self, parent: u32, frame: u64) -> u32 {
+        if let Some(&n) = self.index.get(&(parent, frame)) {
+            return n;
+        }
+        let n = self.nodes.len() as u32;
+        self.nodes.push((parent, frame));
+        self.index.insert((parent, frame), n);
+        n
+    }
+
+    /// Counts one sample of `nanoseconds` with this stack. The path is a header node (1, or 2
+    /// for a truncated stack), the user frames from the outermost in, [`KERNEL_PART`], the
+    /// kernel frames from the outermost in.
+    fn add(&mut self, kernel: &[u64], user: &[u64], truncated: bool, nanoseconds: u64) {
+        let mut at = self.node(ROOT, 1 + u64::from(truncated));
+        for &a in user.iter().rev() {
+            at = self.node(at, a);
+        }
+        at = self.node(at, KERNEL_PART);
+        for &a in kernel.iter().rev() {
+            at = self.node(at, a);
+        }
+        let c = self.counts.entry(at).or_default();
+        c.0 += 1;
+        c.1 += nanoseconds;
+    }
+
+    /// Every distinct stack with its samples and nanoseconds, added to `out`, its boundary
+    /// kind classified by `ksyms` (none unless it has both kernel and user frames).
+    pub(crate) fn collect(&self, ksyms: &KernelSymbols, out: &mut BTreeMap<StackKey, (u64, u64)>) {
+        let mut path = Vec::new();
+        for (&end, &(samples, ns)) in &self.counts {
+            path.clear();
+            let mut at = end;
+            while at != ROOT {
+                let (parent, frame) = self.nodes[at as usize];
+                path.push(frame);
+                at = parent;
+            }
+            // `path` runs from the innermost kernel frame out to the header.
+            let truncated = path.pop() == Some(2);
+            let split = path.iter().position(|&a| a == KERNEL_PART).unwrap_or(0);
+            let kernel = path[..split].to_vec();
+            let user = path[split + 1..].to_vec();
+            let boundary =
+                (!kernel.is_empty() && !user.is_empty()).then(|| ksyms.boundary(&kernel));
+            let e = out.entry((kernel, user, boundary, truncated)).or_default();
+            e.0 += samples;
+            e.1 += ns;
+        }
+    }
+}
+
+/// What one image of one process (its life before the first exec, or after an exec) gathered.
+#[derive(Debug, Default)]
+pub(crate) struct ImageAcc {
+    pub user: Side,
+    pub kernel: Side,
+    pub stacks: StackTable,
+    pub user_only: u64,
+    pub kernel_only: u64,
+    pub samples: u64,
+    /// Samples whose user stack may lack outer frames, by reason.
+    pub truncated: BTreeMap<StackEnd, u64>,
+    /// Occurrences of each perf software counter.
+    pub perf: BTreeMap<CounterKind, u64>,
+}
+
+/// Aggregates records fed in time order. See the module docs.
+pub struct Aggregator {
+    opts: AggregateOptions,
+    replay: Replayer,
+    unwinding: Unwinding,
+    /// By process index.
+    unwinders: Vec<ProcessUnwinder>,
+    /// By process index: whether it gets file sets (None: not decided yet).
+    profiled: Vec<Option<bool>>,
+    /// By (process index, image).
+    images: HashMap<(usize, usize), ImageAcc>,
+    system: Side,
+    other: Side,
+    stats: UnwindStats,
+    frames: Vec<u64>,
+    edges: Vec<(u64, u64)>,
+}
+
+impl std::fmt::Debug for Aggregator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Aggregator")
+            .field("processes", &self.replay.processes().len())
+            .field("images", &self.images.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which image of `p` ran at `time`: the number of its execs at or before then. For the
+/// launched command, whose events may start before its exec (system-wide mode), the kernel's
+/// work on that exec counts for the command's image, not for the launcher's.
+pub(crate) fn image_at(p: &Process, time: u64, launched: bool) -> usize {
+    let k = p.execs.partition_point(|&e| e <= time);
+    if launched { k.max(1) } else { k }
+}
+
+impl Aggregator {
+    /// An aggregator. It needs no kernel symbols while records come: how each sample entered
+    /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
+    pub fn new(opts: AggregateOptions) -> Aggregator {
+        let max_frames = opts.max_frames.max(1);
+        Aggregator {
+            opts,
+            replay: Replayer::default(),
+            unwinding: Unwinding::new(Images::default(), max_frames),
+            unwinders: Vec::new(),
+            profiled: Vec::new(),
+            images: HashMap::new(),
+            system: Side::default(),
+            other: Side::default(),
+            stats: UnwindStats::default(),
+            frames: Vec::new(),
+            edges: Vec::new(),
+        }
+    }
+
+    /// Feeds a record of `rec` (any record later than those fed before).
+    pub(crate) fn feed(&mut self, rec: &Recording, e: Event) {
+        match e {
+            Event::Side(i) => self.side_band(&rec.side_band[i]),
+            Event::Counter(i) => self.counter(&rec.counter_events[i]),
+            Event::Sample(i) => self.sample(rec, &rec.samples[i]),
+        }
+    }
+
+    /// Feeds a side-band record.
+    pub fn side_band(&mut self, r: &SideRecord) {
+        self.replay.side_band(r.time, &r.kind);
+    }
+
+    /// Feeds a perf software counter occurrence.
+    pub fn counter(&mut self, e: &CounterEvent) {
+        let pi = self.replay.owner(e.pid, e.time);
+        if !self.is_profiled(pi) {
+            return;
+        }
+        let image = self.image_of(pi, e.time);
+        *self
+            .images
+            .entry((pi, image))
+            .or_default()
+            .perf
+            .entry(e.kind)
+            .or_default() += 1;
+    }
+
+    fn is_launched(&self, p: &Process) -> bool {
+        p.key.generation == 0 && self.opts.launched == Some(p.key.pid)
+    }
+
+    fn image_of(&self, pi: usize, time: u64) -> usize {
+        let p = &self.replay.processes()[pi];
+        image_at(p, time, self.is_launched(p))
+    }
+
+    /// Whether process `pi` gets file sets: every process, or in system-wide mode those asked
+    /// for and those they started.
+    fn is_profiled(&mut self, pi: usize) -> bool {
+        if self.profiled.len() <= pi {
+            self.profiled.resize(pi + 1, None);
+        }
+        if let Some(known) = self.profiled[pi] {
+            return known;
+        }
+        let p = &self.replay.processes()[pi];
+        let yes = match &self.opts.system_wide {
+            None => true,
+            Some(pids) => {
+                p.key.pid != 0
+                    && (pids.contains(&p.key.pid)
+                        || p.parent.is_some_and(|k| {
+                            self.replay
+                                .processes()
+                                .iter()
+                                .position(|q| q.key == k)
+                                .is_some_and(|j| self.profiled.get(j) == Some(&Some(true)))
+                        }))
+            }
+        };
+        self.profiled[pi] = Some(yes);
+        yes
+    }
+
+    /// Feeds a sample of `rec` (its frames and stack copy live in `rec`'s arenas).
+    pub fn sample(&mut self, rec: &Recording, s: &Sample) {
+        let pi = self.replay.sample(s.pid, s.tid, s.time);
+        let kernel = rec.kernel_chain(s);
+        if !self.is_profiled(pi) {
+            // System-wide mode only: the kernel part goes to -k.kernel (pid 0 and kernel
+            // threads, which have no user context) or -k.other.
+            if s.user_mode || kernel.is_empty() {
+                return;
+            }
+            let side = if s.pid == 0 || s.regs.is_none() {
+                &mut self.system
+            } else {
+                &mut self.other
+            };
+            *side.hist.entry(kernel[0] & !1).or_default() += 1;
+            side.add_stack(kernel, &mut self.edges);
+            return;
+        }
+        if self.unwinders.len() <= pi {
+            self.unwinders.resize_with(pi + 1, ProcessUnwinder::default);
+        }
+        let p = &self.replay.processes()[pi];
+        let end = self.unwinders[pi].unwind(
+            &mut self.unwinding,
+            p,
+            rec,
+            s,
+            &mut self.stats,
+            &mut self.frames,
+        );
+        let image = image_at(p, s.time, self.is_launched(p));
+        let user = &self.frames;
+        let acc = self.images.entry((pi, image)).or_default();
+        let truncated = end.is_some_and(StackEnd::is_truncated);
+        acc.samples += 1;
+        if let Some(end) = end.filter(|e| e.is_truncated()) {
+            *acc.truncated.entry(end).or_default() += 1;
+        }
+        if s.user_mode {
+            *acc.user.hist.entry(s.ip & !1).or_default() += 1;
+        } else if let Some(&pc) = kernel.first() {
+            *acc.kernel.hist.entry(pc & !1).or_default() += 1;
+        }
+        acc.user.add_stack(user, &mut self.edges);
+        // The outermost frame found of a stack cut short gets an arc from 0, which the report
+        // shows as `[truncated]` rather than taking that frame for a root.
+        if let (true, Some(&outer)) = (truncated, user.last()) {
+            *acc.user.arcs.entry((0, outer)).or_default() += 1;
+        }
+        acc.kernel.add_stack(kernel, &mut self.edges);
+        match (kernel.last(), user.first()) {
+            (Some(&entry), Some(&upc)) => {
+                *acc.kernel.arcs.entry((upc, entry)).or_default() += 1;
+            }
+            (None, _) => acc.user_only += 1,
+            (Some(_), None) => acc.kernel_only += 1,
+        }
+        acc.stacks.add(kernel, user, truncated, s.period);
+    }
+
+    /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
+    /// each sample entered the kernel and are saved with the measurement.
+    pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
+        let replay = self.replay.finish();
+        let n = replay.processes.len();
+        self.profiled.resize(n, None);
+        Aggregate {
+            profiled: self
+                .profiled
+                .iter()
+                .map(|p| p.unwrap_or(self.opts.system_wide.is_none()))
+                .collect(),
+            replay,
+            images: self.images,
+            system: self.system,
+            other: self.other,
+            system_wide: self.opts.system_wide.is_some(),
+            launched: self.opts.launched,
+            ksyms,
+            files: self.unwinding.into_images(),
+            stats: self.stats,
+        }
+    }
+}
+
+/// What an [`Aggregator`] gathered, ready to be written
+/// ([`write_measurement`](crate::write_measurement)).
+#[derive(Debug)]
+pub struct Aggregate {
+    pub(crate) replay: Replay,
+    /// By process index.
+    pub(crate) profiled: Vec<bool>,
+    /// By (process index, image).
+    pub(crate) images: HashMap<(usize, usize), ImageAcc>,
+    pub(crate) system: Side,
+    pub(crate) other: Side,
+    pub(crate) system_wide: bool,
+    pub(crate) launched: Option<u32>,
+    pub(crate) ksyms: KernelSymbols,
+    /// The ELF files read to unwind, for the mappings' load biases and build-ids.
+    pub(crate) files: Images,
+    stats: UnwindStats,
+}
+
+impl Aggregate {
+    /// The processes, rebuilt from the side-band records.
+    pub fn replay(&self) -> &Replay {
+        &self.replay
+    }
+
+    /// How the user stacks were unwound.
+    pub fn unwind_stats(&self) -> UnwindStats {
+        self.stats
+    }
+}
+
+/// Aggregates a whole recording (its records in time order): what a streaming run does as the
+/// records arrive. `opts.launched` defaults to the recording's launched command.
+pub fn aggregate(rec: &Recording, opts: &AggregateOptions, ksyms: KernelSymbols) -> Aggregate {
+    let mut opts = opts.clone();
+    if opts.launched.is_none() {
+        opts.launched = rec.child.as_ref().map(|c| c.pid);
+    }
+    let mut a = Aggregator::new(opts);
+    for (_, e) in rec.in_order() {
+        a.feed(rec, e);
+    }
+    a.finish(ksyms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_table_gives_back_each_distinct_stack() {
+        let ksyms = KernelSymbols::parse("ffff800000000000 T entry_SYSCALL_64\n".into());
+        let mut t = StackTable::default();
+        let k = [0xffff_8000_0000_2000, 0xffff_8000_0000_1000];
+        t.add(&k, &[0x30, 0x20, 0x10], false, 5);
+        t.add(&k, &[0x30, 0x20, 0x10], false, 7);
+        // The same frames, truncated: another stack.
+        t.add(&[], &[0x30, 0x20], true, 1);
+        // Recursion: the same address at several depths.
+        t.add(&[], &[0x40, 0x50, 0x50, 0x50, 0x10], false, 2);
+        // Kernel frames only (a kernel thread): no boundary.
+        t.add(&k, &[], false, 3);
+        let mut out = BTreeMap::new();
+        t.collect(&ksyms, &mut out);
+        let got: Vec<_> = out.into_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                ((vec![], vec![0x30, 0x20], None, true), (1, 1)),
+                (
+                    (vec![], vec![0x40, 0x50, 0x50, 0x50, 0x10], None, false),
+                    (1, 2)
+                ),
+                ((k.to_vec(), vec![], None, false), (1, 3)),
+                (
+                    (
+                        k.to_vec(),
+                        vec![0x30, 0x20, 0x10],
+                        Some(BoundaryKind::Syscall),
+                        false
+                    ),
+                    (2, 12)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn kernel_symbols_skip_hidden_and_padding_entries() {
+        let text = "0000000000000000 T hidden\n\
+                    ffffffff81001000 T __pfx_entry_SYSCALL_64\n\
+                    ffffffff81001010 T entry_SYSCALL_64\n\
+                    ffffffff81002000 t asm_sysvec_apic_timer_interrupt\n\
+                    ffffffff81003000 d some_data\n";
+        let k = KernelSymbols::parse(text.into());
+        assert_eq!(k.name(0xffff_ffff_8100_1020), Some("entry_SYSCALL_64"));
+        assert_eq!(
+            k.name(0xffff_ffff_8100_3004),
+            Some("asm_sysvec_apic_timer_interrupt")
+        );
+        assert_eq!(
+            k.boundary(&[0xffff_ffff_8100_2010]),
+            BoundaryKind::Interrupt
+        );
+        assert_eq!(k.text(), text);
+        assert!(KernelSymbols::parse("0000000000000000 T x\n".into()).is_empty());
+    }
+}
