@@ -41,7 +41,11 @@ pub fn run_files<'a>(dir: &Path, files: impl Iterator<Item = (&'a [u8], &'a [u8]
     options.stacks = stacks;
     let _ = Seamless::build(&measurement, &ProcessSelection::System, &options);
     for p in measurement.processes.iter().take(4) {
-        let _ = Seamless::build(&measurement, &ProcessSelection::Pids(vec![p.pid]), &options);
+        let _ = Seamless::build(
+            &measurement,
+            &ProcessSelection::Pids(vec![(p.pid, p.instance)]),
+            &options,
+        );
     }
 }
 

@@ -61,7 +61,7 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     let selection = if o.system {
         ProcessSelection::System
     } else {
-        ProcessSelection::Instances(o.pids.clone())
+        ProcessSelection::Pids(o.pids.clone())
     };
     let mut options = SeamlessOptions::default();
     options.user = !o.kernel_only;

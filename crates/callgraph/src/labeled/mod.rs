@@ -292,12 +292,7 @@ impl Seamless {
         };
         let mut processes = Vec::new();
         let files: Vec<&ProcessFiles> = match selection {
-            ProcessSelection::Pids(_) | ProcessSelection::Instances(_) => {
-                let wanted: Vec<(u32, u32)> = match selection {
-                    ProcessSelection::Pids(pids) => pids.iter().map(|&p| (p, 0)).collect(),
-                    ProcessSelection::Instances(list) => list.clone(),
-                    ProcessSelection::System => Vec::new(),
-                };
+            ProcessSelection::Pids(pids) => {
                 let mut out = Vec::new();
                 let mut seen = std::collections::BTreeSet::new();
                 for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
@@ -1425,20 +1420,17 @@ mod tests {
         );
         // Selecting by pid takes the first process; by label, the later one.
         let picked = |sel: ProcessSelection| match sel {
-            ProcessSelection::Instances(list) => list
+            ProcessSelection::Pids(list) => list
                 .iter()
                 .flat_map(|&(p, i)| m.instance(p, i).map(|f| f.comm.to_string()))
                 .collect::<Vec<_>>(),
             _ => Vec::new(),
         };
-        assert_eq!(picked(ProcessSelection::Instances(vec![(8, 0)])), ["cat"]);
-        assert_eq!(
-            picked(ProcessSelection::Instances(vec![(8, 1)])),
-            ["ls", "sh"]
-        );
+        assert_eq!(picked(ProcessSelection::Pids(vec![(8, 0)])), ["cat"]);
+        assert_eq!(picked(ProcessSelection::Pids(vec![(8, 1)])), ["ls", "sh"]);
         let err = Seamless::build(
             &m,
-            &ProcessSelection::Instances(vec![(8, 2)]),
+            &ProcessSelection::Pids(vec![(8, 2)]),
             &SeamlessOptions::default(),
         )
         .unwrap_err();
