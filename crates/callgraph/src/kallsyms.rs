@@ -188,19 +188,26 @@ impl KernelSymbols {
     /// `__pi_` alias (the position-independent copy of a thunk's name); gprof's alias rules
     /// choose among the rest.
     pub fn table(&self) -> SymbolTable {
-        let text: Vec<&KernelSymbol> = self
-            .symbols
-            .iter()
-            .filter(|s| s.is_text() && s.address != 0)
-            .collect();
+        Self::table_of(self.raw_text_symbols())
+    }
+
+    /// The same, freeing the snapshot before the table is built (a snapshot of a million
+    /// lines costs tens of MiB).
+    pub fn into_table(self) -> SymbolTable {
+        let raw = self.raw_text_symbols();
+        drop(self);
+        Self::table_of(raw)
+    }
+
+    fn raw_text_symbols(&self) -> Vec<RawSymbol> {
+        let text = || self.symbols().filter(|s| s.is_text() && s.address != 0);
         let mut preferred: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
-        for s in &text {
+        for s in text() {
             let p = preferred.entry(s.address).or_default();
-            *p = (*p).max(alias_rank(&s.name));
+            *p = (*p).max(alias_rank(s.name));
         }
-        let raw: Vec<RawSymbol> = text
-            .iter()
-            .filter(|s| alias_rank(&s.name) == preferred[&s.address])
+        text()
+            .filter(|s| alias_rank(s.name) == preferred[&s.address])
             .map(|s| RawSymbol {
                 name: s.name.to_vec(),
                 address: s.address,
