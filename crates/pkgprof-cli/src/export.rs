@@ -1,5 +1,6 @@
-//! `pkgprof --export` and `pkgprof --diff`: gmon.out files and their image read into the profile
-//! model (callgraph's `gmon_model`), written by `profile-export`.
+//! `pkgprof --export` and `pkgprof --diff`: gmon.out files and their image, or the processes
+//! of a measurement directory, read into the profile model (callgraph's `gmon_model` and
+//! `measurement_model`), written by `profile-export`.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
@@ -16,13 +17,14 @@ use crate::options::Options;
 /// Runs an export or a diff, writing to `--output` or to `out`.
 ///
 /// Returns an error naming the file for an input that cannot be read, an unknown format or
-/// value, or a measurement directory (not exportable yet).
+/// value, or a diff of measurement directories (not built yet).
 pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write) -> Result<()> {
-    if o.seamless || o.system {
+    let measurement = o.seamless || o.system;
+    if measurement && o.diff {
         bail!(
-            "--export and --diff of a measurement directory (--pid, --system) are not built yet: \
-             they need the measurement -> profile model reader; export a gmon.out with its image \
-             (pkgmon's gmon.out.PIDu.COMM files are gmon.outs of the program)"
+            "--diff of measurement directories (--pid, --system) is not built yet: processes \
+             of two runs have other pids, so their labelled functions would not match; diff \
+             the exported folded stacks or pprof files instead, or their gmon.out.PIDu files"
         );
     }
     let format = o.export.as_deref().map(str::parse::<Format>).transpose()?;
@@ -59,13 +61,17 @@ pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write)
         let Some(format) = format else {
             bail!("--output, --value, --title and --inverted go with --export or --diff");
         };
-        let mut operands = o.operands.iter().map(PathBuf::from);
-        let image = operands.next().unwrap_or_else(|| PathBuf::from("a.out"));
-        let mut gmons: Vec<PathBuf> = operands.collect();
-        if gmons.is_empty() {
-            gmons.push(PathBuf::from("gmon.out"));
-        }
-        let profile = model(o, format_choice, &image, &gmons)?;
+        let profile = if measurement {
+            callgraph::measurement_model(&crate::seamless::build(o, true)?)
+        } else {
+            let mut operands = o.operands.iter().map(PathBuf::from);
+            let image = operands.next().unwrap_or_else(|| PathBuf::from("a.out"));
+            let mut gmons: Vec<PathBuf> = operands.collect();
+            if gmons.is_empty() {
+                gmons.push(PathBuf::from("gmon.out"));
+            }
+            model(o, format_choice, &image, &gmons)?
+        };
         let mut options = ExportOptions::default();
         options.value = o.value.clone();
         options.title = o.title.clone();
@@ -121,13 +127,13 @@ fn model(o: &Options, format: FormatChoice, image: &Path, gmons: &[PathBuf]) -> 
     let mut symbol_options = SymbolOptions::default();
     symbol_options.no_static = o.no_static;
     symbol_options.ignore_non_functions = o.ignore_non_functions;
-    let data = safe_fs::read(image, &safe_fs::ReadOptions::default())?;
+    let data = callgraph::read_image(image)?;
     let table = SymbolTable::parse(image, &data, &symbol_options)?;
     drop(data);
     let read_options = table.read_options().with_format(format);
     let mut sum = Sum::new();
     for path in gmons {
-        let data = safe_fs::read(path, &safe_fs::ReadOptions::default())?;
+        let data = callgraph::read_input(path, callgraph::PROFILE_MAX_BYTES)?;
         let profile =
             gmon_format::Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;

@@ -261,8 +261,9 @@ Exit status: 0 on success, 1 on any error.
 
 /// The export and diff options, printed after [`SEAMLESS_HELP`] by `--help`.
 pub const EXPORT_HELP: &str = "\n\
-Exports and diffs of a gmon.out with its image:
+Exports and diffs of a gmon.out with its image, or of a measurement directory:
   pkgprof --export=FORMAT [--output=FILE] [options] [image-file] [profile-file...]
+  pkgprof --export=FORMAT [--output=FILE] (--pid=PID[,PID...] | --system) [DIR]
   pkgprof --diff [--export=FORMAT] [--output=FILE] [options] BASE NEW
 \t--export=FORMAT      write the profile in FORMAT instead of gprof's listings:
 \t                     folded      folded stacks (FlameGraph, inferno)
@@ -295,6 +296,7 @@ Examples:
   pkgprof --export=svg --output=prog.svg ./prog gmon.out
   pkgprof --export=pprof --output=prog.pb.gz ./prog gmon.out
   go tool pprof -top prog.pb.gz
+  pkgprof --export=folded --pid 4242 pkgmon.data | inferno-flamegraph > pid.svg
   pkgprof --diff ./prog-v1 gmon.out.v1 ./prog-v2 gmon.out.v2
   pkgprof --diff --export=svg --output=diff.svg ./prog gmon.base gmon.new
 Exit status: 0 on success, 1 on any error.

@@ -250,15 +250,15 @@ fn gprof2dot_reads_our_gprof_text() {
 }
 
 #[test]
-fn a_measurement_directory_is_refused_by_name() {
+fn a_diff_of_measurements_and_unknown_formats_are_refused_by_name() {
     let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
-        .args(["--export=folded", "--pid", "137", "x"])
+        .args(["--diff", "--pid", "137", "x", "y"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("measurement directory") && err.contains("not built yet"),
+        err.contains("measurement directories") && err.contains("not built yet"),
         "{err}"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
@@ -357,4 +357,76 @@ fn a_diff_of_two_builds_names_the_function_made_slower_first() {
     let fields: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(fields.last(), Some(&"compute"), "{top}");
     assert_eq!(fields[0].parse::<f64>().unwrap(), n - b, "{top}");
+}
+
+#[test]
+fn a_measurement_exports_its_sampled_stacks() {
+    let dir = scratch("measurement");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/seamless");
+    let objects = root.join("objects");
+    let measurement = root.join("measurement");
+    let m = [
+        "--pid",
+        "137",
+        "--object-path",
+        objects.to_str().unwrap(),
+        measurement.to_str().unwrap(),
+    ];
+    // The listing's flat profile: % time per function.
+    let mut args = vec!["-b", "-p"];
+    args.extend(m);
+    let listing: BTreeMap<String, String> = String::from_utf8(pkgprof(&args, None).stdout)
+        .unwrap()
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("time"))
+        .skip(1)
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let share: f64 = fields.first()?.parse().ok()?;
+            (share > 0.0).then(|| (fields.last().unwrap().to_string(), fields[0].to_owned()))
+        })
+        .collect();
+    let folded = dir.join("m.folded");
+    let mut args = vec!["--export=folded", "--output", folded.to_str().unwrap()];
+    args.extend(m);
+    let out = pkgprof(&args, None);
+    assert!(out.stderr.is_empty(), "real stacks need no note");
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    // User frames call into the kernel, as in the listing: read → entry_SYSCALL_64.
+    assert!(
+        folded.contains("137u:main;137u:read_input;137u:read;137k:entry_SYSCALL_64;"),
+        "{folded}"
+    );
+    let pb = dir.join("m.pb.gz");
+    let mut args = vec!["--export=pprof", "--output", pb.to_str().unwrap()];
+    args.extend(m);
+    pkgprof(&args, None);
+    let Some(top) = consumer(
+        "go",
+        &[
+            "tool",
+            "pprof",
+            "-top",
+            "-nodefraction=0",
+            "-sample_index=samples",
+            pb.to_str().unwrap(),
+        ],
+        None,
+        "apt-get install golang-go",
+    ) else {
+        return;
+    };
+    let pprof: BTreeMap<String, String> = top
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let flat: f64 = fields[0].parse().ok()?;
+            let share = fields[1].trim_end_matches('%');
+            (flat > 0.0).then(|| (fields[5..].join(" "), share.to_owned()))
+        })
+        .collect();
+    assert_eq!(pprof, listing, "{top}");
+    assert!(top.contains("of 545 total"), "{top}");
 }
