@@ -291,10 +291,10 @@ fn add_counters(a: &mut ProcessCounters, b: &ProcessCounters) {
 /// "Before" allows 50 ms: the kernel sends the taskstats record a little before it
 /// writes the perf EXIT record (and stamps its time), so a record drained at once can carry
 /// an earlier time than its exit.
-fn taskstats_counters(
-    rec: &Recording,
-    replay: &Replay,
-) -> HashMap<ProcessKey, (ProcessCounters, bool)> {
+///
+/// Each task's CPU time is its exact runtime split by its tick-sampled user and system times
+/// ([`exact_cpu`]) when the record has the runtime.
+fn taskstats_counters(rec: &Recording, replay: &Replay) -> HashMap<ProcessKey, Exited> {
     /// How much later than its taskstats record a thread's perf EXIT may be stamped.
     const EXIT_SLACK_NS: u64 = 50_000_000;
     let mut by_pid: HashMap<u32, Vec<&Process>> = HashMap::new();
@@ -308,7 +308,7 @@ fn taskstats_counters(
     let mut order: Vec<usize> = (0..rec.task_exits.len()).collect();
     order.sort_by_key(|&i| rec.task_exits[i].time);
     let mut matched: BTreeSet<(ProcessKey, u32)> = BTreeSet::new();
-    let mut out: HashMap<ProcessKey, ProcessCounters> = HashMap::new();
+    let mut out: HashMap<ProcessKey, (ProcessCounters, bool)> = HashMap::new();
     for i in order {
         let e = &rec.task_exits[i];
         let candidates = match e.tgid {
@@ -342,8 +342,11 @@ fn taskstats_counters(
         });
         let Some(p) = owner else { continue };
         let mut c = ProcessCounters::default();
-        c.user_cpu_ns = Some(e.user_cpu_ns);
-        c.system_cpu_ns = Some(e.system_cpu_ns);
+        let (user, system) = e.runtime_ns.map_or((e.user_cpu_ns, e.system_cpu_ns), |ns| {
+            exact_cpu(e.user_cpu_ns, e.system_cpu_ns, ns)
+        });
+        c.user_cpu_ns = Some(user);
+        c.system_cpu_ns = Some(system);
         c.minor_faults = Some(e.minor_faults);
         c.major_faults = Some(e.major_faults);
         c.voluntary_switches = Some(e.voluntary_switches);
@@ -351,9 +354,12 @@ fn taskstats_counters(
         c.read_bytes = Some(e.read_bytes);
         c.written_bytes = Some(e.written_bytes);
         match out.get_mut(&p.key) {
-            Some(acc) => add_counters(acc, &c),
+            Some((acc, exact)) => {
+                add_counters(acc, &c);
+                *exact &= e.runtime_ns.is_some();
+            }
             None => {
-                out.insert(p.key, c);
+                out.insert(p.key, (c, e.runtime_ns.is_some()));
             }
         }
     }
@@ -362,15 +368,45 @@ fn taskstats_counters(
         .processes
         .iter()
         .filter_map(|p| {
-            let c = out.remove(&p.key)?;
+            let (counters, exact_cpu) = out.remove(&p.key)?;
             let complete = p
                 .threads
                 .iter()
                 .filter(|t| t.exit.is_some())
                 .all(|t| matched.contains(&(p.key, t.tid)));
-            Some((p.key, (c, complete)))
+            Some((
+                p.key,
+                Exited {
+                    counters,
+                    complete,
+                    exact_cpu,
+                },
+            ))
         })
         .collect()
+}
+
+/// The taskstats exit records of one process, summed.
+struct Exited {
+    counters: ProcessCounters,
+    /// Every thread exit the run saw of the process had its record.
+    complete: bool,
+    /// Every record had the task's exact runtime, so the CPU times sum to it.
+    exact_cpu: bool,
+}
+
+/// User and system time that sum to a task's exact `runtime`, split in the ratio of its
+/// tick-sampled `user` and `system` times, as the kernel scales them for `/proc` (all user
+/// time when the ticks saw no system time, all system time when they saw no user time). The
+/// ticks (every 4 ms at 250 Hz) give a task that ran 2 ms 0 or 4 ms of CPU time; its runtime
+/// is exact.
+fn exact_cpu(user: u64, system: u64, runtime: u64) -> (u64, u64) {
+    let system = match (user, system) {
+        (_, 0) => 0,
+        (0, _) => runtime,
+        (u, s) => (u128::from(s) * u128::from(runtime) / (u128::from(u) + u128::from(s))) as u64,
+    };
+    (runtime - system, system)
 }
 
 /// Writes the measurement into `opts.dir` (created if missing): [`Output::create`], then
@@ -699,13 +735,14 @@ fn quoted(s: &str) -> String {
 ///
 /// A process that ended, whose tasks' taskstats exit records all came (root), has their sum,
 /// over its whole life; a `/proc` reading taken while it lived (for the launched command, the
-/// one taken while it was a zombie) is a lower bound of every counter, so it wins where the
-/// tick-sampled taskstats CPU times fell short of the exact runtime `/proc` scales to. Without
+/// one taken while it was a zombie) is a lower bound of every counter, so it wins where a
+/// record fell short. The CPU times are the exception when every record had the exact runtime
+/// ([`exact_cpu`]): those stand, as `/proc`'s are whole clock ticks of the same. Without
 /// the records, the counters are the launched command's zombie reading or the last periodic
 /// `/proc` reading of the process.
 fn process_counters(
     rec: &Recording,
-    exits: &HashMap<ProcessKey, (ProcessCounters, bool)>,
+    exits: &HashMap<ProcessKey, Exited>,
     p: &Process,
     reading: Option<&crate::recording::ProcReading>,
     tick_ns: u64,
@@ -718,14 +755,18 @@ fn process_counters(
     let lower = from_child.or(reading.map(|r| &r.counters));
     let exited = exits
         .get(&p.key)
-        .filter(|(_, complete)| *complete)
-        .map(|(c, _)| c)
+        .filter(|e| e.complete)
         .filter(|_| p.exit.is_some() || from_child.is_some() || reading.is_none());
     match (exited, lower) {
-        (Some(c), lower) => {
-            let mut c = c.clone();
+        (Some(e), lower) => {
+            let mut c = e.counters.clone();
             if let Some(l) = lower {
-                max_counters(&mut c, &proc_counters(l, tick_ns));
+                let mut l = proc_counters(l, tick_ns);
+                // Exact CPU times stand; /proc's are whole clock ticks (10 ms).
+                if e.exact_cpu {
+                    (l.user_cpu_ns, l.system_cpu_ns) = (None, None);
+                }
+                max_counters(&mut c, &l);
             }
             (Some(c), Some("taskstats"))
         }
@@ -896,6 +937,21 @@ mod tests {
     }
 
     #[test]
+    fn taskstats_cpu_times_sum_to_the_exact_runtime() {
+        // 2 ms that no tick saw: all user time, as /proc says.
+        assert_eq!(exact_cpu(0, 0, 2_000_000), (2_000_000, 0));
+        assert_eq!(exact_cpu(0, 4_000_000, 2_000_000), (0, 2_000_000));
+        assert_eq!(
+            exact_cpu(4_000_000, 12_000_000, 10_000_000),
+            (2_500_000, 7_500_000)
+        );
+        assert_eq!(
+            exact_cpu(u64::MAX / 2, u64::MAX / 2, u64::MAX),
+            (u64::MAX - u64::MAX / 2, u64::MAX / 2)
+        );
+    }
+
+    #[test]
     fn taskstats_records_go_to_the_process_whose_thread_exited() {
         use crate::recording::{SideBand, SideRecord, TaskExit};
         let side = |time, kind| SideRecord { time, cpu: 0, kind };
@@ -951,18 +1007,18 @@ mod tests {
             pid: 11,
             generation,
         };
-        assert_eq!(c[&key(0)].0.user_cpu_ns, Some(7_000));
-        assert_eq!(c[&key(0)].0.voluntary_switches, Some(2));
-        assert_eq!(c[&key(1)].0.user_cpu_ns, Some(50_000));
-        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
+        assert_eq!(c[&key(0)].counters.user_cpu_ns, Some(7_000));
+        assert_eq!(c[&key(0)].counters.voluntary_switches, Some(2));
+        assert_eq!(c[&key(1)].counters.user_cpu_ns, Some(50_000));
+        assert_eq!(c[&key(2)].counters.user_cpu_ns, Some(700_000));
         assert_eq!(c.len(), 3);
-        assert!(c.values().all(|c| c.1), "complete");
+        assert!(c.values().all(|c| c.complete), "complete");
         // Without the record of thread 12 (lost to an overflow), the first process's sum is
         // incomplete.
         let mut lossy = rec.clone();
         lossy.task_exits.retain(|e| e.tid != 12);
         let c = taskstats_counters(&lossy, &crate::replay(&lossy));
-        assert!(!c[&key(0)].1 && c[&key(1)].1);
+        assert!(!c[&key(0)].complete && c[&key(1)].complete);
         // When the run saw the third process exit (at 45, its record at 46), a later record
         // (a process the run did not follow, reusing pid 11) is left out.
         rec.side_band.push(side(45, exit(11, 11)));
@@ -970,9 +1026,11 @@ mod tests {
         rec.task_exits.push(task(11, Some(11), 9, 60));
         let rep = crate::replay(&rec);
         let c = taskstats_counters(&rec, &rep);
-        assert_eq!(c[&key(2)].0.user_cpu_ns, Some(700_000));
+        assert_eq!(c[&key(2)].counters.user_cpu_ns, Some(700_000));
         assert_eq!(
-            c.values().filter_map(|c| c.0.user_cpu_ns).sum::<u64>(),
+            c.values()
+                .filter_map(|c| c.counters.user_cpu_ns)
+                .sum::<u64>(),
             757_000
         );
     }

@@ -191,10 +191,14 @@ pub struct TaskExit {
     pub ppid: u32,
     /// Command name.
     pub comm: String,
-    /// User CPU time in ns (the kernel counts µs).
+    /// User CPU time in ns (the kernel counts µs), as the kernel sampled it at clock ticks
+    /// (`ac_utime`): a task that ran 2 ms may have 0 or a whole tick.
     pub user_cpu_ns: u64,
-    /// System CPU time in ns.
+    /// System CPU time in ns, tick-sampled like `user_cpu_ns` (`ac_stime`).
     pub system_cpu_ns: u64,
+    /// The exact time the task ran on a CPU, in ns (the scheduler's `sum_exec_runtime`, which
+    /// taskstats reports as `cpu_run_virtual_total` when the kernel has delay accounting).
+    pub runtime_ns: Option<u64>,
     /// Minor page faults.
     pub minor_faults: u64,
     /// Major page faults.

@@ -115,6 +115,8 @@ pub(crate) fn parse_stats(tid: u32, s: &[u8], time: u64) -> Option<TaskExit> {
         // ac_utime and ac_stime are in microseconds.
         user_cpu_ns: u64_at(s, 152)?.saturating_mul(1000),
         system_cpu_ns: u64_at(s, 160)?.saturating_mul(1000),
+        // Zero when the kernel has no delay accounting (a task that ran has a runtime).
+        runtime_ns: u64_at(s, 72).filter(|&ns| ns > 0),
         minor_faults: u64_at(s, 168)?,
         major_faults: u64_at(s, 176)?,
         read_bytes: u64_at(s, 216)?,
@@ -356,6 +358,7 @@ mod tests {
                 s[off..off + 8].copy_from_slice(&v.to_ne_bytes());
             }
         };
+        put(72, 1_900_000); // cpu_run_virtual_total ns
         put(152, 1500); // utime µs
         put(160, 250); // stime µs
         put(168, 70);
@@ -393,6 +396,7 @@ mod tests {
             (42, Some(41), 7, "sh")
         );
         assert_eq!((e.user_cpu_ns, e.system_cpu_ns), (1_500_000, 250_000));
+        assert_eq!(e.runtime_ns, Some(1_900_000));
         assert_eq!((e.minor_faults, e.major_faults), (70, 1));
         assert_eq!((e.read_bytes, e.written_bytes), (4096, 10));
         assert_eq!((e.voluntary_switches, e.involuntary_switches), (3, 2));

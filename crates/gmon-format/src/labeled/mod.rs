@@ -90,13 +90,19 @@
 //!        when the collector may register for the kernel's taskstats exit records (root:
 //!        `CAP_NET_ADMIN`, initial network namespace) and got the record of every thread exit
 //!        it saw of that process. The records of all its threads are summed, so even a process
-//!        that lived microseconds has counts over its whole life. Their CPU times are the
-//!        kernel's per-thread tick-sampled ones, not scaled to the exact runtime as `/proc`'s
-//!        are: a process that ran 2 ms may show 0 or one tick, and on a loaded virtual
-//!        machine five threads that ran 1.25 s in all showed 0.93 s. So when the process also
-//!        has a `/proc` reading (from a poll while it lived, or for the launched command the
-//!        one taken while it was a zombie, `waitid(WNOWAIT)`), each counter is the larger of
-//!        the two (a counter only grows, so the reading is a lower bound).
+//!        that lived microseconds has counts over its whole life. Each thread's CPU time is its
+//!        exact runtime (`cpu_run_virtual_total`, the scheduler's own sum, in ns) split between
+//!        user and system in the ratio of the kernel's tick-sampled `ac_utime` and `ac_stime`,
+//!        as the kernel scales them for `/proc` (all user when the ticks saw no system time).
+//!        The ticks alone are not a measure of short tasks: at 250 Hz a task that ran 2 ms
+//!        has 0 or 4 ms, and on a loaded machine, where tasks start running right after the
+//!        tick that switched them in, fifty 2 ms children showed 12 to 36 ms in all. A kernel
+//!        without delay accounting has no runtime in the record; then the tick-sampled times
+//!        are written (measurements written before November 2026 have those too). When the
+//!        process also has a `/proc` reading (from a poll while it lived, or for the launched
+//!        command the one taken while it was a zombie, `waitid(WNOWAIT)`), each other counter
+//!        is the larger of the two (a counter only grows, so the reading is a lower bound),
+//!        and so are the CPU times when they are tick-sampled.
 //!      - `"proc"`: `/proc/PID/{stat,status,io}` (CPU time in clock ticks × 10⁹ / `CLK_TCK`;
 //!        `rchar`, `wchar`), when taskstats records are missing: the launched command's read
 //!        while it is a zombie, so they cover its whole life; any other process's the last
