@@ -290,6 +290,12 @@ fn stop_flag_ends_the_run_with_a_complete_recording() {
     assert!(p.mappings.iter().any(|m| m.build_id.is_some()));
 }
 
+/// The exact CPU time a (single-threaded) process has run, from the scheduler.
+fn runtime_ns(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap();
+    s.split_whitespace().next().unwrap().parse().unwrap()
+}
+
 #[test]
 fn duration_stops_an_attached_process() {
     let _serial = serial();
@@ -300,12 +306,25 @@ fn duration_stops_an_attached_process() {
         .expect("spawn");
     let mut c = c0.clone();
     c.duration = Some(Duration::from_millis(300));
+    let before = runtime_ns(child.id());
     let s = Sampler::attach(&[child.id() as i32], &c).expect("attach");
     let r = s.run(&AtomicBool::new(false)).expect("run");
+    // The run ended while the workload still had most of its 3 s of CPU work to do.
+    let alive = child.try_wait().unwrap().is_none();
+    let ran_ms = (runtime_ns(child.id()) - before) / 1_000_000;
     let _ = child.kill();
     let _ = child.wait();
     assert!(r.stopped);
-    assert!(r.samples.len() >= 50, "{} samples", r.samples.len());
+    assert!(alive, "the workload ended before the run");
+    // The samples cover the CPU time the workload got while attached (at most what it got
+    // between the two readings, a few ms more): on a loaded machine that is far less than
+    // 300 ms.
+    let n = r.samples.len() as u64;
+    let hz = c.frequency.max(1);
+    assert!(
+        n >= 1 && n * 1000 / hz + 20 >= ran_ms * 8 / 10 && n * 1000 / hz <= ran_ms + 20,
+        "{n} samples at {hz} Hz for {ran_ms} ms of CPU time"
+    );
     let rep = replay(&r);
     let p = rep.by_pid(child.id()).next().expect("process");
     assert_eq!(p.comm(), "cpu");
