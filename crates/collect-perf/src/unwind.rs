@@ -412,10 +412,20 @@ impl ProcessUnwinder {
                 frames.extend_from_slice(&cfi);
                 (Source::Cfi, cfi_reason)
             }
-            None => (
-                Source::FramePointers,
-                self.fp_tail(u, p, s, chain, &fp, 0, &mut frames),
-            ),
+            None => {
+                let end = self.fp_tail(u, p, s, chain, &fp, 0, &mut frames);
+                // A chain no longer than the copy's frames says less about why the stack
+                // ends: a sample in a function whose frame outgrows the copy, whose bp holds
+                // data, has a one-frame copy that ended at the copy, not at missing unwind
+                // information.
+                if end != StackEnd::Complete && !cfi.is_empty() && frames.len() <= cfi.len() {
+                    frames.clear();
+                    frames.extend_from_slice(&cfi);
+                    (Source::Cfi, cfi_reason)
+                } else {
+                    (Source::FramePointers, end)
+                }
+            }
         };
         if end == StackEnd::Complete {
             let root = self.roots.entry(s.tid).or_default();
