@@ -15,7 +15,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -28,13 +28,10 @@ const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 /// Points of total time a figure may be off.
 const TOLERANCE: f64 = 2.0;
 
+/// Where this test process writes its measurements; removed with the last of them.
 fn scratch() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("pkgprof-truth-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    })
+    DIR.get_or_init(|| std::env::temp_dir().join(format!("pkgprof-truth-{}", std::process::id())))
 }
 
 /// Tests run one at a time: the machine has two CPUs and the workloads count CPU time.
@@ -58,16 +55,22 @@ impl Build {
     }
 }
 
-fn cc(args: &[&dyn AsRef<std::ffi::OsStr>]) {
+/// Compiles `args` into `out`, through a file of this process's own that replaces `out` at
+/// once: another test process may be running the previous build.
+fn cc(out: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) {
+    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
     let mut c = Command::new("cc");
+    c.arg("-o").arg(&tmp);
     for a in args {
         c.arg(a);
     }
     let st = c.status().unwrap();
     assert!(st.success(), "cc failed: {c:?}");
+    std::fs::rename(&tmp, out).unwrap();
 }
 
-/// Builds the workloads with `build`'s flags into a directory of their own; returns it.
+/// Builds the workloads with `build`'s flags into a directory of their own under the target
+/// directory (not /tmp: nothing is left behind there), once per test process; returns it.
 fn built(build: Build) -> PathBuf {
     static DIRS: Mutex<BTreeMap<&'static str, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut dirs = DIRS.lock().unwrap_or_else(|e| e.into_inner());
@@ -75,45 +78,37 @@ fn built(build: Build) -> PathBuf {
         return d.clone();
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/truth");
-    let d = scratch().join(build.flag().trim_start_matches('-'));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("truth-workloads")
+        .join(build.flag().trim_start_matches('-'));
     std::fs::create_dir_all(&d).unwrap();
     let f = build.flag();
     for name in ["recursion", "bigstack"] {
-        cc(&[
-            &"-O2",
-            &f,
-            &"-o",
-            &d.join(name),
-            &src.join(format!("{name}.c")),
-        ]);
+        cc(&d.join(name), &[&"-O2", &f, &src.join(format!("{name}.c"))]);
     }
     for (lib, source) in [
         ("libtruthlib.so", "libs-lib.c"),
         ("libtruthdl.so", "libs-dl.c"),
     ] {
-        cc(&[
+        cc(
+            &d.join(lib),
+            &[&"-O2", &f, &"-fPIC", &"-shared", &src.join(source)],
+        );
+    }
+    cc(
+        &d.join("libs"),
+        &[
             &"-O2",
             &f,
-            &"-fPIC",
-            &"-shared",
-            &"-o",
-            &d.join(lib),
-            &src.join(source),
-        ]);
-    }
-    cc(&[
-        &"-O2",
-        &f,
-        &"-rdynamic",
-        &"-o",
-        &d.join("libs"),
-        &src.join("libs.c"),
-        &"-L",
-        &d,
-        &"-ltruthlib",
-        &"-Wl,-rpath,$ORIGIN",
-        &"-ldl",
-    ]);
+            &"-rdynamic",
+            &src.join("libs.c"),
+            &"-L",
+            &d,
+            &"-ltruthlib",
+            &"-Wl,-rpath,$ORIGIN",
+            &"-ldl",
+        ],
+    );
     dirs.insert(build.flag(), d.clone());
     d
 }
@@ -143,18 +138,26 @@ fn parse_truth(text: &str) -> Truth {
 }
 
 /// One profiled run of a workload. Its measurement directory (a few MiB: the kernel-symbol
-/// snapshot) is removed when the run is dropped, unless the test is failing.
+/// snapshot) is removed when the run is dropped, unless the test is failing or the run was
+/// found wrong (`keep`).
 struct Run {
     dir: PathBuf,
+    truth_file: PathBuf,
     pid: u32,
     truth: Truth,
     stderr: String,
+    keep: bool,
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
+        if self.keep || std::thread::panicking() {
+            eprintln!("measurement kept in {}", self.dir.display());
+        } else {
             let _ = std::fs::remove_dir_all(&self.dir);
+            let _ = std::fs::remove_file(&self.truth_file);
+            // Succeeds once no other run's files are in it.
+            let _ = std::fs::remove_dir(scratch());
         }
     }
 }
@@ -162,6 +165,7 @@ impl Drop for Run {
 /// Runs `pkgmon [extra] -- program args` with the workload's report going to a file.
 fn profile(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Run {
     let dir = scratch().join(tag);
+    std::fs::create_dir_all(scratch()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     let truth_file = scratch().join(format!("{tag}.truth"));
     let o = Command::new(PKGMON)
@@ -182,8 +186,10 @@ fn profile(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Run {
     Run {
         pid: m.processes[0].pid,
         dir,
+        truth_file,
         truth,
         stderr,
+        keep: false,
     }
 }
 
@@ -302,24 +308,79 @@ fn sampling_field(info: &MeasurementInfo, key: &str) -> u64 {
         .unwrap()
 }
 
+/// The samples of a run's stacks file.
+fn stack_samples(run: &Run) -> u64 {
+    let m = scan(&run.dir).unwrap();
+    let data = std::fs::read(m.processes[0].stacks.as_ref().unwrap()).unwrap();
+    Stacks::parse(&data)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap().1.samples)
+        .sum()
+}
+
+/// The functions a listing shows called by `[truncated]`: the outermost frames of the
+/// truncated stacks.
+fn truncated_callees(l: &Listing, pid: u32) -> BTreeSet<String> {
+    let label = format!("{pid}u:");
+    let mut out = BTreeSet::new();
+    let mut inside = false;
+    for line in l.text.lines() {
+        if line.starts_with("Index by function name") {
+            break;
+        }
+        if line.starts_with('[') {
+            inside = line.contains(&format!("{label}[truncated] ["));
+        } else if line.starts_with("---") {
+            inside = false;
+        } else if inside && let Some(name) = line.split_whitespace().find(|t| t.starts_with(&label))
+        {
+            out.insert(name[label.len()..].to_owned());
+        }
+    }
+    out
+}
+
+/// The dynamic linker's lazy-binding trampoline (`_dl_runtime_resolve_xsavec` and its
+/// siblings), which binds a function at its first call through the PLT: after realigning the
+/// stack it keeps its frame base in rbx (its unwind information defines the frame by rbx), a
+/// register the samples do not carry (ip, sp and bp). A sample taken while it runs cannot be
+/// unwound past it; such a stack is reported truncated for want of unwind information.
+fn is_lazy_binding(name: &str) -> bool {
+    name.starts_with("_dl_runtime_resolve")
+}
+
 /// Profiles workload `name` in both builds and checks every function; also that no stack was
-/// reported truncated (they all fit the default stack copy and callchain limit).
+/// reported truncated (they all fit the default stack copy and callchain limit) but those
+/// that end in the dynamic linker's lazy binding ([`is_lazy_binding`]): it runs a few
+/// microseconds per function bound, so a sample lands there now and then (in 3 runs of 15 of
+/// the libs workload at load 9), and those stacks are truncated for what they are.
 fn check_workload(name: &str, args: impl Fn(&Path) -> Vec<String>) {
     let mut bad = Vec::new();
     for build in [Build::FramePointers, Build::NoFramePointers] {
         let d = built(build);
         let a = args(&d);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let run = profile(&format!("{name}{}", build.flag()), &d.join(name), &a, &[]);
+        let mut run = profile(&format!("{name}{}", build.flag()), &d.join(name), &a, &[]);
         let what = format!("{name} {}", build.flag());
+        let before = bad.len();
         bad.extend(compare(&run, &what));
-        let truncated = sampling_field(&info(&run), "truncated-stacks");
-        if truncated != 0 {
+        let inf = info(&run);
+        let truncated = sampling_field(&inf, "truncated-stacks");
+        let unwind_info = sampling_field(&inf, "truncated-unwind-info");
+        let ends = truncated_callees(&listing(&run, "stacks"), run.pid);
+        let samples = stack_samples(&run);
+        if truncated != unwind_info
+            || !ends.iter().all(|n| is_lazy_binding(n))
+            || truncated * 200 > samples
+        {
             bad.push(format!(
-                "{what}: {truncated} truncated stacks, none expected\n{}",
+                "{what}: {truncated} truncated stacks ({unwind_info} for unwind information) \
+                 ending in {ends:?}; only a few in lazy binding expected\n{}",
                 run.stderr
             ));
         }
+        run.keep = bad.len() > before;
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

@@ -3,25 +3,27 @@
 
 #![allow(clippy::unwrap_used, dead_code)]
 
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use collect_perf::{Config, Recording, Sampler, preflight};
 
+/// Compiles workload `name` once per test process into the target directory (not /tmp: no
+/// test leaves anything there), through a file of this process's own that replaces the
+/// previous build at once, since another test process may be running it.
 pub fn workload(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let d = std::env::temp_dir().join(format!("collect-perf-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("create temp dir");
-        d
-    });
+    static BUILT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collect-perf-workloads");
     let out = dir.join(name);
-    if !out.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built.insert(name.to_owned()) {
+        std::fs::create_dir_all(&dir).expect("create the workload dir");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/workloads/{name}.c"));
-        let tmp = dir.join(format!("{name}.tmp"));
+        let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
         let st = Command::new("cc")
             .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
             .arg(&tmp)
