@@ -5,5 +5,7 @@ pub mod demangle;
 pub mod gmon;
 pub mod info;
 pub mod kallsyms;
+pub mod latency;
 pub mod name;
 pub mod stacks;
+pub mod tracepoint;

@@ -5,6 +5,7 @@
 
 mod getopt;
 mod image;
+mod latency;
 mod options;
 #[cfg(target_os = "linux")]
 pub mod pkgmon;

@@ -50,6 +50,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
     }
+    if o.latency || o.blocking || o.latency_diff {
+        return crate::latency::run(&o, out);
+    }
     if o.seamless || o.system || o.threads {
         if !o.dump {
             refuse_unbuilt(&o)?;
