@@ -15,8 +15,14 @@ mod common;
 use common::Rng;
 
 fn frames(rng: &mut Rng, kernel: bool) -> Vec<u64> {
-    let base = if kernel { 0xffff_ffff_8100_0000 } else { 0x5555_0000 };
-    (0..rng.below(5)).map(|_| base + rng.below(1 << 20)).collect()
+    let base = if kernel {
+        0xffff_ffff_8100_0000
+    } else {
+        0x5555_0000
+    };
+    (0..rng.below(5))
+        .map(|_| base + rng.below(1 << 20))
+        .collect()
 }
 
 fn random_file(rng: &mut Rng) -> LatencyFile {
@@ -94,7 +100,10 @@ fn random_files_round_trip_and_survive_damage() {
         for cut in 0..bytes.len() {
             latency_target::run(&bytes[..cut]);
             // Cut anywhere before the end, the file is refused, never read short.
-            assert!(LatencyFile::parse(&bytes[..cut]).is_err(), "cut at {cut}:\n{text}");
+            assert!(
+                LatencyFile::parse(&bytes[..cut]).is_err(),
+                "cut at {cut}:\n{text}"
+            );
         }
         for _ in 0..20 {
             let mut damaged = bytes.to_vec();

@@ -125,10 +125,7 @@ fn axes(svg: &mut String, f: &Frame, h: &Histogram) {
     for k in 0..f.n {
         let b = f.lo + k;
         let x = f.x(b);
-        let _ = writeln!(
-            svg,
-            "<path d=\"M{x:.1} {y1:.1}v4\" stroke=\"#000000\"/>"
-        );
+        let _ = writeln!(svg, "<path d=\"M{x:.1} {y1:.1}v4\" stroke=\"#000000\"/>");
         if b.is_multiple_of(r.get()) && (b / r.get()).is_multiple_of(every) {
             let _ = writeln!(
                 svg,
@@ -290,7 +287,9 @@ pub fn heatmap_svg(slices: &[Histogram], slice_ns: u64, opts: &PlotOptions) -> S
             x0 + w
         );
         let every = ((hi - lo + 1) / 8).max(1);
-        for b in (lo..=hi).filter(|b| b.is_multiple_of(r.get()) && (b / r.get()).is_multiple_of(every)) {
+        for b in
+            (lo..=hi).filter(|b| b.is_multiple_of(r.get()) && (b / r.get()).is_multiple_of(every))
+        {
             let _ = writeln!(
                 svg,
                 "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
@@ -353,6 +352,9 @@ mod tests {
         assert_eq!(svg.matches("stroke-width=\"2\"").count(), 1);
         let heat = heatmap_svg(&[a, b], 1_000_000_000, &PlotOptions::default());
         assert!(heat.contains("time (2 slices of 1s)"));
-        assert!(heat.contains("fill=\"#0000ff\""), "the fullest cell is the darkest");
+        assert!(
+            heat.contains("fill=\"#0000ff\""),
+            "the fullest cell is the darkest"
+        );
     }
 }

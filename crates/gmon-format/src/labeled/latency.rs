@@ -278,7 +278,10 @@ impl LatencyFile {
             return Err(bad(
                 i,
                 0,
-                format!("byte {:#04x}: the file is printable ASCII, spaces and newlines", data[i]),
+                format!(
+                    "byte {:#04x}: the file is printable ASCII, spaces and newlines",
+                    data[i]
+                ),
             ));
         }
         let text = std::str::from_utf8(data).map_err(|_| bad(0, 0, "the file is not ASCII"))?;
