@@ -1,5 +1,7 @@
 //! Inputs for the benchmarks, generated rather than committed.
 
+pub mod profiles;
+
 use gmon_format::{AddressSize, Arc, Endian, Header, HistogramHeader, Layout, SECONDS, Writer};
 
 /// A GNU gmon file of about `target_bytes`: `bin_share` of it histogram bins, the rest arcs.

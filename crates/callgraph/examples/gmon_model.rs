@@ -24,7 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 2. The gmon files, summed as gprof sums them.
     let mut sum = gmon_format::Sum::new();
     for gmon in &gmons {
-        let data = std::fs::read(gmon)?;
+        // Read as pkgprof reads its inputs: regular files only, bounded.
+        let data = callgraph::read_input(gmon, callgraph::PROFILE_MAX_BYTES)?;
         let profile = gmon_format::Profile::parse(&data, &table.read_options())
             .map_err(|e| e.with_path(gmon))?;
         sum.add(&profile)?;

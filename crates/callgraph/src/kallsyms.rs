@@ -120,13 +120,26 @@ impl KernelSymbols {
     }
 
     /// The text symbols as a gprof symbol table: global (`T`, `W`) and local (`t`, `w`)
-    /// functions, one per address (gprof's alias rules), each reaching up to the next; the last
-    /// reaches 4 KiB.
+    /// functions, one per address, each reaching up to the next; the last reaches 4 KiB.
+    ///
+    /// Of several names at one address, the one perf shows is kept: a 64-bit system call's
+    /// `__x64_sys_` name rather than its `__ia32_sys_` and `__do_sys_` aliases, and never a
+    /// `__pi_` alias (the position-independent copy of a thunk's name); gprof's alias rules
+    /// choose among the rest.
     pub fn table(&self) -> SymbolTable {
-        let raw: Vec<RawSymbol> = self
+        let text: Vec<&KernelSymbol> = self
             .symbols
             .iter()
             .filter(|s| s.is_text() && s.address != 0)
+            .collect();
+        let mut preferred: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
+        for s in &text {
+            let p = preferred.entry(s.address).or_default();
+            *p = (*p).max(alias_rank(&s.name));
+        }
+        let raw: Vec<RawSymbol> = text
+            .iter()
+            .filter(|s| alias_rank(&s.name) == preferred[&s.address])
             .map(|s| RawSymbol {
                 name: s.name.clone(),
                 address: s.address,
@@ -140,6 +153,18 @@ impl KernelSymbols {
             .max()
             .map_or(0, |a| a.saturating_add(LAST_SYMBOL_REACH));
         SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
+    }
+}
+
+/// How much a name is preferred among the names of one address: `__x64_sys_` names above all,
+/// `__pi_` aliases below all.
+fn alias_rank(name: &[u8]) -> u8 {
+    if name.starts_with(b"__x64_") {
+        2
+    } else if name.starts_with(b"__pi_") {
+        0
+    } else {
+        1
     }
 }
 
@@ -209,6 +234,32 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn aliases_are_named_as_perf_names_them() {
+        let k = parse(
+            "ffffffff81377cc0 T __ia32_sys_getpid\n\
+             ffffffff81377cc0 T __x64_sys_getpid\n\
+             ffffffff8170fc10 t __do_sys_sync\n\
+             ffffffff8170fc10 T __ia32_sys_sync\n\
+             ffffffff8170fc10 T __x64_sys_sync\n\
+             ffffffff82202a40 T __pi___x86_indirect_thunk_rax\n\
+             ffffffff82202a40 T __x86_indirect_thunk_rax\n\
+             ffffffff82202b00 T __pi_lonely\n",
+        )
+        .unwrap();
+        let t = k.table();
+        let names: Vec<_> = t.symbols().iter().map(|s| s.name_lossy()).collect();
+        assert_eq!(
+            names,
+            [
+                "__x64_sys_getpid",
+                "__x64_sys_sync",
+                "__x86_indirect_thunk_rax",
+                "__pi_lonely"
+            ]
+        );
     }
 
     #[test]

@@ -60,7 +60,9 @@
 //! histogram bin (a one-frame stack at the bin's address), one arc per gmon arc, functions named
 //! as gprof prints them. Its totals are gprof's; it keeps what was measured rather than gprof's
 //! reading of it (see the function's docs). `cargo run -p callgraph --example gmon_model`
-//! shows it on a bundled profile.
+//! shows it on a bundled profile. [`measurement_model`] does the same for a seamless profile
+//! of a measurement directory, with its real sampled stacks and each sample labelled with its
+//! process.
 //!
 //! # Seamless profiles of a measurement directory
 //!
@@ -101,6 +103,7 @@ mod kallsyms;
 mod labeled;
 mod latency;
 mod lines;
+mod measurement_model;
 mod model;
 mod ordering;
 mod report;
@@ -135,6 +138,7 @@ pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
     symbol_sources,
 };
+pub use measurement_model::measurement_model;
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};

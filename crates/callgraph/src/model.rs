@@ -62,54 +62,35 @@ pub const UNKNOWN_FUNCTION: &str = "[unknown]";
 /// the samples add up to every histogram count, and the arcs into each function to its calls.
 pub fn gmon_model(table: &SymbolTable, sum: &Sum, options: &ModelOptions) -> Profile {
     let mut model = Model::new(table, options);
-    let samples = model.b.value_type(ValueKind::SAMPLES);
-    debug_assert_eq!(samples.index(), 0);
-    if let Some(unit) = sum.unit().filter(|u| u.prof_rate > 0) {
-        model.b.set_period(Period {
-            kind: ValueKind::CPU_TIME,
-            value: 1_000_000_000 / i64::from(unit.prof_rate),
-        });
-    }
-    for h in sum.histograms() {
-        let bins = h.bins.len() as u128;
-        let span = u128::from(h.high_pc.wrapping_sub(h.low_pc));
-        for (i, &count) in h.bins.iter().enumerate() {
-            if count == 0 {
-                continue;
-            }
-            // The bin's first address, by exact integer division of the record's range.
-            let address = h.low_pc.wrapping_add((span * i as u128 / bins) as u64);
-            let frame = model.frame(table.lookup(address), address);
-            let stack = model.b.stack(None, frame);
-            let count = i64::try_from(count).unwrap_or(i64::MAX);
-            // One value per value type: cannot fail.
-            let _ = model.b.add_sample(stack, LabelSetId::EMPTY, &[count]);
-        }
-    }
-    for arc in sum.arcs() {
-        let caller = model.frame(table.lookup(arc.from_pc), arc.from_pc);
-        let callee = model.frame(table.lookup_callee(arc.self_pc), arc.self_pc);
-        let count = i64::try_from(arc.count).unwrap_or(i64::MAX);
-        model.b.add_arc(Arc::new(caller, callee, count));
-    }
+    model.set_period(sum);
+    model.add_histogram(sum);
+    model.add_arcs(sum);
     model.b.build()
 }
 
-/// The builder and the functions made so far, one per symbol.
-struct Model<'t> {
-    b: ProfileBuilder,
-    table: &'t SymbolTable,
+/// The builder and the functions made so far, one per symbol: the steps [`gmon_model`] and
+/// the measurement reader ([`crate::measurement_model`]) share.
+pub(crate) struct Model<'t> {
+    pub(crate) b: ProfileBuilder,
+    pub(crate) table: &'t SymbolTable,
     options: &'t ModelOptions,
     /// Whether each symbol's name and file are those of another symbol too.
     repeated: Vec<bool>,
     object: Option<ObjectId>,
     functions: Vec<Option<FunctionId>>,
     unknown: Option<FunctionId>,
+    /// Name prefixes of seamless tables (`137u`, `137k`, `kernel`), each with the side and
+    /// the sample labels of its functions; empty for a plain image.
+    pub(crate) processes: HashMap<String, (Side, LabelSetId)>,
+    /// The sample labels of each function made from a prefixed name.
+    sample_labels: HashMap<FunctionId, LabelSetId>,
 }
 
 impl<'t> Model<'t> {
-    fn new(table: &'t SymbolTable, options: &'t ModelOptions) -> Self {
+    /// A model of `table`'s symbols, with value type [`ValueKind::SAMPLES`].
+    pub(crate) fn new(table: &'t SymbolTable, options: &'t ModelOptions) -> Self {
         let mut b = ProfileBuilder::new();
+        b.value_type(ValueKind::SAMPLES);
         let object = options.image.as_deref().map(|path| {
             let path = b.string(path);
             let object = Object::new(path);
@@ -138,11 +119,55 @@ impl<'t> Model<'t> {
             object,
             functions: vec![None; table.len()],
             unknown: None,
+            processes: HashMap::new(),
+            sample_labels: HashMap::new(),
         }
     }
 
-    /// The frame of symbol `symbol` (or of no symbol) at `address`.
-    fn frame(&mut self, symbol: Option<usize>, address: u64) -> FrameId {
+    /// The period: CPU time per sample, `1/hz` of the profile's histograms.
+    pub(crate) fn set_period(&mut self, sum: &Sum) {
+        if let Some(unit) = sum.unit().filter(|u| u.prof_rate > 0) {
+            self.b.set_period(Period {
+                kind: ValueKind::CPU_TIME,
+                value: 1_000_000_000 / i64::from(unit.prof_rate),
+            });
+        }
+    }
+
+    /// One one-frame sample per non-zero histogram bin, at the bin's first address, with the
+    /// labels `labels` gives its function.
+    pub(crate) fn add_histogram(&mut self, sum: &Sum) {
+        for h in sum.histograms() {
+            let bins = h.bins.len() as u128;
+            let span = u128::from(h.high_pc.wrapping_sub(h.low_pc));
+            for (i, &count) in h.bins.iter().enumerate() {
+                if count == 0 {
+                    continue;
+                }
+                // The bin's first address, by exact integer division of the record's range.
+                let address = h.low_pc.wrapping_add((span * i as u128 / bins) as u64);
+                let (frame, labels) = self.frame(self.table.lookup(address), address);
+                let stack = self.b.stack(None, frame);
+                let count = i64::try_from(count).unwrap_or(i64::MAX);
+                // One value per value type: cannot fail.
+                let _ = self.b.add_sample(stack, labels, &[count]);
+            }
+        }
+    }
+
+    /// One arc per arc of `sum`, from the caller at the call site to the callee at its entry.
+    pub(crate) fn add_arcs(&mut self, sum: &Sum) {
+        for arc in sum.arcs() {
+            let (caller, _) = self.frame(self.table.lookup(arc.from_pc), arc.from_pc);
+            let (callee, _) = self.frame(self.table.lookup_callee(arc.self_pc), arc.self_pc);
+            let count = i64::try_from(arc.count).unwrap_or(i64::MAX);
+            self.b.add_arc(Arc::new(caller, callee, count));
+        }
+    }
+
+    /// The frame of symbol `symbol` (or of no symbol) at `address`, and the labels of samples
+    /// taken in it.
+    pub(crate) fn frame(&mut self, symbol: Option<usize>, address: u64) -> (FrameId, LabelSetId) {
         let function = match symbol {
             Some(i) => match self.functions[i] {
                 Some(f) => f,
@@ -162,7 +187,9 @@ impl<'t> Model<'t> {
                 }
             },
         };
-        self.b.frame(Frame::new(function).with_address(address))
+        let labels = self.sample_labels.get(&function).copied();
+        let frame = self.b.frame(Frame::new(function).with_address(address));
+        (frame, labels.unwrap_or(LabelSetId::EMPTY))
     }
 
     fn symbol_function(&mut self, i: usize) -> FunctionId {
@@ -188,8 +215,19 @@ impl<'t> Model<'t> {
         self.b.function(function)
     }
 
-    /// A function named `name` in the image.
+    /// A function named `name` in the image; in a seamless table, a name that starts with a
+    /// process prefix (`137u:read`) is the function `read` labelled `137u`, on that side, its
+    /// samples labelled with the process.
     fn function(&mut self, name: &str) -> Function {
+        if let Some((prefix, rest)) = name.split_once(':')
+            && let Some(&(side, labels)) = self.processes.get(prefix)
+        {
+            let (rest, label) = (self.b.string(rest), self.b.string(prefix));
+            let function = Function::new(rest, side).with_label(label);
+            let id = self.b.function(function.clone());
+            self.sample_labels.insert(id, labels);
+            return function;
+        }
         let name = self.b.string(name);
         let function = Function::new(name, Side::User);
         match self.object {

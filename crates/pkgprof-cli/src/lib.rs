@@ -3,6 +3,8 @@
 //!
 //! The binaries are thin; everything they do lives here so that tests can call it.
 
+#[cfg(target_os = "linux")]
+mod export;
 mod getopt;
 mod image;
 mod latency;

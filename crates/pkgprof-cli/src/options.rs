@@ -61,6 +61,13 @@ pub enum Opt {
     ObjectPath,
     Inclusive,
     Force,
+    Export,
+    Output,
+    Diff,
+    Normalize,
+    Value,
+    Inverted,
+    Title,
     Threads,
     Latency,
     Blocking,
@@ -190,6 +197,13 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::ObjectPath, "object-path", Required),
     ours(Opt::Inclusive, "inclusive", Required),
     ours(Opt::Force, "force", No),
+    ours(Opt::Export, "export", Required),
+    ours(Opt::Output, "output", Required),
+    ours(Opt::Diff, "diff", No),
+    ours(Opt::Normalize, "normalize", No),
+    ours(Opt::Value, "value", Required),
+    ours(Opt::Inverted, "inverted", No),
+    ours(Opt::Title, "title", Required),
     ours(Opt::Threads, "threads", No),
     ours(Opt::Latency, "latency", No),
     ours(Opt::Blocking, "blocking", No),
@@ -261,6 +275,49 @@ pseudo-function PIDk:[interrupt] as parent.
 Examples:
   pkgprof -b --pid 4242 measurement/
   pkgprof -b -q --pid 4242,4243 --object-path /srv/archive/bin measurement/
+Exit status: 0 on success, 1 on any error.
+";
+
+/// The export and diff options, printed after [`SEAMLESS_HELP`] by `--help`.
+pub const EXPORT_HELP: &str = "\n\
+Exports and diffs of a gmon.out with its image, or of a measurement directory:
+  pkgprof --export=FORMAT [--output=FILE] [options] [image-file] [profile-file...]
+  pkgprof --export=FORMAT [--output=FILE] (--pid=PID[,PID...] | --system) [DIR]
+  pkgprof --diff [--export=FORMAT] [--output=FILE] [options] BASE NEW
+\t--export=FORMAT      write the profile in FORMAT instead of gprof's listings:
+\t                     folded      folded stacks (FlameGraph, inferno)
+\t                     svg         an interactive flame graph (also: flamegraph)
+\t                     pprof       gzip-compressed profile.proto (go tool pprof)
+\t                     speedscope  speedscope's JSON (speedscope.app)
+\t                     firefox     the Firefox Profiler's processed format
+\t                     dot         the call graph for Graphviz, gprof2dot-style
+\t                     json        the profile model, versioned schema
+\t                     A gmon.out has arcs, not stacks: stack formats get stacks
+\t                     reconstructed by gprof's assumption (each call of a
+\t                     function costs the average), and say so; pprof and dot
+\t                     also carry the arcs with their counts.
+\t--output=FILE        write there instead of standard output (pprof is binary
+\t                     and is not written to a terminal)
+\t--value=NAME         the value exported or compared (default: samples)
+\t--title=TEXT         a flame graph's title, a speedscope or Firefox name
+\t--inverted           an icicle graph: roots at the top
+\t--diff BASE NEW      compare two profiles, functions matched by name, object
+\t                     and file (not address): a listing of self and inclusive
+\t                     values in base and new, the change, change %, ratio and
+\t                     sampling noise (sqrt of the counts), sorted by change;
+\t                     with --export=folded|svg|pprof, a differential export
+\t                     (two-count folded stacks, a red/blue flame graph, pprof
+\t                     with base samples negated as go tool pprof -diff_base).
+\t                     BASE and NEW are: GMON GMON (image a.out), IMAGE GMON
+\t                     GMON (one image), or IMAGE GMON IMAGE GMON (two builds)
+\t--normalize          scale NEW so that its total equals BASE's (pprof's)
+Examples:
+  pkgprof --export=svg --output=prog.svg ./prog gmon.out
+  pkgprof --export=pprof --output=prog.pb.gz ./prog gmon.out
+  go tool pprof -top prog.pb.gz
+  pkgprof --export=folded --pid 4242 pkgmon.data | inferno-flamegraph > pid.svg
+  pkgprof --diff ./prog-v1 gmon.out.v1 ./prog-v2 gmon.out.v2
+  pkgprof --diff --export=svg --output=diff.svg ./prog gmon.base gmon.new
 Exit status: 0 on success, 1 on any error.
 ";
 
@@ -389,6 +446,20 @@ pub struct Options {
     pub inclusive: Option<String>,
     /// `--force`: report an incomplete measurement.
     pub force: bool,
+    /// `--export`: the format's name.
+    pub export: Option<String>,
+    /// `--output`.
+    pub output: Option<OsString>,
+    /// `--diff`.
+    pub diff: bool,
+    /// `--normalize`.
+    pub normalize: bool,
+    /// `--value`.
+    pub value: Option<String>,
+    /// `--inverted`.
+    pub inverted: bool,
+    /// `--title`.
+    pub title: Option<String>,
     /// `--threads`: per-thread listings, refused (see `seamless::run`).
     pub threads: bool,
     /// A `--pid` list that does not parse, reported when the run starts.
@@ -538,6 +609,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::ObjectPath => o.object_path.extend(arg.clone()),
             Opt::Inclusive => o.inclusive = text,
             Opt::Force => o.force = true,
+            Opt::Export => o.export = text,
+            Opt::Output => o.output = arg.clone(),
+            Opt::Diff => o.diff = true,
+            Opt::Normalize => o.normalize = true,
+            Opt::Value => o.value = text,
+            Opt::Inverted => o.inverted = true,
+            Opt::Title => o.title = text,
             Opt::Threads => o.threads = true,
             Opt::Latency => o.latency = true,
             Opt::Blocking => o.blocking = true,
@@ -614,5 +692,22 @@ mod tests {
         assert_eq!(parse_str("--pid 1,x").bad_pid.as_deref(), Some("x"));
         assert_eq!(parse_str("--pid 7_2,8").pids, [(7, 2), (8, 0)]);
         assert_eq!(parse_str("--pid 7_0").bad_pid.as_deref(), Some("7_0"));
+    }
+
+    #[test]
+    fn export_options_parse_and_leave_gprofs_alone() {
+        let o = parse_str("--exp pprof --out p.gz --val cpu --inv --title T --diff --norm a b");
+        assert_eq!(o.export.as_deref(), Some("pprof"));
+        assert_eq!(o.output, Some("p.gz".into()));
+        assert_eq!(
+            (o.value.as_deref(), o.title.as_deref()),
+            (Some("cpu"), Some("T"))
+        );
+        assert!(o.inverted && o.diff && o.normalize);
+        assert_eq!(o.operands, ["a", "b"]);
+        // gprof's --d... and --i... keep their meaning.
+        assert!(parse(["--d".into()]).unwrap_err().0.contains("'--debug'"));
+        assert!(!parse(["--d".into()]).unwrap_err().0.contains("diff"));
+        assert!(parse_str("--inline").inline_file_names);
     }
 }

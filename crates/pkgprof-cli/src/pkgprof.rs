@@ -44,6 +44,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     if o.help {
         out.write_all(USAGE.as_bytes())?;
         out.write_all(options::SEAMLESS_HELP.as_bytes())?;
+        out.write_all(options::EXPORT_HELP.as_bytes())?;
         return Ok(());
     }
     if o.version {
@@ -52,6 +53,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     }
     if o.latency || o.blocking || o.latency_diff {
         return crate::latency::run(&o, out);
+    }
+    let export_options = o.output.is_some() || o.value.is_some() || o.inverted;
+    if o.export.is_some() || o.diff || export_options || o.title.is_some() {
+        #[cfg(target_os = "linux")]
+        return crate::export::run(&o, file_format(&o)?, out);
+        #[cfg(not(target_os = "linux"))]
+        bail!("--export and --diff are built for Linux only (they read through safe-fs)");
     }
     if o.seamless || o.system || o.threads {
         if !o.dump {

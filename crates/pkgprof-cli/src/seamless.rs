@@ -24,6 +24,37 @@ use crate::options::Options;
 /// Returns an error if the options conflict, the directory cannot be scanned, a process asked
 /// for is absent, or a profile is damaged.
 pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let exact = match o.inclusive.as_deref() {
+        None | Some("gprof") => false,
+        Some("stacks") => true,
+        Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
+    };
+    let seamless = build(o, exact)?;
+    if let Some(path) = &o.merge_out {
+        write_merged(Path::new(path), &seamless)?;
+    }
+    write_process_header(&mut *out, &seamless.processes)?;
+    let mut specs = crate::pkgprof::symspecs(o);
+    relabel_specs(&mut specs);
+    let mut analysis = Analysis::with_symspecs(seamless.table, &seamless.sum, &specs);
+    if exact {
+        apply_stacks(&mut analysis, &seamless.stacks);
+    }
+    let mut report = report;
+    report.after_other_output = true;
+    report.sampled_arcs = true;
+    // Names are labelled (and demangled) already; the listings print them as they are.
+    report.no_demangle = true;
+    write_report(out, &analysis, &report)?;
+    Ok(())
+}
+
+/// The seamless profile the command line asks for, its stacks read when `stacks` is set;
+/// warnings printed.
+///
+/// Returns an error if the options conflict, the directory cannot be scanned, a process asked
+/// for is absent, or a profile is damaged.
+pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
     if let Some(bad) = &o.bad_pid {
         bail!("--pid: `{bad}' is not a process id");
     }
@@ -41,11 +72,6 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if o.seamless && o.system {
         bail!("--pid and --system exclude each other");
     }
-    let exact = match o.inclusive.as_deref() {
-        None | Some("gprof") => false,
-        Some("stacks") => true,
-        Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
-    };
     if o.operands.len() > 1 {
         bail!(
             "--pid and --system take one measurement directory, not {} operands",
@@ -67,28 +93,12 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     options.object_path = o.object_path.iter().map(PathBuf::from).collect();
     options.keep_unused = o.display_unused;
     options.demangle = o.demangle && !o.traditional;
-    options.stacks = exact;
+    options.stacks = stacks;
     let seamless = Seamless::build(&measurement, &selection, &options)?;
     for w in &seamless.warnings {
         eprintln!("pkgprof: warning: {w}");
     }
-    if let Some(path) = &o.merge_out {
-        write_merged(Path::new(path), &seamless)?;
-    }
-    write_process_header(&mut *out, &seamless.processes)?;
-    let mut specs = crate::pkgprof::symspecs(o);
-    relabel_specs(&mut specs);
-    let mut analysis = Analysis::with_symspecs(seamless.table, &seamless.sum, &specs);
-    if exact {
-        apply_stacks(&mut analysis, &seamless.stacks);
-    }
-    let mut report = report;
-    report.after_other_output = true;
-    report.sampled_arcs = true;
-    // Names are labelled (and demangled) already; the listings print them as they are.
-    report.no_demangle = true;
-    write_report(out, &analysis, &report)?;
-    Ok(())
+    Ok(seamless)
 }
 
 /// Refuses a directory pkgmon did not write, and pids it holds no files of, saying which it

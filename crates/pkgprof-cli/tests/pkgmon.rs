@@ -702,3 +702,42 @@ fn bad_arguments_say_what_is_accepted() {
     assert!(err.contains("no process has pid 999999999"), "{err}");
     assert!(!err.contains("exited"), "{err}");
 }
+
+/// Names as perf prints them: a PLT stub is `strlen@plt` (never the `_init` before the PLT),
+/// a 64-bit system call `__x64_sys_getppid` (not its `__ia32_sys_` alias), the vDSO's code
+/// `__vdso_clock_gettime`, called by libc's `clock_gettime`.
+#[test]
+fn names_are_the_ones_perf_prints() {
+    let _s = serial();
+    let dir = out_dir("names-run");
+    let o = Command::new(PKGMON)
+        .args(["-F", "10000", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(workload("names"))
+        .arg("1.5")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let pid = check_measurement(&dir)[0].0;
+    let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["-b", "--pid", &pid.to_string()])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&r.stdout);
+    let names = flat_names(&text);
+    let has = |n: &str| names.iter().any(|x| x == &format!("{pid}{n}"));
+    assert!(
+        has("u:strlen@plt") || has("u:getppid@plt"),
+        "no PLT stub named: {names:?}"
+    );
+    assert!(!has("u:_init"), "{names:?}");
+    assert!(has("k:__x64_sys_getppid"), "{names:?}");
+    assert!(names.iter().all(|n| !n.contains("__ia32_sys")), "{names:?}");
+    assert!(has("u:__vdso_clock_gettime"), "{names:?}");
+    assert!(
+        text.contains(&format!("{pid}u:clock_gettime")) && !has("u:[vdso]"),
+        "{text}"
+    );
+}

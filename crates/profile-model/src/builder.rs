@@ -367,6 +367,17 @@ impl ProfileBuilder {
         self.arcs = merged;
     }
 
+    /// Drops every sample, keeping everything interned and every arc, so that a transformation
+    /// that rewrites the samples (stacks reconstructed from arcs, say) can start from a
+    /// profile's builder and keep its handles.
+    pub fn clear_samples(&mut self) {
+        let width = self.samples.width;
+        self.samples = SampleTable {
+            width,
+            ..SampleTable::default()
+        };
+    }
+
     /// The samples added so far.
     pub fn sample_count(&self) -> usize {
         self.samples.len()
@@ -445,6 +456,8 @@ mod tests {
         assert_eq!(b.label_set(&[]), LabelSetId::EMPTY);
         let p = b.build();
         assert_eq!(p.labels(a).len(), 2);
+        let sets: Vec<(LabelSetId, usize)> = p.label_sets().map(|(id, l)| (id, l.len())).collect();
+        assert_eq!(sets, [(LabelSetId::EMPTY, 0), (a, 2)]);
         assert_eq!(p.labels(a)[0], Label::number(LabelKey::Pid, 7));
         assert_eq!(p.label_key_name(LabelKey::Comm), "comm");
     }
@@ -528,6 +541,24 @@ mod tests {
             ]
         );
         assert_eq!(p.arcs(), [Arc::new(main, f, 5)]);
+    }
+
+    #[test]
+    fn cleared_samples_keep_tables_and_arcs() {
+        let mut b = ProfileBuilder::new();
+        let samples = b.value_type(ValueKind::SAMPLES);
+        let s = stack(&mut b, &["main", "f"]);
+        b.add_sample_at(s, LabelSetId::EMPTY, &[3], Some(1))
+            .unwrap();
+        let (main, f) = (frame(&mut b, "main"), frame(&mut b, "f"));
+        b.add_arc(Arc::new(main, f, 2));
+        let mut b = ProfileBuilder::from_profile(b.build());
+        b.clear_samples();
+        b.add_sample(s, LabelSetId::EMPTY, &[4]).unwrap();
+        let p = b.build();
+        assert_eq!((p.sample_count(), p.total(samples)), (1, 4));
+        assert_eq!(p.samples().next().unwrap().time, None);
+        assert_eq!((p.arcs().len(), p.functions().len()), (1, 2));
     }
 
     /// A profile of `main → work` and `main → work → read` built in the given order, with

@@ -137,6 +137,12 @@ impl Profile {
         })
     }
 
+    /// Every label set, the empty set first, in the order they were added.
+    pub fn label_sets(&self) -> impl ExactSizeIterator<Item = (LabelSetId, &[Label])> {
+        handles(self.label_sets.len(), LabelSetId::from_u32)
+            .zip(self.label_sets.iter().map(|s| &s[..]))
+    }
+
     /// The labels of set `id`, sorted by key.
     pub fn labels(&self, id: LabelSetId) -> &[Label] {
         &self.label_sets[id.index()]

@@ -1100,6 +1100,14 @@ impl Builder {
             let Some(loaded) = &self.objects[o] else {
                 continue;
             };
+            // The vDSO has no other symbols than the ones it exports.
+            if self
+                .object_index
+                .iter()
+                .any(|((path, _), &i)| i == o && path.as_slice() == b"[vdso]")
+            {
+                continue;
+            }
             let label = &self.spaces[space].label;
             let file = loaded
                 .path

@@ -35,6 +35,8 @@ pub(crate) struct LoadedObject {
     /// Whether only `.dynsym` was available.
     pub dynamic_only: bool,
     segments: Vec<LoadSegment>,
+    /// Its PLT stubs, named `<function>@plt`.
+    plt: Vec<RawSymbol>,
 }
 
 impl LoadedObject {
@@ -174,7 +176,8 @@ fn improve_from_debug_file(object: &mut LoadedObject, id: &[u8], search: &[PathB
         if let Ok(debug) = read(&path, &data, Some(id))
             && !debug.dynamic_only
         {
-            object.table = debug.table;
+            // A debug file's `.plt` has no contents: the stubs are named from the object's.
+            object.table = with_plt(debug.table, &object.plt);
             object.dynamic_only = false;
             object.symbols_from = Some(path);
             return;
@@ -218,12 +221,14 @@ fn read(path: &Path, data: &[u8], build_id: Option<&[u8]>) -> Result<LoadedObjec
         Err(Error::NoSymbols { .. }) => (dynamic_table(&file), true),
         Err(e) => return Err(e.to_string()),
     };
+    let plt = plt_symbols(&file);
     Ok(LoadedObject {
-        table,
+        table: with_plt(table, &plt),
         path: path.to_owned(),
         symbols_from: None,
         dynamic_only,
         segments,
+        plt,
     })
 }
 
@@ -273,6 +278,14 @@ fn dynamic_table(file: &object::File<'_>) -> SymbolTable {
             is_static: bind == object::elf::STB_LOCAL,
         });
     }
+    // The vDSO exports each function twice, `clock_gettime` (weak) and `__vdso_clock_gettime`:
+    // the `__vdso_` name, as perf shows it, says where the code is.
+    let vdso: std::collections::BTreeSet<u64> = raw
+        .iter()
+        .filter(|r| r.name.starts_with(b"__vdso_"))
+        .map(|r| r.address)
+        .collect();
+    raw.retain(|r| r.name.starts_with(b"__vdso_") || !vdso.contains(&r.address));
     let text_end = file
         .section_by_name(".text")
         .map_or(0, |s| s.address().wrapping_add(s.size()));
@@ -287,6 +300,105 @@ fn dynamic_table(file: &object::File<'_>) -> SymbolTable {
         gmon_format::Endian::Big
     };
     SymbolTable::from_symbols(raw, text_end, address_size, endian)
+}
+
+/// The object's PLT stubs as symbols named as perf and objdump name them, `write@plt`: each
+/// stub of `.plt` (after the resolver stub, named `[plt]`), `.plt.sec` and `.plt.got` jumps
+/// through a GOT slot (`jmp *slot(%rip)`, after an `endbr64` or `bnd` prefix), and the dynamic
+/// relocation of that slot names the function. Without them a sample in a stub would count
+/// for the symbol before the PLT, `_init`.
+fn plt_symbols(file: &object::File<'_>) -> Vec<RawSymbol> {
+    let mut slots: std::collections::HashMap<u64, Vec<u8>> = std::collections::HashMap::new();
+    if let (Some(relocations), Some(dynsym)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
+    {
+        use object::ObjectSymbolTable as _;
+        for (slot, r) in relocations {
+            if let object::RelocationTarget::Symbol(i) = r.target()
+                && let Ok(sym) = dynsym.symbol_by_index(i)
+                && let Ok(name) = sym.name_bytes()
+                && !name.is_empty()
+            {
+                slots.insert(slot, name.to_vec());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (section, entry) in [(".plt", 16u64), (".plt.sec", 16), (".plt.got", 8)] {
+        let Some(sec) = file.section_by_name(section) else {
+            continue;
+        };
+        let Ok(data) = sec.data() else { continue };
+        // With IBT (stubs that start with `endbr64`) `.plt.got` stubs are 16 bytes too.
+        let entry = if section == ".plt.got" && data.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+            16
+        } else {
+            entry
+        };
+        for (k, stub) in data.chunks(entry as usize).enumerate() {
+            let at = sec.address() + k as u64 * entry;
+            let name = got_slot(stub, at).and_then(|slot| slots.get(&slot));
+            let name = match (name, section, k) {
+                (Some(n), ..) => {
+                    let mut n = n.clone();
+                    n.extend_from_slice(b"@plt");
+                    n
+                }
+                (None, ".plt", 0) => b"[plt]".to_vec(),
+                (None, ..) => continue,
+            };
+            out.push(RawSymbol {
+                name,
+                address: at,
+                is_function: true,
+                is_static: false,
+            });
+        }
+    }
+    out
+}
+
+/// The GOT slot a PLT stub at `at` jumps through: `jmp *disp32(%rip)` (`ff 25`), possibly after
+/// `endbr64` (`f3 0f 1e fa`) and a `bnd` prefix (`f2`).
+fn got_slot(stub: &[u8], at: u64) -> Option<u64> {
+    let mut k = 0;
+    if stub.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        k = 4;
+    }
+    if stub.get(k) == Some(&0xf2) {
+        k += 1;
+    }
+    if stub.get(k..k + 2)? != [0xff, 0x25] {
+        return None;
+    }
+    let disp = i32::from_le_bytes(stub.get(k + 2..k + 6)?.try_into().ok()?);
+    let next = at.wrapping_add(k as u64 + 6);
+    Some(next.wrapping_add_signed(i64::from(disp)))
+}
+
+/// `table` with the PLT stubs added (a stub never replaces a symbol of the same address).
+fn with_plt(table: SymbolTable, plt: &[RawSymbol]) -> SymbolTable {
+    if plt.is_empty() {
+        return table;
+    }
+    let known: std::collections::BTreeSet<u64> =
+        table.symbols().iter().map(|s| s.address).collect();
+    let end = table
+        .symbols()
+        .last()
+        .map_or(0, |s| s.end_address.wrapping_add(1));
+    let mut raw: Vec<RawSymbol> = table
+        .symbols()
+        .iter()
+        .map(|s| RawSymbol {
+            name: s.name.clone(),
+            address: s.address,
+            is_function: s.is_function,
+            is_static: s.is_static,
+        })
+        .collect();
+    raw.extend(plt.iter().filter(|p| !known.contains(&p.address)).cloned());
+    SymbolTable::from_symbols(raw, end, table.address_size(), table.endian())
 }
 
 /// A path recorded as bytes.
@@ -320,7 +432,10 @@ mod tests {
         let o = find(&path, Some(&id), &[]).unwrap();
         assert_eq!(o.path, path);
         assert!(!o.dynamic_only);
-        assert_eq!(names(&o.table), ["compute", "read_input", "main"]);
+        assert_eq!(
+            names(&o.table),
+            ["[plt]", "read@plt", "compute", "read_input", "main"]
+        );
         // Without a recorded build-id, any readable ELF at the path will do.
         assert!(find(&path, None, &[]).is_ok());
     }
@@ -362,6 +477,31 @@ mod tests {
             "{}",
             e.describe()
         );
+    }
+
+    #[test]
+    fn plt_stubs_are_named_after_the_functions_they_jump_to() {
+        let path = fixtures().join("objects/reader");
+        let o = find(&path, None, &[]).unwrap();
+        let at = |a: u64| {
+            o.table
+                .lookup(a)
+                .map(|i| o.table.symbols()[i].name_lossy().into_owned())
+        };
+        // `.plt` at 0x1000: the resolver stub, then `read`'s stub (from `.rela.plt`).
+        assert_eq!(at(0x1000).as_deref(), Some("[plt]"));
+        assert_eq!(at(0x1016).as_deref(), Some("read@plt"));
+        assert_eq!(got_slot(&[0xff, 0x25, 0x10, 0, 0, 0], 0x1000), Some(0x1016));
+        assert_eq!(
+            got_slot(
+                &[
+                    0xf3, 0x0f, 0x1e, 0xfa, 0xf2, 0xff, 0x25, 0xf0, 0xff, 0xff, 0xff
+                ],
+                0x2000
+            ),
+            Some(0x2000 + 11 - 0x10)
+        );
+        assert_eq!(got_slot(&[0x68, 0, 0, 0, 0], 0x1000), None);
     }
 
     #[test]

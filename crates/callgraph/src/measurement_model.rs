@@ -1,0 +1,81 @@
+//! A seamless measurement → the profile model: the processes pkgmon recorded, symbolized and
+//! merged by [`Seamless::build`], as a model with their real sampled stacks, for exports and
+//! diffs.
+
+use profile_model::{Label, LabelKey, Profile, Side};
+
+use crate::model::{Model, ModelOptions};
+use crate::{SampledStack, Seamless};
+
+/// The profile model of a seamless profile.
+///
+/// Each function of the merged table is a model function with its listing label split off
+/// (`137u:read` is `read`, labelled `137u`, user side; `137k:ksys_read` kernel side; the
+/// system-wide `kernel:` and `other:` are kernel side), so exports name functions as the
+/// listings do and mark kernel frames. Samples are the processes' sampled stacks (build the
+/// profile with [`crate::SeamlessOptions::stacks`] set): kernel frames above the user frames
+/// that entered the kernel, `[interrupt]` between them for an interrupt, `[truncated]` beyond a
+/// stack cut short; each labelled with its process's pid and command name. Their arcs, sampled
+/// edges that the stacks already hold, are left out. Without stacks (a measurement that has no
+/// stacks files), the histograms and arcs are taken as [`crate::gmon_model`] takes them.
+pub fn measurement_model(seamless: &Seamless) -> Profile {
+    // The names are labelled and demangled already.
+    let options = ModelOptions {
+        demangle: false,
+        ..ModelOptions::default()
+    };
+    let mut model = Model::new(&seamless.table, &options);
+    for p in &seamless.processes {
+        match &p.files {
+            Some(files) if p.label.starts_with(|c: char| c.is_ascii_digit()) => {
+                let comm = model.b.string(&files.comm.to_string());
+                let labels = model.b.label_set(&[
+                    Label::number(LabelKey::Pid, i64::from(files.pid)),
+                    Label::text(LabelKey::Comm, comm),
+                ]);
+                for (suffix, side) in [("u", Side::User), ("k", Side::Kernel)] {
+                    let prefix = format!("{}{suffix}", p.label);
+                    model.processes.insert(prefix, (side, labels));
+                }
+            }
+            _ => {
+                let comm = model.b.string(&p.label);
+                let labels = model.b.label_set(&[Label::text(LabelKey::Comm, comm)]);
+                model
+                    .processes
+                    .insert(p.label.clone(), (Side::Kernel, labels));
+            }
+        }
+    }
+    model.set_period(&seamless.sum);
+    if seamless.stacks.is_empty() {
+        model.add_histogram(&seamless.sum);
+        model.add_arcs(&seamless.sum);
+    } else {
+        add_stacks(&mut model, &seamless.stacks);
+    }
+    model.b.build()
+}
+
+/// One sample per distinct sampled stack, labelled with the process of its innermost frame.
+fn add_stacks(model: &mut Model<'_>, stacks: &[SampledStack]) {
+    let table = model.table;
+    let mut frames = Vec::new();
+    for stack in stacks {
+        frames.clear();
+        let mut labels = None;
+        // Innermost first in the file; the model takes the outermost caller first.
+        for &address in &stack.frames {
+            let (frame, l) = model.frame(table.lookup(address), address);
+            labels.get_or_insert(l);
+            frames.push(frame);
+        }
+        frames.reverse();
+        let (Some(s), Some(labels)) = (model.b.stack_of(&frames), labels) else {
+            continue;
+        };
+        let samples = i64::try_from(stack.samples).unwrap_or(i64::MAX);
+        // One value per value type: cannot fail.
+        let _ = model.b.add_sample(s, labels, &[samples]);
+    }
+}
