@@ -119,8 +119,8 @@ impl LatencyOptions {
 /// A waker: its pid and kernel frames.
 type WakerKey = (u32, Vec<u64>);
 
-/// One sleep of a call: site frames, waker if seen, blocked ns.
-type Sleep = (Vec<u64>, Option<WakerKey>, u64);
+/// Where a call slept and who woke it: site frames, waker if seen.
+type SleepKey = (Vec<u64>, Option<WakerKey>);
 
 /// One call of one operation: what it gathered while it ran.
 #[derive(Debug, Default)]
@@ -132,7 +132,9 @@ struct OpenCall {
     faults: u64,
     blocked: u64,
     runnable: u64,
-    sleeps: Vec<Sleep>,
+    /// Its sleeps merged by site and waker, (count, blocked ns): a call that sleeps a
+    /// million times at one site holds one entry, not a million.
+    sleeps: HashMap<SleepKey, (u64, u64)>,
     /// Records were lost while it ran: its numbers may be wrong, so it is dropped.
     tainted: bool,
 }
@@ -320,7 +322,9 @@ impl SyscallTracer {
                 match off.sleep {
                     Some(site) => {
                         c.blocked += d;
-                        c.sleeps.push((site, off.waker, d));
+                        let e = c.sleeps.entry((site, off.waker)).or_default();
+                        e.0 += 1;
+                        e.1 += d;
                     }
                     None => c.runnable += d,
                 }
@@ -356,14 +360,14 @@ impl SyscallTracer {
         b.1 = b.1.saturating_add(ns);
         op.blocked += c.blocked;
         op.runnable += c.runnable;
-        for (site, waker, d) in c.sleeps {
-            op.sleeps += 1;
+        for ((site, waker), (n, d)) in c.sleeps {
+            op.sleeps += n;
             let s = op.sites.entry(site).or_default();
-            s.0 += 1;
+            s.0 += n;
             s.1 += d;
             if let Some(w) = waker {
                 let e = op.wakers.entry(w).or_default();
-                e.0 += 1;
+                e.0 += n;
                 e.1 += d;
             }
         }

@@ -174,8 +174,7 @@ fn parse_freq(text: &str) -> Result<u64, String> {
     u64::try_from(hz).map_err(|_| format!("{hz} is out of range; give {range}"))
 }
 
-/// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
-/// A slice length: a number with `s`, `ms`, `us` or `ns`.
+/// Parses `--slice`: a number with `s`, `ms`, `us` or `ns`.
 fn parse_slice(text: &str) -> Result<u64, String> {
     let (num, unit) = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -197,6 +196,7 @@ fn parse_slice(text: &str) -> Result<u64, String> {
     Ok(ns as u64)
 }
 
+/// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
 fn parse_mode(text: &str) -> Result<u32, String> {
     let mode = u32::from_str_radix(text.trim_start_matches("0o"), 8)
         .map_err(|_| format!("`{text}` is not an octal mode such as 600 or 640"))?;
