@@ -338,7 +338,7 @@ fn signed(s: &str) -> String {
 fn percent(delta: i64, base: i64) -> String {
     if base == 0 {
         return if delta == 0 {
-            "0.0%".into()
+            "-".into()
         } else {
             "new".into()
         };
