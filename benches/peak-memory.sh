@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Peak resident memory of `pkgprof --dump` on damaged and hostile gmon files: every truncation
-# of a real profile, single-bit flips, and headers that claim up to 4 GiB. Prints the largest
-# peak seen (KiB) and the file that caused it. Usage: bash benches/peak-memory.sh
+# Peak resident memory and time of `pkgprof` on hostile and special inputs (issue 8): damaged
+# and absurd gmon files, special files (FIFO, /dev/zero, /dev/urandom, a directory) as every
+# input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
+# and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
+# kallsyms, a 1.5 GB sparse file). Each run gets 20 s; prints one line per case and the largest
+# peak, and exits 1 if any run hung or went over the budget (64 MiB).
+#
+# Usage: bash benches/peak-memory.sh [BUDGET_KIB]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+budget=${1:-65536}
 cargo build -q --release -p pkgprof-cli --manifest-path "$root/Cargo.toml"
 bin="$root/target/release/pkgprof"
-src="$root/fixtures/programs/out/cycle-pie/gmon.out"
+prog="$root/fixtures/programs/out/cycle-pie"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-python3 - "$src" "$work" <<'PY'
-import struct, sys
+
+python3 - "$prog/gmon.out" "$work" <<'PY'
+import os, struct, sys
 src, out = sys.argv[1], sys.argv[2]
 data = open(src, 'rb').read()
+os.makedirs(f"{out}/damaged")
 n = 0
 def put(b):
     global n
-    open(f"{out}/case{n:05d}", 'wb').write(b); n += 1
+    open(f"{out}/damaged/case{n:05d}", 'wb').write(b); n += 1
 for cut in range(0, len(data), 7):
     put(data[:cut])
 for bit in range(0, 64 * 8):
@@ -26,12 +34,84 @@ put(hdr + b"\0" + bytes(16) + struct.pack("<II", 0xFFFFFFFF, 100) + b"seconds".l
 put(hdr + b"\2" + struct.pack("<I", 0xFFFFFFFF) + bytes(32))
 put(struct.pack("<QQI", 0, 0x1000, 0xFFFFFFFF) + bytes(20))
 put(struct.pack("<QQIII", 0, 0x1000, 0xFFFFFFFF, 0x51879, 100) + bytes(12))
+
+# A measurement whose kernel profile has 1M bins (every one sampled) over 1 GiB of kernel text,
+# and whose snapshot has 1M lines.
+def measurement(d, bins, symbols, info_extra=""):
+    os.makedirs(d)
+    low = 0xffffffff80000000
+    open(f"{d}/gmon.out.7.x", "w").write(
+        'pkgprof-info 1.1\n\n[process]\npid = 7\ncomm = "x"\n\n[kernel]\n'
+        'symbols-file = "kallsyms.00000001"\n' + info_extra + '\n[end]\n')
+    rec = b"\0" + struct.pack("<QQII", low, low + (1 << 30), bins, 100) + b"seconds".ljust(15, b"\0") + b"s"
+    open(f"{d}/gmon.out.7k.x", "wb").write(hdr + (rec + struct.pack("<H", 1) * bins if bins else b""))
+    open(f"{d}/gmon.out.7u.x", "wb").write(hdr)
+    step = (1 << 30) // max(symbols, 1)
+    with open(f"{d}/kallsyms.00000001", "w") as f:
+        for i in range(symbols):
+            f.write("%016x T function_number_%d\n" % (low + i * step, i))
+measurement(f"{out}/kernel-1M-bins", 1 << 20, 1024)
+measurement(f"{out}/kallsyms-1M-lines", 0, 1 << 20)
+measurement(f"{out}/both", 1 << 20, 1 << 18)
+# An info file naming objects that are special files or outside the directory.
+measurement(f"{out}/objects", 0, 16,
+    '\n[mapping]\nstart = 0x1000\nend = 0x2000\npath = "%s/fifo"\n'
+    '\n[mapping]\nstart = 0x3000\nend = 0x4000\npath = "/dev/zero"\n'
+    '\n[mapping]\nstart = 0x5000\nend = 0x6000\npath = "../../../../etc/passwd"\n' % out)
+open(f"{out}/objects/gmon.out.7u.x", "wb").write(
+    hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
+    + struct.pack("<HHH", 1, 1, 1))
 PY
-max=0; worst=""; count=0
-for f in "$work"/case*; do
-  /usr/bin/time -f '%M' -o "$work/rss" "$bin" --dump --layout 64le "$f" > /dev/null 2>&1 || true
-  kib=$(tail -n 1 "$work/rss")
-  count=$((count + 1))
-  if [ "$kib" -gt "$max" ]; then max=$kib; worst=$f; fi
+mkfifo "$work/fifo"
+mkdir "$work/dir"
+truncate -s 1500M "$work/sparse"
+# Measurements whose files are special: a FIFO as the kallsyms snapshot, /dev/zero as the
+# user profile, /dev/urandom as the info file.
+for what in kallsyms gmon info; do
+  d="$work/special-$what"; cp -r "$work/objects" "$d"
+  case $what in
+    kallsyms) rm "$d/kallsyms.00000001"; mkfifo "$d/kallsyms.00000001" ;;
+    gmon) rm "$d/gmon.out.7u.x"; ln -s /dev/zero "$d/gmon.out.7u.x" ;;
+    info) rm "$d/gmon.out.7.x"; ln -s /dev/urandom "$d/gmon.out.7.x" ;;
+  esac
 done
-echo "files: $count  peak RSS: ${max} KiB ($(basename "$worst"))"
+# -A with the program's source replaced by a FIFO (found by base name through -I).
+mkdir "$work/src"; mkfifo "$work/src/cycle.c"
+
+max=0; worst=""; failed=0; count=0
+run() { # name, args...
+  local name=$1; shift
+  local status=0
+  /usr/bin/time -f '%M %e' -o "$work/rss" timeout 20 "$bin" "$@" > /dev/null 2>"$work/err" || status=$?
+  local kib secs; read -r kib secs < <(tail -n 1 "$work/rss")
+  count=$((count + 1))
+  if [ "$kib" -gt "$max" ]; then max=$kib; worst=$name; fi
+  local verdict=ok
+  if [ "$status" -eq 124 ]; then verdict=HUNG; failed=1
+  elif [ "$kib" -gt "$budget" ]; then verdict="OVER BUDGET"; failed=1; fi
+  if [ "$name" != damaged ]; then
+    printf '%-34s %8s KiB %6s s  exit %-3s %s\n' "$name" "$kib" "$secs" "$status" "$verdict"
+  elif [ "$verdict" != ok ]; then
+    printf '%-34s %8s KiB %6s s  exit %-3s %s\n' "damaged $*" "$kib" "$secs" "$status" "$verdict"
+  fi
+}
+for f in "$work"/damaged/case*; do run damaged --dump --dump-layout=64le "$f"; done
+echo "damaged gmon files: $(ls "$work/damaged" | wc -l) runs"
+for special in "$work/fifo" /dev/zero /dev/urandom "$work/dir" "$work/sparse"; do
+  tag=$(basename "$special")
+  run "image = $tag" -b "$special" "$prog/gmon.out"
+  run "gmon = $tag" -b "$prog/cycle" "$special"
+  run "gmon = $tag (--dump)" --dump --dump-layout=64le "$special"
+  run "@FILE = $tag" "@$special" -b "$prog/cycle" "$prog/gmon.out"
+done
+run "-w 999999999999" -b -w 999999999999 "$prog/cycle" "$prog/gmon.out"
+run "-A source = fifo" -A -I "$work/src" "$prog/cycle" "$prog/gmon.out"
+run "--pid: kernel gmon of 1M bins/1 GiB" -b --pid 7 "$work/kernel-1M-bins"
+run "--pid: kallsyms of 1M lines" -b --pid 7 "$work/kallsyms-1M-lines"
+run "--pid: 1M bins and 256K symbols" -b --pid 7 "$work/both"
+run "--pid: objects fifo,/dev/zero,.." -b --pid 7 "$work/objects"
+for what in kallsyms gmon info; do
+  run "--pid: $what is special" -b --pid 7 "$work/special-$what"
+done
+echo "runs: $count  largest peak RSS: ${max} KiB ($worst); budget ${budget} KiB"
+exit $failed

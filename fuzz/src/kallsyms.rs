@@ -16,8 +16,7 @@ pub fn run(data: &[u8]) {
         }
     };
     let texts = symbols
-        .symbols
-        .iter()
+        .symbols()
         .filter(|s| s.is_text() && s.address != 0)
         .count();
     let table = symbols.table();

@@ -12,31 +12,52 @@ use gmon_format::{AddressSize, Endian};
 use crate::error::{Error, Result};
 use crate::symbols::{RawSymbol, SymbolTable};
 
-/// One symbol of the snapshot.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelSymbol {
+/// One symbol of the snapshot, borrowed from [`KernelSymbols`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelSymbol<'a> {
     /// Runtime address.
     pub address: u64,
     /// The type letter (`T`, `t`, `D`, …).
     pub kind: u8,
     /// The name, without the module.
-    pub name: Vec<u8>,
+    pub name: &'a [u8],
     /// The module it belongs to (`[ext4]` without brackets); `None` for the kernel image.
-    pub module: Option<Vec<u8>>,
+    pub module: Option<&'a [u8]>,
 }
 
-impl KernelSymbol {
+impl KernelSymbol<'_> {
     /// Whether the symbol names code (`T`, `t`, `W`, `w`).
     pub fn is_text(&self) -> bool {
         matches!(self.kind, b'T' | b't' | b'W' | b'w')
     }
 }
 
-/// A parsed kallsyms snapshot.
+/// A parsed kallsyms snapshot, stored compactly: a snapshot has over 100,000 lines (and a
+/// hostile one millions), so each symbol takes 16 bytes and its name's bytes in one shared
+/// buffer, and each module name is stored once.
 #[derive(Debug, Clone, Default)]
 pub struct KernelSymbols {
     /// Every symbol, in file order.
-    pub symbols: Vec<KernelSymbol>,
+    entries: Vec<Entry>,
+    /// The names, one after another.
+    names: Vec<u8>,
+    /// The modules' names, each once; `Entry::module` is an index into it plus one.
+    modules: Vec<Vec<u8>>,
+}
+
+/// One symbol: its address and where its name is.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    address: u64,
+    /// Start of the name in `names` (a snapshot is at most [`crate::TEXT_MAX_BYTES`]).
+    name_at: u32,
+    /// Length of the name: kallsyms names are at most 512 bytes (`KSYM_NAME_LEN`).
+    name_len: u16,
+    kind: u8,
+    /// 0 for the kernel image, else the module's index in `modules` plus one (at most 255
+    /// modules keep their own name; more share the last, which only affects the `[module]`
+    /// reported, never the symbol table).
+    module: u8,
 }
 
 /// How far past the last text symbol its extent reaches: kallsyms gives no sizes, and the
@@ -63,7 +84,7 @@ impl KernelSymbols {
     /// of at most 16 hex digits, a one-letter type and a name, or has more than a module
     /// after the name.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Self> {
-        let mut symbols = Vec::new();
+        let mut out = KernelSymbols::default();
         for (n, line) in data.split(|&b| b == b'\n').enumerate() {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.iter().all(u8::is_ascii_whitespace) {
@@ -96,27 +117,67 @@ impl KernelSymbols {
             let module = match fields.next() {
                 None => None,
                 Some(m) if m.len() > 2 && m.starts_with(b"[") && m.ends_with(b"]") => {
-                    Some(m[1..m.len() - 1].to_vec())
+                    Some(&m[1..m.len() - 1])
                 }
                 Some(_) => return Err(bad("text after the name is not a [module]")),
             };
             if fields.next().is_some() {
                 return Err(bad("text after the module"));
             }
-            symbols.push(KernelSymbol {
+            let (Ok(name_at), Ok(name_len)) =
+                (u32::try_from(out.names.len()), u16::try_from(name.len()))
+            else {
+                return Err(bad(
+                    "the name is longer than 65535 bytes, or the file than 4 GiB",
+                ));
+            };
+            out.names.extend_from_slice(name);
+            let module = match module {
+                None => 0,
+                Some(m) => match out.modules.iter().position(|k| k == m) {
+                    Some(i) => (i + 1).min(255) as u8,
+                    None if out.modules.len() < 255 => {
+                        out.modules.push(m.to_vec());
+                        out.modules.len() as u8
+                    }
+                    None => 255,
+                },
+            };
+            out.entries.push(Entry {
                 address,
+                name_at,
+                name_len,
                 kind,
-                name: name.to_vec(),
                 module,
             });
         }
-        Ok(KernelSymbols { symbols })
+        Ok(out)
+    }
+
+    /// How many symbols the snapshot has.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Every symbol, in file order.
+    pub fn symbols(&self) -> impl Iterator<Item = KernelSymbol<'_>> {
+        self.entries.iter().map(|e| KernelSymbol {
+            address: e.address,
+            kind: e.kind,
+            name: &self.names[e.name_at as usize..e.name_at as usize + usize::from(e.name_len)],
+            module: (e.module > 0).then(|| self.modules[usize::from(e.module) - 1].as_slice()),
+        })
     }
 
     /// Whether the addresses are hidden: every address reads as 0, as when
     /// `kernel.kptr_restrict` kept them from the process that took the snapshot.
     pub fn addresses_hidden(&self) -> bool {
-        self.symbols.iter().all(|s| s.address == 0)
+        self.entries.iter().all(|s| s.address == 0)
     }
 
     /// The text symbols as a gprof symbol table: global (`T`, `W`) and local (`t`, `w`)
@@ -127,26 +188,36 @@ impl KernelSymbols {
     /// `__pi_` alias (the position-independent copy of a thunk's name); gprof's alias rules
     /// choose among the rest.
     pub fn table(&self) -> SymbolTable {
-        let text: Vec<&KernelSymbol> = self
-            .symbols
-            .iter()
-            .filter(|s| s.is_text() && s.address != 0)
-            .collect();
+        Self::table_of(self.raw_text_symbols())
+    }
+
+    /// The same, freeing the snapshot before the table is built (a snapshot of a million
+    /// lines costs tens of MiB).
+    pub fn into_table(self) -> SymbolTable {
+        let raw = self.raw_text_symbols();
+        drop(self);
+        Self::table_of(raw)
+    }
+
+    fn raw_text_symbols(&self) -> Vec<RawSymbol> {
+        let text = || self.symbols().filter(|s| s.is_text() && s.address != 0);
         let mut preferred: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
-        for s in &text {
+        for s in text() {
             let p = preferred.entry(s.address).or_default();
-            *p = (*p).max(alias_rank(&s.name));
+            *p = (*p).max(alias_rank(s.name));
         }
-        let raw: Vec<RawSymbol> = text
-            .iter()
-            .filter(|s| alias_rank(&s.name) == preferred[&s.address])
+        text()
+            .filter(|s| alias_rank(s.name) == preferred[&s.address])
             .map(|s| RawSymbol {
-                name: s.name.clone(),
+                name: s.name.to_vec(),
                 address: s.address,
                 is_function: true,
                 is_static: s.kind.is_ascii_lowercase(),
             })
-            .collect();
+            .collect()
+    }
+
+    fn table_of(raw: Vec<RawSymbol>) -> SymbolTable {
         let end = raw
             .iter()
             .map(|s| s.address)
@@ -193,12 +264,11 @@ mod tests {
              ffffffffc0201000 t ftrace_trampoline\t[__builtin__ftrace]\n\r\n",
         )
         .unwrap();
-        assert_eq!(k.symbols.len(), 4);
-        assert_eq!(
-            k.symbols[3].module.as_deref(),
-            Some(&b"__builtin__ftrace"[..])
-        );
-        assert_eq!(k.symbols[1].kind, b't');
+        assert_eq!(k.len(), 4);
+        let symbols: Vec<KernelSymbol<'_>> = k.symbols().collect();
+        assert_eq!(symbols[3].module, Some(&b"__builtin__ftrace"[..]));
+        assert_eq!(symbols[1].kind, b't');
+        assert_eq!(symbols[0].module, None);
         let t = k.table();
         let names: Vec<_> = t.symbols().iter().map(|s| s.name_lossy()).collect();
         assert_eq!(names, ["_stext", "helper", "ftrace_trampoline"]);
@@ -206,6 +276,19 @@ mod tests {
         assert_eq!(t.symbols()[2].end_address, 0xffffffffc0201fff);
         assert!(t.symbols()[1].is_static && !t.symbols()[0].is_static);
         assert!(!k.addresses_hidden());
+    }
+
+    #[test]
+    fn a_symbol_costs_16_bytes_and_its_name() {
+        assert_eq!(std::mem::size_of::<Entry>(), 16);
+        let text: String = (0..10_000)
+            .map(|i| format!("ffffffff8100{i:04x} t name_{i}\t[mod{}]\n", i % 3))
+            .collect();
+        let k = parse(&text).unwrap();
+        let bytes = k.entries.len() * 16 + k.names.len();
+        assert!(bytes / k.len() <= 32, "{} bytes a symbol", bytes / k.len());
+        assert_eq!(k.modules.len(), 3);
+        assert_eq!(k.symbols().nth(4).unwrap().module, Some(&b"mod1"[..]));
     }
 
     #[test]

@@ -36,7 +36,7 @@ fn the_fuzz_body_holds_on_every_truncation_and_bit_flip() {
 fn the_fixture_snapshot_reads_and_a_damaged_line_is_named() {
     let data = snapshot();
     let k = KernelSymbols::parse(Path::new("k"), &data).unwrap();
-    assert_eq!(k.symbols.len(), 19);
+    assert_eq!(k.len(), 19);
     assert_eq!(k.table().len(), 18, "D jiffies is not text");
     let mut bad = data.clone();
     let third = bad

@@ -260,6 +260,13 @@ pub fn atoi(text: &str) -> i64 {
     sign * value
 }
 
+/// What gprof's `int` options hold after `atoi`: glibc's `atoi` is `(int) strtol(...)`, which
+/// saturates to a 64-bit long and is then cut to 32 bits, so `-w 999999999999` is the width
+/// -727379969 (and gprof prints a packed index), not a width that no memory can pad.
+pub fn atoi_int(text: &str) -> i64 {
+    i64::from(atoi(text) as i32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +430,15 @@ mod tests {
             ["a b", "c\"d", "e f", "@/no/such/file"]
         );
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn int_options_are_cut_to_32_bits_as_gprof_stores_them() {
+        assert_eq!(atoi_int("999999999999"), -727_379_969);
+        assert_eq!(atoi_int("4294967297"), 1);
+        assert_eq!(atoi_int("99999999999999999999999"), -1);
+        assert_eq!(atoi_int("2147483647"), 2_147_483_647);
+        assert_eq!(atoi_int("-80"), -80);
     }
 
     #[test]

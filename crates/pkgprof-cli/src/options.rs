@@ -556,10 +556,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
                 select(&mut o, Style::Sum, true);
             }
             Opt::ExternalSymbols => o.external_symbols = arg.clone(),
-            Opt::TableLength => o.table_length = text.as_deref().map(getopt::atoi),
+            Opt::TableLength => o.table_length = text.as_deref().map(getopt::atoi_int),
             Opt::Traditional => o.traditional = true,
             Opt::Version => o.version = true,
-            Opt::Width => o.width = text.as_deref().map(getopt::atoi),
+            Opt::Width => o.width = text.as_deref().map(getopt::atoi_int),
             Opt::AllLines => o.all_lines = true,
             Opt::SeparateFiles => o.separate_files = true,
             Opt::DisplayUnused => o.display_unused = true,

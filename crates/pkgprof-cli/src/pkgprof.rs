@@ -240,6 +240,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     Ok(())
 }
 
+/// Parses a pkgprof command line (without the program name) as [`run`] does — getopt_long's
+/// rules, `@FILE` response files, symbol specifications — without reading any image or
+/// profile: for tests and the command-line fuzz target. Returns a description of the options
+/// and specifications, or getopt's message.
+pub fn parse_command_line(args: impl IntoIterator<Item = OsString>) -> Result<String, String> {
+    let o = options::parse(args).map_err(|e| e.0)?;
+    Ok(format!("{o:?}\n{:?}", symspecs(&o)))
+}
+
 /// Reads an input file of at most `limit` bytes through the bounded reader: a failed system
 /// call reads `PATH: <why>` as before, a refused file (FIFO, device, too large) names what it is.
 pub(crate) fn read_input(path: &Path, limit: u64) -> Result<safe_fs::Contents> {

@@ -56,7 +56,9 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
 /// for is absent, or a profile is damaged.
 pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
     if let Some(bad) = &o.bad_pid {
-        bail!("--pid: `{bad}' is not a process id");
+        bail!(
+            "--pid: `{bad}' is not a process id (PID, or PID_N for a reused pid's N-th later process)"
+        );
     }
     if o.threads {
         bail!(
@@ -213,13 +215,16 @@ fn relabel_specs(specs: &mut Symspecs) {
         let Some((&side, space)) = f.split_last() else {
             return false;
         };
-        let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+        // `4242`, `4242_1` (see gmon_format::ProfileName).
+        let pid_label = |d: &[u8]| {
+            std::str::from_utf8(d).is_ok_and(|t| gmon_format::parse_process_label(t).is_some())
+        };
         let pid = match space.iter().position(|&b| b == b'(') {
             Some(open) if space.last() == Some(&b')') => &space[..open],
             Some(_) => return false,
             None => space,
         };
-        f == b"kernel" || f == b"other" || (matches!(side, b'u' | b'k') && digits(pid))
+        f == b"kernel" || f == b"other" || (matches!(side, b'u' | b'k') && pid_label(pid))
     };
     let fix = |spec: &mut Symspec| {
         if let (Some(file), Some(function)) = (&spec.file, &spec.function)

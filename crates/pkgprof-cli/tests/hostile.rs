@@ -119,6 +119,7 @@ fn a_fifo_or_dev_zero_swapped_in_for_the_executable_is_refused_unread() {
             pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
         assert_eq!(code, 0, "{tag}: {perr}");
         assert!(stdout.contains("u:[victim]"), "{tag}: {stdout}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -226,6 +227,7 @@ fn links_planted_by_another_user_are_never_followed() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"root's data\n");
     let meta = std::fs::metadata(&victim).unwrap();
     assert_eq!((meta.uid(), meta.mode() & 0o777), (0, 0o600));
+    let _ = std::fs::remove_dir_all(&sticky);
 }
 
 #[test]
@@ -326,6 +328,7 @@ fn a_second_user_can_read_nothing_of_roots_measurement() {
         readable, public,
         "snapshot readable by nobody: {readable}, kallsyms: {public}"
     );
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
@@ -431,6 +434,7 @@ fn pkgmon_killed_at_any_moment_is_never_a_complete_measurement() {
                 assert!(err.contains("is not a complete measurement"), "{err}");
             }
         }
+        let _ = std::fs::remove_dir_all(&out);
     }
 }
 

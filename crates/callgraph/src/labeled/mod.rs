@@ -16,8 +16,10 @@
 //!
 //! The symbols that received samples or arcs (all symbols with `keep_unused`, gprof's `-z`)
 //! are then laid out one after another in a synthetic 64-bit address space, each process and
-//! side (user, kernel) in its own region, and every histogram bin and arc is moved to the same
-//! offset in its symbol's new place. Histograms keep 2-byte bins, so every record has the same
+//! side (user, kernel) in its own region, and every histogram bin and arc is moved into its
+//! symbol's new place, the offsets used in a symbol kept apart and in order (one 2-byte bin
+//! each), so the synthetic text is proportional to what was sampled, not to the span of the
+//! original addresses. Histograms keep 2-byte bins, so every record has the same
 //! scale and gprof's arithmetic holds. The result is an ordinary [`SymbolTable`] and
 //! [`Sum`] for [`crate::Analysis::new`]; the merged profile can also be written out as one
 //! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
@@ -210,8 +212,8 @@ struct Region {
     first_address: u64,
     pseudo_name: Vec<u8>,
     pseudo_used: bool,
-    /// Largest offset used into each used symbol.
-    used: BTreeMap<usize, u64>,
+    /// The symbols used (with samples or arcs).
+    used: BTreeMap<usize, ()>,
     /// Synthetic address of the pseudo-function and of each placed symbol.
     pseudo_at: u64,
     placed: BTreeMap<usize, u64>,
@@ -388,6 +390,43 @@ fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
 
 /// The histogram bins (address of each bin, count) and arcs of one gmon file.
 type Contents = (Vec<(u64, u64)>, Vec<Arc>);
+
+/// The distinct offsets used inside each symbol, in order. A symbol's samples and arc ends are
+/// laid out at their offsets' ranks (one 2-byte bin each), not at the offsets themselves: the
+/// listings are per function and only need the offsets apart and in order, and a profile whose
+/// bins are spread over a gigabyte of kernel text (1 KiB per bin) would otherwise lay out a
+/// gigabyte of synthetic text, and a histogram of half a billion bins for it.
+struct OffsetRanks(Vec<(usize, usize, u64)>);
+
+impl OffsetRanks {
+    fn new<'a>(locs: impl Iterator<Item = &'a Loc>) -> Self {
+        let mut keys: Vec<(usize, usize, u64)> = locs
+            .filter_map(|l| Some((l.region, l.symbol?, l.offset.min(MAX_SYMBOL_SPAN))))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        OffsetRanks(keys)
+    }
+
+    /// The synthetic offset of `loc` in its symbol: twice the rank of its offset.
+    fn offset(&self, loc: &Loc) -> u64 {
+        let Some(symbol) = loc.symbol else { return 0 };
+        let first = self
+            .0
+            .partition_point(|k| (k.0, k.1) < (loc.region, symbol));
+        let at = self
+            .0
+            .partition_point(|k| *k < (loc.region, symbol, loc.offset.min(MAX_SYMBOL_SPAN)));
+        2 * (at - first) as u64
+    }
+
+    /// The largest synthetic offset used in symbol `symbol` of region `region` (0 if none).
+    fn span(&self, region: usize, symbol: usize) -> u64 {
+        let first = self.0.partition_point(|k| (k.0, k.1) < (region, symbol));
+        let end = self.0.partition_point(|k| (k.0, k.1) <= (region, symbol));
+        2 * (end - first).saturating_sub(1) as u64
+    }
+}
 
 impl Builder {
     fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
@@ -700,7 +739,7 @@ impl Builder {
                     ));
                     None
                 }
-                Ok(k) => Some((k.table(), path)),
+                Ok(k) => Some((k.into_table(), path)),
                 Err(e) => {
                     self.warnings
                         .push(format!("{e}; kernel symbols are unavailable"));
@@ -1085,8 +1124,7 @@ impl Builder {
         match loc.symbol {
             None => r.pseudo_used = true,
             Some(s) => {
-                let max = r.used.entry(s).or_insert(0);
-                *max = (*max).max(loc.offset.min(MAX_SYMBOL_SPAN));
+                r.used.insert(s, ());
             }
         }
     }
@@ -1111,6 +1149,13 @@ impl Builder {
                 &rb.what,
             ))
         });
+        let ranks = OffsetRanks::new(
+            self.hist
+                .iter()
+                .map(|(l, _)| l)
+                .chain(self.arcs.iter().flat_map(|(f, t, _)| [f, t]))
+                .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
+        );
         let mut raw = Vec::new();
         let mut cursor = SYNTHETIC_BASE;
         let align = |x: u64, a: u64| x.div_ceil(a) * a;
@@ -1147,7 +1192,8 @@ impl Builder {
             }
             if let Some(table) = self.table_of(&region.what) {
                 let symbols = table.symbols();
-                let mut place = |i: usize, max_offset: u64, raw: &mut Vec<RawSymbol>| {
+                let mut place = |i: usize, raw: &mut Vec<RawSymbol>| {
+                    let span = ranks.span(id, i);
                     let s = &symbols[i];
                     // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
                     let at = align(cursor, 0x10) + (s.address & 0xf);
@@ -1160,15 +1206,15 @@ impl Builder {
                         is_static: false,
                     });
                     placed.insert(i, at);
-                    cursor = at + max_offset + 2;
+                    cursor = at + span + 2;
                 };
                 if self.options.keep_unused {
                     for i in 0..symbols.len() {
-                        place(i, region.used.get(&i).copied().unwrap_or(0), &mut raw);
+                        place(i, &mut raw);
                     }
                 } else {
-                    for (&i, &max) in &region.used {
-                        place(i, max, &mut raw);
+                    for &i in region.used.keys() {
+                        place(i, &mut raw);
                     }
                 }
             }
@@ -1190,17 +1236,25 @@ impl Builder {
             let r = &regions[loc.region];
             match loc.symbol {
                 None => r.pseudo_at,
-                Some(s) => {
-                    r.placed.get(&s).copied().unwrap_or(r.pseudo_at)
-                        + loc.offset.min(MAX_SYMBOL_SPAN)
-                }
+                Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + ranks.offset(loc),
             }
         };
-        let mut samples: BTreeMap<u64, u64> = BTreeMap::new();
-        for (loc, count) in &self.hist {
-            *samples.entry(synthetic(&self.regions, loc)).or_default() += count;
-        }
-        let samples: Vec<(u64, u64)> = samples.into_iter().collect();
+        // A sorted vector, not a map: a million bins cost 16 bytes each, and the bins read
+        // are freed before the arcs are placed.
+        let hist = std::mem::take(&mut self.hist);
+        let mut samples: Vec<(u64, u64)> = hist
+            .iter()
+            .map(|(loc, count)| (synthetic(&self.regions, loc), *count))
+            .collect();
+        drop(hist);
+        samples.sort_unstable_by_key(|&(at, _)| at);
+        samples.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 += next.1;
+            }
+            same
+        });
         let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
         for (from, to, count) in &self.arcs {
             let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
@@ -1334,12 +1388,23 @@ mod tests {
             std::fs::write(dir.join(format!("gmon.out.{pid}.{comm}")), text).expect("write");
         };
         // Pid 7 ran `sh`, then exec'd `job` (which ended last, though its name sorts first);
-        // pid 8 ran one command; pid 9's two sets have no end times: the names decide.
+        // pid 8 ran one command; pid 9's two sets have no end times: the names decide. Pid 8
+        // was reused by a second process, which exec'd too: its labels carry `_1`.
         write(7, "sh", Some(100));
         write(7, "job", Some(200));
         write(8, "cat", Some(50));
         write(9, "a", None);
         write(9, "b", None);
+        let mut text = Vec::new();
+        let mut info = MeasurementInfo::default();
+        info.process.pid = 8;
+        info.process.end_monotonic_ns = Some(300);
+        info.write(&mut text).expect("info");
+        std::fs::write(dir.join("gmon.out.8_1.sh"), &text).expect("write");
+        info.process.end_monotonic_ns = Some(400);
+        text.clear();
+        info.write(&mut text).expect("info");
+        std::fs::write(dir.join("gmon.out.8_1.ls"), &text).expect("write");
         let m = gmon_format::scan(&dir).expect("scan");
         let files: Vec<&ProcessFiles> = m.processes.iter().collect();
         let labels = image_labels(&files).expect("labels");
@@ -1352,12 +1417,34 @@ mod tests {
             ("job", "7"),
             ("sh", "7(sh)"),
             ("cat", "8"),
+            ("ls", "8_1"),
+            ("sh", "8_1(sh)"),
             ("a", "9(a)"),
             ("b", "9"),
         ];
         assert_eq!(
             got,
             want.map(|(c, l)| (c.to_owned(), l.to_owned())).to_vec()
+        );
+        // Selecting by pid takes the first process; by label, the later one.
+        let picked = |sel: ProcessSelection| match sel {
+            ProcessSelection::Pids(list) => list
+                .iter()
+                .flat_map(|&(p, i)| m.instance(p, i).map(|f| f.comm.to_string()))
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
+        assert_eq!(picked(ProcessSelection::Pids(vec![(8, 0)])), ["cat"]);
+        assert_eq!(picked(ProcessSelection::Pids(vec![(8, 1)])), ["ls", "sh"]);
+        let err = Seamless::build(
+            &m,
+            &ProcessSelection::Pids(vec![(8, 2)]),
+            &SeamlessOptions::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("no profile of process 8_2 in "),
+            "{err}"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -90,9 +90,15 @@ pub(crate) fn write_index<W: Write>(
             }
             col += label.len() as i64;
             // The two spaces around the label are not counted, as in gprof, so columns drift.
-            while col < start + 5 {
-                buf.push(b' ');
-                col += 1;
+            // A wide index (`-w 2147483647`) pads lines of gigabytes, written out as they grow.
+            while col < start.saturating_add(5) {
+                let n = (start.saturating_add(5) - col).min(CHUNK as i64);
+                buf.resize(buf.len() + n as usize, b' ');
+                col += n;
+                if buf.len() >= CHUNK {
+                    out.write_all(&buf)?;
+                    buf.clear();
+                }
             }
             buf.push(b' ');
             buf.extend_from_slice(label);

@@ -1,0 +1,66 @@
+//! The fuzz bodies of the manifest and of summing several gmon files, run over the fixtures as
+//! ordinary tests (a crash fuzzing finds becomes a fixture here).
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+#[path = "../../../fuzz/src/gmon.rs"]
+mod gmon;
+#[path = "../../../fuzz/src/manifest.rs"]
+mod manifest_target;
+#[path = "../../../fuzz/src/sum.rs"]
+mod sum_target;
+
+use gmon_format::{Manifest, ManifestEntry};
+
+#[test]
+fn summing_any_two_fixtures_ends_in_a_sum_or_an_error() {
+    let fixtures = common::gmon_fixtures();
+    let files: Vec<_> = fixtures
+        .iter()
+        .map(|(p, o)| (std::fs::read(p).unwrap(), *o))
+        .collect();
+    for (a, oa) in &files {
+        for (b, _) in files.iter().take(12) {
+            sum_target::run_files(*oa, [a.as_slice(), b.as_slice()].into_iter());
+            sum_target::run_files(*oa, [a.as_slice(), &b[..b.len() / 2]].into_iter());
+        }
+        // The fuzz entry itself: a selector byte, then files cut at 0xfe.
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(a);
+        framed.push(0xfe);
+        framed.extend_from_slice(a);
+        sum_target::run(&framed);
+        gmon::run(&framed);
+    }
+}
+
+#[test]
+fn manifests_of_the_fixture_measurement_and_their_cuts() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled/measurement");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let manifest = Manifest {
+        files: names
+            .iter()
+            .map(|n| ManifestEntry::of(n.clone(), &std::fs::read(dir.join(n)).unwrap()))
+            .collect(),
+    };
+    let mut text = Vec::new();
+    manifest.write(&mut text).unwrap();
+    assert_eq!(Manifest::parse(&text).unwrap(), manifest);
+    for cut in 0..=text.len() {
+        manifest_target::run(&text[..cut]);
+    }
+    for i in 0..text.len() {
+        let mut damaged = text.clone();
+        damaged[i] ^= 0x20;
+        manifest_target::run(&damaged);
+    }
+    manifest_target::run(&Manifest::placeholder());
+}
