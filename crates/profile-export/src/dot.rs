@@ -103,7 +103,11 @@ pub(crate) fn write(
             if weight < edge_min && !recursion {
                 continue;
             }
-            let mut label = if recursion { String::new() } else { percent(weight) };
+            let mut label = if recursion {
+                String::new()
+            } else {
+                percent(weight)
+            };
             if edge.calls > 0 {
                 if !label.is_empty() {
                     label.push_str("\\n");
