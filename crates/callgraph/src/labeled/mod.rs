@@ -421,7 +421,7 @@ impl AddressNames {
     fn name(&self, loc: Loc) -> String {
         let region = &self.b.regions[loc.region];
         let raw = match (self.b.table_of(&region.what), loc.symbol) {
-            (Some(t), Some(s)) => t.symbols()[s].name.clone(),
+            (Some(t), Some(s)) => t.symbol(s).0.to_vec(),
             _ => region.pseudo_name.clone(),
         };
         let text = String::from_utf8_lossy(&raw);
