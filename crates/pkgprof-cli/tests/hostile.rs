@@ -500,6 +500,8 @@ fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
     assert_eq!(code, 1, "{stdout}{perr}");
     assert!(perr.contains("is not a complete measurement"), "{perr}");
     assert!(perr.contains("incomplete: no `# end` line"), "{perr}");
+    // The failed write leaves no temporary file behind.
+    assert_eq!(temporaries(&out), Vec::<String>::new());
     let _ = Command::new("umount").arg(&base).status();
 }
 
