@@ -544,7 +544,16 @@ fn pkgmon_killed_at_any_moment_is_never_a_complete_measurement() {
                     code, 1,
                     "killed at {delay_ms} ms, {other:?}: {names:?}\n{err}"
                 );
-                assert!(err.contains("is not a complete measurement"), "{err}");
+                // Killed between making the directory and writing the manifest's
+                // placeholder (1 in 60 kills in the first few ms): nothing to report.
+                let why = match names.is_empty() {
+                    true => "is not a measurement directory",
+                    false => "is not a complete measurement",
+                };
+                assert!(
+                    err.contains(why),
+                    "killed at {delay_ms} ms: {names:?}\n{err}"
+                );
             }
         }
         // The next run in that directory leaves no temporary file, there or in DIR.old.
