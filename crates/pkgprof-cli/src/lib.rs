@@ -9,6 +9,8 @@ mod getopt;
 mod image;
 mod options;
 #[cfg(target_os = "linux")]
+mod perf_data;
+#[cfg(target_os = "linux")]
 pub mod pkgmon;
 pub mod pkgprof;
 mod seamless;

@@ -69,6 +69,7 @@ pub enum Opt {
     Inverted,
     Title,
     Threads,
+    Kallsyms,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -202,6 +203,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Inverted, "inverted", No),
     ours(Opt::Title, "title", Required),
     ours(Opt::Threads, "threads", No),
+    ours(Opt::Kallsyms, "kallsyms", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -249,6 +251,11 @@ exists, else .):
 \t                     or changed (pkgmon killed, disk full), with a warning
 \t--threads            refused: the threads of a process are merged when pkgmon
 \t                     writes its files, which keep no thread ids
+\t--kallsyms=FILE      DIR may be a perf.data file (perf record -g; frame
+\t                     pointers or --call-graph dwarf, -z, pipe mode): it is
+\t                     read as the measurement `pkgmon --import` makes of it;
+\t                     its kernel symbols are FILE, else perf's build-id cache,
+\t                     else /proc/kallsyms if this kernel's release is the file's
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -256,6 +263,7 @@ pseudo-function PIDk:[interrupt] as parent.
 Examples:
   pkgprof -b --pid 4242 measurement/
   pkgprof -b -q --pid 4242,4243 --object-path /srv/archive/bin measurement/
+  pkgprof -b --pid 4242 perf.data
 Exit status: 0 on success, 1 on any error.
 ";
 
@@ -443,6 +451,8 @@ pub struct Options {
     pub title: Option<String>,
     /// `--threads`: per-thread listings, refused (see `seamless::run`).
     pub threads: bool,
+    /// `--kallsyms`: the kernel symbols of a perf.data file.
+    pub kallsyms: Option<OsString>,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
     /// Image and profile files.
@@ -592,6 +602,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Inverted => o.inverted = true,
             Opt::Title => o.title = text,
             Opt::Threads => o.threads = true,
+            Opt::Kallsyms => o.kallsyms = arg.clone(),
         }
     }
     Ok(o)
