@@ -101,6 +101,7 @@ mod inclusive;
 mod input;
 mod kallsyms;
 mod labeled;
+mod latency;
 mod lines;
 mod measurement_model;
 mod model;
@@ -127,8 +128,11 @@ pub use inclusive::{SampledStack, apply_stacks};
 pub use input::{IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, read_image, read_input};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
-    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
     write_process_header, write_symbol_image,
+};
+pub use latency::{
+    LatencyOptions, write_blocking_report, write_latency_diff, write_latency_report,
 };
 pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,

@@ -7,6 +7,7 @@
 mod export;
 mod getopt;
 mod image;
+mod latency;
 mod options;
 #[cfg(target_os = "linux")]
 mod perf_data;

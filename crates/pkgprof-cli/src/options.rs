@@ -70,6 +70,9 @@ pub enum Opt {
     Title,
     Threads,
     Kallsyms,
+    Latency,
+    Blocking,
+    LatencyDiff,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -204,6 +207,9 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Title, "title", Required),
     ours(Opt::Threads, "threads", No),
     ours(Opt::Kallsyms, "kallsyms", Required),
+    ours(Opt::Latency, "latency", No),
+    ours(Opt::Blocking, "blocking", No),
+    ours(Opt::LatencyDiff, "latency-diff", No),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -256,6 +262,19 @@ exists, else .):
 \t                     read as the measurement `pkgmon --import` makes of it;
 \t                     its kernel symbols are FILE, else perf's build-id cache,
 \t                     else /proc/kallsyms if this kernel's release is the file's
+Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
+  pkgprof --latency [--pid=PID[,PID...]] [DIR]
+  pkgprof --blocking [--pid=PID[,PID...]] [DIR]
+  pkgprof --latency-diff A B
+\t--latency            per process, system calls by total latency, each with its
+\t                     log2 histogram, its peaks (mean latency, share of calls)
+\t                     and its top call sites
+\t--blocking           per system call and call site: calls, wall, CPU, blocked
+\t                     and runnable time, page faults, where the calls slept and
+\t                     who woke them (DeBox)
+\t--latency-diff A B   the system calls whose latency changed most between two
+\t                     measurements (OSprof: prefilter by totals, compare peaks,
+\t                     rate by the Earth Mover's Distance; KS and chi2 beside)
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -455,6 +474,12 @@ pub struct Options {
     pub kallsyms: Option<OsString>,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
+    /// `--latency`: system-call latency histograms.
+    pub latency: bool,
+    /// `--blocking`: where system calls blocked.
+    pub blocking: bool,
+    /// `--latency-diff A B`: compare two measurements' latencies.
+    pub latency_diff: bool,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -603,6 +628,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Title => o.title = text,
             Opt::Threads => o.threads = true,
             Opt::Kallsyms => o.kallsyms = arg.clone(),
+            Opt::Latency => o.latency = true,
+            Opt::Blocking => o.blocking = true,
+            Opt::LatencyDiff => o.latency_diff = true,
         }
     }
     Ok(o)

@@ -344,6 +344,71 @@ impl Seamless {
     }
 }
 
+/// The names of one process's runtime addresses, user and kernel, found as the seamless
+/// listing finds them (the info file's mappings, the objects by build-id, the kernel-symbol
+/// snapshot), without its labels: for reports that carry addresses of their own, such as the
+/// latency file's call sites, sleep sites and wakers.
+#[derive(Debug)]
+pub struct AddressNames {
+    b: Builder,
+    space: usize,
+}
+
+impl AddressNames {
+    /// Reads what naming `files`' addresses takes: its info file, then objects and kernel
+    /// symbols as addresses ask for them.
+    ///
+    /// Returns an error if the info file cannot be read or is damaged.
+    pub fn new(
+        measurement: &Measurement,
+        files: &ProcessFiles,
+        options: &SeamlessOptions,
+    ) -> Result<AddressNames> {
+        let mut b = Builder {
+            options: options.clone(),
+            dir: measurement.dir.clone(),
+            ..Builder::default()
+        };
+        let (space, _) =
+            b.add_space(files, gmon_format::process_label(files.pid, files.instance))?;
+        b.spaces[space].kernel = b.kernel_symbols(space);
+        Ok(AddressNames { b, space })
+    }
+
+    fn name(&self, loc: Loc) -> String {
+        let region = &self.b.regions[loc.region];
+        let raw = match (self.b.table_of(&region.what), loc.symbol) {
+            (Some(t), Some(s)) => t.symbols()[s].name.clone(),
+            _ => region.pseudo_name.clone(),
+        };
+        let text = String::from_utf8_lossy(&raw);
+        if self.b.options.demangle {
+            demangle::demangle(&text).into_owned()
+        } else {
+            text.into_owned()
+        }
+    }
+
+    /// The function holding user address `at` (a return address or a pc), or the object's
+    /// pseudo-name (`[libc.so.6]`) when it has no symbol there, or `[unknown]`.
+    pub fn user(&mut self, at: u64) -> String {
+        let loc = self.b.user_loc(self.space, at, false);
+        self.name(loc)
+    }
+
+    /// The kernel function holding `at`, or `[kernel]` without kernel symbols.
+    pub fn kernel(&mut self, at: u64) -> String {
+        let loc = self.b.kernel_loc(self.space, at);
+        self.name(loc)
+    }
+
+    /// Problems met while naming (objects not found, kernel symbols hidden), one sentence
+    /// each.
+    pub fn warnings(&self) -> &[String] {
+        &self.b.warnings
+    }
+}
+
 /// The label of each file set (see "Processes that exec" in the module docs): the process's
 /// label (`<pid>`, or `<pid>_<instance>` for a later process that reused the pid), followed by
 /// `(<comm>)` for a file set of a process that has a later one.
@@ -479,7 +544,13 @@ impl Builder {
         Ok((bins, arcs))
     }
 
-    fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
+    /// Reads a process's info file and adds its address space (its mappings); returns the
+    /// space and the info.
+    fn add_space(
+        &mut self,
+        files: &ProcessFiles,
+        label: String,
+    ) -> Result<(usize, Option<MeasurementInfo>)> {
         let info = match &files.info {
             Some(path) => {
                 let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
@@ -510,7 +581,7 @@ impl Builder {
             })
             .unwrap_or_default();
         self.spaces.push(Space {
-            label: label.clone(),
+            label,
             system: false,
             mappings,
             info: info.clone(),
@@ -518,6 +589,11 @@ impl Builder {
             kernel_region: None,
             last_hit: usize::MAX,
         });
+        Ok((space, info))
+    }
+
+    fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
+        let (space, info) = self.add_space(files, label.clone())?;
         let mut summary = ProcessSummary {
             label,
             files: Some(files.clone()),
