@@ -42,7 +42,8 @@ holds a measurement among other files, pkgmon refuses. Files are 0600 (see
 --mode; the kernel-symbol snapshot is never readable by more users than
 /proc/kallsyms shows addresses to). A DIR that is a symbolic link or belongs
 to another user is refused unless --trust-output. The directory is checked
-and the files' placeholder written before the command starts.
+and the files' placeholder written before the command starts; temporary
+files a killed run left there are removed without being read.
 
 Examples:
   pkgmon -- ./server --port 8080      profile a command and all it starts
