@@ -195,7 +195,7 @@ fn check_complete(measurement: &gmon_format::Measurement, force: bool) -> Result
 /// Writes the merged profile to `path` and its symbol table to `path.elf`, so that
 /// `gprof path.elf path` reads them.
 fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
-    safe_fs::replace_file(path, &seamless.gmon)?;
+    safe_fs::replace_file(path, &seamless.write_gmon()?)?;
     let mut image_path = OsString::from(path.as_os_str());
     image_path.push(".elf");
     let image_path = PathBuf::from(image_path);

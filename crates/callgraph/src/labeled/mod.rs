@@ -21,8 +21,9 @@
 //! each), so the synthetic text is proportional to what was sampled, not to the span of the
 //! original addresses. Histograms keep 2-byte bins, so every record has the same
 //! scale and gprof's arithmetic holds. The result is an ordinary [`SymbolTable`] and
-//! [`Sum`] for [`crate::Analysis::new`]; the merged profile can also be written out as one
-//! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
+//! [`Sum`] for [`crate::Analysis::new`], made directly (no gmon file is encoded to be read
+//! back); the merged profile can also be written out as one gmon.out
+//! ([`Seamless::write_gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
 //! gprof reads to the same listing.
 //!
 //! # Processes that exec
@@ -75,7 +76,7 @@ use std::path::{Path, PathBuf};
 
 use gmon_format::{
     AddressSize, Arc, Endian, HistogramUnit, Measurement, MeasurementInfo, ProcessFiles, Profile,
-    ReadOptions, Record, Sum, write_sampled_profile,
+    ReadOptions, Record, Sum, sampled_sum, write_sampled_profile,
 };
 
 use crate::error::{Error, Result};
@@ -175,10 +176,8 @@ pub struct ProcessSummary {
 pub struct Seamless {
     /// The merged, labelled symbol table.
     pub table: SymbolTable,
-    /// The merged histograms and arcs, in the table's address space.
+    /// The merged histograms (2-byte bins) and arcs, in the table's address space.
     pub sum: Sum,
-    /// The same as a GNU gmon.out file (64-bit, little-endian).
-    pub gmon: Vec<u8>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
     /// The sampled stacks of the processes' stacks files, in the table's address space, for
@@ -329,18 +328,39 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let (table, gmon, stacks) = b.finish()?;
-        let mut sum = Sum::new();
-        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
-        sum.add(&Profile::parse(&gmon, &read)?)?;
+        let (table, sum, stacks) = b.finish();
         Ok(Seamless {
             table,
             sum,
-            gmon,
             processes,
             stacks,
             warnings: b.warnings,
         })
+    }
+}
+
+impl Seamless {
+    /// The merged profile as a GNU gmon.out file (64-bit, little-endian, in the measurement
+    /// layout of [`write_sampled_profile`]), which GNU gprof reads with an image of
+    /// [`Seamless::table`] ([`write_symbol_image`]) to the same listing.
+    ///
+    /// Returns an error if the gmon writer refuses a record (it does not for a merged sum).
+    pub fn write_gmon(&self) -> Result<Vec<u8>> {
+        // Every bin of the merged sum is 2 bytes wide: each non-zero one is its samples.
+        let samples: Vec<(u64, u64)> = (self.sum.histograms().iter())
+            .flat_map(|h| {
+                (h.bins.iter().enumerate())
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
+            })
+            .collect();
+        let arcs = (self.sum.arcs().iter()).map(|a| ((a.from_pc, a.self_pc), a.count));
+        Ok(write_sampled_profile(
+            Endian::Little,
+            &samples,
+            arcs,
+            self.sum.unit(),
+        )?)
     }
 }
 
@@ -1137,8 +1157,8 @@ impl Builder {
         }
     }
 
-    /// Lays the used symbols out, then writes the merged gmon file.
-    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>, Vec<crate::SampledStack>)> {
+    /// Lays the used symbols out and moves every sample, arc and stack to its symbol's place.
+    fn finish(&mut self) -> (SymbolTable, Sum, Vec<crate::SampledStack>) {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -1260,7 +1280,7 @@ impl Builder {
             let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
             *arcs.entry(key).or_default() += count;
         }
-        let gmon = write_sampled_profile(Endian::Little, &samples, arcs, self.unit)?;
+        let sum = sampled_sum(&samples, arcs, self.unit);
         let stacks = self
             .stacks
             .iter()
@@ -1269,7 +1289,7 @@ impl Builder {
                 samples: *samples,
             })
             .collect();
-        Ok((table, gmon, stacks))
+        (table, sum, stacks)
     }
 }
 
