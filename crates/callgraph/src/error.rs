@@ -1,7 +1,7 @@
 //! The one error type of this crate.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -109,4 +109,14 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+}
+
+impl Error {
+    /// The image at `path` is not ELF this crate reads: `source` says why.
+    pub(crate) fn not_executable(path: &Path, source: object::Error) -> Error {
+        Error::NotExecutable {
+            path: path.to_owned(),
+            source: Some(source),
+        }
+    }
 }

@@ -93,6 +93,7 @@ mod analysis;
 mod annotate;
 mod calls;
 mod diagnose;
+mod elf_symbols;
 mod error;
 mod flat;
 mod graph;
@@ -101,6 +102,7 @@ mod inclusive;
 mod input;
 mod kallsyms;
 mod labeled;
+mod line_symbols;
 mod lines;
 mod measurement_model;
 mod model;
@@ -112,6 +114,7 @@ mod symbols;
 mod symspec;
 #[cfg(test)]
 mod test_util;
+mod text;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use annotate::{
@@ -130,10 +133,8 @@ pub use labeled::{
     BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
     write_process_header, write_symbol_image,
 };
-pub use lines::{
-    LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
-    symbol_sources,
-};
+pub use line_symbols::{LineTable, line_table, name_suffix};
+pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
 pub use measurement_model::measurement_model;
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
@@ -141,3 +142,4 @@ pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
+pub use text::TextSection;

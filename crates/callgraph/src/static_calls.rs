@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use gmon_format::{Arc, Sum};
 
-use crate::lines::TextSection;
 use crate::symbols::SymbolTable;
+use crate::text::TextSection;
 
 /// The count-0 arcs gprof's `-c` adds, as (caller, callee) symbol indices: one per `call rel32`
 /// (opcode `E8`) whose target is the start of a symbol inside a histogram range, from the
