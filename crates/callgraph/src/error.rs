@@ -30,6 +30,33 @@ pub enum Error {
         #[source]
         source: Option<object::Error>,
     },
+    /// The image's ELF identification names a class (address width) or data encoding (byte
+    /// order) that ELF does not define.
+    #[error("{path}: not in executable format (unknown ELF {field} {value})")]
+    UnknownElfIdent {
+        /// Path of the image.
+        path: PathBuf,
+        /// `class` or `data encoding`.
+        field: &'static str,
+        /// The byte found.
+        value: u8,
+    },
+    /// In line mode gprof reads a basic-block record's count in the byte order of the machine
+    /// (little-endian), not the file's: a big-endian count it would read as another number.
+    #[error(
+        "{path}: gprof cannot read this big-endian basic-block record in line mode: it takes \
+         the count {count} as {read_as} (at offset {offset:#x})"
+    )]
+    ForeignBasicBlocks {
+        /// Path of the profile.
+        path: PathBuf,
+        /// The record's count of pairs.
+        count: u32,
+        /// The count as gprof reads it.
+        read_as: u32,
+        /// Offset of the record in the file.
+        offset: u64,
+    },
     /// The image has no `.text` section, which gprof needs to bound the last symbol.
     #[error("can't find .text section in {path}")]
     NoTextSection {

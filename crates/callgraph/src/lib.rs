@@ -96,6 +96,7 @@ mod diagnose;
 mod elf_symbols;
 mod error;
 mod flat;
+mod gmon_sum;
 mod graph;
 mod histogram;
 mod inclusive;
@@ -121,16 +122,19 @@ pub use annotate::{
     AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
 };
 pub use calls::CallCounts;
-pub use diagnose::{Warning, check_profile, check_samples};
+pub use diagnose::{Warning, check_line_mode_blocks, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
+pub use gmon_sum::{BASIC_BLOCKS_PER_SYMBOL, sum_arcs, sum_basic_blocks, write_gmon_sum};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
-pub use input::{IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, read_image, read_input};
+pub use input::{
+    IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, image_layout, read_image, read_input,
+};
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
-    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions, relabel_symspecs,
     write_process_header, write_symbol_image,
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
@@ -139,7 +143,7 @@ pub use measurement_model::measurement_model;
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
-pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
+pub use static_calls::static_arcs;
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
 pub use text::TextSection;

@@ -6,7 +6,7 @@
 #[cfg(target_os = "linux")]
 mod export;
 mod getopt;
-mod image;
+mod listing;
 mod options;
 #[cfg(target_os = "linux")]
 pub mod pkgmon;

@@ -84,6 +84,7 @@ mod merge;
 mod objects;
 mod resolve;
 mod stripped;
+mod symspecs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -95,6 +96,7 @@ use crate::symbols::SymbolTable;
 
 pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
+pub use symspecs::relabel_symspecs;
 
 use merge::Builder;
 
