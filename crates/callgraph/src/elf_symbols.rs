@@ -5,16 +5,55 @@
 use std::path::Path;
 
 use gmon_format::{AddressSize, Endian};
-use object::SymbolIndex;
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::{FileKind, SymbolIndex};
 
 use crate::error::{Error, Result};
 use crate::symbols::{Entry, ImageFacts, SymbolOptions, SymbolTable};
 
+impl SymbolTable {
+    /// Reads the image at `path` and builds its symbol table.
+    ///
+    /// Returns an error naming `path` if the file cannot be read or is not a usable ELF image
+    /// (see [`SymbolTable::parse`]).
+    pub fn read(path: &Path, options: &SymbolOptions) -> Result<Self> {
+        let data = crate::input::read_image(path)?;
+        Self::parse(path, &data, options)
+    }
+
+    /// Builds the symbol table of the ELF image `data`; `path` is only used in error messages.
+    ///
+    /// Symbols come from `.symtab` (never `.dynsym`, so PLT stubs do not appear). A symbol is
+    /// kept when `nm` would class it `T` or `t` (defined, in an executable section, not an
+    /// indirect function or unique symbol) or `W` (a defined weak non-object, in any section).
+    /// Local names that are empty, contain `$`, start with `__gnu_compiled`, or carry a dot
+    /// suffix other than `.N`, `.clone.N` or `.constprop.N` (such as `.part.0` or `.cold`) are
+    /// dropped, so their addresses belong to the preceding symbol. Like gprof, the suffix check
+    /// of a name ending in a dot group reads on into the next `.strtab` string, so that
+    /// `f.constprop.0` followed there by `crtstuff.c` is dropped too.
+    ///
+    /// Returns an error if `data` is not a 32- or 64-bit ELF file, its section or symbol table
+    /// is damaged, it has no `.text` section, or it has no `.symtab`.
+    pub fn parse(path: &Path, data: &[u8], options: &SymbolOptions) -> Result<Self> {
+        match FileKind::parse(data).map_err(|e| Error::not_executable(path, e))? {
+            FileKind::Elf32 => {
+                read_elf::<elf::FileHeader32<object::Endianness>>(path, data, options)
+            }
+            FileKind::Elf64 => {
+                read_elf::<elf::FileHeader64<object::Endianness>>(path, data, options)
+            }
+            _ => Err(Error::NotExecutable {
+                path: path.to_owned(),
+                source: None,
+            }),
+        }
+    }
+}
+
 /// Reads the gprof symbol table of the ELF image `data` of class `Elf` (see
 /// [`SymbolTable::parse`]).
-pub(crate) fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
+fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
     path: &Path,
     data: &[u8],
     options: &SymbolOptions,
@@ -245,5 +284,15 @@ mod tests {
         );
         // v.4 is the last string: the end of the table ends the check.
         assert!(local_name_is_kept(strtab, at(b"v.4")));
+    }
+
+    #[test]
+    fn non_elf_input_is_an_error_naming_the_path() {
+        let e = SymbolTable::parse(Path::new("x/y"), b"not an elf", &SymbolOptions::default())
+            .unwrap_err();
+        assert_eq!(e.to_string(), "x/y: not in executable format");
+        let e = SymbolTable::read(Path::new("/nonexistent/a.out"), &SymbolOptions::default())
+            .unwrap_err();
+        assert_eq!(e.to_string(), "/nonexistent/a.out: cannot read the image");
     }
 }

@@ -1,13 +1,8 @@
 //! gprof's symbol table: which ELF symbols count as functions, which alias wins, and how far
 //! each symbol reaches.
 
-use std::path::Path;
-
 use gmon_format::{AddressSize, Endian, ReadOptions};
-use object::FileKind;
-use object::elf;
 
-use crate::error::{Error, Result};
 use crate::sort::glibc_qsort;
 
 /// Which symbols to leave out of the table, mirroring gprof's `-a` and `-D`.
@@ -94,47 +89,6 @@ pub struct ImageFacts {
 }
 
 impl SymbolTable {
-    /// Reads the image at `path` and builds its symbol table.
-    ///
-    /// Returns an error naming `path` if the file cannot be read or is not a usable ELF image
-    /// (see [`SymbolTable::parse`]).
-    pub fn read(path: &Path, options: &SymbolOptions) -> Result<Self> {
-        let data = crate::input::read_image(path)?;
-        Self::parse(path, &data, options)
-    }
-
-    /// Builds the symbol table of the ELF image `data`; `path` is only used in error messages.
-    ///
-    /// Symbols come from `.symtab` (never `.dynsym`, so PLT stubs do not appear). A symbol is
-    /// kept when `nm` would class it `T` or `t` (defined, in an executable section, not an
-    /// indirect function or unique symbol) or `W` (a defined weak non-object, in any section).
-    /// Local names that are empty, contain `$`, start with `__gnu_compiled`, or carry a dot
-    /// suffix other than `.N`, `.clone.N` or `.constprop.N` (such as `.part.0` or `.cold`) are
-    /// dropped, so their addresses belong to the preceding symbol. Like gprof, the suffix check
-    /// of a name ending in a dot group reads on into the next `.strtab` string, so that
-    /// `f.constprop.0` followed there by `crtstuff.c` is dropped too.
-    ///
-    /// Returns an error if `data` is not a 32- or 64-bit ELF file, its section or symbol table
-    /// is damaged, it has no `.text` section, or it has no `.symtab`.
-    pub fn parse(path: &Path, data: &[u8], options: &SymbolOptions) -> Result<Self> {
-        match FileKind::parse(data).map_err(|e| Error::not_executable(path, e))? {
-            FileKind::Elf32 => {
-                crate::elf_symbols::read_elf::<elf::FileHeader32<object::Endianness>>(
-                    path, data, options,
-                )
-            }
-            FileKind::Elf64 => {
-                crate::elf_symbols::read_elf::<elf::FileHeader64<object::Endianness>>(
-                    path, data, options,
-                )
-            }
-            _ => Err(Error::NotExecutable {
-                path: path.to_owned(),
-                source: None,
-            }),
-        }
-    }
-
     /// Builds a table from symbols already read, as gprof finishes its own: sort, keep one
     /// symbol per address, and set each symbol's extent. `text_end` is the address just past
     /// `.text`, which bounds the last symbol.
@@ -611,15 +565,5 @@ mod tests {
         assert_eq!(t.lookup(0x900), None);
         assert_eq!(t.lookup_callee(0x115), Some(0));
         assert_eq!(t.lookup_callee(0x105), Some(0));
-    }
-
-    #[test]
-    fn non_elf_input_is_an_error_naming_the_path() {
-        let e = SymbolTable::parse(Path::new("x/y"), b"not an elf", &SymbolOptions::default())
-            .unwrap_err();
-        assert_eq!(e.to_string(), "x/y: not in executable format");
-        let e = SymbolTable::read(Path::new("/nonexistent/a.out"), &SymbolOptions::default())
-            .unwrap_err();
-        assert_eq!(e.to_string(), "/nonexistent/a.out: cannot read the image");
     }
 }

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 
 use gmon_format::{AddressSize, Endian, Sum, sampled_sum};
 
-use super::merge::Builder;
-use super::resolve::{Loc, Region, Side, What};
+use super::state::{Builder, Loc, Region, Side, What};
 use crate::symbols::{RawSymbol, SymbolTable};
 
 /// Where the synthetic address space starts.

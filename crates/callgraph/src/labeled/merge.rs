@@ -3,45 +3,22 @@
 //! its sampled stacks, every address resolved where it was recorded (see `resolve`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gmon_format::{
     AddressSize, Arc, Endian, HistogramUnit, MeasurementInfo, ProcessFiles, Profile, ReadOptions,
     Record,
 };
 
-use super::objects::LoadedObject;
-use super::resolve::{Loc, MappedRange, Region, Side, Space, Target, What};
-use super::{BoundaryKind, ProcessSummary, SeamlessOptions, read_file};
+use super::state::{Builder, Loc, MappedRange, Side, Space, Target};
+use super::{BoundaryKind, ProcessSummary, read_file};
 use crate::error::{Error, Result};
-use crate::symbols::SymbolTable;
 
 /// The pseudo-function above the outermost frame found of a user stack cut short.
 const TRUNCATED: &[u8] = b"[truncated]";
 
 /// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
 const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
-
-/// The merge in progress: the objects and kernel symbol tables loaded, the regions and address
-/// spaces made, and every histogram hit, arc and stack as resolved locations, until
-/// `layout` places them.
-#[derive(Debug, Default)]
-pub(super) struct Builder {
-    pub(super) options: SeamlessOptions,
-    pub(super) dir: PathBuf,
-    pub(super) objects: Vec<Option<LoadedObject>>,
-    pub(super) object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
-    pub(super) kernels: Vec<Option<(SymbolTable, PathBuf)>>,
-    pub(super) kernel_index: BTreeMap<String, usize>,
-    pub(super) regions: Vec<Region>,
-    pub(super) region_index: BTreeMap<(usize, Side, What), usize>,
-    pub(super) spaces: Vec<Space>,
-    pub(super) hist: Vec<(Loc, u64)>,
-    pub(super) arcs: Vec<(Loc, Loc, u64)>,
-    pub(super) stacks: Vec<(Vec<Loc>, u64)>,
-    pub(super) unit: Option<HistogramUnit>,
-    pub(super) warnings: Vec<String>,
-}
 
 /// The histogram bins (address of each bin, count) and arcs of one gmon file.
 pub(super) type Contents = (Vec<(u64, u64)>, Vec<Arc>);

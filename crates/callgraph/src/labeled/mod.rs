@@ -83,6 +83,7 @@ mod layout;
 mod merge;
 mod objects;
 mod resolve;
+mod state;
 mod stripped;
 mod symspecs;
 
@@ -98,7 +99,7 @@ pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
 pub use symspecs::relabel_symspecs;
 
-use merge::Builder;
+use state::Builder;
 
 pub use gmon_format::BoundaryKind;
 

@@ -2,9 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::merge::Builder;
 use super::objects;
-use super::resolve::What;
+use super::state::{Builder, What};
 
 impl Builder {
     /// Warns about each object that received samples but could only be symbolized from its
