@@ -118,6 +118,30 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+    /// A latency report was asked for but no selected process has a latency file.
+    #[error(
+        "no latency file (gmon.out.<pid>l.<comm>) for the processes asked for in {dir}: record \
+         with `pkgmon --latency` or `--blocking`"
+    )]
+    NoLatency {
+        /// The measurement directory.
+        dir: PathBuf,
+    },
+    /// A blocking report was asked for but the latency files have no blocking data.
+    #[error("the latency files in {dir} have no blocking data: record with `pkgmon --blocking`")]
+    NoBlocking {
+        /// The measurement directory.
+        dir: PathBuf,
+    },
+    /// Two latency files to compare or merge have different resolutions.
+    #[error(
+        "the latency files in {dir} have another resolution than the rest: record both with the \
+         same `pkgmon --resolution`"
+    )]
+    ResolutionsDiffer {
+        /// The measurement directory.
+        dir: PathBuf,
+    },
     /// Exact inclusive times were asked for but a process has no sampled-stacks file.
     #[error("process {label} has no sampled-stacks file (gmon.out.{label}s.<comm>) in {dir}")]
     NoStacks {

@@ -103,6 +103,7 @@ mod inclusive;
 mod input;
 mod kallsyms;
 mod labeled;
+mod latency;
 mod line_symbols;
 mod lines;
 mod measurement_model;
@@ -134,8 +135,11 @@ pub use input::{
 };
 pub use kallsyms::{KernelSymbol, KernelSymbols};
 pub use labeled::{
-    BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions, relabel_symspecs,
-    write_process_header, write_symbol_image,
+    AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
+    relabel_symspecs, write_process_header, write_symbol_image,
+};
+pub use latency::{
+    LatencyOptions, write_blocking_report, write_latency_diff, write_latency_report,
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};

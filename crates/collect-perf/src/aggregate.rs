@@ -12,8 +12,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gmon_format::BoundaryKind;
 
-use crate::recording::{CounterEvent, CounterKind, Event, Recording, Sample, SideRecord};
+use crate::recording::{
+    CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
+};
 use crate::replay::{Process, Replay, Replayer};
+use crate::syscalls::{Input, Kind, LatencyOptions, SyscallTracer};
 use crate::unwind::{Images, ProcessUnwinder, StackEnd, UnwindStats, Unwinding};
 
 /// Options of an [`Aggregator`].
@@ -29,6 +32,9 @@ pub struct AggregateOptions {
     /// The pid of the launched command, if any: the kernel's work on its exec counts for the
     /// command's image, not for the launcher's. Default is None.
     pub launched: Option<u32>,
+    /// Build per-system-call latencies (and blocking) from the run's tracepoint records, which
+    /// the sampler must have been asked for ([`LatencyOptions::tracepoints`]). Default is None.
+    pub latency: Option<LatencyOptions>,
 }
 
 impl Default for AggregateOptions {
@@ -37,6 +43,7 @@ impl Default for AggregateOptions {
             system_wide: None,
             max_frames: 1024,
             launched: None,
+            latency: None,
         }
     }
 }
@@ -251,6 +258,7 @@ pub struct Aggregator {
     stats: UnwindStats,
     frames: Vec<u64>,
     edges: Vec<(u64, u64)>,
+    syscalls: Option<SyscallTracer>,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -276,7 +284,9 @@ impl Aggregator {
     /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
     pub fn new(opts: AggregateOptions) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
+        let syscalls = opts.latency.clone().map(SyscallTracer::new);
         Aggregator {
+            syscalls,
             opts,
             replay: Replayer::default(),
             unwinding: Unwinding::new(Images::default(), max_frames),
@@ -297,16 +307,41 @@ impl Aggregator {
             Event::Side(i) => self.side_band(&rec.side_band[i]),
             Event::Counter(i) => self.counter(&rec.counter_events[i]),
             Event::Sample(i) => self.sample(rec, &rec.samples[i]),
+            Event::Trace(i) => self.trace(rec, &rec.traces[i]),
         }
     }
 
     /// Feeds a side-band record.
     pub fn side_band(&mut self, r: &SideRecord) {
         self.replay.side_band(r.time, &r.kind);
+        let Some(t) = &mut self.syscalls else { return };
+        match r.kind {
+            SideBand::Lost { .. } => t.lost(),
+            SideBand::Exit { tid, .. } => t.thread_exit(tid),
+            SideBand::Switch {
+                tid,
+                out,
+                preempted,
+                ..
+            } => {
+                let input = if out {
+                    Input::Out { preempted }
+                } else {
+                    Input::In
+                };
+                t.feed(r.time, tid, input);
+            }
+            _ => {}
+        }
     }
 
     /// Feeds a perf software counter occurrence.
     pub fn counter(&mut self, e: &CounterEvent) {
+        if e.kind == CounterKind::PageFault
+            && let Some(t) = &mut self.syscalls
+        {
+            t.feed(e.time, e.tid, Input::Fault);
+        }
         let pi = self.replay.owner(e.pid, e.time);
         if !self.is_profiled(pi) {
             return;
@@ -419,10 +454,74 @@ impl Aggregator {
         acc.stacks.add(kernel, user, truncated, s.period);
     }
 
+    /// Feeds a tracepoint record of `rec` to the latency collection, if there is one: a
+    /// system-call entry gets its process image and its unwound user call site.
+    pub fn trace(&mut self, rec: &Recording, t: &TraceSample) {
+        let Some(mut tracer) = self.syscalls.take() else {
+            return;
+        };
+        let s = &t.sample;
+        tracer.start = rec.start_time;
+        let info = &rec.tracepoints[t.event as usize];
+        let raw = info.format.decode(rec.raw(t));
+        match tracer.kind(rec, t.event) {
+            Kind::Enter | Kind::Exit => {
+                let pi = self.replay.owner(s.pid, s.time);
+                if let (true, Some(nr)) = (self.is_profiled(pi), raw.u64("id")) {
+                    let key = (pi, self.image_of(pi, s.time));
+                    if tracer.kind(rec, t.event) == Kind::Enter {
+                        if self.unwinders.len() <= pi {
+                            self.unwinders.resize_with(pi + 1, ProcessUnwinder::default);
+                        }
+                        let p = &self.replay.processes()[pi];
+                        // Not counted in the samples' unwinding statistics.
+                        let mut stats = UnwindStats::default();
+                        self.unwinders[pi].unwind(
+                            &mut self.unwinding,
+                            p,
+                            rec,
+                            s,
+                            &mut stats,
+                            &mut self.frames,
+                        );
+                        let input = Input::Enter {
+                            nr,
+                            key,
+                            frames: &self.frames,
+                        };
+                        tracer.feed(s.time, s.tid, input);
+                    } else {
+                        tracer.feed(s.time, s.tid, Input::Exit { nr, key });
+                    }
+                }
+            }
+            Kind::Switch => {
+                if let Some(tid) = raw.u64("prev_pid") {
+                    let chain = rec.kernel_chain(s);
+                    tracer.feed(s.time, tid as u32, Input::Blocked { chain });
+                }
+            }
+            Kind::Waking => {
+                if let Some(tid) = raw.u64("pid") {
+                    let input = Input::Waking {
+                        waker_pid: s.pid,
+                        chain: rec.kernel_chain(s),
+                    };
+                    tracer.feed(s.time, tid as u32, input);
+                }
+            }
+            Kind::Other => {}
+        }
+        self.syscalls = Some(tracer);
+    }
+
     /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
     /// each sample entered the kernel and are saved with the measurement.
     pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
         let replay = self.replay.finish();
+        if let Some(t) = &mut self.syscalls {
+            t.finish();
+        }
         let n = replay.processes.len();
         self.profiled.resize(n, None);
         Aggregate {
@@ -440,6 +539,7 @@ impl Aggregator {
             ksyms,
             files: self.unwinding.into_images(),
             stats: self.stats,
+            syscalls: self.syscalls,
         }
     }
 }
@@ -461,6 +561,8 @@ pub struct Aggregate {
     /// The ELF files read to unwind, for the mappings' load biases and build-ids.
     pub(crate) files: Images,
     stats: UnwindStats,
+    /// Per-system-call latencies, when asked for.
+    pub(crate) syscalls: Option<SyscallTracer>,
 }
 
 impl Aggregate {

@@ -89,6 +89,15 @@ pub enum Error {
     /// directory cannot take one.
     #[error("cannot write the measurement")]
     Output(#[source] gmon_format::Error),
+    /// A tracepoint could not be found, read or opened; the message says what to do.
+    #[error("{what}")]
+    Tracing {
+        /// What went wrong and what to do.
+        what: String,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<io::Error>,
+    },
     /// Any other operating-system failure.
     #[error("{what}")]
     Io {

@@ -74,16 +74,25 @@ mod sampler;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
+mod syscalls;
+#[cfg(target_os = "linux")]
 mod taskstats;
+#[cfg(target_os = "linux")]
+mod tracefs;
+pub mod tracepoint;
 #[cfg(target_os = "linux")]
 mod unwind;
 
 pub use error::{Error, Result};
 pub use recording::{
     ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
-    SideRecord, TaskExit, UserRegs,
+    SideRecord, TaskExit, TraceSample, TracepointInfo, UserRegs,
 };
 pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
+#[cfg(target_os = "linux")]
+pub use syscalls::LatencyOptions;
+#[cfg(target_os = "linux")]
+pub use tracefs::{Tracefs, TracepointRequest};
 
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};

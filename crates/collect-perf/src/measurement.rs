@@ -653,6 +653,16 @@ pub fn write_measurement_to(
         ] {
             out.write(&name(n).file_name(), bytes)?;
         }
+        let images: Vec<(usize, usize)> = set.segments.iter().map(|g| (*pi, g.image)).collect();
+        if let Some(latency) = agg.syscalls.as_ref().and_then(|t| t.file(rec, &images)) {
+            let text = latency
+                .to_text()
+                .map_err(|e| gmon_error("the latency file", e))?;
+            out.write(
+                &name(ProfileName::latency(*pid, comm.clone())).file_name(),
+                text.as_bytes(),
+            )?;
+        }
         summary.processes += 1;
         summary.samples += set.samples;
         summary.truncated_stacks += truncated;

@@ -2,6 +2,40 @@
 
 use std::ops::Range;
 
+/// A tracepoint the run opened: its format (kept with the measurement, so its records can be
+/// decoded again) and how it was opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracepointInfo {
+    /// Its format, read from the running kernel's tracefs.
+    pub format: crate::tracepoint::EventFormat,
+    /// The kernel-side filter set on it, if any.
+    pub filter: Option<String>,
+    /// Whether its records carry the kernel part of the callchain.
+    pub kernel_chain: bool,
+    /// Whether its records carry the user part, with user registers and a stack copy.
+    pub user_chain: bool,
+    /// Bytes of user stack copied with each record.
+    pub user_stack_bytes: u32,
+    /// Hits counted by its counting-mode twin over the run, if it had one: what the records
+    /// received plus those lost should add up to.
+    pub counted: Option<u64>,
+    /// Records received.
+    pub received: u64,
+    pub(crate) sample_type: u64,
+}
+
+/// One tracepoint record: which tracepoint, the task and time, its callchain and stack copy
+/// (in [`TraceSample::sample`], read with the [`Recording`]'s accessors as for a cpu-clock
+/// sample), and its raw data ([`Recording::raw`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceSample {
+    /// Index in [`Recording::tracepoints`].
+    pub event: u32,
+    /// Time, task, CPU, callchain, registers and stack copy; `period` 1, `ip` 0.
+    pub sample: Sample,
+    raw: Range<u32>,
+}
+
 /// User registers captured with a sample (x86_64: ip, sp, bp), for unwinding the first user
 /// frames from `.eh_frame` on the stack copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -113,6 +147,18 @@ pub enum SideBand {
         /// `true` for UNTHROTTLE.
         unthrottle: bool,
     },
+    /// A followed thread left the CPU (`out`) or came back to it (PERF_RECORD_SWITCH, asked
+    /// for by [`Config::context_switches`](crate::Config)).
+    Switch {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Switched out (else in).
+        out: bool,
+        /// Switched out while still runnable (preempted), not blocked.
+        preempted: bool,
+    },
 }
 
 /// A side-band record with its time and CPU (from `sample_id_all`).
@@ -195,6 +241,8 @@ pub struct CounterEvent {
     pub time: u64,
     /// Process id.
     pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
     /// Which counter.
     pub kind: CounterKind,
 }
@@ -323,8 +371,15 @@ pub struct Recording {
     /// Things the user should know about how the run sampled, as sentences (a callchain limit
     /// that could not be raised, say).
     pub notes: Vec<String>,
+    /// The tracepoints opened, in the order asked for.
+    pub tracepoints: Vec<TracepointInfo>,
+    /// Tracepoint records not yet passed on.
+    pub traces: Vec<TraceSample>,
     /// The sample identifiers of the counting events, and what they count.
     pub(crate) counter_ids: Vec<(u64, CounterKind)>,
+    /// The sample identifiers of the tracepoint events, and their index in `tracepoints`.
+    pub(crate) trace_ids: Vec<(u64, u32)>,
+    pub(crate) raw: Vec<u8>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
 }
@@ -338,6 +393,19 @@ pub(crate) enum Event {
     Counter(usize),
     /// `samples[i]`.
     Sample(usize),
+    /// `traces[i]`.
+    Trace(usize),
+}
+
+impl Event {
+    fn of(kind: u8, i: usize) -> Event {
+        match kind {
+            0 => Event::Side(i),
+            1 => Event::Counter(i),
+            2 => Event::Sample(i),
+            _ => Event::Trace(i),
+        }
+    }
 }
 
 impl Recording {
@@ -357,6 +425,12 @@ impl Recording {
                     .map(|(i, e)| (e.time, 1, i)),
             )
             .chain(self.samples.iter().enumerate().map(|(i, s)| (s.time, 2, i)))
+            .chain(
+                self.traces
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (t.sample.time, 3, i)),
+            )
             .filter(|&(t, _, _)| t <= upto)
             .collect();
         order.sort_unstable();
@@ -365,14 +439,9 @@ impl Recording {
 
     /// Every record with its time, in time order.
     pub(crate) fn in_order(&self) -> impl Iterator<Item = (u64, Event)> + use<> {
-        self.order(u64::MAX).into_iter().map(|(t, kind, i)| {
-            let e = match kind {
-                0 => Event::Side(i),
-                1 => Event::Counter(i),
-                _ => Event::Sample(i),
-            };
-            (t, e)
-        })
+        self.order(u64::MAX)
+            .into_iter()
+            .map(|(t, kind, i)| (t, Event::of(kind, i)))
     }
 
     /// Hands `f` every record of time at most `upto`, in time order, then removes them (and
@@ -384,35 +453,55 @@ impl Recording {
             return;
         }
         for &(_, kind, i) in &order {
-            let e = match kind {
-                0 => Event::Side(i),
-                1 => Event::Counter(i),
-                _ => Event::Sample(i),
-            };
-            f(self, e);
+            f(self, Event::of(kind, i));
         }
         self.side_band.retain(|r| r.time > upto);
         self.counter_events.retain(|e| e.time > upto);
         let samples = std::mem::take(&mut self.samples);
+        let traces = std::mem::take(&mut self.traces);
         let frames = std::mem::take(&mut self.frames);
         let stacks = std::mem::take(&mut self.stacks);
+        let raw = std::mem::take(&mut self.raw);
         for s in samples.into_iter().filter(|s| s.time > upto) {
-            let k0 = self.frames.len() as u32;
-            self.frames
-                .extend_from_slice(&frames[s.kernel.start as usize..s.kernel.end as usize]);
-            let u0 = self.frames.len() as u32;
-            self.frames
-                .extend_from_slice(&frames[s.user.start as usize..s.user.end as usize]);
-            let s0 = self.stacks.len() as u32;
-            self.stacks
-                .extend_from_slice(&stacks[s.stack.start as usize..s.stack.end as usize]);
-            self.samples.push(Sample {
-                kernel: k0..u0,
-                user: u0..self.frames.len() as u32,
-                stack: s0..self.stacks.len() as u32,
-                ..s
+            let s = self.keep(s, &frames, &stacks);
+            self.samples.push(s);
+        }
+        for t in traces.into_iter().filter(|t| t.sample.time > upto) {
+            let r0 = self.raw.len() as u32;
+            self.raw
+                .extend_from_slice(&raw[t.raw.start as usize..t.raw.end as usize]);
+            let sample = self.keep(t.sample, &frames, &stacks);
+            self.traces.push(TraceSample {
+                event: t.event,
+                sample,
+                raw: r0..self.raw.len() as u32,
             });
         }
+    }
+
+    /// Copies the frames and stack copy of `s` from the old arenas into the current ones.
+    fn keep(&mut self, s: Sample, frames: &[u64], stacks: &[u8]) -> Sample {
+        let k0 = self.frames.len() as u32;
+        self.frames
+            .extend_from_slice(&frames[s.kernel.start as usize..s.kernel.end as usize]);
+        let u0 = self.frames.len() as u32;
+        self.frames
+            .extend_from_slice(&frames[s.user.start as usize..s.user.end as usize]);
+        let s0 = self.stacks.len() as u32;
+        self.stacks
+            .extend_from_slice(&stacks[s.stack.start as usize..s.stack.end as usize]);
+        Sample {
+            kernel: k0..u0,
+            user: u0..self.frames.len() as u32,
+            stack: s0..self.stacks.len() as u32,
+            ..s
+        }
+    }
+
+    /// The raw data of tracepoint record `t`; decode it with its tracepoint's format
+    /// (`self.tracepoints[t.event].format.decode(..)`).
+    pub fn raw(&self, t: &TraceSample) -> &[u8] {
+        &self.raw[t.raw.start as usize..t.raw.end as usize]
     }
 
     /// The best count of lost samples: per CPU, the larger of its LOST records' sum and its
@@ -506,30 +595,67 @@ impl Recording {
             self.unparsed_records += 1;
         }
     }
+
+    /// Parses one raw perf record as the sampler's rings deliver it (header first), as this
+    /// crate's events lay them out; returns false (and counts it in `unparsed_records`) if it
+    /// is not one. For tests and fuzzing of recorded data.
+    #[cfg(target_os = "linux")]
+    pub fn push_record(&mut self, rec: &[u8]) -> bool {
+        let before = self.unparsed_records;
+        self.push_raw(rec);
+        self.unparsed_records == before
+    }
+
+    /// Declares a tracepoint whose records carry the sample identifier `id`, with the parts
+    /// its events were opened with, as the sampler does when it opens one; returns its index
+    /// in [`Recording::tracepoints`]. For tests and fuzzing of recorded data.
+    pub fn add_tracepoint(
+        &mut self,
+        format: crate::tracepoint::EventFormat,
+        id: u64,
+        kernel_chain: bool,
+        user_chain: bool,
+        user_stack_bytes: u32,
+    ) -> u32 {
+        let index = self.tracepoints.len() as u32;
+        self.tracepoints.push(TracepointInfo {
+            format,
+            filter: None,
+            kernel_chain,
+            user_chain,
+            user_stack_bytes,
+            counted: None,
+            received: 0,
+            sample_type: crate::tracepoint::sample_type(kernel_chain, user_chain, user_stack_bytes),
+        });
+        self.trace_ids.push((id, index));
+        index
+    }
 }
 
 #[cfg(target_os = "linux")]
 mod parse {
-    use super::{Recording, SideBand, SideRecord, UserRegs};
+    use super::parse_fields::{callchain, regs_user, stack_user};
+    use super::{Recording, SideBand, SideRecord};
     use crate::sys::*;
 
-    struct Cur<'a> {
-        b: &'a [u8],
-        pos: usize,
+    pub(super) struct Cur<'a> {
+        pub(super) b: &'a [u8],
+        pub(super) pos: usize,
     }
 
     impl<'a> Cur<'a> {
-        fn u64(&mut self) -> Option<u64> {
+        pub(super) fn u64(&mut self) -> Option<u64> {
             let v = self.b.get(self.pos..self.pos + 8)?;
             self.pos += 8;
             Some(u64::from_ne_bytes(v.try_into().ok()?))
         }
-        fn u32(&mut self) -> Option<u32> {
+        pub(super) fn u32(&mut self) -> Option<u32> {
             let v = self.b.get(self.pos..self.pos + 4)?;
             self.pos += 4;
             Some(u32::from_ne_bytes(v.try_into().ok()?))
         }
-        fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        pub(super) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
             let v = self.b.get(self.pos..self.pos.checked_add(n)?)?;
             self.pos += n;
             Some(v)
@@ -541,14 +667,14 @@ mod parse {
         String::from_utf8_lossy(&b[..end]).into_owned()
     }
 
-    /// Parses the `sample_id_all` trailer: returns (pid, tid, time, cpu) and the body end.
-    fn trailer(rec: &[u8]) -> Option<(u64, u32, usize)> {
+    /// Parses the `sample_id_all` trailer: returns (pid, tid), time, cpu and the body end.
+    fn trailer(rec: &[u8]) -> Option<((u32, u32), u64, u32, usize)> {
         let end = rec.len().checked_sub(SAMPLE_ID_LEN)?;
         let mut c = Cur { b: rec, pos: end };
-        let _pid_tid = c.u64()?;
+        let pid_tid = (c.u32()?, c.u32()?);
         let time = c.u64()?;
         let cpu = c.u32()?;
-        Some((time, cpu, end))
+        Some((pid_tid, time, cpu, end))
     }
 
     pub(super) fn record(r: &mut Recording, rec: &[u8]) -> Option<()> {
@@ -556,16 +682,17 @@ mod parse {
         let misc = u16::from_ne_bytes(rec.get(4..6)?.try_into().ok()?);
         let mut c = Cur { b: rec, pos: 8 };
         if ty == RECORD_SAMPLE {
-            let (f, st) = (r.frames.len(), r.stacks.len());
+            let (f, st, raw) = (r.frames.len(), r.stacks.len(), r.raw.len());
             let parsed = sample(r, misc, &mut c);
             if parsed.is_none() {
                 // Drop the frames of a truncated sample.
                 r.frames.truncate(f);
                 r.stacks.truncate(st);
+                r.raw.truncate(raw);
             }
             return parsed;
         }
-        let (time, cpu, end) = trailer(rec)?;
+        let ((tpid, ttid), time, cpu, end) = trailer(rec)?;
         let mut c = Cur {
             b: &rec[..end],
             pos: 8,
@@ -628,6 +755,12 @@ mod parse {
                 *r.lost_per_cpu.entry(cpu).or_default() += count;
                 SideBand::Lost { count }
             }
+            RECORD_SWITCH => SideBand::Switch {
+                pid: tpid,
+                tid: ttid,
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempted: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+            },
             RECORD_THROTTLE | RECORD_UNTHROTTLE => {
                 if ty == RECORD_THROTTLE {
                     r.throttled += 1;
@@ -642,15 +775,75 @@ mod parse {
         Some(())
     }
 
+    /// A tracepoint record, laid out by its event's sample_type (after the identifier).
+    fn trace(r: &mut Recording, event: u32, c: &mut Cur<'_>) -> Option<()> {
+        let st = r.tracepoints.get(event as usize)?.sample_type;
+        let pid = c.u32()?;
+        let tid = c.u32()?;
+        let time = c.u64()?;
+        let cpu = c.u32()?;
+        let _res = c.u32()?;
+        let k0 = r.frames.len();
+        let (mut nr, mut kernel_end) = (0, k0);
+        if st & SAMPLE_CALLCHAIN != 0 {
+            (nr, _, kernel_end) = callchain(r, c)?;
+        }
+        let size = c.u32()? as usize;
+        let raw = c.bytes(size)?;
+        let mut regs = None;
+        let (mut stack, mut stack_copy_full) = (&[][..], false);
+        if st & SAMPLE_REGS_USER != 0 {
+            regs = regs_user(c)?;
+        }
+        if st & SAMPLE_STACK_USER != 0 {
+            (stack, stack_copy_full) = stack_user(c)?;
+        }
+        let u1 = r.frames.len();
+        let s0 = r.stacks.len() as u32;
+        r.stacks.extend_from_slice(stack);
+        let r0 = r.raw.len() as u32;
+        r.raw.extend_from_slice(raw);
+        let info = &mut r.tracepoints[event as usize];
+        info.received += 1;
+        let sample = super::Sample {
+            time,
+            pid,
+            tid,
+            cpu,
+            period: 1,
+            ip: 0,
+            user_mode: false,
+            regs,
+            stack_copy_full,
+            chain_limited: r.max_stack > 0 && nr >= usize::from(r.max_stack),
+            kernel: k0 as u32..kernel_end as u32,
+            user: kernel_end as u32..u1 as u32,
+            stack: s0..r.stacks.len() as u32,
+        };
+        r.traces.push(super::TraceSample {
+            event,
+            sample,
+            raw: r0..r.raw.len() as u32,
+        });
+        Some(())
+    }
+
     fn sample(r: &mut Recording, misc: u16, c: &mut Cur<'_>) -> Option<()> {
         let identifier = c.u64()?;
         if let Some(&(_, kind)) = r.counter_ids.iter().find(|(id, _)| *id == identifier) {
             let pid = c.u32()?;
-            let _tid = c.u32()?;
+            let tid = c.u32()?;
             let time = c.u64()?;
-            r.counter_events
-                .push(super::CounterEvent { time, pid, kind });
+            r.counter_events.push(super::CounterEvent {
+                time,
+                pid,
+                tid,
+                kind,
+            });
             return Some(());
+        }
+        if let Some(&(_, event)) = r.trace_ids.iter().find(|(id, _)| *id == identifier) {
+            return trace(r, event, c);
         }
         let ip = c.u64()?;
         let pid = c.u32()?;
@@ -659,47 +852,13 @@ mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let period = c.u64()?;
-        let nr = c.u64()? as usize;
-        let chain = c.bytes(nr.checked_mul(8)?)?;
-        let mut kernel_end = 0;
-        // Two passes over the chain push the kernel and then the user part straight into the
-        // frame arena, so parsing a sample allocates nothing.
-        let k0 = r.frames.len();
-        for want in [CONTEXT_KERNEL, CONTEXT_USER] {
-            let mut ctx = 0u64;
-            for w in chain.chunks_exact(8) {
-                let a = u64::from_ne_bytes(w.try_into().ok()?);
-                if a >= CONTEXT_MAX {
-                    ctx = a;
-                } else if ctx == want {
-                    r.frames.push(a);
-                }
-            }
-            if want == CONTEXT_KERNEL {
-                kernel_end = r.frames.len();
-            }
-        }
-        let abi = c.u64()?;
-        let regs = if abi != 0 {
-            // Ascending register number: bp (6), sp (7), ip (8).
-            let bp = c.u64()?;
-            let sp = c.u64()?;
-            let ip = c.u64()?;
-            Some(UserRegs { ip, sp, bp })
+        let (nr, k0, kernel_end) = callchain(r, c)?;
+        let regs = regs_user(c)?;
+        let (stack, stack_copy_full) = if c.pos < c.b.len() {
+            stack_user(c)?
         } else {
-            None
+            (&[][..], false)
         };
-        let mut stack: &[u8] = &[];
-        let mut stack_copy_full = false;
-        if c.pos < c.b.len() {
-            let size = c.u64()? as usize;
-            if size > 0 {
-                let data = c.bytes(size)?;
-                let dyn_size = c.u64()? as usize;
-                stack = &data[..dyn_size.min(size)];
-                stack_copy_full = dyn_size >= size;
-            }
-        }
         let u1 = r.frames.len();
         let s0 = r.stacks.len() as u32;
         r.stacks.extend_from_slice(stack);
@@ -722,6 +881,64 @@ mod parse {
             stack: s0..r.stacks.len() as u32,
         });
         Some(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod parse_fields {
+    use super::parse::Cur;
+    use super::{Recording, UserRegs};
+    use crate::sys::*;
+
+    /// Reads a callchain into the frame arena, kernel part then user part; returns the number
+    /// of entries, where the kernel part starts and where it ends (the user part follows).
+    pub(super) fn callchain(r: &mut Recording, c: &mut Cur<'_>) -> Option<(usize, usize, usize)> {
+        let nr = c.u64()? as usize;
+        let chain = c.bytes(nr.checked_mul(8)?)?;
+        let mut kernel_end = 0;
+        // Two passes over the chain push the kernel and then the user part straight into the
+        // frame arena, so parsing a sample allocates nothing.
+        let k0 = r.frames.len();
+        for want in [CONTEXT_KERNEL, CONTEXT_USER] {
+            let mut ctx = 0u64;
+            for w in chain.chunks_exact(8) {
+                let a = u64::from_ne_bytes(w.try_into().ok()?);
+                if a >= CONTEXT_MAX {
+                    ctx = a;
+                } else if ctx == want {
+                    r.frames.push(a);
+                }
+            }
+            if want == CONTEXT_KERNEL {
+                kernel_end = r.frames.len();
+            }
+        }
+        Some((nr, k0, kernel_end))
+    }
+
+    /// Reads `PERF_SAMPLE_REGS_USER` for our register mask.
+    pub(super) fn regs_user(c: &mut Cur<'_>) -> Option<Option<UserRegs>> {
+        let abi = c.u64()?;
+        Some(if abi != 0 {
+            // Ascending register number: bp (6), sp (7), ip (8).
+            let bp = c.u64()?;
+            let sp = c.u64()?;
+            let ip = c.u64()?;
+            Some(UserRegs { ip, sp, bp })
+        } else {
+            None
+        })
+    }
+
+    /// Reads `PERF_SAMPLE_STACK_USER`: the valid part of the copy, and whether it was full.
+    pub(super) fn stack_user<'a>(c: &mut Cur<'a>) -> Option<(&'a [u8], bool)> {
+        let size = c.u64()? as usize;
+        if size == 0 {
+            return Some((&[], false));
+        }
+        let data = c.bytes(size)?;
+        let dyn_size = c.u64()? as usize;
+        Some((&data[..dyn_size.min(size)], dyn_size >= size))
     }
 }
 

@@ -288,7 +288,7 @@ impl Replayer {
                     pr.close_maps(time, None);
                 }
             }
-            SideBand::Lost { .. } | SideBand::Throttle { .. } => {}
+            SideBand::Lost { .. } | SideBand::Throttle { .. } | SideBand::Switch { .. } => {}
         }
     }
 
@@ -315,7 +315,7 @@ pub fn replay(rec: &Recording) -> Replay {
                 let p = r.sample(s.pid, s.tid, time);
                 r.out.processes[p].samples.push(i);
             }
-            Event::Counter(_) => {}
+            Event::Counter(_) | Event::Trace(_) => {}
         }
     }
     r.finish()

@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 use crate::aggregate::Aggregator;
 use crate::error::{Error, Result};
 use crate::procfs;
+use crate::recording::TracepointInfo;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::sys;
 use crate::taskstats;
+use crate::tracefs::{Tracefs, TracepointRequest};
 
 /// The default size of the user stack copy: the most the kernel copies, so that programs
 /// built without frame pointers unwind through deep recursion and large local arrays. The
@@ -60,6 +62,13 @@ pub struct Config {
     /// the command gets SIGKILL when the thread that launched it ends (`PR_SET_PDEATHSIG`), so
     /// that it never runs on unprofiled and unnoticed.
     pub keep_running: bool,
+    /// Tracepoints recorded besides the samples, on the same rings and in time order with
+    /// them ([`Recording::traces`]). tracefs is mounted if it is not (root), and the recording
+    /// notes it. Default is none.
+    pub tracepoints: Vec<TracepointRequest>,
+    /// Record when each followed thread leaves a CPU (blocked or preempted) and gets it back
+    /// ([`SideBand::Switch`]). Default is false.
+    pub context_switches: bool,
 }
 
 impl Default for Config {
@@ -74,6 +83,8 @@ impl Default for Config {
             poll_interval: Duration::from_millis(100),
             system_wide: false,
             keep_running: false,
+            tracepoints: Vec::new(),
+            context_switches: false,
         }
     }
 }
@@ -308,7 +319,11 @@ fn ring_pages(config: &Config) -> usize {
     let page = page_size() as u64;
     let record =
         256 + 8 * u64::from(config.max_stack.min(256)) + u64::from(config.user_stack_bytes);
-    let bytes = (config.frequency.saturating_mul(record) / 4).clamp(1 << 20, 32 << 20);
+    let mut bytes = (config.frequency.saturating_mul(record) / 4).clamp(1 << 20, 32 << 20);
+    if !config.tracepoints.is_empty() {
+        // A record per system call or switch, hundreds of thousands a second.
+        bytes = 32 << 20;
+    }
     let mut pages = (bytes.div_ceil(page) as usize).next_power_of_two();
     if let Some(limit_kib) = mlock_limit_kib() {
         let ncpu = procfs::online_cpus().len().max(1) as u64;
@@ -395,8 +410,11 @@ pub struct Sampler {
     events: Vec<OwnedFd>,
     /// The CPU of each of `events`.
     event_cpus: Vec<i32>,
-    /// Page-fault, context-switch and migration events writing into the cpu-clock rings.
+    /// Page-fault, context-switch and migration events, tracepoints and the switch event,
+    /// writing into the cpu-clock rings.
     counters: Vec<OwnedFd>,
+    /// Counting-mode twins of tracepoints: (index in `recording.tracepoints`, event).
+    twins: Vec<(usize, OwnedFd)>,
     /// Pids seen in the records, read from /proc at each poll while they live.
     watched: BTreeSet<u32>,
     /// Every pid reported through [`Progress::new_processes`].
@@ -444,6 +462,37 @@ impl Sampler {
         let mut counters = Vec::new();
         let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
+        let mut tracepoints = Vec::new();
+        if !config.tracepoints.is_empty() {
+            let tracefs = Tracefs::find_or_mount()?;
+            if tracefs.mounted_here() {
+                notes.push(format!(
+                    "tracefs was not mounted: mounted it at {} (left mounted)",
+                    tracefs.root().display()
+                ));
+            }
+            for t in &config.tracepoints {
+                let format = tracefs.event(&t.system, &t.name)?;
+                tracepoints.push(TracepointInfo {
+                    format,
+                    filter: t.filter.clone(),
+                    kernel_chain: t.kernel_chain,
+                    user_chain: t.user_chain,
+                    user_stack_bytes: t.user_stack_bytes,
+                    counted: t.count.then_some(0),
+                    received: 0,
+                    sample_type: sys::tracepoint_sample_type(
+                        sys::ChainParts {
+                            kernel: t.kernel_chain,
+                            user: t.user_chain,
+                        },
+                        t.user_stack_bytes,
+                    ),
+                });
+            }
+        }
+        let mut trace_ids = Vec::new();
+        let mut twins = Vec::new();
         for cpu in procfs::online_cpus() {
             let mut owner: Option<usize> = None;
             for &pid in pids {
@@ -496,6 +545,45 @@ impl Sampler {
                     counter_ids.push((id, kind));
                     counters.push(fd);
                 }
+                let ring = &events[ring_owner];
+                if config.context_switches {
+                    let mut attr = sys::switch_attr(&spec);
+                    let fd = sys::open(&mut attr, pid, cpu)
+                        .map_err(|e| open_error(e, pid, cpu, config))?;
+                    sys::set_output(&fd, ring).map_err(|e| {
+                        Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
+                    })?;
+                    counters.push(fd);
+                }
+                for (i, (t, info)) in config.tracepoints.iter().zip(&tracepoints).enumerate() {
+                    // A CPU-wide tracepoint is opened once per CPU, with the first pid.
+                    if t.all_tasks && pid != pids[0] {
+                        continue;
+                    }
+                    let (tpid, tspec) = if t.all_tasks {
+                        let mut s = spec.clone();
+                        (s.inherit, s.enable_on_exec) = (false, false);
+                        (-1, s)
+                    } else {
+                        (pid, spec.clone())
+                    };
+                    let opened = open_tracepoint(t, info, tpid, cpu, ring, &tspec, config)?;
+                    trace_ids.push((opened.id, i as u32));
+                    if t.all_tasks && on_exec {
+                        // enable_on_exec means nothing to a CPU-wide event: it starts now, and
+                        // the launcher's records before the exec are told apart by pid.
+                        sys::set_enabled(&opened.sampled, true)
+                            .map_err(|e| Error::io("cannot enable the events", e))?;
+                    }
+                    counters.push(opened.sampled);
+                    if let Some(twin) = opened.twin {
+                        if t.all_tasks && on_exec {
+                            sys::set_enabled(&twin, true)
+                                .map_err(|e| Error::io("cannot enable the events", e))?;
+                        }
+                        twins.push((i, twin));
+                    }
+                }
             }
         }
         let (taskstats, taskstats_refused) =
@@ -512,6 +600,8 @@ impl Sampler {
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
             counter_ids,
+            tracepoints,
+            trace_ids,
             ..Recording::default()
         };
         Ok(Sampler {
@@ -519,6 +609,7 @@ impl Sampler {
             events,
             event_cpus,
             counters,
+            twins,
             watched: BTreeSet::new(),
             ever_seen: BTreeSet::new(),
             follow: None,
@@ -693,10 +784,18 @@ impl Sampler {
     }
 
     fn enable(&self) -> Result<()> {
-        for fd in self.events.iter().chain(&self.counters) {
+        for fd in self.all_events() {
             sys::set_enabled(fd, true).map_err(|e| Error::io("cannot enable the events", e))?;
         }
         Ok(())
+    }
+
+    /// Every event of the run but the twins: samplers, counters, tracepoints.
+    fn all_events(&self) -> impl Iterator<Item = &OwnedFd> {
+        self.events
+            .iter()
+            .chain(&self.counters)
+            .chain(self.twins.iter().map(|(_, fd)| fd))
     }
 
     /// Things the user should know about how this run samples (a callchain limit that could
@@ -956,7 +1055,7 @@ impl Sampler {
             let command_done = self.config.system_wide && self.recording.child.is_some();
             if all_hup || command_done {
                 if command_done {
-                    for fd in self.events.iter().chain(&self.counters) {
+                    for fd in self.all_events() {
                         let _ = sys::set_enabled(fd, false);
                     }
                 }
@@ -965,7 +1064,7 @@ impl Sampler {
             let expired = self.config.duration.is_some_and(|d| started.elapsed() >= d);
             if stop.load(Ordering::Relaxed) || expired {
                 self.recording.stopped = true;
-                for fd in self.events.iter().chain(&self.counters) {
+                for fd in self.all_events() {
                     let _ = sys::set_enabled(fd, false);
                 }
                 self.end_child();
@@ -988,6 +1087,12 @@ impl Sampler {
             .map(|&(_, n)| n)
             .sum();
         self.collect_child(true);
+        for (i, fd) in &self.twins {
+            if let (Some(t), Ok(n)) = (self.recording.tracepoints.get_mut(*i), sys::read_count(fd))
+            {
+                *t.counted.get_or_insert(0) += n;
+            }
+        }
         // The kernel queues a task's exit record before the task becomes a zombie, so the
         // launched command's is here now that it is reaped.
         self.drain_taskstats();
@@ -995,6 +1100,7 @@ impl Sampler {
         self.rings.clear();
         self.events.clear();
         self.counters.clear();
+        self.twins.clear();
         if let Some(note) = self
             .max_stack_raise
             .as_mut()
@@ -1016,6 +1122,75 @@ impl Drop for Sampler {
             }
         }
     }
+}
+
+/// A tracepoint event opened on one CPU, writing into `ring`, and its counting twin.
+struct OpenedTracepoint {
+    sampled: OwnedFd,
+    id: u64,
+    twin: Option<OwnedFd>,
+}
+
+fn open_tracepoint(
+    t: &TracepointRequest,
+    info: &TracepointInfo,
+    pid: i32,
+    cpu: i32,
+    ring: &OwnedFd,
+    spec: &sys::EventSpec,
+    config: &Config,
+) -> Result<OpenedTracepoint> {
+    let chain = sys::ChainParts {
+        kernel: t.kernel_chain,
+        user: t.user_chain,
+    };
+    let name = &info.format.name;
+    let refused = |e: io::Error| match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => Error::Tracing {
+            what: format!(
+                "recording tracepoint {name} was refused (perf_event_paranoid={}): run as root \
+                 or with CAP_PERFMON",
+                paranoid()
+            ),
+            source: Some(e),
+        },
+        _ => open_error(e, pid, cpu, config),
+    };
+    let mut attr = sys::tracepoint_attr(info.format.id, chain, t.user_stack_bytes, false, spec);
+    let sampled = sys::open(&mut attr, pid, cpu).map_err(refused)?;
+    sys::set_output(&sampled, ring)
+        .map_err(|e| Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e))?;
+    let filter = t
+        .filter
+        .as_deref()
+        .map(|f| {
+            std::ffi::CString::new(f).map_err(|_| Error::Tracing {
+                what: format!("the filter of {name} holds a NUL byte"),
+                source: None,
+            })
+        })
+        .transpose()?;
+    let mut twin = None;
+    if t.count {
+        let mut attr = sys::tracepoint_attr(info.format.id, chain, 0, true, spec);
+        twin = Some(sys::open(&mut attr, pid, cpu).map_err(refused)?);
+    }
+    if let Some(f) = &filter {
+        for fd in std::iter::once(&sampled).chain(&twin) {
+            sys::set_filter(fd, f).map_err(|e| Error::Tracing {
+                what: format!(
+                    "the kernel refused the filter `{}` on {name} (see its fields in \
+                     events/{}/{}/format)",
+                    f.to_string_lossy(),
+                    t.system,
+                    t.name
+                ),
+                source: Some(e),
+            })?;
+        }
+    }
+    let id = sys::event_id(&sampled).map_err(|e| Error::io("cannot read a perf event's id", e))?;
+    Ok(OpenedTracepoint { sampled, id, twin })
 }
 
 /// Executable mappings of `/proc/PID/maps` as MMAP side-band records.

@@ -6,6 +6,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use perf_event_open_sys as pe;
 
 pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_TYPE_TRACEPOINT: u32 = 2;
+pub(crate) const PERF_COUNT_SW_DUMMY: u64 = 9;
 pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 pub(crate) const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 pub(crate) const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
@@ -32,10 +34,13 @@ pub(crate) const RECORD_UNTHROTTLE: u32 = 6;
 pub(crate) const RECORD_FORK: u32 = 7;
 pub(crate) const RECORD_SAMPLE: u32 = 9;
 pub(crate) const RECORD_MMAP2: u32 = 10;
+pub(crate) const RECORD_SWITCH: u32 = 14;
 
 pub(crate) const MISC_CPUMODE_MASK: u16 = 7;
 pub(crate) const MISC_USER: u16 = 2;
 pub(crate) const MISC_COMM_EXEC: u16 = 1 << 13;
+pub(crate) const MISC_SWITCH_OUT: u16 = 1 << 13;
+pub(crate) const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 pub(crate) const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
 
 pub(crate) const CONTEXT_KERNEL: u64 = -128i64 as u64;
@@ -141,6 +146,85 @@ pub(crate) fn counter_attr(config: u64, spec: &EventSpec) -> pe::bindings::perf_
     a.set_exclude_guest(1);
     a.set_exclude_kernel(u64::from(spec.user_only));
     a
+}
+
+/// Which parts of a callchain a tracepoint record carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChainParts {
+    pub kernel: bool,
+    pub user: bool,
+}
+
+/// The sample_type of a tracepoint event (see [`crate::tracepoint::sample_type`]).
+pub(crate) fn tracepoint_sample_type(chain: ChainParts, stack_user: u32) -> u64 {
+    crate::tracepoint::sample_type(chain.kernel, chain.user, stack_user)
+}
+
+/// Builds a tracepoint event writing one record per hit (`counting` false), or a counting-mode
+/// twin that only counts hits, read at the end to check the records against (OSprof's
+/// checksums).
+pub(crate) fn tracepoint_attr(
+    id: u64,
+    chain: ChainParts,
+    stack_user: u32,
+    counting: bool,
+    spec: &EventSpec,
+) -> pe::bindings::perf_event_attr {
+    let mut a = pe::bindings::perf_event_attr {
+        type_: PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
+        config: id,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Default::default()
+    };
+    if !counting {
+        a.sample_type = tracepoint_sample_type(chain, stack_user);
+        a.__bindgen_anon_1.sample_period = 1;
+        a.sample_max_stack = spec.max_stack;
+        if chain.user {
+            a.sample_regs_user = REGS_MASK_X86_64;
+            a.sample_stack_user = stack_user;
+        }
+        a.set_exclude_callchain_kernel(u64::from(!chain.kernel));
+        a.set_exclude_callchain_user(u64::from(!chain.user));
+        a.set_sample_id_all(1);
+        a.set_use_clockid(1);
+    }
+    a.set_disabled(1);
+    a.set_enable_on_exec(u64::from(spec.enable_on_exec));
+    a.set_inherit(u64::from(spec.inherit));
+    a
+}
+
+/// Builds a dummy software event whose only output is `PERF_RECORD_SWITCH` in/out records of
+/// the tasks it follows (when each blocked or was preempted, and when it ran again).
+pub(crate) fn switch_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
+    let mut a = counter_attr(PERF_COUNT_SW_DUMMY, spec);
+    a.set_context_switch(1);
+    a
+}
+
+/// Sets a tracepoint's kernel-side filter (`common_pid == 42 && id != 0`): records that do
+/// not match are never written.
+pub(crate) fn set_filter(fd: &OwnedFd, filter: &std::ffi::CStr) -> io::Result<()> {
+    // Safety: `fd` is an open tracepoint event; the kernel copies the NUL-terminated string
+    // and does not write through the pointer despite its type.
+    let r = unsafe { pe::ioctls::SET_FILTER(fd.as_raw_fd(), filter.as_ptr().cast_mut()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads a counting event's value (`read_format` 0).
+pub(crate) fn read_count(fd: &OwnedFd) -> io::Result<u64> {
+    let mut v = 0u64;
+    // Safety: reading at most 8 bytes into an 8-byte local.
+    let n = unsafe { libc::read(fd.as_raw_fd(), (&raw mut v).cast(), 8) };
+    if n != 8 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(v)
 }
 
 /// The kernel's id of an event (what `PERF_SAMPLE_IDENTIFIER` reports).

@@ -126,6 +126,14 @@ pub enum ErrorKind {
     },
     /// A file that could not be read or created safely (its message names the path).
     File(safe_fs::Error),
+    /// A malformed latency file, or one that cannot be written so that it reads back the
+    /// same (line 0).
+    Latency {
+        /// 1-based line number (0 when writing).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl Error {
@@ -249,6 +257,10 @@ impl fmt::Display for Error {
             ErrorKind::InvalidInfo(why) => write!(f, "cannot write measurement info: {why}"),
             ErrorKind::NotAFile => f.write_str("not a regular file"),
             ErrorKind::InvalidStacks(why) => write!(f, "invalid stacks file: {why}"),
+            ErrorKind::Latency { line: 0, message } => write!(f, "invalid latency file: {message}"),
+            ErrorKind::Latency { line, message } => {
+                write!(f, "latency file line {line}: {message}")
+            }
             ErrorKind::Manifest { line, message } => write!(f, "line {line}: {message}"),
             ErrorKind::File(e) => write!(f, "{e}"),
         }?;

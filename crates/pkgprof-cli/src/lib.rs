@@ -6,6 +6,7 @@
 #[cfg(target_os = "linux")]
 mod export;
 mod getopt;
+mod latency;
 mod listing;
 mod options;
 #[cfg(target_os = "linux")]

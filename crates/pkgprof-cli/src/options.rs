@@ -69,6 +69,9 @@ pub enum Opt {
     Inverted,
     Title,
     Threads,
+    Latency,
+    Blocking,
+    LatencyDiff,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -202,6 +205,9 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Inverted, "inverted", No),
     ours(Opt::Title, "title", Required),
     ours(Opt::Threads, "threads", No),
+    ours(Opt::Latency, "latency", No),
+    ours(Opt::Blocking, "blocking", No),
+    ours(Opt::LatencyDiff, "latency-diff", No),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -249,6 +255,19 @@ exists, else .):
 \t                     or changed (pkgmon killed, disk full), with a warning
 \t--threads            refused: the threads of a process are merged when pkgmon
 \t                     writes its files, which keep no thread ids
+Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
+  pkgprof --latency [--pid=PID[,PID...]] [DIR]
+  pkgprof --blocking [--pid=PID[,PID...]] [DIR]
+  pkgprof --latency-diff A B
+\t--latency            per process, system calls by total latency, each with its
+\t                     log2 histogram, its peaks (mean latency, share of calls)
+\t                     and its top call sites
+\t--blocking           per system call and call site: calls, wall, CPU, blocked
+\t                     and runnable time, page faults, where the calls slept and
+\t                     who woke them (DeBox)
+\t--latency-diff A B   the system calls whose latency changed most between two
+\t                     measurements (OSprof: prefilter by totals, compare peaks,
+\t                     rate by the Earth Mover's Distance; KS and chi2 beside)
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -445,6 +464,12 @@ pub struct Options {
     pub threads: bool,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
+    /// `--latency`: system-call latency histograms.
+    pub latency: bool,
+    /// `--blocking`: where system calls blocked.
+    pub blocking: bool,
+    /// `--latency-diff A B`: compare two measurements' latencies.
+    pub latency_diff: bool,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -592,6 +617,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Inverted => o.inverted = true,
             Opt::Title => o.title = text,
             Opt::Threads => o.threads = true,
+            Opt::Latency => o.latency = true,
+            Opt::Blocking => o.blocking = true,
+            Opt::LatencyDiff => o.latency_diff = true,
         }
     }
     Ok(o)

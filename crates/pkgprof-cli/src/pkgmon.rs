@@ -23,6 +23,8 @@ Files (in DIR, default pkgmon.data; per process PID with command name COMM):
   gmon.out.PIDk.COMM   profile of the kernel working for the process
   gmon.out.PIDs.COMM   sampled stacks (exact inclusive times)
   gmon.out.PID.COMM    measurement info: argv, mappings, counters, boundaries
+  gmon.out.PIDl.COMM   system-call latencies per call site (--latency), and
+                       where the calls blocked and who woke them (--blocking)
   kallsyms.BOOTID      kernel symbols at record time
   vdso.BUILDID         the vDSO image (it exists only in memory)
   gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
@@ -46,6 +48,7 @@ Examples:
   pkgmon -o prof -F 4000 -- make -j2   4000 samples/s, files in prof/
   pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
+  pkgmon --blocking -- ./server        system-call latencies, sleeps and wakers
   pkgprof -b --pid 1234               report on one process (from pkgmon.data)
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
@@ -108,6 +111,22 @@ struct Args {
     /// processes); the kernel files stay empty.
     #[arg(short = 'u', long = "user-only")]
     user_only: bool,
+    /// Record the latency of every system call per user call site (OSprof's log2 buckets)
+    /// into gmon.out.PIDl.COMM; report with `pkgprof --latency`.
+    #[arg(long)]
+    latency: bool,
+    /// Also record where each system call blocked, for how long, and who woke it (DeBox);
+    /// implies --latency. Report with `pkgprof --blocking`.
+    #[arg(long)]
+    blocking: bool,
+    /// Latency buckets per power of two (1 to 64; OSprof's r).
+    #[arg(long, value_name = "R", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    resolution: u32,
+    /// Keep latency buckets per time slice of this length (e.g. 1s, 250ms): OSprof's
+    /// profile sampling, for behaviour that changes over time.
+    #[arg(long, value_name = "DURATION", value_parser = parse_slice)]
+    slice: Option<u64>,
     /// Attach to running processes (and what they start from now on).
     #[arg(
         short = 'p',
@@ -153,6 +172,28 @@ fn parse_freq(text: &str) -> Result<u64, String> {
         return Err(format!("{hz} is out of range; give {range}"));
     }
     u64::try_from(hz).map_err(|_| format!("{hz} is out of range; give {range}"))
+}
+
+/// Parses `--slice`: a number with `s`, `ms`, `us` or `ns`.
+fn parse_slice(text: &str) -> Result<u64, String> {
+    let (num, unit) = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((text, "s"), |i| text.split_at(i));
+    let scale = match unit {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "us" => 1e3,
+        "ns" => 1.0,
+        _ => return Err(format!("unknown unit `{unit}` (use s, ms, us or ns)")),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 1s or 250ms"))?;
+    let ns = (v * scale).round();
+    if !(1_000.0..1e18).contains(&ns) {
+        return Err(format!("slice `{text}` must be from 1us on"));
+    }
+    Ok(ns as u64)
 }
 
 /// Parses `--mode`: octal permission bits, at most 0777, readable and writable by the owner.
@@ -312,6 +353,17 @@ fn run(args: Args) -> anyhow::Result<u8> {
         config.duration = Some(Duration::from_secs_f64(s));
     }
     config.keep_running = args.keep_running;
+    let latency = (args.latency || args.blocking).then(|| {
+        let mut l = collect_perf::LatencyOptions::default();
+        l.resolution = args.resolution;
+        l.slice_ns = args.slice;
+        l.blocking = args.blocking;
+        l
+    });
+    if let Some(l) = &latency {
+        config.tracepoints = l.tracepoints()?;
+        config.context_switches = l.blocking;
+    }
     let perms = preflight(&config)?;
     for w in &perms.warnings {
         eprintln!("pkgmon: warning: {w}");
@@ -345,6 +397,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
     };
     let mut aggregate = AggregateOptions::default();
     aggregate.launched = sampler.child_pid();
+    aggregate.latency = latency;
     if args.all {
         let mut asked: std::collections::BTreeSet<u32> =
             args.pids.iter().map(|&p| p as u32).collect();
@@ -371,6 +424,28 @@ fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("pkgmon: warning: {w}");
     }
     print_summary(&rec, &summary, &args, main_pid(&rec, &args));
+    for t in &rec.tracepoints {
+        match t.counted {
+            Some(n) if n != t.received => eprintln!(
+                "pkgmon: warning: {}: {} records received but the kernel counted {n} hits \
+                 ({} lost with the rest of {lost} lost records); the latency files say which \
+                 calls were left out",
+                t.format.name,
+                t.received,
+                n.saturating_sub(t.received),
+                lost = rec.lost_samples()
+            ),
+            _ if args.verbose => eprintln!(
+                "pkgmon: {}: {} records{}",
+                t.format.name,
+                t.received,
+                t.counted
+                    .map(|n| format!(", {n} counted: checksum matches"))
+                    .unwrap_or_default()
+            ),
+            _ => {}
+        }
+    }
     Ok(exit_status(&rec, args.command.is_empty()))
 }
 

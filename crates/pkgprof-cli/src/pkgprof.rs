@@ -51,6 +51,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         out.write_all(VERSION.as_bytes())?;
         return Ok(());
     }
+    if o.latency || o.blocking || o.latency_diff {
+        return crate::latency::run(&o, out);
+    }
     let export_options = o.output.is_some() || o.value.is_some() || o.inverted;
     if o.export.is_some() || o.diff || export_options || o.title.is_some() {
         #[cfg(target_os = "linux")]

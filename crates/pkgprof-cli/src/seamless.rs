@@ -105,7 +105,10 @@ pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
 
 /// Refuses a directory pkgmon did not write, and pids it holds no files of, saying which it
 /// holds: a wrong directory or pid is the usual mistake, and the fix is in the listing.
-fn refuse_unknown_pids(measurement: &gmon_format::Measurement, o: &Options) -> Result<()> {
+pub(crate) fn refuse_unknown_pids(
+    measurement: &gmon_format::Measurement,
+    o: &Options,
+) -> Result<()> {
     let dir = measurement.dir.display();
     if measurement.processes.is_empty()
         && measurement.kernel_system.is_none()
@@ -157,7 +160,7 @@ fn refuse_unknown_pids(measurement: &gmon_format::Measurement, o: &Options) -> R
 
 /// The measurement directory when none is given: pkgmon's default, `pkgmon.data`, if it is
 /// there, else the current directory (where pkgmon wrote before it had a default directory).
-fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     let default = Path::new("pkgmon.data");
     if default.is_dir() {
         default.to_path_buf()
@@ -169,7 +172,7 @@ fn default_dir() -> PathBuf {
 /// Refuses a measurement that its manifest says is incomplete or changed, naming every
 /// problem; with `force`, says so loudly and goes on. A directory without a manifest was
 /// written before manifests existed and is read as it is.
-fn check_complete(measurement: &gmon_format::Measurement, force: bool) -> Result<()> {
+pub(crate) fn check_complete(measurement: &gmon_format::Measurement, force: bool) -> Result<()> {
     let gmon_format::Verification::Incomplete(problems) = measurement
         .verify()
         .context("cannot check the measurement directory")?

@@ -100,6 +100,41 @@ fn flat_listing(image: &Path, gmon: &Path) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// `go tool pprof -top` of every function (no node dropped) in samples, as rows of fields:
+/// flat, flat%, sum%, cum, cum%, name; `None` when go is missing and that is allowed.
+fn pprof_top(pb: &Path) -> Option<(String, Vec<Vec<String>>)> {
+    let top = consumer(
+        "go",
+        &[
+            "tool",
+            "pprof",
+            "-top",
+            "-nodefraction=0",
+            "-sample_index=samples",
+            pb.to_str().unwrap(),
+        ],
+        None,
+        "apt-get install golang-go",
+    )?;
+    let rows = rows_after(&top, "flat", 5);
+    Some((top, rows))
+}
+
+/// The rows of a listing after its header line (the one starting with `header`), each split
+/// into fields, everything from field `name_at` on joined as the name.
+fn rows_after(text: &str, header: &str, name_at: usize) -> Vec<Vec<String>> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with(header))
+        .skip(1)
+        .map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            let mut row: Vec<String> = fields.iter().take(name_at).map(|f| f.to_string()).collect();
+            row.push(fields.get(name_at..).unwrap_or_default().join(" "));
+            row
+        })
+        .collect()
+}
+
 #[test]
 fn every_format_of_a_gmon_out_is_read_by_its_consumer() {
     let dir = scratch("formats");
@@ -137,29 +172,14 @@ fn every_format_of_a_gmon_out_is_read_by_its_consumer() {
         }
         // go tool pprof: the same functions and self times as our flat listing.
         let listing = flat_listing(Path::new(image), Path::new(gmon));
-        let pb = file("pb.gz");
-        let Some(top) = consumer(
-            "go",
-            &[
-                "tool",
-                "pprof",
-                "-top",
-                "-sample_index=samples",
-                pb.to_str().unwrap(),
-            ],
-            None,
-            "apt-get install golang-go",
-        ) else {
+        let Some((top, rows)) = pprof_top(&file("pb.gz")) else {
             return;
         };
-        let pprof: BTreeMap<String, f64> = top
-            .lines()
-            .skip_while(|l| !l.trim_start().starts_with("flat"))
-            .skip(1)
-            .filter_map(|l| {
-                let fields: Vec<&str> = l.split_whitespace().collect();
-                let flat: f64 = fields[0].parse().ok()?;
-                (flat > 0.0).then(|| (fields[5..].join(" "), flat / 100.0))
+        let pprof: BTreeMap<String, f64> = rows
+            .iter()
+            .filter_map(|r| {
+                let flat: f64 = r[0].parse().ok()?;
+                (flat > 0.0).then(|| (r[5].clone(), flat / 100.0))
             })
             .collect();
         assert_eq!(
@@ -335,28 +355,11 @@ fn a_diff_of_two_builds_names_the_function_made_slower_first() {
     let mut export = vec!["--diff", "--export=pprof", "--output", pb.to_str().unwrap()];
     export.extend(args);
     pkgprof(&export, None);
-    let Some(top) = consumer(
-        "go",
-        &[
-            "tool",
-            "pprof",
-            "-top",
-            "-sample_index=samples",
-            pb.to_str().unwrap(),
-        ],
-        None,
-        "apt-get install golang-go",
-    ) else {
+    let Some((top, rows)) = pprof_top(&pb) else {
         return;
     };
-    let row = top
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .nth(1)
-        .unwrap();
-    let fields: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(fields.last(), Some(&"compute"), "{top}");
-    assert_eq!(fields[0].parse::<f64>().unwrap(), n - b, "{top}");
+    assert_eq!(rows[0][5], "compute", "{top}");
+    assert_eq!(rows[0][0].parse::<f64>().unwrap(), n - b, "{top}");
 }
 
 #[test]
@@ -401,30 +404,14 @@ fn a_measurement_exports_its_sampled_stacks() {
     let mut args = vec!["--export=pprof", "--output", pb.to_str().unwrap()];
     args.extend(m);
     pkgprof(&args, None);
-    let Some(top) = consumer(
-        "go",
-        &[
-            "tool",
-            "pprof",
-            "-top",
-            "-nodefraction=0",
-            "-sample_index=samples",
-            pb.to_str().unwrap(),
-        ],
-        None,
-        "apt-get install golang-go",
-    ) else {
+    let Some((top, rows)) = pprof_top(&pb) else {
         return;
     };
-    let pprof: BTreeMap<String, String> = top
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("flat"))
-        .skip(1)
-        .filter_map(|l| {
-            let fields: Vec<&str> = l.split_whitespace().collect();
-            let flat: f64 = fields[0].parse().ok()?;
-            let share = fields[1].trim_end_matches('%');
-            (flat > 0.0).then(|| (fields[5..].join(" "), share.to_owned()))
+    let pprof: BTreeMap<String, String> = rows
+        .iter()
+        .filter_map(|r| {
+            let flat: f64 = r[0].parse().ok()?;
+            (flat > 0.0).then(|| (r[5].clone(), r[1].trim_end_matches('%').to_owned()))
         })
         .collect();
     assert_eq!(pprof, listing, "{top}");

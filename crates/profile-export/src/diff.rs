@@ -337,11 +337,7 @@ fn signed(s: &str) -> String {
 /// The change relative to the base value, or `new` where there is no base.
 fn percent(delta: i64, base: i64) -> String {
     if base == 0 {
-        return if delta == 0 {
-            "0.0%".into()
-        } else {
-            "new".into()
-        };
+        return if delta == 0 { "-".into() } else { "new".into() };
     }
     format!("{:+.1}%", delta as f64 * 100.0 / base as f64)
 }

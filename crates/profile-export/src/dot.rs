@@ -11,7 +11,8 @@
 //!   default, as gprof2dot).
 //!
 //! Edges of arcs without stack data (mcount profiles are given reconstructed stacks first, so
-//! this is rare) take the callee's share, as gprof2dot does for calls without a time.
+//! this is rare) take the callee's share, as gprof2dot does for calls without a time; a
+//! function calling itself gets a thin edge with its call count only.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -89,17 +90,29 @@ pub(crate) fn write(
             if !kept[callee.index()] {
                 continue;
             }
+            // A function calling itself spends nothing more than its own time on it: the edge
+            // shows the calls alone, thin and cold, as gprof lists recursive calls apart.
+            let recursion = callee == f && edge.value == 0;
             let weight = if edge.value != 0 {
                 share(edge.value)
+            } else if recursion {
+                0.0
             } else {
                 share(totals.inclusive(callee))
             };
-            if weight < edge_min {
+            if weight < edge_min && !recursion {
                 continue;
             }
-            let mut label = percent(weight);
+            let mut label = if recursion {
+                String::new()
+            } else {
+                percent(weight)
+            };
             if edge.calls > 0 {
-                let _ = write!(label, "\\n{}×", edge.calls);
+                if !label.is_empty() {
+                    label.push_str("\\n");
+                }
+                let _ = write!(label, "{}×", edge.calls);
             }
             let pen = (weight * 4.0).max(0.5);
             let _ = writeln!(

@@ -74,11 +74,13 @@ impl Builder {
         Ok((bins, arcs))
     }
 
-    pub(super) fn add_process(
+    /// Reads a process's info file and adds its address space (its mappings); returns the
+    /// space and the info.
+    pub(super) fn add_space(
         &mut self,
         files: &ProcessFiles,
         label: String,
-    ) -> Result<ProcessSummary> {
+    ) -> Result<(usize, Option<MeasurementInfo>)> {
         let info = match &files.info {
             Some(path) => {
                 let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
@@ -109,7 +111,7 @@ impl Builder {
             })
             .unwrap_or_default();
         self.spaces.push(Space {
-            label: label.clone(),
+            label,
             system: false,
             mappings,
             info: info.clone(),
@@ -117,6 +119,15 @@ impl Builder {
             kernel_region: None,
             last_hit: usize::MAX,
         });
+        Ok((space, info))
+    }
+
+    pub(super) fn add_process(
+        &mut self,
+        files: &ProcessFiles,
+        label: String,
+    ) -> Result<ProcessSummary> {
+        let (space, info) = self.add_space(files, label.clone())?;
         let mut summary = ProcessSummary {
             label,
             files: Some(files.clone()),

@@ -99,7 +99,7 @@ pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
 pub use symspecs::relabel_symspecs;
 
-use state::Builder;
+use state::{Builder, Loc};
 
 pub use gmon_format::BoundaryKind;
 
@@ -275,6 +275,71 @@ impl Seamless {
             arcs,
             self.sum.unit(),
         )?)
+    }
+}
+
+/// The names of one process's runtime addresses, user and kernel, found as the seamless
+/// listing finds them (the info file's mappings, the objects by build-id, the kernel-symbol
+/// snapshot), without its labels: for reports that carry addresses of their own, such as the
+/// latency file's call sites, sleep sites and wakers.
+#[derive(Debug)]
+pub struct AddressNames {
+    b: Builder,
+    space: usize,
+}
+
+impl AddressNames {
+    /// Reads what naming `files`' addresses takes: its info file, then objects and kernel
+    /// symbols as addresses ask for them.
+    ///
+    /// Returns an error if the info file cannot be read or is damaged.
+    pub fn new(
+        measurement: &Measurement,
+        files: &ProcessFiles,
+        options: &SeamlessOptions,
+    ) -> Result<AddressNames> {
+        let mut b = Builder {
+            options: options.clone(),
+            dir: measurement.dir.clone(),
+            ..Builder::default()
+        };
+        let (space, _) =
+            b.add_space(files, gmon_format::process_label(files.pid, files.instance))?;
+        b.spaces[space].kernel = b.kernel_symbols(space);
+        Ok(AddressNames { b, space })
+    }
+
+    fn name(&self, loc: Loc) -> String {
+        let region = &self.b.regions[loc.region];
+        let raw = match (self.b.table_of(&region.what), loc.symbol) {
+            (Some(t), Some(s)) => t.symbols()[s].name.clone(),
+            _ => region.pseudo_name.clone(),
+        };
+        let text = String::from_utf8_lossy(&raw);
+        if self.b.options.demangle {
+            demangle::demangle(&text).into_owned()
+        } else {
+            text.into_owned()
+        }
+    }
+
+    /// The function holding user address `at` (a return address or a pc), or the object's
+    /// pseudo-name (`[libc.so.6]`) when it has no symbol there, or `[unknown]`.
+    pub fn user(&mut self, at: u64) -> String {
+        let loc = self.b.user_loc(self.space, at, false);
+        self.name(loc)
+    }
+
+    /// The kernel function holding `at`, or `[kernel]` without kernel symbols.
+    pub fn kernel(&mut self, at: u64) -> String {
+        let loc = self.b.kernel_loc(self.space, at);
+        self.name(loc)
+    }
+
+    /// Problems met while naming (objects not found, kernel symbols hidden), one sentence
+    /// each.
+    pub fn warnings(&self) -> &[String] {
+        &self.b.warnings
     }
 }
 

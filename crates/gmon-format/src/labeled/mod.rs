@@ -25,6 +25,7 @@
 //! | `gmon.out.<pid>s.<comm>` | sampled stacks (5) |
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
 //! | `vdso.<build-id>` | the vDSO image the processes ran (7) |
+//! | `gmon.out.<pid>l.<comm>` | system-call latencies and blocking, `pkgmon --latency`/`--blocking` only (8) |
 //! | `manifest.sha256` | every file's size and SHA-256, written last ([`manifest`]) |
 //!
 //! Names are built and parsed by [`ProfileName`], which also says how a
@@ -144,6 +145,11 @@
 //!    build-id (recorded in that `[mapping]`, with its `bias`) is the copy's. A report
 //!    symbolizes addresses in a `[vdso]` mapping with the file of its build-id, so
 //!    `clock_gettime`'s time shows as `__vdso_clock_gettime` instead of `[vdso]`.
+//! 8. **Latencies** (`pkgmon --latency`, `--blocking`), [`crate::latency`]: per system call
+//!    and user call site, the latency distribution in log2 buckets at resolution r (OSprof),
+//!    optionally per time slice, page faults per call, and with `--blocking` the DeBox
+//!    summary: time blocked and runnable, sleeps by kernel site, wakers; with OSprof's
+//!    checksums (records received against counting-mode twins, lost records, unpaired calls).
 //!
 //! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
 //! symbol with [`BoundaryKind::from_entry_symbol`]:
@@ -167,6 +173,7 @@ mod sampled;
 mod scan;
 
 pub mod info;
+pub mod latency;
 pub mod manifest;
 pub mod stacks;
 

@@ -118,6 +118,8 @@ pub enum FileKind {
     Info,
     /// `gmon.out.<pid>s.<comm>`: the sampled-stacks file (see [`crate::stacks`]).
     Stacks,
+    /// `gmon.out.<pid>l.<comm>`: the latency file (see [`crate::latency`]).
+    Latency,
 }
 
 impl FileKind {
@@ -127,6 +129,7 @@ impl FileKind {
             FileKind::User => "u",
             FileKind::Kernel => "k",
             FileKind::Stacks => "s",
+            FileKind::Latency => "l",
             FileKind::Info => "",
         }
     }
@@ -144,6 +147,7 @@ impl FileKind {
 /// | `gmon.out.<pid>k.<comm>` | gmon profile of the kernel working for the process |
 /// | `gmon.out.<pid>.<comm>` | measurement info (see [`crate::measurement_info`]) |
 /// | `gmon.out.<pid>s.<comm>` | the sampled stacks (see [`crate::stacks`]) |
+/// | `gmon.out.<pid>l.<comm>` | system-call latencies and blocking (see [`crate::latency`]) |
 /// | `gmon.out.-k.kernel` | gmon profile of kernel work done for no process |
 /// | `gmon.out.-k.other` | gmon profile of kernel work done for processes not profiled |
 ///
@@ -262,6 +266,16 @@ impl ProfileName {
         }
     }
 
+    /// The name of process `pid`'s latency file.
+    pub fn latency(pid: u32, comm: Comm) -> Self {
+        ProfileName::Process {
+            pid,
+            instance: 0,
+            kind: FileKind::Latency,
+            comm,
+        }
+    }
+
     /// The name of process `pid`'s measurement-info file.
     pub fn info(pid: u32, comm: Comm) -> Self {
         ProfileName::Process {
@@ -323,7 +337,10 @@ impl ProfileName {
 
     /// Whether the file is a gmon profile rather than a measurement-info or stacks file.
     pub fn is_gmon(&self) -> bool {
-        !matches!(self.kind(), Some(FileKind::Info | FileKind::Stacks))
+        !matches!(
+            self.kind(),
+            Some(FileKind::Info | FileKind::Stacks | FileKind::Latency)
+        )
     }
 
     /// The file name: printable ASCII, never containing `/`, at most 224 bytes long.
@@ -461,6 +478,7 @@ fn parse_name(name: &str) -> std::result::Result<ProfileName, Refusal> {
         Some(b'u') => (&label[..label.len() - 1], FileKind::User),
         Some(b'k') => (&label[..label.len() - 1], FileKind::Kernel),
         Some(b's') => (&label[..label.len() - 1], FileKind::Stacks),
+        Some(b'l') => (&label[..label.len() - 1], FileKind::Latency),
         _ => (label, FileKind::Info),
     };
     let (pid, instance) = split_label(digits).map_err(|(at, why)| (base + at, why))?;
@@ -620,6 +638,7 @@ mod tests {
             ("gmon.out.4242_1u.job", 4242, 1, FileKind::User),
             ("gmon.out.4242_1k.job", 4242, 1, FileKind::Kernel),
             ("gmon.out.4242_1s.job", 4242, 1, FileKind::Stacks),
+            ("gmon.out.4242_1l.job", 4242, 1, FileKind::Latency),
             ("gmon.out.4242_1.job", 4242, 1, FileKind::Info),
             ("gmon.out.4242_12u.job", 4242, 12, FileKind::User),
             ("gmon.out.0_4294967295.job", 0, u32::MAX, FileKind::Info),

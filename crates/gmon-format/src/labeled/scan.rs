@@ -74,6 +74,8 @@ pub struct ProcessFiles {
     pub info: Option<PathBuf>,
     /// `gmon.out.<pid>s.<comm>`: the sampled-stacks file.
     pub stacks: Option<PathBuf>,
+    /// `gmon.out.<pid>l.<comm>`: the latency file (`pkgmon --latency`, `--blocking`).
+    pub latency: Option<PathBuf>,
 }
 
 /// A directory entry named like a profile that is not one, and why.
@@ -152,12 +154,14 @@ pub fn scan(dir: impl AsRef<Path>) -> Result<Measurement> {
                         kernel: None,
                         info: None,
                         stacks: None,
+                        latency: None,
                     });
                 let slot = match kind {
                     FileKind::User => &mut files.user,
                     FileKind::Kernel => &mut files.kernel,
                     FileKind::Info => &mut files.info,
                     FileKind::Stacks => &mut files.stacks,
+                    FileKind::Latency => &mut files.latency,
                 };
                 *slot = Some(path);
             }

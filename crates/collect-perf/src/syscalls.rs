@@ -1,0 +1,588 @@
+//! Per-system-call latencies and blocking (OSprof, DeBox), built from tracepoint records fed in
+//! time order: `raw_syscalls` entries and exits paired per thread, page faults counted into
+//! the call they interrupt, and with blocking `sched_switch` (where a call blocked),
+//! `PERF_RECORD_SWITCH` (when it left and got back the CPU) and `sched_waking` (who woke it).
+//!
+//! Nothing is hidden: calls entered and never left, exits without an entry, and calls during
+//! which the kernel dropped records are counted and written, beside OSprof's checksums (the
+//! records received against counting-mode twins).
+
+use std::collections::{BTreeMap, HashMap};
+
+use gmon_format::latency::{
+    Blocking, BucketCount, EventCheck, LatencyFile, Operation, SleepSite, Waker,
+};
+use latency::Resolution;
+
+use crate::recording::{Recording, TracepointInfo};
+use crate::tracefs::{Tracefs, TracepointRequest};
+
+/// Latency and blocking collection (`pkgmon --latency`, `--blocking`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatencyOptions {
+    /// Buckets per power of two (1 to 64). Default is 1.
+    pub resolution: u32,
+    /// Keep buckets per time slice of this many ns (OSprof's profile sampling). Default is
+    /// None.
+    pub slice_ns: Option<u64>,
+    /// Record where and how long calls blocked, and who woke them (DeBox). Default is false.
+    pub blocking: bool,
+    /// User frames kept of each call site (the system-call wrapper's pc, its caller, …).
+    /// Default is 3.
+    pub site_frames: usize,
+    /// Bytes of user stack copied at each system-call entry to unwind its call site (the
+    /// wrapper in libc has no frame pointer: its caller is found from `.eh_frame` on this
+    /// copy). 0 keeps only the frame-pointer chain. Default is 1024.
+    pub stack_bytes: u32,
+    /// Kernel frames kept of each sleep site and waker. Default is 8.
+    pub kernel_frames: usize,
+}
+
+impl Default for LatencyOptions {
+    fn default() -> Self {
+        LatencyOptions {
+            resolution: 1,
+            slice_ns: None,
+            blocking: false,
+            site_frames: 3,
+            stack_bytes: 1024,
+            kernel_frames: 8,
+        }
+    }
+}
+
+/// What each tracepoint of a run is to the latency collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Enter,
+    Exit,
+    Switch,
+    Waking,
+    Other,
+}
+
+impl Kind {
+    fn of(name: &str) -> Kind {
+        match name {
+            "raw_syscalls:sys_enter" => Kind::Enter,
+            "raw_syscalls:sys_exit" => Kind::Exit,
+            "sched:sched_switch" => Kind::Switch,
+            "sched:sched_waking" => Kind::Waking,
+            _ => Kind::Other,
+        }
+    }
+}
+
+/// The value `sched_switch` reports as `prev_state` for a preempted task (`TASK_REPORT_MAX`,
+/// printed `R+`), read from the print format: the mask tested before `? "+"`.
+pub(crate) fn preempt_marker(print_fmt: &str) -> Option<u64> {
+    let end = print_fmt.find("? \"+\"")?;
+    let head = &print_fmt[..end];
+    let start = head.rfind("REC->prev_state &")? + "REC->prev_state &".len();
+    crate::tracepoint::const_expr(&head[start..])
+}
+
+impl LatencyOptions {
+    /// The tracepoints to record for these options, with their kernel-side filters; reads
+    /// `sched_switch`'s format (mounting tracefs if needed) to filter voluntary switches.
+    ///
+    /// Returns an error saying what to do if tracefs or an event cannot be read.
+    pub fn tracepoints(&self) -> crate::Result<Vec<TracepointRequest>> {
+        let mut enter = TracepointRequest::new("raw_syscalls", "sys_enter");
+        enter.user_chain = true;
+        enter.user_stack_bytes = self.stack_bytes.next_multiple_of(8);
+        enter.count = true;
+        let mut exit = TracepointRequest::new("raw_syscalls", "sys_exit");
+        exit.count = true;
+        let mut out = vec![enter, exit];
+        if self.blocking {
+            let fmt = Tracefs::find_or_mount()?.event("sched", "sched_switch")?;
+            let mut switch = TracepointRequest::new("sched", "sched_switch");
+            switch.kernel_chain = true;
+            // Voluntary switches only: not running (0), not preempted. Without the marker,
+            // preempted switches pass and are told apart by their SWITCH record.
+            switch.filter = Some(match preempt_marker(&fmt.print_fmt) {
+                Some(m) => format!("prev_state != 0 && prev_state != {m}"),
+                None => "prev_state != 0".into(),
+            });
+            switch.count = true;
+            let mut waking = TracepointRequest::new("sched", "sched_waking");
+            waking.kernel_chain = true;
+            waking.all_tasks = true;
+            out.extend([switch, waking]);
+        }
+        Ok(out)
+    }
+}
+
+/// A waker: its pid and kernel frames.
+type WakerKey = (u32, Vec<u64>);
+
+/// Where a call slept and who woke it: site frames, waker if seen.
+type SleepKey = (Vec<u64>, Option<WakerKey>);
+
+/// One call of one operation: what it gathered while it ran.
+#[derive(Debug, Default)]
+struct OpenCall {
+    nr: u64,
+    enter: u64,
+    key: (usize, usize),
+    site: Vec<u64>,
+    faults: u64,
+    blocked: u64,
+    runnable: u64,
+    /// Its sleeps merged by site and waker, (count, blocked ns): a call that sleeps a
+    /// million times at one site holds one entry, not a million.
+    sleeps: HashMap<SleepKey, (u64, u64)>,
+    /// Records were lost while it ran: its numbers may be wrong, so it is dropped.
+    tainted: bool,
+}
+
+#[derive(Debug)]
+struct OffCpu {
+    since: u64,
+    /// Blocked, with the sleep site (kernel frames), else runnable.
+    sleep: Option<Vec<u64>>,
+    waker: Option<WakerKey>,
+}
+
+#[derive(Debug, Default)]
+struct ThreadState {
+    call: Option<OpenCall>,
+    off: Option<OffCpu>,
+    /// The chain of the last voluntary `sched_switch`, until its SWITCH-out record.
+    pending_sleep: Option<Vec<u64>>,
+}
+
+/// Sums of one operation (system call, call site) of one process image.
+#[derive(Debug, Default)]
+struct OpAcc {
+    calls: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+    faults: u64,
+    buckets: BTreeMap<(u64, u32), (u64, u64)>,
+    blocked: u64,
+    runnable: u64,
+    sleeps: u64,
+    sites: HashMap<Vec<u64>, (u64, u64)>,
+    wakers: HashMap<WakerKey, (u64, u64)>,
+}
+
+/// Per process image: its operations and its unpaired calls.
+#[derive(Debug, Default)]
+pub(crate) struct ImageLatency {
+    ops: HashMap<(u64, Vec<u64>), OpAcc>,
+    unpaired_enters: u64,
+    unpaired_exits: u64,
+    dropped: u64,
+}
+
+/// The latency collection's state while records come.
+#[derive(Debug)]
+pub(crate) struct SyscallTracer {
+    opts: LatencyOptions,
+    resolution: Resolution,
+    kinds: Vec<Kind>,
+    threads: HashMap<u32, ThreadState>,
+    pub(crate) images: HashMap<(usize, usize), ImageLatency>,
+    /// When the run began: slice 0 starts here.
+    pub(crate) start: u64,
+}
+
+/// A record for the tracer, with what the aggregator knows of it.
+pub(crate) enum Input<'a> {
+    /// A system call entered: number, its process image, the unwound user frames.
+    Enter {
+        nr: u64,
+        key: (usize, usize),
+        frames: &'a [u64],
+    },
+    /// A system call returned; `key` is the image to blame if it was never entered.
+    Exit { nr: u64, key: (usize, usize) },
+    /// The thread switched out voluntarily, in the kernel at `chain`.
+    Blocked { chain: &'a [u64] },
+    /// The thread left the CPU.
+    Out { preempted: bool },
+    /// The thread got the CPU back.
+    In,
+    /// Thread `tid` (this record's thread is the waker, `pid` its process) was woken.
+    Waking { waker_pid: u32, chain: &'a [u64] },
+    /// A page fault.
+    Fault,
+}
+
+impl SyscallTracer {
+    pub(crate) fn new(opts: LatencyOptions) -> SyscallTracer {
+        let resolution = Resolution::new(opts.resolution).unwrap_or(Resolution::ONE);
+        SyscallTracer {
+            opts,
+            resolution,
+            kinds: Vec::new(),
+            threads: HashMap::new(),
+            images: HashMap::new(),
+            start: 0,
+        }
+    }
+
+    /// What tracepoint `event` of `rec` is to us.
+    pub(crate) fn kind(&mut self, rec: &Recording, event: u32) -> Kind {
+        while self.kinds.len() < rec.tracepoints.len() {
+            let k = Kind::of(&rec.tracepoints[self.kinds.len()].format.name);
+            self.kinds.push(k);
+        }
+        self.kinds
+            .get(event as usize)
+            .copied()
+            .unwrap_or(Kind::Other)
+    }
+
+    /// Records were lost: every call running now may have lost its entry, exit, faults or
+    /// sleeps, so none of them is counted.
+    pub(crate) fn lost(&mut self) {
+        for t in self.threads.values_mut() {
+            if let Some(c) = &mut t.call {
+                c.tainted = true;
+            }
+        }
+    }
+
+    /// A thread ended: a call it was in never returns.
+    pub(crate) fn thread_exit(&mut self, tid: u32) {
+        if let Some(t) = self.threads.remove(&tid)
+            && let Some(c) = t.call
+        {
+            self.images.entry(c.key).or_default().unpaired_enters += 1;
+        }
+    }
+
+    pub(crate) fn feed(&mut self, time: u64, tid: u32, input: Input<'_>) {
+        let kframes = self.opts.kernel_frames.max(1);
+        match input {
+            Input::Enter { nr, key, frames } => {
+                let t = self.threads.entry(tid).or_default();
+                if let Some(old) = t.call.take() {
+                    self.images.entry(old.key).or_default().unpaired_enters += 1;
+                }
+                t.call = Some(OpenCall {
+                    nr,
+                    enter: time,
+                    key,
+                    site: frames[..frames.len().min(self.opts.site_frames)].to_vec(),
+                    ..OpenCall::default()
+                });
+            }
+            Input::Exit { nr, key } => {
+                let call = self.threads.get_mut(&tid).and_then(|t| t.call.take());
+                match call {
+                    Some(c) if c.nr == nr => self.close(c, time),
+                    other => {
+                        if let Some(c) = other {
+                            self.images.entry(c.key).or_default().unpaired_enters += 1;
+                        }
+                        self.images.entry(key).or_default().unpaired_exits += 1;
+                    }
+                }
+            }
+            Input::Fault => {
+                if let Some(c) = self.threads.get_mut(&tid).and_then(|t| t.call.as_mut()) {
+                    c.faults += 1;
+                }
+            }
+            Input::Blocked { chain } => {
+                let t = self.threads.entry(tid).or_default();
+                t.pending_sleep = Some(chain[..chain.len().min(kframes)].to_vec());
+            }
+            Input::Out { preempted } => {
+                let t = self.threads.entry(tid).or_default();
+                let sleep = t.pending_sleep.take().filter(|_| !preempted);
+                t.off = Some(OffCpu {
+                    since: time,
+                    sleep,
+                    waker: None,
+                });
+            }
+            Input::Waking { waker_pid, chain } => {
+                if let Some(off) = self.threads.get_mut(&tid).and_then(|t| t.off.as_mut())
+                    && off.sleep.is_some()
+                    && off.waker.is_none()
+                {
+                    off.waker = Some((waker_pid, chain[..chain.len().min(kframes)].to_vec()));
+                }
+            }
+            Input::In => {
+                let Some(t) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                let Some(off) = t.off.take() else { return };
+                let Some(c) = t.call.as_mut() else { return };
+                let d = time.saturating_sub(off.since.max(c.enter));
+                match off.sleep {
+                    Some(site) => {
+                        c.blocked += d;
+                        let e = c.sleeps.entry((site, off.waker)).or_default();
+                        e.0 += 1;
+                        e.1 += d;
+                    }
+                    None => c.runnable += d,
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, c: OpenCall, time: u64) {
+        let img = self.images.entry(c.key).or_default();
+        if c.tainted {
+            img.dropped += 1;
+            return;
+        }
+        let ns = time.saturating_sub(c.enter);
+        let slice = self
+            .opts
+            .slice_ns
+            .map_or(0, |len| time.saturating_sub(self.start) / len.max(1));
+        let op = img.ops.entry((c.nr, c.site)).or_default();
+        if op.calls == 0 {
+            op.min = ns;
+        }
+        op.calls += 1;
+        op.total = op.total.saturating_add(ns);
+        op.min = op.min.min(ns);
+        op.max = op.max.max(ns);
+        op.faults += c.faults;
+        let b = op
+            .buckets
+            .entry((slice, self.resolution.bucket(ns)))
+            .or_default();
+        b.0 += 1;
+        b.1 = b.1.saturating_add(ns);
+        op.blocked += c.blocked;
+        op.runnable += c.runnable;
+        for ((site, waker), (n, d)) in c.sleeps {
+            op.sleeps += n;
+            let s = op.sites.entry(site).or_default();
+            s.0 += n;
+            s.1 += d;
+            if let Some(w) = waker {
+                let e = op.wakers.entry(w).or_default();
+                e.0 += n;
+                e.1 += d;
+            }
+        }
+    }
+
+    /// Ends the collection: calls still open never returned.
+    pub(crate) fn finish(&mut self) {
+        for (_, t) in self.threads.drain() {
+            if let Some(c) = t.call {
+                self.images.entry(c.key).or_default().unpaired_enters += 1;
+            }
+        }
+    }
+
+    /// The latency file of the process images `keys` (one file set), or None if they made
+    /// no system call.
+    pub(crate) fn file(&self, rec: &Recording, keys: &[(usize, usize)]) -> Option<LatencyFile> {
+        let mut ops: BTreeMap<(u64, Vec<u64>), Operation> = BTreeMap::new();
+        let mut f = LatencyFile::new(self.resolution.get(), std::env::consts::ARCH);
+        f.slices = self.opts.slice_ns.map(|l| (l, rec.start_time));
+        f.checks = rec.tracepoints.iter().map(check).collect();
+        f.lost = rec.lost_samples();
+        let mut any = false;
+        for key in keys {
+            let Some(img) = self.images.get(key) else {
+                continue;
+            };
+            any = true;
+            f.unpaired_enters += img.unpaired_enters;
+            f.unpaired_exits += img.unpaired_exits;
+            f.dropped += img.dropped;
+            for ((nr, site), acc) in &img.ops {
+                let op = ops.entry((*nr, site.clone())).or_insert_with(|| Operation {
+                    syscall: *nr,
+                    site: site.clone(),
+                    min_ns: u64::MAX,
+                    blocking: self.opts.blocking.then(Blocking::default),
+                    ..Operation::default()
+                });
+                merge(op, acc);
+            }
+        }
+        if !any {
+            return None;
+        }
+        f.operations = ops.into_values().collect();
+        Some(f)
+    }
+}
+
+fn check(t: &TracepointInfo) -> EventCheck {
+    EventCheck {
+        event: t.format.name.clone(),
+        received: t.received,
+        counted: t.counted,
+    }
+}
+
+/// Adds one image's sums of an operation to the file's, keeping lists sorted.
+fn merge(op: &mut Operation, acc: &OpAcc) {
+    op.calls += acc.calls;
+    op.total_ns = op.total_ns.saturating_add(acc.total);
+    op.min_ns = op.min_ns.min(acc.min);
+    op.max_ns = op.max_ns.max(acc.max);
+    op.faults += acc.faults;
+    let mut buckets: BTreeMap<(u64, u32), (u64, u64)> = op
+        .buckets
+        .iter()
+        .map(|b| ((b.slice, b.bucket), (b.count, b.total_ns)))
+        .collect();
+    for (k, (n, t)) in &acc.buckets {
+        let e = buckets.entry(*k).or_default();
+        e.0 += n;
+        e.1 = e.1.saturating_add(*t);
+    }
+    op.buckets = buckets
+        .into_iter()
+        .map(|((slice, bucket), (count, total_ns))| BucketCount {
+            slice,
+            bucket,
+            count,
+            total_ns,
+        })
+        .collect();
+    if let Some(b) = &mut op.blocking {
+        b.blocked_ns += acc.blocked;
+        b.runnable_ns += acc.runnable;
+        b.sleeps += acc.sleeps;
+        let mut sites: BTreeMap<Vec<u64>, (u64, u64)> = b
+            .sites
+            .drain(..)
+            .map(|s| (s.frames, (s.count, s.blocked_ns)))
+            .collect();
+        for (k, (n, t)) in &acc.sites {
+            let e = sites.entry(k.clone()).or_default();
+            e.0 += n;
+            e.1 += t;
+        }
+        b.sites = sites
+            .into_iter()
+            .map(|(frames, (count, blocked_ns))| SleepSite {
+                frames,
+                count,
+                blocked_ns,
+            })
+            .collect();
+        b.sites.sort_by_key(|s| std::cmp::Reverse(s.blocked_ns));
+        let mut wakers: BTreeMap<WakerKey, (u64, u64)> = b
+            .wakers
+            .drain(..)
+            .map(|w| ((w.pid, w.frames), (w.count, w.blocked_ns)))
+            .collect();
+        for (k, (n, t)) in &acc.wakers {
+            let e = wakers.entry(k.clone()).or_default();
+            e.0 += n;
+            e.1 += t;
+        }
+        b.wakers = wakers
+            .into_iter()
+            .map(|((pid, frames), (count, blocked_ns))| Waker {
+                pid,
+                frames,
+                count,
+                blocked_ns,
+            })
+            .collect();
+        b.wakers.sort_by_key(|w| std::cmp::Reverse(w.blocked_ns));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_preemption_marker_comes_from_the_print_format() {
+        let fmt =
+            crate::tracepoint::EventFormat::parse("sched", crate::tracepoint::tests::SCHED_SWITCH)
+                .expect("parses");
+        assert_eq!(preempt_marker(&fmt.print_fmt), Some(0x100));
+        assert_eq!(preempt_marker("\"%d\", REC->prev_state"), None);
+    }
+
+    #[test]
+    fn calls_pair_per_thread_and_unpaired_ones_are_counted() {
+        let rec = Recording::default();
+        let mut t = SyscallTracer::new(LatencyOptions {
+            blocking: true,
+            ..LatencyOptions::default()
+        });
+        let key = (0, 1);
+        let enter = |nr| Input::Enter {
+            nr,
+            key,
+            frames: &[0x10, 0x20, 0x30, 0x40],
+        };
+        // An exit with no entry: the call began before the run.
+        t.feed(5, 7, Input::Exit { nr: 59, key });
+        t.feed(10, 7, enter(0));
+        t.feed(11, 8, enter(35));
+        t.feed(12, 7, Input::Fault);
+        t.feed(13, 8, Input::Blocked { chain: &[0xa, 0xb] });
+        t.feed(14, 8, Input::Out { preempted: false });
+        t.feed(15, 7, Input::Exit { nr: 0, key });
+        t.feed(
+            1_000,
+            8,
+            Input::Waking {
+                waker_pid: 0,
+                chain: &[0xc],
+            },
+        );
+        t.feed(1_014, 8, Input::In);
+        t.feed(1_020, 8, Input::Exit { nr: 35, key });
+        // Entered and never left.
+        t.feed(2_000, 7, enter(231));
+        t.finish();
+        let f = t.file(&rec, &[key]).expect("calls");
+        assert_eq!((f.unpaired_enters, f.unpaired_exits, f.dropped), (1, 1, 0));
+        assert_eq!(f.operations.len(), 2);
+        let read = &f.operations[0];
+        assert_eq!(
+            (read.syscall, read.calls, read.total_ns, read.faults),
+            (0, 1, 5, 1)
+        );
+        assert_eq!(read.site, vec![0x10, 0x20, 0x30]);
+        let sleep = &f.operations[1];
+        assert_eq!(sleep.total_ns, 1_009);
+        let b = sleep.blocking.as_ref().expect("blocking");
+        assert_eq!((b.blocked_ns, b.sleeps), (1_000, 1));
+        assert_eq!(b.sites[0].frames, vec![0xa, 0xb]);
+        assert_eq!(
+            (b.wakers[0].pid, b.wakers[0].frames.clone()),
+            (0, vec![0xc])
+        );
+        assert_eq!(sleep.buckets[0].bucket, 9);
+    }
+
+    #[test]
+    fn calls_running_when_records_were_lost_are_dropped_not_counted() {
+        let rec = Recording::default();
+        let mut t = SyscallTracer::new(LatencyOptions::default());
+        let key = (0, 0);
+        t.feed(
+            1,
+            7,
+            Input::Enter {
+                nr: 0,
+                key,
+                frames: &[],
+            },
+        );
+        t.lost();
+        t.feed(9, 7, Input::Exit { nr: 0, key });
+        let f = t.file(&rec, &[key]).expect("an image");
+        assert_eq!((f.dropped, f.operations.len()), (1, 0));
+    }
+}

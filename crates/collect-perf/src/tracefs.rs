@@ -1,0 +1,160 @@
+//! The live half of tracepoints: tracefs found (or mounted), each event's `format` file read
+//! and parsed, and the attrs of tracepoint events. Decoding lives in `tracepoint`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::procfs;
+use crate::tracepoint::EventFormat;
+
+/// Where tracefs is mounted on current kernels, and where it sat under debugfs before 4.1.
+const TRACEFS_PATHS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Most bytes of a `format` file read (they are a few KiB).
+const FORMAT_MAX: u64 = 1 << 20;
+
+/// A mounted tracefs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tracefs {
+    root: PathBuf,
+    mounted_here: bool,
+}
+
+impl Tracefs {
+    /// Finds tracefs at `/sys/kernel/tracing` (or under debugfs); if it is not mounted, mounts
+    /// it at `/sys/kernel/tracing` (root only) and says so through [`Tracefs::mounted_here`].
+    /// The mount is left in place: other tools may start using it meanwhile.
+    ///
+    /// Returns an error saying what to do if it is neither mounted nor mountable.
+    pub fn find_or_mount() -> Result<Tracefs> {
+        for p in TRACEFS_PATHS {
+            if Path::new(p).join("events").is_dir() {
+                return Ok(Tracefs {
+                    root: p.into(),
+                    mounted_here: false,
+                });
+            }
+        }
+        let target = TRACEFS_PATHS[0];
+        // Safety: all three are valid NUL-terminated strings; no mount data is passed.
+        let r = unsafe {
+            libc::mount(
+                c"nodev".as_ptr(),
+                c"/sys/kernel/tracing".as_ptr(),
+                c"tracefs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            )
+        };
+        if r != 0 || !Path::new(target).join("events").is_dir() {
+            return Err(Error::Tracing {
+                what: format!(
+                    "tracefs is not mounted and could not be mounted at {target}: run as root, \
+                     or mount it (`mount -t tracefs nodev {target}`) and make it readable"
+                ),
+                source: (r != 0).then(io::Error::last_os_error),
+            });
+        }
+        Ok(Tracefs {
+            root: target.into(),
+            mounted_here: true,
+        })
+    }
+
+    /// A tracefs at `root` (for tests and unusual mounts).
+    pub fn at(root: impl Into<PathBuf>) -> Tracefs {
+        Tracefs {
+            root: root.into(),
+            mounted_here: false,
+        }
+    }
+
+    /// Where it is mounted.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether this run mounted it.
+    pub fn mounted_here(&self) -> bool {
+        self.mounted_here
+    }
+
+    /// Reads and parses `events/<system>/<name>/format`.
+    ///
+    /// Returns an error saying what to do if the event does not exist or cannot be read, or
+    /// the file does not parse.
+    pub fn event(&self, system: &str, name: &str) -> Result<EventFormat> {
+        let bad = |s: &str| s.is_empty() || s.contains(['/', '\0']) || s == "." || s == "..";
+        if bad(system) || bad(name) {
+            return Err(Error::Tracing {
+                what: format!("`{system}:{name}` is not a tracepoint name"),
+                source: None,
+            });
+        }
+        let path = self
+            .root
+            .join("events")
+            .join(system)
+            .join(name)
+            .join("format");
+        let text =
+            procfs::text(&path.to_string_lossy(), FORMAT_MAX).ok_or_else(|| Error::Tracing {
+                what: format!(
+                    "cannot read {}: the kernel has no tracepoint {system}:{name}, or tracefs \
+                     is not readable (run as root)",
+                    path.display()
+                ),
+                source: None,
+            })?;
+        EventFormat::parse(system, &text).map_err(|e| Error::Tracing {
+            what: format!("cannot read {}: {e}", path.display()),
+            source: None,
+        })
+    }
+}
+
+/// A tracepoint to record during a run, on the same per-CPU rings as the samples, in time
+/// order with them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TracepointRequest {
+    /// Its subsystem, e.g. `raw_syscalls`.
+    pub system: String,
+    /// Its name, e.g. `sys_enter`.
+    pub name: String,
+    /// A kernel-side filter in tracefs syntax over its fields (`prev_state != 0`), so that
+    /// records that do not match are never written. Default is none.
+    pub filter: Option<String>,
+    /// Record the kernel part of the callchain. Default is false.
+    pub kernel_chain: bool,
+    /// Record the user part of the callchain, the user registers and a copy of
+    /// `user_stack_bytes` of the user stack, for unwinding like a cpu-clock sample. Default is
+    /// false.
+    pub user_chain: bool,
+    /// Bytes of user stack copied with each record when `user_chain`. Default is 0.
+    pub user_stack_bytes: u32,
+    /// Record it for every task on every CPU (a CPU-wide event), not only for the followed
+    /// processes: for events that fire in one task about another (`sched_waking` fires in the
+    /// waker). Needs root or `perf_event_paranoid` ≤ 0. Default is false.
+    pub all_tasks: bool,
+    /// Open a counting-mode twin beside it, whose total is set against the records received
+    /// and lost ([`TracepointInfo::counted`](crate::TracepointInfo)). Default is false.
+    pub count: bool,
+}
+
+impl TracepointRequest {
+    /// `system:name` with the defaults.
+    pub fn new(system: &str, name: &str) -> TracepointRequest {
+        TracepointRequest {
+            system: system.into(),
+            name: name.into(),
+            filter: None,
+            kernel_chain: false,
+            user_chain: false,
+            user_stack_bytes: 0,
+            all_tasks: false,
+            count: false,
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! `pkgmon --latency/--blocking` on workloads of known latency (tests/workloads/latency.c),
+//! each checked against what the program measured itself: the buckets, the peaks, the sleep
+//! sites, the wakers and the page faults; then `pkgprof --latency`, `--blocking` and
+//! `--latency-diff` on the same measurements.
+//!
+//! These need root (tracepoints with raw data); if perf_event_open is refused they fail with
+//! pkgmon's message, they never skip.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use callgraph::{AddressNames, SeamlessOptions};
+use gmon_format::latency::{LatencyFile, Operation, syscall_name};
+use latency::{Histogram, PeakOptions, Resolution, peaks};
+
+mod common;
+
+use common::{PKGMON, scratch, serial};
+
+const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+
+/// The workload, compiled once with frame pointers and debug information.
+fn workload() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/latency.c");
+        let out = scratch().join("latency-workload");
+        let tmp = scratch().join("latency-workload.tmp");
+        let st = Command::new("cc")
+            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc failed for {}", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+        out
+    })
+}
+
+/// What the program measured itself.
+#[derive(Debug, Default)]
+struct Own {
+    calls: u64,
+    total: u64,
+    faults: u64,
+    peer: i64,
+    buckets: BTreeMap<u32, u64>,
+}
+
+impl Own {
+    fn read(path: &Path) -> Own {
+        let mut o = Own::default();
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let w: Vec<&str> = line.split(' ').collect();
+            match w[0] {
+                "calls" => o.calls = w[1].parse().unwrap(),
+                "total" => o.total = w[1].parse().unwrap(),
+                "faults" => o.faults = w[1].parse().unwrap(),
+                "peer" => o.peer = w[1].parse().unwrap(),
+                "bucket" => {
+                    o.buckets
+                        .insert(w[1].parse().unwrap(), w[2].parse().unwrap());
+                }
+                _ => panic!("unknown line {line}"),
+            }
+        }
+        o
+    }
+
+    fn mode(&self) -> u32 {
+        *self.buckets.iter().max_by_key(|(_, n)| **n).unwrap().0
+    }
+}
+
+/// One process's latency file with its addresses named.
+struct Proc {
+    pid: u32,
+    file: LatencyFile,
+    names: AddressNames,
+}
+
+struct Run {
+    dir: PathBuf,
+    own: Own,
+    procs: Vec<Proc>,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `pkgmon -o DIR --latency|--blocking -- workload ARGS... OUT` to the end.
+fn record(tag: &str, blocking: bool, args: &[&str]) -> Run {
+    let dir = scratch().join(format!("latency-{tag}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let own_path = scratch().join(format!("latency-{tag}.own"));
+    let out = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&dir)
+        .arg(if blocking { "--blocking" } else { "--latency" })
+        .arg("--")
+        .arg(workload())
+        .args(args)
+        .arg(&own_path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "pkgmon failed: {stderr}");
+    assert!(
+        !stderr.contains("warning: raw_syscalls"),
+        "checksums did not match at default settings: {stderr}"
+    );
+    let own = Own::read(&own_path);
+    let _ = std::fs::remove_file(&own_path);
+    let m = gmon_format::scan(&dir).unwrap();
+    let mut procs = Vec::new();
+    for pf in &m.processes {
+        let Some(path) = &pf.latency else { continue };
+        let file = LatencyFile::parse(&std::fs::read(path).unwrap()).unwrap();
+        let names = AddressNames::new(&m, pf, &SeamlessOptions::default()).unwrap();
+        procs.push(Proc {
+            pid: pf.pid,
+            file,
+            names,
+        });
+    }
+    assert!(!procs.is_empty(), "no latency file in {}", dir.display());
+    Run { dir, own, procs }
+}
+
+impl Proc {
+    /// The operations of system call `name` whose call site passes through `function`.
+    fn ops(&mut self, name: &str, function: &str) -> Vec<Operation> {
+        let arch = self.file.arch.clone();
+        let mut out = Vec::new();
+        for op in self.file.operations.clone() {
+            if syscall_name(&arch, op.syscall) != Some(name) {
+                continue;
+            }
+            if op.site.iter().any(|&a| self.names.user(a) == function) {
+                out.push(op);
+            }
+        }
+        out
+    }
+
+    fn histogram(&self, ops: &[Operation]) -> Histogram {
+        let mut h = Histogram::new(Resolution::new(self.file.resolution).unwrap());
+        for op in ops {
+            for b in &op.buckets {
+                h.add_bucket(b.bucket, b.count, b.total_ns);
+            }
+        }
+        h
+    }
+
+    /// Sleep sites named by their first frame outside the scheduler, with counts.
+    fn sleep_sites(&mut self, ops: &[Operation]) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for op in ops {
+            for s in &op.blocking.as_ref().unwrap().sites {
+                let names: Vec<String> = s.frames.iter().map(|&a| self.names.kernel(a)).collect();
+                let site = names
+                    .iter()
+                    .find(|n| {
+                        !(n.as_str() == "schedule"
+                            || n.starts_with("__schedule")
+                            || n.starts_with("schedule_")
+                            || n.starts_with("io_schedule"))
+                    })
+                    .cloned()
+                    .unwrap_or_default();
+                *out.entry(site).or_default() += s.count;
+            }
+        }
+        out
+    }
+}
+
+fn sum(ops: &[Operation], f: impl Fn(&Operation) -> u64) -> u64 {
+    ops.iter().map(f).sum()
+}
+
+fn pkgprof(args: &[&str], dir: &Path) -> String {
+    let out = Command::new(PKGPROF).args(args).arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "pkgprof {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
+    let _g = serial();
+    let mut run = record("sleep", true, &["sleep", "300"]);
+    let own = &run.own;
+    let p = &mut run.procs[0];
+    let ops = p.ops("clock_nanosleep", "nap");
+    assert_eq!(sum(&ops, |o| o.calls), 300);
+    assert_eq!(own.calls, 300);
+    let h = p.histogram(&ops);
+    let pk = peaks(&h, &PeakOptions::default());
+    // One path: sleeping ~1 ms (plus timer slack) lands in [2^20, 2^21) ns.
+    let main = pk.iter().max_by_key(|p| p.count).unwrap();
+    assert_eq!(main.mode, 20, "{pk:?}");
+    assert_eq!(own.mode(), 20, "{own:?}");
+    assert!(main.count * 10 >= 9 * 300, "{pk:?}");
+    // The kernel's interval lies inside the program's own.
+    assert!(
+        h.total_ns() <= own.total,
+        "{} > {}",
+        h.total_ns(),
+        own.total
+    );
+    assert!(h.total_ns() * 10 >= own.total * 9);
+    let blocked = sum(&ops, |o| o.blocking.as_ref().unwrap().blocked_ns);
+    let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
+    assert!(sleeps >= 297, "{sleeps} sleeps for 300 calls");
+    assert!(
+        blocked * 10 >= h.total_ns() * 8,
+        "{blocked} of {}",
+        h.total_ns()
+    );
+    let sites = p.sleep_sites(&ops);
+    let top = sites.iter().max_by_key(|(_, n)| **n).unwrap();
+    assert_eq!(top.0, "do_nanosleep", "{sites:?}");
+    let report = pkgprof(&["--blocking"], &run.dir);
+    assert!(report.contains("slept in do_nanosleep"), "{report}");
+    assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
+    let report = pkgprof(&["--latency"], &run.dir);
+    assert!(report.contains("clock_nanosleep: 300 calls"), "{report}");
+    assert!(report.contains("nap > "), "{report}");
+}
+
+#[test]
+fn getpid_has_one_peak_where_the_program_measured_it() {
+    let _g = serial();
+    let mut run = record("getpid", false, &["getpid", "20000"]);
+    let own = run.own.mode();
+    let p = &mut run.procs[0];
+    let ops = p.ops("getpid", "ask_pid");
+    assert_eq!(sum(&ops, |o| o.calls), 20000);
+    let h = p.histogram(&ops);
+    let pk = peaks(&h, &PeakOptions::default());
+    assert_eq!(pk.len(), 1, "{pk:?}");
+    // The kernel's interval is inside the program's: the same bucket or one below.
+    assert!(
+        pk[0].mode == own || pk[0].mode + 1 == own,
+        "{pk:?} vs {own}"
+    );
+    assert!(ops.iter().all(|o| o.blocking.is_none()));
+    assert_eq!(p.file.dropped, 0);
+}
+
+#[test]
+fn pipe_reads_block_in_pipe_read_and_are_woken_by_the_writer() {
+    let _g = serial();
+    let mut run = record("pipe", true, &["pipe", "100"]);
+    let writer = u32::try_from(run.own.peer).unwrap();
+    let own_mode = run.own.mode();
+    let reader = run
+        .procs
+        .iter()
+        .position(|p| p.pid != writer)
+        .expect("the reader's file");
+    let p = &mut run.procs[reader];
+    let ops = p.ops("read", "reader");
+    assert_eq!(sum(&ops, |o| o.calls), 100);
+    let h = p.histogram(&ops);
+    let pk = peaks(&h, &PeakOptions::default());
+    let main = pk.iter().max_by_key(|p| p.count).unwrap();
+    assert_eq!(main.mode, own_mode, "{pk:?}");
+    let sites = p.sleep_sites(&ops);
+    // `pipe_read`, `anon_pipe_read` since Linux 6.14.
+    let in_pipe_read: u64 = sites
+        .iter()
+        .filter(|(k, _)| k.ends_with("pipe_read"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(in_pipe_read >= 90, "{sites:?}");
+    let woken_by_writer: u64 = ops
+        .iter()
+        .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
+        .filter(|w| w.pid == writer)
+        .map(|w| w.count)
+        .sum();
+    assert!(
+        woken_by_writer >= 90,
+        "{woken_by_writer} wake-ups by the writer {writer}"
+    );
+    let report = pkgprof(&["--blocking"], &run.dir);
+    assert!(report.contains("pipe_read\n"), "{report}");
+    assert!(
+        report.contains(&format!("woken by pid {writer} in ")),
+        "{report}"
+    );
+}
+
+#[test]
+fn page_faults_of_each_call_are_counted_exactly() {
+    let _g = serial();
+    let (n, pages) = (20u64, 64u64);
+    let mut run = record("fault", false, &["fault", "20", "64"]);
+    let own = run.own.faults;
+    let p = &mut run.procs[0];
+    let ops = p.ops("read", "fill");
+    assert_eq!(sum(&ops, |o| o.calls), n);
+    // One fault per fresh page the kernel writes into, no more.
+    assert_eq!(sum(&ops, |o| o.faults), n * pages);
+    // The program's count (getrusage around each call) also holds the faults of its own
+    // stack and data touched while measuring.
+    assert!((n * pages..=n * pages + 4).contains(&own), "{own}");
+}
+
+#[test]
+fn a_contended_fcntl_lock_has_a_second_peak_that_goes_when_one_process_runs_alone() {
+    let _g = serial();
+    let mut two = record("lock2", true, &["lock", "200", "2"]);
+    let mut one = record("lock1", true, &["lock", "200", "1"]);
+    let slow = |run: &mut Run| -> (u64, u64, BTreeMap<String, u64>) {
+        let (mut calls, mut slow) = (0, 0);
+        let mut sites = BTreeMap::new();
+        for p in &mut run.procs {
+            let ops = p.ops("fcntl", "take_lock");
+            let h = p.histogram(&ops);
+            calls += h.count();
+            slow += peaks(&h, &PeakOptions::default())
+                .iter()
+                .filter(|pk| pk.mean_ns() >= 100_000)
+                .map(|pk| pk.count)
+                .sum::<u64>();
+            for (k, v) in p.sleep_sites(&ops) {
+                *sites.entry(k).or_default() += v;
+            }
+        }
+        (calls, slow, sites)
+    };
+    let (calls2, slow2, sites2) = slow(&mut two);
+    let (calls1, slow1, sites1) = slow(&mut one);
+    assert_eq!((calls2, calls1), (400, 200));
+    // Contention: a peak of calls that waited for the other process's 2 ms hold.
+    assert!(slow2 * 20 >= calls2, "{slow2} slow calls of {calls2}");
+    let waits: u64 = sites2.values().sum();
+    assert!(waits >= slow2, "{sites2:?}");
+    // Alone: no such peak, and no waiting for the lock.
+    assert_eq!(slow1, 0, "{sites1:?}");
+    let report = pkgprof(&["--latency-diff", &one.dir.to_string_lossy()], &two.dir);
+    let first = report
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("EMD"))
+        .nth(1)
+        .unwrap_or("");
+    assert!(first.contains("fcntl"), "{report}");
+}
+
+/// A 16 MiB file of random bytes on a disk (the target directory, not /tmp, which may be a
+/// tmpfs), written through to the device.
+fn disk_file() -> PathBuf {
+    use std::io::Write as _;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("latency-direct.data");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..16 {
+        for b in block.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b.copy_from_slice(&x.to_ne_bytes());
+        }
+        f.write_all(&block).unwrap();
+    }
+    f.sync_all().unwrap();
+    path
+}
+
+#[test]
+fn direct_reads_from_a_disk_sleep_and_are_woken_by_its_interrupt() {
+    let _g = serial();
+    let file = disk_file();
+    let mut run = record("direct", true, &["direct", "200", &file.to_string_lossy()]);
+    let _ = std::fs::remove_file(&file);
+    let own_mode = run.own.mode();
+    let p = &mut run.procs[0];
+    let ops = p.ops("pread64", "read_block");
+    assert_eq!(sum(&ops, |o| o.calls), 200);
+    let h = p.histogram(&ops);
+    let main = peaks(&h, &PeakOptions::default())
+        .into_iter()
+        .max_by_key(|p| p.count)
+        .unwrap();
+    assert!(
+        main.mode == own_mode || main.mode + 1 == own_mode,
+        "{main:?} vs {own_mode}"
+    );
+    let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
+    assert!(sleeps >= 150, "{sleeps} sleeps in 200 reads from the disk");
+    let report = pkgprof(&["--blocking"], &run.dir);
+    assert!(report.contains("(interrupt)"), "{report}");
+}
