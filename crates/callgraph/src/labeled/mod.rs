@@ -116,6 +116,33 @@ pub enum ProcessSelection {
     System,
 }
 
+impl ProcessSelection {
+    /// The file sets of `measurement` this selection picks, in its order (each pid once, all
+    /// the file sets of a process that exec'd).
+    ///
+    /// Returns [`Error::NoSuchProcess`] for a pid asked for that has no files.
+    pub fn files<'m>(&self, measurement: &'m Measurement) -> Result<Vec<&'m ProcessFiles>> {
+        match self {
+            ProcessSelection::Pids(pids) => {
+                let mut out = Vec::new();
+                let mut seen = std::collections::BTreeSet::new();
+                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
+                    let before = out.len();
+                    out.extend(measurement.instance(pid, instance));
+                    if out.len() == before {
+                        return Err(Error::NoSuchProcess {
+                            label: gmon_format::process_label(pid, instance),
+                            dir: measurement.dir.clone(),
+                        });
+                    }
+                }
+                Ok(out)
+            }
+            ProcessSelection::System => Ok(measurement.processes.iter().collect()),
+        }
+    }
+}
+
 /// How to build a seamless profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -204,24 +231,7 @@ impl Seamless {
             ..Builder::default()
         };
         let mut processes = Vec::new();
-        let files: Vec<&ProcessFiles> = match selection {
-            ProcessSelection::Pids(pids) => {
-                let mut out = Vec::new();
-                let mut seen = std::collections::BTreeSet::new();
-                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
-                    let before = out.len();
-                    out.extend(measurement.instance(pid, instance));
-                    if out.len() == before {
-                        return Err(Error::NoSuchProcess {
-                            label: gmon_format::process_label(pid, instance),
-                            dir: measurement.dir.clone(),
-                        });
-                    }
-                }
-                out
-            }
-            ProcessSelection::System => measurement.processes.iter().collect(),
-        };
+        let files = selection.files(measurement)?;
         let labels = image_labels(&files)?;
         for (f, label) in files.into_iter().zip(labels) {
             processes.push(b.add_process(f, label)?);

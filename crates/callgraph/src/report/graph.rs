@@ -365,7 +365,6 @@ impl GraphPrint<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::HistogramTimes;
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
 
@@ -389,16 +388,7 @@ mod tests {
     #[test]
     fn parallel_batches_print_what_one_thread_prints() {
         let n = 2 * BATCH + PARALLEL_MIN + 7;
-        let raw = (0..n)
-            .map(|i| RawSymbol {
-                name: format!("f{i}").into_bytes(),
-                address: 0x1000 + 0x100 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        let end = 0x1000 + 0x100 * n as u64;
-        let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+        let table = crate::test_util::numbered(n);
         let at = |i: usize| 0x1000 + 0x100 * i as u64;
         let mut arcs = Vec::new();
         for i in 1..n {
@@ -416,15 +406,7 @@ mod tests {
                 });
             }
         }
-        let times = HistogramTimes {
-            time: (0..n).map(|i| (i % 13) as f64).collect(),
-            total_time: 1e6,
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        };
+        let times = crate::test_util::times((0..n).map(|i| (i % 13) as f64).collect(), 1e6, 100);
         let graph = CallGraph::build(&table, &arcs, &times);
         let names: Vec<Cow<'_, [u8]>> = table
             .symbols()
@@ -514,15 +496,7 @@ mod tests {
         ] {
             time[NAMES.iter().position(|n| *n == name).unwrap()] = ticks;
         }
-        let times = HistogramTimes {
-            time,
-            total_time: 843.0,
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        };
+        let times = crate::test_util::times(time, 843.0, 100);
         let graph = CallGraph::build(&table, &arcs, &times);
         let example = 2;
         let node = &graph.nodes[example];

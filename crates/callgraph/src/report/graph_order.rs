@@ -140,11 +140,9 @@ fn insert_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
 
 #[cfg(test)]
 mod tests {
-    use gmon_format::{AddressSize, Arc, Endian};
+    use gmon_format::Arc;
 
     use super::*;
-    use crate::histogram::HistogramTimes;
-    use crate::symbols::{RawSymbol, SymbolTable};
 
     /// Long lists take the stable sort; it must give exactly the order of gprof's insertion
     /// sort, whatever the ties: arcs inside and outside cycles, a self arc, equal times with
@@ -161,19 +159,7 @@ mod tests {
         let mut long_cycles = 0;
         for case in 0..40 {
             let n = 40 + next(80) as usize;
-            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
-            let raw = names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| RawSymbol {
-                    name: name.as_bytes().to_vec(),
-                    address: 0x1000 + 0x100 * i as u64,
-                    is_function: true,
-                    is_static: false,
-                })
-                .collect();
-            let end = 0x1000 + 0x100 * n as u64;
-            let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+            let table = crate::test_util::numbered(n);
             let at = |i: usize| 0x1000 + 0x100 * i as u64;
             // Node 0 calls everyone, everyone calls node 1, node 1 calls half of them back
             // (one big cycle), and random edges add more.
@@ -208,15 +194,7 @@ mod tests {
             let time = (0..n)
                 .map(|_| [0.0, 1.0, 2.0, 0.5][next(4) as usize])
                 .collect();
-            let times = HistogramTimes {
-                time,
-                total_time: 100.0,
-                hz: 100,
-                dimension: b"seconds".to_vec(),
-                dimension_abbrev: b's',
-                scale: 2.0,
-                has_histogram: true,
-            };
+            let times = crate::test_util::times(time, 100.0, 100);
             let g = CallGraph::build(&table, &arcs, &times);
             let cycle: Vec<u32> = g.nodes.iter().map(|n| n.cycle as u32).collect();
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
