@@ -62,7 +62,25 @@
 //! reading of it (see the function's docs). `cargo run -p callgraph --example gmon_model`
 //! shows it on a bundled profile. [`measurement_model`] does the same for a seamless profile
 //! of a measurement directory, with its real sampled stacks and each sample labelled with its
-//! process.
+//! process:
+//!
+//! ```no_run
+//! use callgraph::{ProcessSelection, Seamless, SeamlessOptions, measurement_model};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let measurement = gmon_format::scan(std::path::Path::new("pkgmon.data"))?;
+//! let mut options = SeamlessOptions::default();
+//! options.stacks = true; // the real sampled stacks, not only histograms and arcs
+//! let pid_4242 = ProcessSelection::Pids(vec![(4242, 0)]);
+//! let seamless = Seamless::build(&measurement, &pid_4242, &options)?;
+//! let model = measurement_model(&seamless);
+//! println!("{} samples in {} stacks", model.samples().len(), model.stacks().len());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `cargo run -p callgraph --example measurement_model` runs the same on the bundled
+//! measurement and prints its heaviest stacks.
 //!
 //! # Seamless profiles of a measurement directory
 //!
@@ -71,8 +89,9 @@
 //! through the recorded mappings and the objects' symbol tables (found by path, in
 //! [`SeamlessOptions::object_path`] by file name or build-id, build-ids checked), kernel
 //! addresses through the kallsyms snapshot ([`KernelSymbols`]). The result is one
-//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`], so
-//! `Analysis::new` and [`write_report`] print it like any gprof profile;
+//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`]
+//! (made directly, not through a gmon file; [`Seamless::write_gmon`] writes one for
+//! `--merge-out`), so `Analysis::new` and [`write_report`] print it like any gprof profile;
 //! [`write_process_header`] prints each process's kernel counters first. See the `labeled`
 //! module docs (on [`Seamless`]) for the pseudo-functions and how boundary arcs are drawn.
 //!
