@@ -152,7 +152,7 @@ pub use inclusive::{SampledStack, apply_stacks};
 pub use input::{
     IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, image_layout, read_image, read_input,
 };
-pub use kallsyms::{KernelSymbol, KernelSymbols};
+pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
     AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
     relabel_symspecs, write_process_header, write_symbol_image,

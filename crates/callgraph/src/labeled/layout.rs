@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use gmon_format::{AddressSize, Endian, Sum, sampled_sum};
 
-use super::state::{Builder, Loc, Region, Side, What};
+use super::state::{Builder, Loc, Region, Side, Table, What};
 use crate::symbols::{RawSymbol, SymbolTable};
 
 /// Where the synthetic address space starts.
@@ -55,10 +55,10 @@ impl OffsetRanks {
 }
 
 impl Builder {
-    pub(super) fn table_of(&self, what: &What) -> Option<&SymbolTable> {
+    pub(super) fn table_of(&self, what: &What) -> Option<Table<'_>> {
         match what {
-            What::Object(o) => self.objects[*o].as_ref().map(|o| &o.table),
-            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| t),
+            What::Object(o) => self.objects[*o].as_ref().map(|o| Table::Object(&o.table)),
+            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| Table::Kernel(t)),
             What::Pseudo(_) => None,
         }
     }
@@ -75,11 +75,11 @@ impl Builder {
                 &rb.what,
             ))
         });
+        // Samples sit at their symbol's start; call sites and stack frames keep their place.
         let ranks = OffsetRanks::new(
-            self.hist
+            self.arcs
                 .iter()
-                .map(|(l, _)| l)
-                .chain(self.arcs.iter().flat_map(|(f, t, _)| [f, t]))
+                .flat_map(|(f, t, _)| [f, t])
                 .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
         );
         let mut raw = Vec::new();
@@ -117,16 +117,15 @@ impl Builder {
                 cursor += 0x10;
             }
             if let Some(table) = self.table_of(&region.what) {
-                let symbols = table.symbols();
                 let mut place = |i: usize, raw: &mut Vec<RawSymbol>| {
                     let span = ranks.span(id, i);
-                    let s = &symbols[i];
+                    let (name, address, is_function) = table.symbol(i);
                     // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
-                    let at = align(cursor, 0x10) + (s.address & 0xf);
+                    let at = align(cursor, 0x10) + (address & 0xf);
                     raw.push(RawSymbol {
-                        name: label(&s.name, self.options.demangle),
+                        name: label(name, self.options.demangle),
                         address: at,
-                        is_function: s.is_function,
+                        is_function,
                         // The merged image writes every symbol global (see
                         // write_symbol_image); no listing depends on the binding.
                         is_static: false,
@@ -135,7 +134,7 @@ impl Builder {
                     cursor = at + span + 2;
                 };
                 if self.options.keep_unused {
-                    for i in 0..symbols.len() {
+                    for i in 0..table.len() {
                         place(i, &mut raw);
                     }
                 } else {
@@ -165,12 +164,17 @@ impl Builder {
                 Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + ranks.offset(loc),
             }
         };
-        // A sorted vector, not a map: a million bins cost 16 bytes each, and the bins read
-        // are freed before the arcs are placed.
         let hist = std::mem::take(&mut self.hist);
         let mut samples: Vec<(u64, u64)> = hist
             .iter()
-            .map(|(loc, count)| (synthetic(&self.regions, loc), *count))
+            .map(|(&(region, symbol), &count)| {
+                let loc = Loc {
+                    region,
+                    symbol,
+                    offset: 0,
+                };
+                (synthetic(&self.regions, &loc), count)
+            })
             .collect();
         drop(hist);
         samples.sort_unstable_by_key(|&(at, _)| at);

@@ -339,7 +339,7 @@ impl Builder {
 
     pub(super) fn hit(&mut self, loc: Loc, count: u64) {
         self.mark(loc);
-        self.hist.push((loc, count));
+        *self.hist.entry((loc.region, loc.symbol)).or_default() += count;
     }
 
     pub(super) fn arc(&mut self, from: Loc, to: Loc, count: u64) {

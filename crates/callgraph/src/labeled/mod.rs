@@ -230,6 +230,20 @@ impl Seamless {
             dir: measurement.dir.clone(),
             ..Builder::default()
         };
+        // A profile's name on something that is not a regular file (a FIFO, a device, a
+        // link to one) is never read; say so rather than report the process without it.
+        for skipped in &measurement.skipped {
+            if !matches!(
+                skipped.error.kind(),
+                gmon_format::ErrorKind::InvalidFileName { .. }
+            ) {
+                b.warnings.push(format!(
+                    "{}: not read: {}",
+                    skipped.path.display(),
+                    skipped.error
+                ));
+            }
+        }
         let mut processes = Vec::new();
         let files = selection.files(measurement)?;
         let labels = image_labels(&files)?;
@@ -322,7 +336,7 @@ impl AddressNames {
     fn name(&self, loc: Loc) -> String {
         let region = &self.b.regions[loc.region];
         let raw = match (self.b.table_of(&region.what), loc.symbol) {
-            (Some(t), Some(s)) => t.symbols()[s].name.clone(),
+            (Some(t), Some(s)) => t.symbol(s).0.to_vec(),
             _ => region.pseudo_name.clone(),
         };
         let text = String::from_utf8_lossy(&raw);

@@ -15,7 +15,7 @@ impl Builder {
         match (&region.what, loc.symbol) {
             (What::Kernel(k), Some(s)) => self.kernels[*k]
                 .as_ref()
-                .map(|(t, _)| t.symbols()[s].name.clone())
+                .map(|(t, _)| t.name(s).to_vec())
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
@@ -61,7 +61,7 @@ impl Builder {
                     ));
                     None
                 }
-                Ok(k) => Some((k.into_table(), path)),
+                Ok(k) => Some((k.into_lookup(), path)),
                 Err(e) => {
                     self.warnings
                         .push(format!("{e}; kernel symbols are unavailable"));
@@ -129,7 +129,7 @@ impl Builder {
             }
         };
         let table = self.kernels[k].as_ref().map(|(t, _)| t);
-        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.symbols()[i].address)));
+        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.address(i))));
         match found {
             Some((i, start)) => Loc {
                 region,

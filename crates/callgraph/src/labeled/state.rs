@@ -10,6 +10,7 @@ use gmon_format::{HistogramUnit, MeasurementInfo};
 
 use super::SeamlessOptions;
 use super::objects::LoadedObject;
+use crate::kallsyms::KernelTable;
 use crate::symbols::SymbolTable;
 
 /// The merge in progress: the objects and kernel symbol tables loaded, the regions and address
@@ -21,12 +22,14 @@ pub(super) struct Builder {
     pub(super) dir: PathBuf,
     pub(super) objects: Vec<Option<LoadedObject>>,
     pub(super) object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
-    pub(super) kernels: Vec<Option<(SymbolTable, PathBuf)>>,
+    pub(super) kernels: Vec<Option<(KernelTable, PathBuf)>>,
     pub(super) kernel_index: BTreeMap<String, usize>,
     pub(super) regions: Vec<Region>,
     pub(super) region_index: BTreeMap<(usize, Side, What), usize>,
     pub(super) spaces: Vec<Space>,
-    pub(super) hist: Vec<(Loc, u64)>,
+    /// Samples per symbol (region and symbol, or the region's pseudo-function): a listing
+    /// needs no finer place, and a million sampled bins in a few functions cost a few entries.
+    pub(super) hist: BTreeMap<(usize, Option<usize>), u64>,
     pub(super) arcs: Vec<(Loc, Loc, u64)>,
     pub(super) stacks: Vec<(Vec<Loc>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
@@ -98,4 +101,31 @@ pub(super) struct Space {
     /// The region of `kernel`, once made.
     pub(super) kernel_region: Option<usize>,
     pub(super) last_hit: usize,
+}
+
+/// The symbols of a region: an object's gprof table, or the kernel's compact one.
+#[derive(Clone, Copy)]
+pub(super) enum Table<'a> {
+    Object(&'a SymbolTable),
+    Kernel(&'a KernelTable),
+}
+
+impl<'a> Table<'a> {
+    pub(super) fn len(self) -> usize {
+        match self {
+            Table::Object(t) => t.len(),
+            Table::Kernel(t) => t.len(),
+        }
+    }
+
+    /// The name, address and function-ness of symbol `i`.
+    pub(super) fn symbol(self, i: usize) -> (&'a [u8], u64, bool) {
+        match self {
+            Table::Object(t) => {
+                let s = &t.symbols()[i];
+                (&s.name, s.address, s.is_function)
+            }
+            Table::Kernel(t) => (t.name(i), t.address(i), true),
+        }
+    }
 }

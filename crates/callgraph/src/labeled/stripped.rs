@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::objects;
-use super::state::{Builder, What};
+use super::state::{Builder, Loc, What};
 
 impl Builder {
     /// Warns about each object that received samples but could only be symbolized from its
@@ -14,7 +14,12 @@ impl Builder {
         // Per (space, object): samples in all, outside every symbol, and per symbol.
         type Tally = (u64, u64, BTreeMap<usize, u64>);
         let mut tally: BTreeMap<(usize, usize), Tally> = BTreeMap::new();
-        for &(loc, count) in &self.hist {
+        for (&(region, symbol), &count) in &self.hist {
+            let loc = Loc {
+                region,
+                symbol,
+                offset: 0,
+            };
             let region = &self.regions[loc.region];
             let What::Object(o) = region.what else {
                 continue;
