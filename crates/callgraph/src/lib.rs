@@ -162,7 +162,7 @@ pub use latency::{
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
-pub use measurement_model::measurement_model;
+pub use measurement_model::{ProcessLabels, measurement_model, measurement_model_with};
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
