@@ -132,7 +132,8 @@ pub use labeled::{
     write_process_header, write_symbol_image,
 };
 pub use latency::{
-    LatencyOptions, write_blocking_report, write_latency_diff, write_latency_report,
+    LatencyOptions, latency_diff_plot, latency_plot, write_blocking_report, write_latency_diff,
+    write_latency_report,
 };
 pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,

@@ -311,6 +311,51 @@ pub fn heatmap_svg(slices: &[Histogram], slice_ns: u64, opts: &PlotOptions) -> S
     svg
 }
 
+/// Why [`png`] could not draw a picture.
+#[cfg(feature = "png")]
+#[derive(Debug)]
+pub struct PngError(String);
+
+#[cfg(feature = "png")]
+impl std::fmt::Display for PngError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(feature = "png")]
+impl std::error::Error for PngError {}
+
+/// The families tried, in order, for the plots' `sans-serif` text.
+#[cfg(feature = "png")]
+const SANS_FAMILIES: [&str; 4] = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "FreeSans"];
+
+/// Renders one of this module's SVG pictures as PNG (resvg, with the system's fonts: without
+/// any font installed the text is left out and the bars are still drawn).
+///
+/// Returns an error if `svg` is not SVG this renderer reads or the picture is empty.
+#[cfg(feature = "png")]
+pub fn png(svg: &str) -> Result<Vec<u8>, PngError> {
+    use resvg::{tiny_skia, usvg};
+    let mut opt = usvg::Options::default();
+    let db = opt.fontdb_mut();
+    db.load_system_fonts();
+    if let Some(family) = SANS_FAMILIES.iter().find(|f| {
+        db.faces()
+            .any(|face| face.families.iter().any(|(n, _)| n == *f))
+    }) {
+        db.set_sans_serif_family(*family);
+    }
+    let tree = usvg::Tree::from_str(svg, &opt).map_err(|e| PngError(format!("bad svg: {e}")))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| PngError("the picture is empty".into()))?;
+    resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
+    pixmap
+        .encode_png()
+        .map_err(|e| PngError(format!("cannot encode png: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

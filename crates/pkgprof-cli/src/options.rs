@@ -72,6 +72,8 @@ pub enum Opt {
     Latency,
     Blocking,
     LatencyDiff,
+    Plot,
+    Syscall,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -208,6 +210,8 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Latency, "latency", No),
     ours(Opt::Blocking, "blocking", No),
     ours(Opt::LatencyDiff, "latency-diff", No),
+    ours(Opt::Plot, "plot", Required),
+    ours(Opt::Syscall, "syscall", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -470,6 +474,10 @@ pub struct Options {
     pub blocking: bool,
     /// `--latency-diff A B`: compare two measurements' latencies.
     pub latency_diff: bool,
+    /// `--plot=FILE`: draw a latency profile into FILE.
+    pub plot: Option<OsString>,
+    /// `--syscall=NAME`: the system call `--plot` draws.
+    pub syscall: Option<String>,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -620,6 +628,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Latency => o.latency = true,
             Opt::Blocking => o.blocking = true,
             Opt::LatencyDiff => o.latency_diff = true,
+            Opt::Plot => o.plot = arg.clone(),
+            Opt::Syscall => o.syscall = text,
         }
     }
     Ok(o)

@@ -240,6 +240,26 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
     let report = pkgprof(&["--latency"], &run.dir);
     assert!(report.contains("clock_nanosleep: 300 calls"), "{report}");
     assert!(report.contains("nap > "), "{report}");
+    // The plot of the operation with the most latency: the sleeps, one peak mark at ~1 ms.
+    let svg_path = run.dir.join("plot.svg");
+    let png_path = run.dir.join("plot.png");
+    for path in [&svg_path, &png_path] {
+        let arg = format!("--plot={}", path.display());
+        pkgprof(&["--latency", &arg], &run.dir);
+    }
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(
+        svg.contains(">clock_nanosleep: 300 calls, mean 1."),
+        "{svg}"
+    );
+    let marks: Vec<&str> = svg.lines().filter(|l| l.contains("l-5 -8h10z")).collect();
+    assert_eq!(marks.len(), 1, "{svg}");
+    assert!(
+        marks[0].contains(">1.") && marks[0].contains("ms ("),
+        "{svg}"
+    );
+    let png = std::fs::read(&png_path).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 4_000);
 }
 
 #[test]
@@ -361,6 +381,16 @@ fn a_contended_fcntl_lock_has_a_second_peak_that_goes_when_one_process_runs_alon
         .nth(1)
         .unwrap_or("");
     assert!(first.contains("fcntl"), "{report}");
+    // Its plot draws the system call that changed most, A filled and B outlined.
+    let plot = two.dir.join("diff.svg");
+    let arg = format!("--plot={}", plot.display());
+    pkgprof(
+        &["--latency-diff", &arg, &one.dir.to_string_lossy()],
+        &two.dir,
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(svg.contains(">fcntl: A "), "{svg}");
+    assert!(svg.contains("stroke-width=\"2\""), "{svg}");
 }
 
 /// A 16 MiB file of random bytes on a disk (the target directory, not /tmp, which may be a
