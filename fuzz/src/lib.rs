@@ -2,6 +2,7 @@
 //! fixtures (they include these files by path), so a crash found by fuzzing becomes a test.
 
 pub mod cmdline;
+pub mod collector;
 pub mod demangle;
 pub mod gmon;
 pub mod image;
@@ -11,6 +12,7 @@ pub mod latency;
 pub mod manifest;
 pub mod measurement;
 pub mod name;
+pub mod procfs;
 pub mod stacks;
 pub mod sum;
 pub mod tracepoint;

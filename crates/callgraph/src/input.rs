@@ -29,6 +29,14 @@ pub fn read_input(path: &Path, limit: u64) -> Result<Contents, safe_fs::Error> {
     safe_fs::read(path, &opts)
 }
 
+/// Reads a file at a path that a profiled process could have planted, such as an object path
+/// recorded in an info file, as [`read_input`] does but without following a symbolic link in
+/// its last component: the kernel records the real path of a mapped file, never a link, so a
+/// link there was put in its place.
+pub fn read_recorded(path: &Path, limit: u64) -> Result<Contents, safe_fs::Error> {
+    safe_fs::read(path, &ReadOptions::untrusted(limit).with_map(Map::Large))
+}
+
 /// Reads an image (the profiled program or a mapped object), as [`crate::SymbolTable::read`]
 /// does.
 ///

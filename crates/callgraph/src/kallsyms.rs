@@ -28,7 +28,7 @@ pub struct KernelSymbol<'a> {
 impl KernelSymbol<'_> {
     /// Whether the symbol names code (`T`, `t`, `W`, `w`).
     pub fn is_text(&self) -> bool {
-        matches!(self.kind, b'T' | b't' | b'W' | b'w')
+        is_text(self.kind)
     }
 }
 
@@ -64,18 +64,153 @@ struct Entry {
 /// kernel's last functions are short.
 const LAST_SYMBOL_REACH: u64 = 0x1000;
 
+/// The longest line [`KernelSymbols::read`] accepts: the kernel's are under 600 bytes (a
+/// 512-byte name, its address, type and module).
+const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// Parses a snapshot line by line into [`KernelSymbols`].
+#[derive(Default)]
+struct Parser {
+    out: KernelSymbols,
+    /// Lines seen so far.
+    lines: usize,
+}
+
+impl Parser {
+    /// The error for the next line, which is too long to be read.
+    fn too_long(&self, path: &Path) -> Error {
+        Error::Kallsyms {
+            path: path.to_owned(),
+            line: self.lines + 1,
+            message: "the line is longer than 64 KiB".to_owned(),
+        }
+    }
+
+    /// Adds one line (without its `\n`).
+    fn line(&mut self, path: &Path, line: &[u8]) -> Result<()> {
+        self.lines += 1;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let at_line = self.lines;
+        let bad = |message: &str| Error::Kallsyms {
+            path: path.to_owned(),
+            line: at_line,
+            message: message.to_owned(),
+        };
+        let mut fields = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty());
+        let address = fields.next().ok_or_else(|| bad("empty line"))?;
+        if address.is_empty() || address.len() > 16 || !address.iter().all(u8::is_ascii_hexdigit) {
+            return Err(bad("the address is not 1 to 16 hex digits"));
+        }
+        let address = address
+            .iter()
+            .fold(0u64, |acc, &d| (acc << 4) | u64::from(hex_value(d)));
+        let kind = match fields.next() {
+            Some([k]) if k.is_ascii_alphabetic() || *k == b'?' => *k,
+            Some(_) => return Err(bad("the type is not one letter")),
+            None => return Err(bad("no type after the address")),
+        };
+        let name = fields.next().ok_or_else(|| bad("no name after the type"))?;
+        let module = match fields.next() {
+            None => None,
+            Some(m) if m.len() > 2 && m.starts_with(b"[") && m.ends_with(b"]") => {
+                Some(&m[1..m.len() - 1])
+            }
+            Some(_) => return Err(bad("text after the name is not a [module]")),
+        };
+        if fields.next().is_some() {
+            return Err(bad("text after the module"));
+        }
+        let out = &mut self.out;
+        let (Ok(name_at), Ok(name_len)) =
+            (u32::try_from(out.names.len()), u16::try_from(name.len()))
+        else {
+            return Err(bad(
+                "the name is longer than 65535 bytes, or the file than 4 GiB",
+            ));
+        };
+        out.names.extend_from_slice(name);
+        let module = match module {
+            None => 0,
+            Some(m) => match out.modules.iter().position(|k| k == m) {
+                Some(i) => (i + 1).min(255) as u8,
+                None if out.modules.len() < 255 => {
+                    out.modules.push(m.to_vec());
+                    out.modules.len() as u8
+                }
+                None => 255,
+            },
+        };
+        out.entries.push(Entry {
+            address,
+            name_at,
+            name_len,
+            kind,
+            module,
+        });
+        Ok(())
+    }
+}
+
 impl KernelSymbols {
-    /// Reads the snapshot at `path`.
+    /// Reads the snapshot at `path`, a block at a time: only the parsed symbols stay in
+    /// memory, never the file's text (a hostile snapshot of millions of lines would double
+    /// the cost).
     ///
-    /// Returns an error naming `path` if it cannot be read or a line is malformed.
+    /// Returns an error naming `path` if it cannot be read or a line is malformed or longer
+    /// than 64 KiB.
     pub fn read(path: &Path) -> Result<Self> {
-        let data = crate::input::read_input(path, crate::input::TEXT_MAX_BYTES).map_err(|e| {
-            crate::input::error(e, |source| Error::ReadFile {
-                path: path.to_owned(),
-                source,
-            })
-        })?;
-        Self::parse(path, &data)
+        use std::io::Read;
+        let io = |source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        };
+        let opts = safe_fs::ReadOptions::default().with_max_bytes(crate::input::TEXT_MAX_BYTES);
+        let (mut file, _) = safe_fs::open(path, &opts).map_err(|e| crate::input::error(e, io))?;
+        let mut parser = Parser::default();
+        let mut buf = vec![0u8; 2 * MAX_LINE_BYTES];
+        let mut filled = 0;
+        loop {
+            let n = loop {
+                match file.read(&mut buf[filled..]) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    other => break other.map_err(io)?,
+                }
+            };
+            filled += n;
+            let eof = n == 0;
+            // The complete lines read so far; at the end of the file, the rest too.
+            let end = match buf[..filled].iter().rposition(|&b| b == b'\n') {
+                _ if eof => filled,
+                Some(last) => last + 1,
+                None if filled == buf.len() => {
+                    return Err(parser.too_long(path));
+                }
+                None => continue,
+            };
+            if end > 0 {
+                let lines = &buf[..end];
+                for line in lines
+                    .strip_suffix(b"\n")
+                    .unwrap_or(lines)
+                    .split(|&b| b == b'\n')
+                {
+                    if line.len() > MAX_LINE_BYTES {
+                        return Err(parser.too_long(path));
+                    }
+                    parser.line(path, line)?;
+                }
+            }
+            if eof {
+                return Ok(parser.out);
+            }
+            buf.copy_within(end..filled, 0);
+            filled -= end;
+        }
     }
 
     /// Parses snapshot text; `path` is only used in error messages.
@@ -84,74 +219,11 @@ impl KernelSymbols {
     /// of at most 16 hex digits, a one-letter type and a name, or has more than a module
     /// after the name.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Self> {
-        let mut out = KernelSymbols::default();
-        for (n, line) in data.split(|&b| b == b'\n').enumerate() {
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let bad = |message: &str| Error::Kallsyms {
-                path: path.to_owned(),
-                line: n + 1,
-                message: message.to_owned(),
-            };
-            let mut fields = line
-                .split(|b| b.is_ascii_whitespace())
-                .filter(|f| !f.is_empty());
-            let address = fields.next().ok_or_else(|| bad("empty line"))?;
-            if address.is_empty()
-                || address.len() > 16
-                || !address.iter().all(u8::is_ascii_hexdigit)
-            {
-                return Err(bad("the address is not 1 to 16 hex digits"));
-            }
-            let address = address
-                .iter()
-                .fold(0u64, |acc, &d| (acc << 4) | u64::from(hex_value(d)));
-            let kind = match fields.next() {
-                Some([k]) if k.is_ascii_alphabetic() || *k == b'?' => *k,
-                Some(_) => return Err(bad("the type is not one letter")),
-                None => return Err(bad("no type after the address")),
-            };
-            let name = fields.next().ok_or_else(|| bad("no name after the type"))?;
-            let module = match fields.next() {
-                None => None,
-                Some(m) if m.len() > 2 && m.starts_with(b"[") && m.ends_with(b"]") => {
-                    Some(&m[1..m.len() - 1])
-                }
-                Some(_) => return Err(bad("text after the name is not a [module]")),
-            };
-            if fields.next().is_some() {
-                return Err(bad("text after the module"));
-            }
-            let (Ok(name_at), Ok(name_len)) =
-                (u32::try_from(out.names.len()), u16::try_from(name.len()))
-            else {
-                return Err(bad(
-                    "the name is longer than 65535 bytes, or the file than 4 GiB",
-                ));
-            };
-            out.names.extend_from_slice(name);
-            let module = match module {
-                None => 0,
-                Some(m) => match out.modules.iter().position(|k| k == m) {
-                    Some(i) => (i + 1).min(255) as u8,
-                    None if out.modules.len() < 255 => {
-                        out.modules.push(m.to_vec());
-                        out.modules.len() as u8
-                    }
-                    None => 255,
-                },
-            };
-            out.entries.push(Entry {
-                address,
-                name_at,
-                name_len,
-                kind,
-                module,
-            });
+        let mut parser = Parser::default();
+        for line in data.split(|&b| b == b'\n') {
+            parser.line(path, line)?;
         }
-        Ok(out)
+        Ok(parser.out)
     }
 
     /// How many symbols the snapshot has.
@@ -191,16 +263,58 @@ impl KernelSymbols {
         Self::table_of(self.raw_text_symbols())
     }
 
-    /// The same, freeing the snapshot before the table is built (a snapshot of a million
-    /// lines costs tens of MiB).
-    pub fn into_table(self) -> SymbolTable {
-        let raw = self.raw_text_symbols();
-        drop(self);
-        Self::table_of(raw)
+    /// The same table for address lookups, in 16 bytes a symbol plus the names of the
+    /// snapshot (a gprof symbol table costs five times that, and a hostile snapshot has
+    /// millions of lines): the same symbols, names and extents as [`KernelSymbols::table`].
+    pub fn into_lookup(self) -> KernelTable {
+        let KernelSymbols {
+            mut entries, names, ..
+        } = self;
+        let name =
+            |e: &Entry| &names[e.name_at as usize..e.name_at as usize + usize::from(e.name_len)];
+        entries.retain(|e| is_text(e.kind) && e.address != 0);
+        // Globals before locals at one address, each in file order (as the table's stable
+        // sort leaves them; `name_at` grows with the line).
+        entries.sort_unstable_by_key(|e| (e.address, e.kind.is_ascii_lowercase(), e.name_at));
+        let mut kept = 0;
+        let mut start = 0;
+        while start < entries.len() {
+            let address = entries[start].address;
+            let len = entries[start..].partition_point(|e| e.address == address);
+            let group = &entries[start..start + len];
+            let rank = group.iter().map(|e| alias_rank(name(e))).max().unwrap_or(0);
+            let mut choice: Option<Entry> = None;
+            for e in group.iter().filter(|e| alias_rank(name(e)) == rank) {
+                let better = choice.is_none_or(|k| {
+                    crate::symbols::function_replaces(
+                        (name(e), e.kind.is_ascii_lowercase()),
+                        (name(&k), k.kind.is_ascii_lowercase()),
+                    )
+                });
+                if better {
+                    choice = Some(*e);
+                }
+            }
+            if let Some(c) = choice {
+                entries[kept] = c;
+                kept += 1;
+            }
+            start += len;
+        }
+        entries.truncate(kept);
+        entries.shrink_to_fit();
+        let end = entries
+            .last()
+            .map_or(0, |e| e.address.saturating_add(LAST_SYMBOL_REACH));
+        KernelTable {
+            entries,
+            names,
+            end,
+        }
     }
 
     fn raw_text_symbols(&self) -> Vec<RawSymbol> {
-        let text = || self.symbols().filter(|s| s.is_text() && s.address != 0);
+        let text = || self.symbols().filter(|s| is_text(s.kind) && s.address != 0);
         let mut preferred: std::collections::HashMap<u64, u8> = std::collections::HashMap::new();
         for s in text() {
             let p = preferred.entry(s.address).or_default();
@@ -225,6 +339,71 @@ impl KernelSymbols {
             .map_or(0, |a| a.saturating_add(LAST_SYMBOL_REACH));
         SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little)
     }
+}
+
+/// The text symbols of a snapshot, sorted by address with one name per address, for address
+/// lookups: what [`KernelSymbols::table`] holds, made by [`KernelSymbols::into_lookup`] in 16
+/// bytes a symbol plus the names.
+#[derive(Debug, Clone, Default)]
+pub struct KernelTable {
+    /// One per address, ascending.
+    entries: Vec<Entry>,
+    /// The names of the snapshot (of the kept symbols and of the aliases left out).
+    names: Vec<u8>,
+    /// The address just past the last symbol's extent.
+    end: u64,
+}
+
+impl KernelTable {
+    /// How many symbols it has.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The address of symbol `i`.
+    pub fn address(&self, i: usize) -> u64 {
+        self.entries[i].address
+    }
+
+    /// The name of symbol `i`.
+    pub fn name(&self, i: usize) -> &[u8] {
+        let e = &self.entries[i];
+        &self.names[e.name_at as usize..e.name_at as usize + usize::from(e.name_len)]
+    }
+
+    /// Whether symbol `i` is local (`t`, `w`).
+    pub fn is_static(&self, i: usize) -> bool {
+        self.entries[i].kind.is_ascii_lowercase()
+    }
+
+    /// The last address symbol `i` owns: the byte before the next symbol; the last reaches
+    /// 4 KiB.
+    pub fn end_address(&self, i: usize) -> u64 {
+        self.entries
+            .get(i + 1)
+            .map_or(self.end, |next| next.address)
+            .wrapping_sub(1)
+    }
+
+    /// The index of the symbol containing `pc`: the last at or below it, if `pc` is not past
+    /// its extent.
+    pub fn lookup(&self, pc: u64) -> Option<usize> {
+        let i = self
+            .entries
+            .partition_point(|e| e.address <= pc)
+            .checked_sub(1)?;
+        (pc <= self.end_address(i)).then_some(i)
+    }
+}
+
+/// Whether a symbol type names code (`T`, `t`, `W`, `w`).
+fn is_text(kind: u8) -> bool {
+    matches!(kind, b'T' | b't' | b'W' | b'w')
 }
 
 /// How much a name is preferred among the names of one address: `__x64_sys_` names above all,

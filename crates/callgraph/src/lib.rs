@@ -126,7 +126,7 @@ pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
 pub use input::{IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, read_image, read_input};
-pub use kallsyms::{KernelSymbol, KernelSymbols};
+pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
     AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
     write_process_header, write_symbol_image,

@@ -640,6 +640,18 @@ impl SymbolTable {
     }
 }
 
+/// [`replaces`] for two functions at one address, each a name and whether it is local (the
+/// kernel's symbols, which are all functions).
+pub(crate) fn function_replaces(new: (&[u8], bool), kept: (&[u8], bool)) -> bool {
+    let entry = |(name, is_static)| Entry {
+        name,
+        address: 0,
+        is_function: true,
+        is_static,
+    };
+    replaces(&entry(new), &entry(kept))
+}
+
 /// Whether `new` displaces `kept`, a symbol at the same address seen earlier in sorted order.
 fn replaces(new: &Entry<'_>, kept: &Entry<'_>) -> bool {
     if !new.is_static && kept.is_static {

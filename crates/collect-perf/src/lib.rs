@@ -66,6 +66,9 @@ mod replay;
 #[cfg(target_os = "linux")]
 mod elf;
 #[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(target_os = "linux")]
 mod procfs;
 #[cfg(target_os = "linux")]
 mod ring;

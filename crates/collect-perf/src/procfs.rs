@@ -66,6 +66,17 @@ pub(crate) fn counters(pid: u32) -> Option<ProcCounters> {
     let status = text(&format!("/proc/{pid}/status"), SMALL).unwrap_or_default();
     let io = text(&format!("/proc/{pid}/io"), SMALL).unwrap_or_default();
     let schedstat = text(&format!("/proc/{pid}/schedstat"), SMALL).unwrap_or_default();
+    parse_counters(stat, status, io, schedstat)
+}
+
+/// The counters in the texts of a process's `stat`, `status`, `io` and `schedstat` files;
+/// None if `stat` has no `(comm)`.
+pub(crate) fn parse_counters(
+    stat: String,
+    status: String,
+    io: String,
+    schedstat: String,
+) -> Option<ProcCounters> {
     // Fields after the parenthesised comm, which may itself contain spaces and parentheses.
     let rest = &stat[stat.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -101,6 +112,18 @@ pub(crate) fn threads(pid: i32) -> std::io::Result<Vec<i32>> {
 /// Reads what the run keeps of a live process: counters, start time, comm and command line.
 pub(crate) fn reading(pid: u32, time: u64) -> Option<crate::recording::ProcReading> {
     let counters = counters(pid)?;
+    let cmdline = bytes(&format!("/proc/{pid}/cmdline"), LARGE).unwrap_or_default();
+    parse_reading(pid, time, counters, &cmdline)
+}
+
+/// What [`reading`] keeps, from the counters and the bytes of `cmdline`; None if `stat` has
+/// no `(comm)`.
+pub(crate) fn parse_reading(
+    pid: u32,
+    time: u64,
+    counters: ProcCounters,
+    cmdline: &[u8],
+) -> Option<crate::recording::ProcReading> {
     let open = counters.stat.find('(')?;
     let close = counters.stat.rfind(')')?;
     let comm = counters.stat.get(open + 1..close)?.to_owned();
@@ -109,7 +132,6 @@ pub(crate) fn reading(pid: u32, time: u64) -> Option<crate::recording::ProcReadi
         .nth(22 - 3)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let cmdline = bytes(&format!("/proc/{pid}/cmdline"), LARGE).unwrap_or_default();
     let argv = cmdline
         .split(|&b| b == 0)
         .filter(|a| !a.is_empty())

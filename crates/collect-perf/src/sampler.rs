@@ -1194,7 +1194,7 @@ fn open_tracepoint(
 }
 
 /// Executable mappings of `/proc/PID/maps` as MMAP side-band records.
-fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
+pub(crate) fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
     let mut out = Vec::new();
     for line in maps.lines() {
         let mut f = line.split_whitespace();
@@ -1216,11 +1216,14 @@ fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
         ) else {
             continue;
         };
+        let Some(len) = b.checked_sub(a) else {
+            continue;
+        };
         out.push(SideBand::Mmap {
             pid,
             tid: pid,
             addr: a,
-            len: b - a,
+            len,
             pgoff: off,
             build_id: None,
             prot: (libc::PROT_READ | libc::PROT_EXEC) as u32,

@@ -33,7 +33,7 @@ use crate::replay::{Mapping, Process, Replay};
 /// Which section of a shared [`ElfInfo`] a framehop module reads, without copying its bytes
 /// for every process that maps the file.
 #[derive(Clone)]
-struct SectionRef {
+pub(crate) struct SectionRef {
     elf: Arc<ElfInfo>,
     which: Which,
 }
@@ -208,10 +208,10 @@ impl UserStacks {
     }
 }
 
-type FhModule = Module<SectionRef>;
-type FhUnwinder = UnwinderX86_64<SectionRef>;
+pub(crate) type FhModule = Module<SectionRef>;
+pub(crate) type FhUnwinder = UnwinderX86_64<SectionRef>;
 
-fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<SectionRef> {
+pub(crate) fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<SectionRef> {
     let r = |which, s: &Option<SectionData>| {
         s.as_ref().map(|_| SectionRef {
             elf: elf.clone(),

@@ -30,3 +30,246 @@ fn every_golden_command_line_and_its_damaged_copies_parse_cleanly() {
     }
     assert!(seen > 100, "{seen} golden cases");
 }
+
+#[path = "../../../fuzz/src/collector.rs"]
+mod collector_target;
+#[path = "../../../fuzz/src/procfs.rs"]
+mod procfs_target;
+
+/// Hand-made perf records, laid out as collect-perf's events make them.
+mod records {
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const FORK: u32 = 7;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const CONTEXT_KERNEL: u64 = -128i64 as u64;
+    pub const CONTEXT_USER: u64 = -512i64 as u64;
+
+    #[derive(Default)]
+    pub struct B(Vec<u8>);
+
+    impl B {
+        pub fn u64(mut self, v: u64) -> Self {
+            self.0.extend_from_slice(&v.to_ne_bytes());
+            self
+        }
+        pub fn u32(mut self, v: u32) -> Self {
+            self.0.extend_from_slice(&v.to_ne_bytes());
+            self
+        }
+        pub fn bytes(mut self, v: &[u8]) -> Self {
+            self.0.extend_from_slice(v);
+            self
+        }
+        /// The record with its header, and for side-band records the `sample_id_all` trailer.
+        pub fn finish(self, ty: u32, misc: u16, pid: u32, time: u64) -> Vec<u8> {
+            let mut body = self;
+            if ty != SAMPLE {
+                body = body.u32(pid).u32(pid).u64(time).u32(0).u32(0).u64(1);
+            }
+            let mut out = ty.to_ne_bytes().to_vec();
+            out.extend_from_slice(&misc.to_ne_bytes());
+            out.extend_from_slice(&((body.0.len() + 8) as u16).to_ne_bytes());
+            out.extend_from_slice(&body.0);
+            out
+        }
+    }
+
+    /// A sample of `pid` at `time`: kernel frames, then the user ip with its registers and a
+    /// stack copy.
+    pub fn sample(pid: u32, time: u64, kernel: &[u64], user: &[u64], stack: &[u8]) -> Vec<u8> {
+        let ip = kernel.first().or(user.first()).copied().unwrap_or(0);
+        let mut b = B::default()
+            .u64(1)
+            .u64(ip)
+            .u32(pid)
+            .u32(pid)
+            .u64(time)
+            .u32(0)
+            .u32(0)
+            .u64(1_000_000)
+            .u64((kernel.len() + user.len() + 2) as u64)
+            .u64(CONTEXT_KERNEL);
+        for &k in kernel {
+            b = b.u64(k);
+        }
+        b = b.u64(CONTEXT_USER);
+        for &u in user {
+            b = b.u64(u);
+        }
+        let sp = 0x7ffe_0000u64;
+        b = b
+            .u64(2)
+            .u64(sp + 0x40)
+            .u64(sp)
+            .u64(user.first().copied().unwrap_or(0))
+            .u64(stack.len() as u64)
+            .bytes(stack)
+            .u64(stack.len() as u64);
+        let misc = if kernel.is_empty() { 2 } else { 1 };
+        b.finish(SAMPLE, misc, pid, time)
+    }
+}
+
+/// A recording of a program (the fixture `cycle`, mapped as a PIE) and a child it forks: the
+/// image first, then comm, mmap, samples in user and kernel mode, fork, exits.
+fn collector_input() -> Vec<u8> {
+    use object::{Object as _, ObjectSymbol as _};
+    use records::*;
+    let image = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/programs/out/cycle-pie/cycle"),
+    )
+    .unwrap();
+    let file = object::File::parse(&image[..]).unwrap();
+    let at = |name: &str| {
+        file.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| s.address())
+            .unwrap()
+    };
+    let base = 0x5555_5555_4000u64;
+    let (main, a) = (base + at("main") + 4, base + at("ping") + 2);
+    let mut out = (image.len() as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&image);
+    let mut stack = vec![0u8; 256];
+    stack[0x48..0x50].copy_from_slice(&main.to_ne_bytes());
+    let mut build_id = [0u8; 24];
+    build_id[0] = 0;
+    for pid in [100u32, 101] {
+        let t = u64::from(pid) * 1000;
+        if pid == 101 {
+            out.extend(
+                B::default()
+                    .u32(101)
+                    .u32(100)
+                    .u32(101)
+                    .u32(100)
+                    .u64(t)
+                    .finish(FORK, 0, 101, t),
+            );
+        }
+        out.extend(B::default().u32(pid).u32(pid).bytes(b"cycle\0\0\0").finish(
+            COMM,
+            1 << 13,
+            pid,
+            t + 1,
+        ));
+        out.extend(
+            B::default()
+                .u32(pid)
+                .u32(pid)
+                .u64(base)
+                .u64(0x4000)
+                .u64(0)
+                .bytes(&build_id)
+                .u32(5)
+                .u32(2)
+                .bytes(b"/fixture/cycle\0\0")
+                .finish(MMAP2, 2, pid, t + 2),
+        );
+        for i in 0..20 {
+            out.extend(sample(pid, t + 10 + i, &[], &[a, main], &stack));
+            out.extend(sample(
+                pid,
+                t + 40 + i,
+                &[0xffff_ffff_8100_2010, 0xffff_ffff_8100_0110],
+                &[a, main],
+                &stack,
+            ));
+        }
+        if pid == 101 {
+            out.extend(
+                B::default()
+                    .u32(101)
+                    .u32(100)
+                    .u32(101)
+                    .u32(100)
+                    .u64(t + 90)
+                    .finish(EXIT, 0, 101, t + 90),
+            );
+        }
+    }
+    // The parent last, after its child.
+    let t = 200_000;
+    out.extend(
+        B::default()
+            .u32(100)
+            .u32(1)
+            .u32(100)
+            .u32(1)
+            .u64(t)
+            .finish(EXIT, 0, 100, t),
+    );
+    out
+}
+
+#[test]
+fn the_collector_body_holds_on_a_recording_and_its_damaged_copies() {
+    let data = collector_input();
+    // `PKGPROF_FUZZ_SEEDS=DIR` saves the input as a seed for `cargo fuzz run collector DIR`.
+    if let Some(seeds) = std::env::var_os("PKGPROF_FUZZ_SEEDS") {
+        std::fs::write(std::path::Path::new(&seeds).join("recording"), &data).unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "pkgprof-fuzz-collector-test-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Whole, every sample is reported: 20 in user and 20 in kernel mode per process.
+    let reported = collector_target::run_in(&dir, &data);
+    assert_eq!(
+        reported,
+        [("100".to_owned(), 20, 20), ("101".to_owned(), 20, 20)],
+        "kept {}",
+        dir.display()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (image, records) = collector_target::split(&data);
+    let head = &data[..4 + image.len()];
+    // Cut inside and between records, and damaged, a few dozen times (each run writes and
+    // syncs a measurement).
+    let step = records.len() / 24;
+    for cut in (0..records.len()).step_by(step).chain([records.len() - 1]) {
+        let mut d = head.to_vec();
+        d.extend_from_slice(&records[..cut]);
+        collector_target::run(&d);
+    }
+    for i in (0..records.len()).step_by(step + 13) {
+        let mut d = data.clone();
+        d[head.len() + i] ^= 0x5a;
+        collector_target::run(&d);
+    }
+    // A damaged image: the collector reads it as any mapped object, and unwinds without it.
+    for i in [0usize, 4, 18, 40, 64, 200] {
+        let mut d = data.clone();
+        d[4 + i] ^= 0xff;
+        collector_target::run(&d);
+    }
+    let mut d = (100u32).to_le_bytes().to_vec();
+    d.extend_from_slice(&image[..100]);
+    d.extend_from_slice(records);
+    collector_target::run(&d);
+}
+
+#[test]
+fn the_procfs_body_holds_on_this_process_and_damaged_copies() {
+    let mut data = Vec::new();
+    for f in ["stat", "status", "io", "schedstat", "cmdline", "maps"] {
+        data.extend(std::fs::read(format!("/proc/self/{f}")).unwrap_or_default());
+        data.push(0xfe);
+    }
+    procfs_target::run(&data);
+    for cut in (0..data.len()).step_by(13) {
+        procfs_target::run(&data[..cut]);
+    }
+    for i in (0..data.len()).step_by(7) {
+        let mut d = data.clone();
+        d[i] = b')';
+        procfs_target::run(&d);
+    }
+    let kallsyms = std::fs::read("/proc/kallsyms").unwrap_or_default();
+    procfs_target::run(&kallsyms[..kallsyms.len().min(64 << 10)]);
+}

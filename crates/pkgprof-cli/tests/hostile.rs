@@ -123,6 +123,117 @@ fn a_fifo_or_dev_zero_swapped_in_for_the_executable_is_refused_unread() {
     }
 }
 
+/// Whether anything opened `path` since `fd` (an inotify descriptor watching it for opens)
+/// was made.
+fn opened(fd: i32) -> bool {
+    let mut buf = [0u8; 4096];
+    // Safety: reading into a buffer of the length given, from a non-blocking descriptor.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    n > 0
+}
+
+#[test]
+fn a_second_user_cannot_make_root_pkgmon_follow_a_link_or_read_a_fifo() {
+    let _s = serial();
+    // Root's secret: an ELF file nobody cannot even see, watched for any open.
+    let vault = fresh("vault");
+    std::fs::set_permissions(&vault, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let secret = vault.join("secret");
+    std::fs::copy(workload("cpu"), &secret).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for plant in ["fifo", "link"] {
+        let d = fresh(&format!("nobody-{plant}"));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Nobody runs a program, then swaps its path (and the name the kernel shows for a
+        // deleted file) for a FIFO or a link to root's secret, before root attaches.
+        let planted = match plant {
+            "fifo" => "mkfifo \"$D/victim\" \"$D/victim (deleted)\"".to_owned(),
+            _ => format!(
+                "ln -s {s} \"$D/victim\" && ln -s {s} \"$D/victim (deleted)\"",
+                s = secret.display()
+            ),
+        };
+        let script = format!(
+            "D={d}; cp {cpu} $D/victim && chmod 755 $D/victim; $D/victim 1500 & pid=$!; \
+             sleep 0.2; rm $D/victim && {planted} && echo $pid > $D/pid.tmp && \
+             mv $D/pid.tmp $D/pid; wait",
+            d = d.display(),
+            cpu = workload("cpu").display(),
+        );
+        let mut attacker = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+            ])
+            .arg(&script)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let pid = loop {
+            if let Ok(p) = std::fs::read_to_string(d.join("pid")) {
+                break p.trim().to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{plant}: the program never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let c = std::ffi::CString::new(secret.to_str().unwrap()).unwrap();
+        // Safety: plain inotify calls on a descriptor this test owns and closes.
+        let watch = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(watch >= 0);
+        // Safety: a valid descriptor and path.
+        assert!(unsafe { libc::inotify_add_watch(watch, c.as_ptr(), libc::IN_OPEN) } >= 0);
+        let out = d.join("out");
+        let started = Instant::now();
+        let mut pkgmon = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .args(["-p", &pid])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (status, rss_kib) = wait_rss(&mut pkgmon);
+        let err = stderr_of(&mut pkgmon);
+        let _ = attacker.wait();
+        assert_eq!(status.code(), Some(0), "{plant}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{plant}: pkgmon took {:?}",
+            started.elapsed()
+        );
+        assert!(rss_kib < 256 * 1024, "{plant}: {rss_kib} KiB");
+        assert!(!opened(watch), "{plant}: pkgmon opened root's secret");
+        assert_eq!(
+            gmon_format::scan(&out).unwrap().verify().unwrap(),
+            gmon_format::Verification::Complete,
+            "{plant}"
+        );
+        // Root reporting it does not read the planted path either: the program's samples
+        // stay unsymbolized, and the warning says why.
+        let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &pid], &out);
+        assert_eq!(code, 0, "{plant}: {perr}");
+        assert!(
+            stdout.contains(&format!("{pid}u:[victim")),
+            "{plant}: {stdout}"
+        );
+        let why = match plant {
+            "fifo" => "is a FIFO",
+            _ => "is a symbolic link",
+        };
+        assert!(perr.contains(why), "{plant}: {perr}");
+        assert!(!opened(watch), "{plant}: pkgprof opened root's secret");
+        // Safety: closing the descriptor made above.
+        unsafe { libc::close(watch) };
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    let _ = std::fs::remove_dir_all(&vault);
+}
+
 #[test]
 fn links_planted_by_another_user_are_never_followed() {
     let _s = serial();
@@ -434,8 +545,87 @@ fn pkgmon_killed_at_any_moment_is_never_a_complete_measurement() {
                 assert!(err.contains("is not a complete measurement"), "{err}");
             }
         }
+        // The next run in that directory leaves no temporary file, there or in DIR.old.
+        let o = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let old = base.join(format!("m{i}.old"));
+        assert_eq!(temporaries(&out), Vec::<String>::new());
+        assert_eq!(
+            temporaries(&old),
+            Vec::<String>::new(),
+            "killed at {delay_ms} ms"
+        );
         let _ = std::fs::remove_dir_all(&out);
+        let _ = std::fs::remove_dir_all(&old);
     }
+}
+
+/// Names in `dir` of temporary files: safe-fs's, or the `.NAME.tmp` of older pkgmon runs.
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().into_string().unwrap())
+                .filter(|n| n.starts_with(safe_fs::TEMP_PREFIX) || n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn temporary_files_of_a_killed_run_are_removed_unread_by_the_next() {
+    let _s = serial();
+    let base = fresh("temps");
+    // A killed run's directory: a placeholder manifest, a partial kallsyms snapshot, and
+    // temporary files, one of them a FIFO (reading it would block) and one a link to a file
+    // of root's (following it would reach it).
+    let victim = base.join("precious");
+    std::fs::write(&victim, b"root's data\n").unwrap();
+    for (out, earlier) in [(base.join("m"), true), (base.join("n"), false)] {
+        std::fs::create_dir(&out).unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700)).unwrap();
+        if earlier {
+            std::fs::write(out.join("manifest.sha256"), b"").unwrap();
+        }
+        let t = safe_fs::TEMP_PREFIX;
+        std::fs::write(out.join(format!("{t}a1b2c3")), b"partial").unwrap();
+        let c = std::ffi::CString::new(out.join(format!("{t}fifo")).to_str().unwrap()).unwrap();
+        // Safety: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(&victim, out.join(format!("{t}link"))).unwrap();
+        std::fs::write(
+            out.join(".kallsyms.00000001.tmp"),
+            b"ffffffff81000000 T _st",
+        )
+        .unwrap();
+        let o = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert_eq!(temporaries(&out), Vec::<String>::new(), "{err}");
+        let old = base.join(if earlier { "m.old" } else { "n.old" });
+        assert_eq!(old.exists(), earlier, "{err}");
+        assert_eq!(temporaries(&old), Vec::<String>::new(), "{err}");
+        assert_eq!(
+            gmon_format::scan(&out).unwrap().verify().unwrap(),
+            gmon_format::Verification::Complete
+        );
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"root's data\n");
+    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]

@@ -79,7 +79,7 @@ use gmon_format::{
 };
 
 use crate::error::{Error, Result};
-use crate::kallsyms::KernelSymbols;
+use crate::kallsyms::{KernelSymbols, KernelTable};
 use crate::symbols::{RawSymbol, SymbolTable};
 
 pub use elf_out::write_symbol_image;
@@ -227,6 +227,33 @@ struct Loc {
     offset: u64,
 }
 
+/// The symbols of a region: an object's gprof table, or the kernel's compact one.
+#[derive(Clone, Copy)]
+enum Table<'a> {
+    Object(&'a SymbolTable),
+    Kernel(&'a KernelTable),
+}
+
+impl<'a> Table<'a> {
+    fn len(self) -> usize {
+        match self {
+            Table::Object(t) => t.len(),
+            Table::Kernel(t) => t.len(),
+        }
+    }
+
+    /// The name, address and function-ness of symbol `i`.
+    fn symbol(self, i: usize) -> (&'a [u8], u64, bool) {
+        match self {
+            Table::Object(t) => {
+                let s = &t.symbols()[i];
+                (&s.name, s.address, s.is_function)
+            }
+            Table::Kernel(t) => (t.name(i), t.address(i), true),
+        }
+    }
+}
+
 #[derive(Debug)]
 enum Target {
     Unresolved,
@@ -262,12 +289,14 @@ struct Builder {
     dir: PathBuf,
     objects: Vec<Option<LoadedObject>>,
     object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
-    kernels: Vec<Option<(SymbolTable, PathBuf)>>,
+    kernels: Vec<Option<(KernelTable, PathBuf)>>,
     kernel_index: BTreeMap<String, usize>,
     regions: Vec<Region>,
     region_index: BTreeMap<(usize, Side, What), usize>,
     spaces: Vec<Space>,
-    hist: Vec<(Loc, u64)>,
+    /// Samples per symbol (region and symbol, or the region's pseudo-function): a listing
+    /// needs no finer place, and a million sampled bins in a few functions cost a few entries.
+    hist: BTreeMap<(usize, Option<usize>), u64>,
     arcs: Vec<(Loc, Loc, u64)>,
     stacks: Vec<(Vec<Loc>, u64)>,
     unit: Option<HistogramUnit>,
@@ -290,6 +319,20 @@ impl Seamless {
             dir: measurement.dir.clone(),
             ..Builder::default()
         };
+        // A profile's name on something that is not a regular file (a FIFO, a device, a
+        // link to one) is never read; say so rather than report the process without it.
+        for skipped in &measurement.skipped {
+            if !matches!(
+                skipped.error.kind(),
+                gmon_format::ErrorKind::InvalidFileName { .. }
+            ) {
+                b.warnings.push(format!(
+                    "{}: not read: {}",
+                    skipped.path.display(),
+                    skipped.error
+                ));
+            }
+        }
         let mut processes = Vec::new();
         let files: Vec<&ProcessFiles> = match selection {
             ProcessSelection::Pids(pids) => {
@@ -378,7 +421,7 @@ impl AddressNames {
     fn name(&self, loc: Loc) -> String {
         let region = &self.b.regions[loc.region];
         let raw = match (self.b.table_of(&region.what), loc.symbol) {
-            (Some(t), Some(s)) => t.symbols()[s].name.clone(),
+            (Some(t), Some(s)) => t.symbol(s).0.to_vec(),
             _ => region.pseudo_name.clone(),
         };
         let text = String::from_utf8_lossy(&raw);
@@ -769,7 +812,7 @@ impl Builder {
         match (&region.what, loc.symbol) {
             (What::Kernel(k), Some(s)) => self.kernels[*k]
                 .as_ref()
-                .map(|(t, _)| t.symbols()[s].name.clone())
+                .map(|(t, _)| t.name(s).to_vec())
                 .unwrap_or_default(),
             _ => Vec::new(),
         }
@@ -815,7 +858,7 @@ impl Builder {
                     ));
                     None
                 }
-                Ok(k) => Some((k.into_table(), path)),
+                Ok(k) => Some((k.into_lookup(), path)),
                 Err(e) => {
                     self.warnings
                         .push(format!("{e}; kernel symbols are unavailable"));
@@ -876,7 +919,7 @@ impl Builder {
             }
         };
         let table = self.kernels[k].as_ref().map(|(t, _)| t);
-        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.symbols()[i].address)));
+        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.address(i))));
         match found {
             Some((i, start)) => Loc {
                 region,
@@ -1120,7 +1163,12 @@ impl Builder {
         // Per (space, object): samples in all, outside every symbol, and per symbol.
         type Tally = (u64, u64, BTreeMap<usize, u64>);
         let mut tally: BTreeMap<(usize, usize), Tally> = BTreeMap::new();
-        for &(loc, count) in &self.hist {
+        for (&(region, symbol), &count) in &self.hist {
+            let loc = Loc {
+                region,
+                symbol,
+                offset: 0,
+            };
             let region = &self.regions[loc.region];
             let What::Object(o) = region.what else {
                 continue;
@@ -1186,7 +1234,7 @@ impl Builder {
 
     fn hit(&mut self, loc: Loc, count: u64) {
         self.mark(loc);
-        self.hist.push((loc, count));
+        *self.hist.entry((loc.region, loc.symbol)).or_default() += count;
     }
 
     fn arc(&mut self, from: Loc, to: Loc, count: u64) {
@@ -1205,10 +1253,10 @@ impl Builder {
         }
     }
 
-    fn table_of(&self, what: &What) -> Option<&SymbolTable> {
+    fn table_of(&self, what: &What) -> Option<Table<'_>> {
         match what {
-            What::Object(o) => self.objects[*o].as_ref().map(|o| &o.table),
-            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| t),
+            What::Object(o) => self.objects[*o].as_ref().map(|o| Table::Object(&o.table)),
+            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| Table::Kernel(t)),
             What::Pseudo(_) => None,
         }
     }
@@ -1225,11 +1273,11 @@ impl Builder {
                 &rb.what,
             ))
         });
+        // Samples sit at their symbol's start; call sites and stack frames keep their place.
         let ranks = OffsetRanks::new(
-            self.hist
+            self.arcs
                 .iter()
-                .map(|(l, _)| l)
-                .chain(self.arcs.iter().flat_map(|(f, t, _)| [f, t]))
+                .flat_map(|(f, t, _)| [f, t])
                 .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
         );
         let mut raw = Vec::new();
@@ -1267,16 +1315,15 @@ impl Builder {
                 cursor += 0x10;
             }
             if let Some(table) = self.table_of(&region.what) {
-                let symbols = table.symbols();
                 let mut place = |i: usize, raw: &mut Vec<RawSymbol>| {
                     let span = ranks.span(id, i);
-                    let s = &symbols[i];
+                    let (name, address, is_function) = table.symbol(i);
                     // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
-                    let at = align(cursor, 0x10) + (s.address & 0xf);
+                    let at = align(cursor, 0x10) + (address & 0xf);
                     raw.push(RawSymbol {
-                        name: label(&s.name, self.options.demangle),
+                        name: label(name, self.options.demangle),
                         address: at,
-                        is_function: s.is_function,
+                        is_function,
                         // The merged image writes every symbol global (see
                         // write_symbol_image); no listing depends on the binding.
                         is_static: false,
@@ -1285,7 +1332,7 @@ impl Builder {
                     cursor = at + span + 2;
                 };
                 if self.options.keep_unused {
-                    for i in 0..symbols.len() {
+                    for i in 0..table.len() {
                         place(i, &mut raw);
                     }
                 } else {
@@ -1315,12 +1362,17 @@ impl Builder {
                 Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + ranks.offset(loc),
             }
         };
-        // A sorted vector, not a map: a million bins cost 16 bytes each, and the bins read
-        // are freed before the arcs are placed.
         let hist = std::mem::take(&mut self.hist);
         let mut samples: Vec<(u64, u64)> = hist
             .iter()
-            .map(|(loc, count)| (synthetic(&self.regions, loc), *count))
+            .map(|(&(region, symbol), &count)| {
+                let loc = Loc {
+                    region,
+                    symbol,
+                    offset: 0,
+                };
+                (synthetic(&self.regions, &loc), count)
+            })
             .collect();
         drop(hist);
         samples.sort_unstable_by_key(|&(at, _)| at);

@@ -122,8 +122,17 @@ pub(crate) fn find(
     search: &[PathBuf],
 ) -> Result<LoadedObject, NotFound> {
     let mut not_found = NotFound::default();
-    for path in candidates(recorded, build_id, search) {
-        let data = match crate::input::read_input(&path, crate::input::IMAGE_MAX_BYTES) {
+    for (i, path) in candidates(recorded, build_id, search)
+        .into_iter()
+        .enumerate()
+    {
+        // The recorded path is where the process had the file, and it may have put something
+        // else there since; the search directories are the user's own.
+        let read_file = match i {
+            0 => crate::input::read_recorded,
+            _ => crate::input::read_input,
+        };
+        let data = match read_file(&path, crate::input::IMAGE_MAX_BYTES) {
             Ok(d) => d,
             Err(e) if e.is_not_found() => {
                 not_found.tried.push((path, "not found".into()));

@@ -163,6 +163,8 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
             first.to_string_lossy()
         );
     }
+    // The killed run's temporary files go now, not into DIR.old.
+    remove_temporaries(&dir, &c)?;
     drop(dir);
     keep_as_old(&parent, name, path)?;
     let dir = create(&parent)?;

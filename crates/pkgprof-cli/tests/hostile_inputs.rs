@@ -1,0 +1,287 @@
+//! pkgprof against special files and blow-up inputs (issue 8): every input it reads replaced
+//! by a FIFO, a device, a directory or a huge sparse file, and the small inputs that used to
+//! cost gigabytes. Each run must end within seconds with a clear message (or, for a file a
+//! measurement can do without, a warning), under 64 MiB of peak memory.
+//!
+//! `benches/peak-memory.sh` runs the same kinds with a release build and prints the figures.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BUDGET_KIB: u64 = 64 * 1024;
+
+/// A scratch directory, removed when the test passes.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let d = std::env::temp_dir().join(format!("pkgprof-hostile-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// One pkgprof run: exit code, stderr, peak RSS in KiB. Panics if it runs over 20 s.
+#[allow(clippy::zombie_processes, reason = "reaped by wait4, for its rusage")]
+fn pkgprof(args: &[&std::ffi::OsStr]) -> (i32, String, u64) {
+    let err = tempfile_path();
+    let child = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let pid = child.id() as i32;
+    let (status, rss) = loop {
+        let mut status = 0;
+        // Safety: an all-zero rusage is valid to be overwritten.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // Safety: polling our own child with valid out-pointers.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break (status, usage.ru_maxrss as u64);
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            // Safety: killing our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("pkgprof {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let _ = std::fs::remove_file(&err);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, stderr, rss)
+}
+
+fn tempfile_path() -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    std::env::temp_dir().join(format!(
+        "pkgprof-hostile-stderr-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+fn program() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/programs/out/cycle-pie")
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // Safety: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// A GNU gmon.out header (version 1).
+fn gmon_header() -> Vec<u8> {
+    let mut h = b"gmon".to_vec();
+    h.extend_from_slice(&1u32.to_le_bytes());
+    h.extend_from_slice(&[0; 12]);
+    h
+}
+
+/// A histogram record of `bins` bins over [low, high), each counting 1.
+fn histogram(low: u64, high: u64, bins: u32) -> Vec<u8> {
+    let mut r = vec![0u8];
+    r.extend_from_slice(&low.to_le_bytes());
+    r.extend_from_slice(&high.to_le_bytes());
+    r.extend_from_slice(&bins.to_le_bytes());
+    r.extend_from_slice(&100u32.to_le_bytes());
+    r.extend_from_slice(b"seconds\0\0\0\0\0\0\0\0s");
+    for _ in 0..bins {
+        r.extend_from_slice(&1u16.to_le_bytes());
+    }
+    r
+}
+
+const KERNEL_LOW: u64 = 0xffff_ffff_8000_0000;
+
+/// A measurement directory of process 7: info file, user and kernel profiles and a kallsyms
+/// snapshot of `symbols` functions spread over 1 GiB.
+fn measurement(dir: &Path, kernel_bins: u32, symbols: u64, mappings: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(
+        dir.join("gmon.out.7.x"),
+        format!(
+            "pkgprof-info 1.1\n\n[process]\npid = 7\ncomm = \"x\"\n\n[kernel]\n\
+             symbols-file = \"kallsyms.00000001\"\n{mappings}\n[end]\n"
+        ),
+    )
+    .unwrap();
+    let mut k = gmon_header();
+    if kernel_bins > 0 {
+        k.extend(histogram(KERNEL_LOW, KERNEL_LOW + (1 << 30), kernel_bins));
+    }
+    std::fs::write(dir.join("gmon.out.7k.x"), k).unwrap();
+    let mut u = gmon_header();
+    u.extend(histogram(0x1000, 0x7000, 3));
+    std::fs::write(dir.join("gmon.out.7u.x"), u).unwrap();
+    let mut f =
+        std::io::BufWriter::new(std::fs::File::create(dir.join("kallsyms.00000001")).unwrap());
+    let step = (1u64 << 30) / symbols.max(1);
+    for i in 0..symbols {
+        writeln!(f, "{:016x} T function_number_{i}", KERNEL_LOW + i * step).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+#[test]
+fn special_files_as_every_pkgprof_input_are_refused_quickly_and_cheaply() {
+    let s = Scratch::new("special");
+    let w = &s.0;
+    let prog = program();
+    let (image, gmon) = (prog.join("cycle"), prog.join("gmon.out"));
+    mkfifo(&w.join("fifo"));
+    std::fs::create_dir(w.join("dir")).unwrap();
+    let sparse = std::fs::File::create(w.join("sparse")).unwrap();
+    sparse.set_len(1500 << 20).unwrap();
+    let specials = [
+        w.join("fifo"),
+        PathBuf::from("/dev/zero"),
+        PathBuf::from("/dev/urandom"),
+        w.join("dir"),
+        w.join("sparse"),
+    ];
+    for special in &specials {
+        let at = format!("@{}", special.display());
+        for args in [
+            vec!["-b".as_ref(), special.as_os_str(), gmon.as_os_str()],
+            vec!["-b".as_ref(), image.as_os_str(), special.as_os_str()],
+            vec![
+                "--dump".as_ref(),
+                "--dump-layout=64le".as_ref(),
+                special.as_os_str(),
+            ],
+            vec![
+                at.as_ref(),
+                "-b".as_ref(),
+                image.as_os_str(),
+                gmon.as_os_str(),
+            ],
+        ] {
+            let (code, err, rss) = pkgprof(&args);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert!(
+                err.contains(special.to_str().unwrap()),
+                "{args:?}: the message names the file: {err}"
+            );
+            assert!(rss < BUDGET_KIB, "{args:?}: {rss} KiB");
+        }
+    }
+    // An -A source that is a FIFO (found by its base name through -I) is passed over.
+    std::fs::create_dir(w.join("src")).unwrap();
+    mkfifo(&w.join("src/cycle.c"));
+    let src = w.join("src");
+    let (code, err, rss) = pkgprof(&[
+        "-A".as_ref(),
+        "-I".as_ref(),
+        src.as_os_str(),
+        image.as_os_str(),
+        gmon.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(rss < BUDGET_KIB, "-A: {rss} KiB");
+    // Measurement files and the objects an info file names.
+    let objects = format!(
+        "\n[mapping]\nstart = 0x1000\nend = 0x2000\npath = \"{}\"\n\
+         \n[mapping]\nstart = 0x3000\nend = 0x4000\npath = \"/dev/zero\"\n\
+         \n[mapping]\nstart = 0x5000\nend = 0x6000\npath = \"../../../../etc/passwd\"\n",
+        w.join("fifo").display()
+    );
+    for what in ["objects", "kallsyms", "gmon", "info"] {
+        let d = w.join(format!("m-{what}"));
+        measurement(&d, 0, 16, &objects);
+        let swap = |name: &str, with: &Path| {
+            std::fs::remove_file(d.join(name)).unwrap();
+            std::os::unix::fs::symlink(with, d.join(name)).unwrap();
+        };
+        match what {
+            "kallsyms" => {
+                std::fs::remove_file(d.join("kallsyms.00000001")).unwrap();
+                mkfifo(&d.join("kallsyms.00000001"));
+            }
+            "gmon" => swap("gmon.out.7u.x", Path::new("/dev/zero")),
+            "info" => swap("gmon.out.7.x", Path::new("/dev/urandom")),
+            _ => {}
+        }
+        let (code, err, rss) =
+            pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+        assert!(rss < BUDGET_KIB, "{what}: {rss} KiB");
+        match what {
+            "objects" => {
+                assert_eq!(code, 0, "{err}");
+                assert!(err.contains("/dev/zero"), "{err}");
+                assert!(err.contains("passwd"), "{err}");
+            }
+            "kallsyms" => {
+                assert_eq!(code, 0, "{err}");
+                assert!(err.contains("kallsyms.00000001"), "{err}");
+                assert!(err.contains("kernel symbols are unavailable"), "{err}");
+            }
+            // A profile's name on a special file: passed over, and said so.
+            _ => {
+                let name = if what == "gmon" {
+                    "gmon.out.7u.x"
+                } else {
+                    "gmon.out.7.x"
+                };
+                assert_eq!(code, 0, "{what}: {err}");
+                assert!(
+                    err.contains(&format!("{name}: not read: not a regular file")),
+                    "{what}: {err}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn blow_up_inputs_stay_under_64_mib() {
+    let s = Scratch::new("blowup");
+    let w = &s.0;
+    let prog = program();
+    // gprof clamps -w: a huge width prints the normal listing.
+    let (code, err, rss) = pkgprof(&[
+        "-b".as_ref(),
+        "-w".as_ref(),
+        "999999999999".as_ref(),
+        prog.join("cycle").as_os_str(),
+        prog.join("gmon.out").as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(rss < BUDGET_KIB, "-w: {rss} KiB");
+    // A 2 MiB kernel profile of 1M sampled bins over 1 GiB (it cost 5 GB), and a 1M-line
+    // kallsyms snapshot (278 MiB).
+    for (tag, bins, symbols) in [("bins", 1u32 << 20, 1024u64), ("kallsyms", 0, 1 << 20)] {
+        let d = w.join(tag);
+        measurement(&d, bins, symbols, "");
+        let (code, err, rss) =
+            pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+        assert_eq!(code, 0, "{tag}: {err}");
+        assert!(rss < BUDGET_KIB, "{tag}: {rss} KiB");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
