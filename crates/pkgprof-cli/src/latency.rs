@@ -34,11 +34,11 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
             "--system is for the seamless listing; the latency reports take every process by default"
         );
     }
-    if (o.plot.is_some() || o.syscall.is_some()) && o.blocking {
-        bail!("--plot and --syscall draw --latency or --latency-diff, not --blocking");
+    if (o.plot.is_some() || o.operation.is_some()) && o.blocking {
+        bail!("--plot and --operation draw --latency or --latency-diff, not --blocking");
     }
-    if o.syscall.is_some() && o.plot.is_none() {
-        bail!("--syscall names the system call --plot draws: give --plot=FILE too");
+    if o.operation.is_some() && o.plot.is_none() {
+        bail!("--operation names the system call --plot draws: give --plot=FILE too");
     }
     let mut opts = LatencyOptions::default();
     opts.seamless.object_path = o.object_path.iter().map(PathBuf::from).collect();
@@ -67,8 +67,12 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
         }
         let all = ProcessSelection::System;
         if let Some(file) = &o.plot {
-            let svg =
-                callgraph::latency_diff_plot((&a, &all), (&b, &all), o.syscall.as_deref(), &opts)?;
+            let svg = callgraph::latency_diff_plot(
+                (&a, &all),
+                (&b, &all),
+                o.operation.as_deref(),
+                &opts,
+            )?;
             return write_plot(Path::new(file), &svg);
         }
         callgraph::write_latency_diff(out, (&a, &all), (&b, &all), &opts)?;
@@ -83,7 +87,7 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
     let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
     let m = measurement(dir, o)?;
     if let Some(file) = &o.plot {
-        let svg = callgraph::latency_plot(&m, &selection, o.syscall.as_deref(), &opts)?;
+        let svg = callgraph::latency_plot(&m, &selection, o.operation.as_deref(), &opts)?;
         return write_plot(Path::new(file), &svg);
     }
     if o.blocking {

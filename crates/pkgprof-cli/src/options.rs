@@ -73,7 +73,7 @@ pub enum Opt {
     Blocking,
     LatencyDiff,
     Plot,
-    Syscall,
+    Operation,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -211,7 +211,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Blocking, "blocking", No),
     ours(Opt::LatencyDiff, "latency-diff", No),
     ours(Opt::Plot, "plot", Required),
-    ours(Opt::Syscall, "syscall", Required),
+    ours(Opt::Operation, "operation", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -263,6 +263,7 @@ Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
   pkgprof --latency [--pid=PID[,PID...]] [DIR]
   pkgprof --blocking [--pid=PID[,PID...]] [DIR]
   pkgprof --latency-diff A B
+  pkgprof --latency|--latency-diff --plot=FILE [--operation=NAME] ...
 \t--latency            per process, system calls by total latency, each with its
 \t                     log2 histogram, its peaks (mean latency, share of calls)
 \t                     and its top call sites
@@ -272,6 +273,12 @@ Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
 \t--latency-diff A B   the system calls whose latency changed most between two
 \t                     measurements (OSprof: prefilter by totals, compare peaks,
 \t                     rate by the Earth Mover's Distance; KS and chi2 beside)
+\t--plot=FILE          with --latency or --latency-diff: draw one system call's
+\t                     latency profile as SVG, or PNG if FILE ends in .png (a
+\t                     heat map of its time slices if recorded with --slice;
+\t                     A filled and B outlined for a diff)
+\t--operation=NAME     the system call --plot draws (default: the one with the
+\t                     most total latency; for a diff, the one changed most)
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -476,8 +483,8 @@ pub struct Options {
     pub latency_diff: bool,
     /// `--plot=FILE`: draw a latency profile into FILE.
     pub plot: Option<OsString>,
-    /// `--syscall=NAME`: the system call `--plot` draws.
-    pub syscall: Option<String>,
+    /// `--operation=NAME`: the system call `--plot` draws.
+    pub operation: Option<String>,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -629,7 +636,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Blocking => o.blocking = true,
             Opt::LatencyDiff => o.latency_diff = true,
             Opt::Plot => o.plot = arg.clone(),
-            Opt::Syscall => o.syscall = text,
+            Opt::Operation => o.operation = text,
         }
     }
     Ok(o)
