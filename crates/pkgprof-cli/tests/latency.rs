@@ -324,6 +324,30 @@ fn pipe_reads_block_in_pipe_read_and_are_woken_by_the_writer() {
         report.contains(&format!("woken by pid {writer} in ")),
         "{report}"
     );
+    // The blocked time as the off-CPU value of the exports: the reader's stacks through
+    // `reader` into the pipe read path carry exactly the time its reads blocked there.
+    let blocked_in_pipe_read: u64 = ops
+        .iter()
+        .flat_map(|o| &o.blocking.as_ref().unwrap().sites)
+        .filter(|s| {
+            s.frames
+                .iter()
+                .any(|&a| p.names.kernel(a).ends_with("pipe_read"))
+        })
+        .map(|s| s.blocked_ns)
+        .sum();
+    let pid = p.pid.to_string();
+    let folded = pkgprof(
+        &["--export=folded", "--value=off-cpu", "--pid", &pid],
+        &run.dir,
+    );
+    let exported: u64 = folded
+        .lines()
+        .filter(|l| l.contains(&format!("{pid}u:reader;")) && l.contains("pipe_read;"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(exported, blocked_in_pipe_read, "{folded}");
+    assert!(exported >= 90 * 4_000_000, "{folded}");
 }
 
 #[test]

@@ -184,6 +184,11 @@ pub struct Seamless {
     /// The sampled stacks of the processes' stacks files, in the table's address space, for
     /// [`crate::apply_stacks`]; empty when the measurement has none.
     pub stacks: Vec<crate::SampledStack>,
+    /// Where the processes' system calls slept, from their latency files recorded with
+    /// `pkgmon --blocking` (read with [`SeamlessOptions::stacks`]): kernel frames of the
+    /// sleep site above the user frames of the call site, innermost first, `samples` being
+    /// the nanoseconds blocked there. Empty when no file has blocking data.
+    pub off_cpu: Vec<crate::SampledStack>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -299,6 +304,8 @@ struct Builder {
     hist: BTreeMap<(usize, Option<usize>), u64>,
     arcs: Vec<(Loc, Loc, u64)>,
     stacks: Vec<(Vec<Loc>, u64)>,
+    /// Sleep stacks and the nanoseconds blocked in them (see [`Seamless::off_cpu`]).
+    off_cpu: Vec<(Vec<Loc>, u64)>,
     unit: Option<HistogramUnit>,
     warnings: Vec<String>,
 }
@@ -372,7 +379,7 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let (table, gmon, stacks) = b.finish()?;
+        let (table, gmon, stacks, off_cpu) = b.finish()?;
         let mut sum = Sum::new();
         let read = ReadOptions::new(AddressSize::U64, Endian::Little);
         sum.add(&Profile::parse(&gmon, &read)?)?;
@@ -382,6 +389,7 @@ impl Seamless {
             gmon,
             processes,
             stacks,
+            off_cpu,
             warnings: b.warnings,
         })
     }
@@ -719,6 +727,9 @@ impl Builder {
                     &user,
                     r.samples,
                 );
+            }
+            if let Some(path) = &files.latency {
+                self.add_sleeps(space, path)?;
             }
         }
         Ok(summary)
@@ -1130,6 +1141,40 @@ impl Builder {
         user: &[u64],
         samples: u64,
     ) {
+        let locs = self.stack_locs(space, boundary, truncated, kernel, user);
+        if !locs.is_empty() {
+            self.stacks.push((locs, samples));
+        }
+    }
+
+    /// Adds the sleeps of a latency file recorded with `--blocking`: per operation and sleep
+    /// site, the site's kernel frames above the call site's user frames, with the time
+    /// blocked there.
+    fn add_sleeps(&mut self, space: usize, path: &Path) -> Result<()> {
+        let data = read_file(path, crate::TEXT_MAX_BYTES)?;
+        let file = gmon_format::latency::LatencyFile::parse(&data)
+            .map_err(|e| Error::from(e.with_path(path)))?;
+        for op in &file.operations {
+            for site in op.blocking.iter().flat_map(|b| &b.sites) {
+                let locs = self.stack_locs(space, None, false, &site.frames, &op.site);
+                if !locs.is_empty() && site.blocked_ns > 0 {
+                    self.off_cpu.push((locs, site.blocked_ns));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The places of a stack's frames, kernel then user, each innermost first, marked as
+    /// used (see [`Builder::add_stack`]).
+    fn stack_locs(
+        &mut self,
+        space: usize,
+        boundary: Option<BoundaryKind>,
+        truncated: bool,
+        kernel: &[u64],
+        user: &[u64],
+    ) -> Vec<Loc> {
         let mut locs = Vec::with_capacity(kernel.len() + user.len());
         if self.options.kernel {
             for &a in kernel {
@@ -1150,9 +1195,7 @@ impl Builder {
         for &l in &locs {
             self.mark(l);
         }
-        if !locs.is_empty() {
-            self.stacks.push((locs, samples));
-        }
+        locs
     }
 
     /// Warns about each object that received samples but could only be symbolized from its
@@ -1262,7 +1305,15 @@ impl Builder {
     }
 
     /// Lays the used symbols out, then writes the merged gmon file.
-    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>, Vec<crate::SampledStack>)> {
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        &mut self,
+    ) -> Result<(
+        SymbolTable,
+        Vec<u8>,
+        Vec<crate::SampledStack>,
+        Vec<crate::SampledStack>,
+    )> {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -1278,7 +1329,8 @@ impl Builder {
             self.arcs
                 .iter()
                 .flat_map(|(f, t, _)| [f, t])
-                .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
+                .chain(self.stacks.iter().flat_map(|(locs, _)| locs))
+                .chain(self.off_cpu.iter().flat_map(|(locs, _)| locs)),
         );
         let mut raw = Vec::new();
         let mut cursor = SYNTHETIC_BASE;
@@ -1389,15 +1441,16 @@ impl Builder {
             *arcs.entry(key).or_default() += count;
         }
         let gmon = write_sampled_profile(Endian::Little, &samples, arcs, self.unit)?;
-        let stacks = self
-            .stacks
-            .iter()
-            .map(|(locs, samples)| crate::SampledStack {
-                frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
-                samples: *samples,
-            })
-            .collect();
-        Ok((table, gmon, stacks))
+        let placed = |stacks: &[(Vec<Loc>, u64)]| -> Vec<crate::SampledStack> {
+            stacks
+                .iter()
+                .map(|(locs, samples)| crate::SampledStack {
+                    frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
+                    samples: *samples,
+                })
+                .collect()
+        };
+        Ok((table, gmon, placed(&self.stacks), placed(&self.off_cpu)))
     }
 }
 
