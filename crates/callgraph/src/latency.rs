@@ -675,7 +675,8 @@ pub fn latency_plot(
 
 /// Draws `pkgprof --latency-diff A B --plot`: one system call's profiles in A (filled) and B
 /// (outlined) overlaid, as OSprof's comparison figures. `syscall` names it; without it, the
-/// one the comparison rates as changed most, else the one with the most total latency in A.
+/// one made in both that the comparison rates as changed most, else the first it selects,
+/// else the one with the most total latency in A.
 ///
 /// Returns an error if either has no latency file, their resolutions differ, neither made
 /// `syscall`, or a file is damaged.
@@ -689,10 +690,14 @@ pub fn latency_diff_plot(
     let sb = operation_set(b.0, b.1, opts)?;
     let name = match syscall {
         Some(n) => n.to_owned(),
-        None => match select(&sa, &sb, &opts.select).first() {
-            Some(s) => s.key.clone(),
-            None => plotted(&sa, None, &a.0.dir)?.0.clone(),
-        },
+        None => {
+            // Two profiles to overlay: the pair rated most changed, before one-sided ones.
+            let chosen = select(&sa, &sb, &opts.select);
+            match chosen.iter().find(|s| s.emd.is_some()).or(chosen.first()) {
+                Some(s) => s.key.clone(),
+                None => plotted(&sa, None, &a.0.dir)?.0.clone(),
+            }
+        }
     };
     fn find<'s>(set: &'s [(String, Histogram)], name: &str) -> Option<&'s Histogram> {
         set.iter().find(|(k, _)| k == name).map(|x| &x.1)
