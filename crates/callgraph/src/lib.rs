@@ -139,7 +139,7 @@ pub use lines::{
     LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
     symbol_sources,
 };
-pub use measurement_model::measurement_model;
+pub use measurement_model::{ProcessLabels, measurement_model, measurement_model_with};
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};

@@ -25,6 +25,28 @@ use crate::{SampledStack, Seamless};
 /// the time blocked there (the CPU samples have 0 of it, and the sleeps 0 samples), so that
 /// `--value off-cpu` exports the blocked time as any other profile.
 pub fn measurement_model(seamless: &Seamless) -> Profile {
+    measurement_model_with(seamless, ProcessLabels::Pid)
+}
+
+/// How the functions of a process are labelled in [`measurement_model_with`]. The system-wide
+/// kernel profiles keep `kernel` and `other` in every style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProcessLabels {
+    /// As the listings label them: `137u`, `137k`. The default.
+    #[default]
+    Pid,
+    /// By side alone: `u`, `k` — for comparing one process with one of another run, whose pid
+    /// differs.
+    Side,
+    /// By command name and side: `prog/u`, `prog/k` — for comparing whole systems across
+    /// runs, where processes get other pids but keep their names.
+    Comm,
+}
+
+/// The profile model of a seamless profile, its functions labelled in the given style (see
+/// [`measurement_model`], which labels them as the listings do).
+pub fn measurement_model_with(seamless: &Seamless, labels_style: ProcessLabels) -> Profile {
     // The names are labelled and demangled already.
     let options = ModelOptions {
         demangle: false,
@@ -45,7 +67,12 @@ pub fn measurement_model(seamless: &Seamless) -> Profile {
                 ]);
                 for (suffix, side) in [("u", Side::User), ("k", Side::Kernel)] {
                     let prefix = format!("{}{suffix}", p.label);
-                    model.processes.insert(prefix, (side, labels));
+                    let label = match labels_style {
+                        ProcessLabels::Pid => prefix.clone(),
+                        ProcessLabels::Side => suffix.to_owned(),
+                        ProcessLabels::Comm => format!("{}/{suffix}", files.comm),
+                    };
+                    model.processes.insert(prefix, (side, labels, label));
                 }
             }
             _ => {
@@ -53,7 +80,7 @@ pub fn measurement_model(seamless: &Seamless) -> Profile {
                 let labels = model.b.label_set(&[Label::text(LabelKey::Comm, comm)]);
                 model
                     .processes
-                    .insert(p.label.clone(), (Side::Kernel, labels));
+                    .insert(p.label.clone(), (Side::Kernel, labels, p.label.clone()));
             }
         }
     }

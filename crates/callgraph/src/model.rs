@@ -79,9 +79,9 @@ pub(crate) struct Model<'t> {
     object: Option<ObjectId>,
     functions: Vec<Option<FunctionId>>,
     unknown: Option<FunctionId>,
-    /// Name prefixes of seamless tables (`137u`, `137k`, `kernel`), each with the side and
-    /// the sample labels of its functions; empty for a plain image.
-    pub(crate) processes: HashMap<String, (Side, LabelSetId)>,
+    /// Name prefixes of seamless tables (`137u`, `137k`, `kernel`), each with the side, the
+    /// sample labels and the label of its functions; empty for a plain image.
+    pub(crate) processes: HashMap<String, (Side, LabelSetId, String)>,
     /// The sample labels of each function made from a prefixed name.
     sample_labels: HashMap<FunctionId, LabelSetId>,
 }
@@ -220,9 +220,11 @@ impl<'t> Model<'t> {
     /// samples labelled with the process.
     fn function(&mut self, name: &str) -> Function {
         if let Some((prefix, rest)) = name.split_once(':')
-            && let Some(&(side, labels)) = self.processes.get(prefix)
+            && let Some((side, labels, label)) = self.processes.get(prefix)
         {
-            let (rest, label) = (self.b.string(rest), self.b.string(prefix));
+            let (side, labels) = (*side, *labels);
+            let label = label.clone();
+            let (rest, label) = (self.b.string(rest), self.b.string(&label));
             let function = Function::new(rest, side).with_label(label);
             let id = self.b.function(function.clone());
             self.sample_labels.insert(id, labels);

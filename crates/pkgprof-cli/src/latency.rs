@@ -13,7 +13,7 @@ use crate::seamless::{check_complete, default_dir, refuse_unknown_pids};
 fn measurement(dir: PathBuf, o: &Options) -> Result<gmon_format::Measurement> {
     let m = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
     check_complete(&m, o.force)?;
-    refuse_unknown_pids(&m, o)?;
+    refuse_unknown_pids(&m, o.system, &o.pids)?;
     Ok(m)
 }
 

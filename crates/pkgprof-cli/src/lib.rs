@@ -10,6 +10,8 @@ mod image;
 mod latency;
 mod options;
 #[cfg(target_os = "linux")]
+mod perf_data;
+#[cfg(target_os = "linux")]
 pub mod pkgmon;
 pub mod pkgprof;
 mod seamless;

@@ -69,6 +69,7 @@ pub enum Opt {
     Inverted,
     Title,
     Threads,
+    Kallsyms,
     Latency,
     Blocking,
     LatencyDiff,
@@ -207,6 +208,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Inverted, "inverted", No),
     ours(Opt::Title, "title", Required),
     ours(Opt::Threads, "threads", No),
+    ours(Opt::Kallsyms, "kallsyms", Required),
     ours(Opt::Latency, "latency", No),
     ours(Opt::Blocking, "blocking", No),
     ours(Opt::LatencyDiff, "latency-diff", No),
@@ -259,6 +261,11 @@ exists, else .):
 \t                     or changed (pkgmon killed, disk full), with a warning
 \t--threads            refused: the threads of a process are merged when pkgmon
 \t                     writes its files, which keep no thread ids
+\t--kallsyms=FILE      DIR may be a perf.data file (perf record -g; frame
+\t                     pointers or --call-graph dwarf, -z, pipe mode): it is
+\t                     read as the measurement `pkgmon --import` makes of it;
+\t                     its kernel symbols are FILE, else perf's build-id cache,
+\t                     else /proc/kallsyms if this kernel's release is the file's
 Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
   pkgprof --latency [--pid=PID[,PID...]] [DIR]
   pkgprof --blocking [--pid=PID[,PID...]] [DIR]
@@ -286,6 +293,7 @@ pseudo-function PIDk:[interrupt] as parent.
 Examples:
   pkgprof -b --pid 4242 measurement/
   pkgprof -b -q --pid 4242,4243 --object-path /srv/archive/bin measurement/
+  pkgprof -b --pid 4242 perf.data
 Exit status: 0 on success, 1 on any error.
 ";
 
@@ -473,6 +481,8 @@ pub struct Options {
     pub title: Option<String>,
     /// `--threads`: per-thread listings, refused (see `seamless::run`).
     pub threads: bool,
+    /// `--kallsyms`: the kernel symbols of a perf.data file.
+    pub kallsyms: Option<OsString>,
     /// A `--pid` list that does not parse, reported when the run starts.
     pub bad_pid: Option<String>,
     /// `--latency`: system-call latency histograms.
@@ -632,6 +642,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Inverted => o.inverted = true,
             Opt::Title => o.title = text,
             Opt::Threads => o.threads = true,
+            Opt::Kallsyms => o.kallsyms = arg.clone(),
             Opt::Latency => o.latency = true,
             Opt::Blocking => o.blocking = true,
             Opt::LatencyDiff => o.latency_diff = true,

@@ -15,6 +15,7 @@ use collect_perf::{
     WriteOptions, preflight,
 };
 
+mod import;
 mod output;
 
 const AFTER_HELP: &str = "\
@@ -41,7 +42,8 @@ holds a measurement among other files, pkgmon refuses. Files are 0600 (see
 --mode; the kernel-symbol snapshot is never readable by more users than
 /proc/kallsyms shows addresses to). A DIR that is a symbolic link or belongs
 to another user is refused unless --trust-output. The directory is checked
-and the files' placeholder written before the command starts.
+and the files' placeholder written before the command starts; temporary
+files a killed run left there are removed without being read.
 
 Examples:
   pkgmon -- ./server --port 8080      profile a command and all it starts
@@ -50,6 +52,7 @@ Examples:
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
   pkgmon --blocking -- ./server        system-call latencies, sleeps and wakers
   pkgprof -b --pid 1234               report on one process (from pkgmon.data)
+  pkgmon --import perf.data -o prof   a `perf record -g` file as a measurement
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
@@ -139,6 +142,15 @@ struct Args {
     /// The command to run and profile, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<OsString>,
+    /// Convert a perf.data file (`perf record -g`, frame pointers or --call-graph dwarf,
+    /// compressed or pipe mode; cpu-clock samples) into a measurement in DIR instead of
+    /// profiling.
+    #[arg(long, value_name = "PERF.DATA", conflicts_with_all = ["command", "pids", "all"])]
+    import: Option<PathBuf>,
+    /// With --import: the kernel symbols of the kernel the file was recorded on (default:
+    /// perf's build-id cache, else this machine's if it runs the same kernel release).
+    #[arg(long, value_name = "FILE", requires = "import")]
+    kallsyms: Option<PathBuf>,
 }
 
 /// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
@@ -249,10 +261,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if args.command.is_empty() && args.pids.is_empty() && !args.all {
+    if args.command.is_empty() && args.pids.is_empty() && !args.all && args.import.is_none() {
         let e = Args::command().error(
             clap::error::ErrorKind::MissingRequiredArgument,
-            "nothing to profile: give a command after `--`, or -p PID",
+            "nothing to profile: give a command after `--`, -p PID, or --import PERF.DATA",
         );
         let _ = e.print();
         return ExitCode::from(2);
@@ -337,6 +349,9 @@ impl Status {
 }
 
 fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(perf_data) = &args.import {
+        return import::run(perf_data, &args);
+    }
     if args.all && args.command.is_empty() && args.pids.is_empty() && args.duration.is_none() {
         eprintln!("pkgmon: profiling the whole system until Ctrl-C");
     }

@@ -81,13 +81,36 @@ pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
         );
     }
     let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
-    let measurement = gmon_format::scan(&dir).context("cannot read the measurement directory")?;
+    build_at(o, &dir, &o.pids, stacks)
+}
+
+/// The seamless profile of processes `pids` (or of the whole system with `--system`) of the
+/// measurement `dir` — a directory, or a perf.data file converted into one — with the other
+/// options of `o`; warnings printed.
+///
+/// Returns an error if the directory cannot be scanned or the file converted, a process asked
+/// for is absent, or a profile is damaged.
+pub(crate) fn build_at(
+    o: &Options,
+    dir: &Path,
+    pids: &[(u32, u32)],
+    stacks: bool,
+) -> Result<Seamless> {
+    #[cfg(target_os = "linux")]
+    let converted = crate::perf_data::convert_if_perf_data(
+        dir,
+        o.kallsyms.as_deref().map(Path::new),
+        "pkgprof",
+    )?;
+    #[cfg(target_os = "linux")]
+    let dir = converted.as_ref().map_or(dir, |c| c.path());
+    let measurement = gmon_format::scan(dir).context("cannot read the measurement directory")?;
     check_complete(&measurement, o.force)?;
-    refuse_unknown_pids(&measurement, o)?;
+    refuse_unknown_pids(&measurement, o.system, pids)?;
     let selection = if o.system {
         ProcessSelection::System
     } else {
-        ProcessSelection::Pids(o.pids.clone())
+        ProcessSelection::Pids(pids.to_vec())
     };
     let mut options = SeamlessOptions::default();
     options.user = !o.kernel_only;
@@ -107,7 +130,8 @@ pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
 /// holds: a wrong directory or pid is the usual mistake, and the fix is in the listing.
 pub(crate) fn refuse_unknown_pids(
     measurement: &gmon_format::Measurement,
-    o: &Options,
+    system: bool,
+    pids: &[(u32, u32)],
 ) -> Result<()> {
     let dir = measurement.dir.display();
     if measurement.processes.is_empty()
@@ -120,11 +144,10 @@ pub(crate) fn refuse_unknown_pids(
              pkgmon.data/, which `pkgprof --pid PID` reads by default"
         );
     }
-    if o.system {
+    if system {
         return Ok(());
     }
-    let Some(&(pid, instance)) = o
-        .pids
+    let Some(&(pid, instance)) = pids
         .iter()
         .find(|&&(pid, n)| measurement.instance(pid, n).next().is_none())
     else {

@@ -1,0 +1,386 @@
+//! perf.data records → collect-perf's records, fed one at a time to its aggregator, then
+//! written as a measurement.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufReader, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use collect_perf::{
+    AggregateOptions, Aggregator, Output, Recording, SideBand, SideRecord, UserRegs, WriteOptions,
+    WriteSummary, write_measurement_to,
+};
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
+};
+use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
+use safe_fs::ReadOptions;
+
+use crate::error::{Error, Result};
+use crate::kernel::{self, KernelSymbolsSource};
+
+/// How [`import_file`] and [`import_reader`] convert.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ImportOptions {
+    /// A kallsyms file of the kernel the perf.data was recorded on. Default is `None`: perf's
+    /// build-id cache, else the running kernel's when its release is the file's.
+    pub kallsyms: Option<PathBuf>,
+    /// The pids whose processes (and their children) get file sets; of every other process
+    /// only the kernel part of its samples is kept, as pkgmon's system-wide mode does. Default
+    /// is `None`: every process gets its files.
+    pub system_wide: Option<BTreeSet<u32>>,
+}
+
+/// What an import read and wrote.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Imported {
+    /// What the measurement writer wrote.
+    pub written: WriteSummary,
+    /// cpu-clock or task-clock samples read.
+    pub samples: u64,
+    /// Samples of other events, left out.
+    pub other_samples: u64,
+    /// Samples perf reported lost.
+    pub lost: u64,
+    /// Where the kernel symbols came from.
+    pub kernel_symbols: KernelSymbolsSource,
+    /// Things the user should know, as sentences.
+    pub notes: Vec<String>,
+}
+
+/// Whether `bytes` (a file's first 8 bytes or more) start like a perf.data file, in file or
+/// pipe mode, of either byte order.
+pub fn is_perf_data(bytes: &[u8]) -> bool {
+    matches!(bytes.get(..8), Some(b"PERFILE2" | b"2ELIFREP"))
+}
+
+/// Imports the perf.data file at `path` (file or pipe mode) into `out`.
+///
+/// Returns an error naming the file if it is not a regular file, is not perf.data or is
+/// damaged, holds no cpu-clock or task-clock samples, or if the measurement cannot be written.
+pub fn import_file(path: &Path, options: &ImportOptions, out: Output) -> Result<Imported> {
+    let (file, _) = safe_fs::open(path, &ReadOptions::default().with_max_bytes(u64::MAX))?;
+    // The header's size field: 16 in pipe mode (magic and size only), 104 in a seekable file.
+    let mut head = [0u8; 16];
+    let pipe = match file.read_exact_at(&mut head, 0) {
+        Ok(()) => u64::from_le_bytes(head[8..16].try_into().unwrap_or_default()) == 16,
+        Err(_) => false,
+    };
+    let parse = |source| Error::Parse {
+        path: path.to_owned(),
+        source,
+    };
+    let reader = BufReader::with_capacity(1 << 16, file);
+    if pipe {
+        let r = PerfFileReader::parse_pipe(reader).map_err(parse)?;
+        convert(r, path, options, out)
+    } else {
+        let r = PerfFileReader::parse_file(reader).map_err(parse)?;
+        convert(r, path, options, out)
+    }
+}
+
+/// Imports a perf.data stream in pipe mode (`perf record -o - | …`) into `out`; `name` is
+/// what errors call it.
+///
+/// Returns the errors of [`import_file`].
+pub fn import_reader(
+    reader: impl Read,
+    name: &Path,
+    options: &ImportOptions,
+    out: Output,
+) -> Result<Imported> {
+    let r = PerfFileReader::parse_pipe(BufReader::with_capacity(1 << 16, reader)).map_err(
+        |source| Error::Parse {
+            path: name.to_owned(),
+            source,
+        },
+    )?;
+    convert(r, name, options, out)
+}
+
+/// perf's callchain context markers: the frames after one come from that context.
+const CONTEXT_KERNEL: u64 = -128i64 as u64;
+const CONTEXT_USER: u64 = -512i64 as u64;
+/// Every marker is at or above this.
+const CONTEXT_MAX: u64 = -4095i64 as u64;
+/// x86_64 register numbers in `sample_regs_user`.
+const REG_BP: u64 = 6;
+const REG_SP: u64 = 7;
+const REG_IP: u64 = 8;
+/// `PROT_EXEC`, for MMAP records (which say only whether a mapping is executable).
+const PROT_EXEC: u32 = 4;
+/// The kernel's callchain depth limit when the event asks for none
+/// (`kernel.perf_event_max_stack`'s default).
+const DEFAULT_MAX_STACK: u16 = 127;
+
+fn convert<R: Read>(
+    reader: PerfFileReader<R>,
+    path: &Path,
+    options: &ImportOptions,
+    out: Output,
+) -> Result<Imported> {
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = reader;
+    let attrs = perf_file.event_attributes().to_vec();
+    let cpu_time: Vec<bool> = attrs
+        .iter()
+        .map(|a| {
+            matches!(
+                a.attr.type_,
+                PerfEventType::Software(
+                    SoftwareCounterType::CpuClock | SoftwareCounterType::TaskClock
+                )
+            ) && !matches!(a.attr.sampling_policy, SamplingPolicy::NoSampling)
+        })
+        .collect();
+    let Some(first) = cpu_time.iter().position(|&c| c) else {
+        let events: Vec<String> = attrs
+            .iter()
+            .map(|a| {
+                a.name()
+                    .map_or_else(|| format!("{:?}", a.attr.type_), str::to_owned)
+            })
+            .collect();
+        return Err(Error::NoCpuTime {
+            path: path.to_owned(),
+            events: events.join(", "),
+        });
+    };
+    let attr = &attrs[first].attr;
+
+    let build_ids = perf_file.build_ids().unwrap_or_default();
+    let kernel_build_id = build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone());
+    let release = perf_file.os_release().ok().flatten().map(str::to_owned);
+    let (ksyms, source) = kernel::find(
+        options.kallsyms.as_deref(),
+        kernel_build_id.as_deref(),
+        release.as_deref(),
+    )?;
+    // The build-ids perf recorded for the objects samples hit, by path: MMAP2 records carry
+    // an inode unless recorded with --buildid-mmap.
+    let by_path: HashMap<Vec<u8>, Vec<u8>> = build_ids
+        .into_values()
+        .filter(|d| !d.build_id.is_empty())
+        .map(|d| (d.path, d.build_id))
+        .collect();
+
+    let mut rec = Recording::default();
+    rec.frequency = match attr.sampling_policy {
+        SamplingPolicy::Frequency(f) => f,
+        SamplingPolicy::Period(p) => 1_000_000_000 / p.get(),
+        SamplingPolicy::NoSampling => 0,
+    };
+    rec.user_stack_bytes = attr.sample_stack_user;
+    rec.max_stack = match attr.sample_max_stack {
+        0 => DEFAULT_MAX_STACK,
+        n => n,
+    };
+    let mut aggregate_options = AggregateOptions::default();
+    aggregate_options.system_wide = options.system_wide.clone();
+    let mut agg = Aggregator::new(aggregate_options);
+    let mut other_samples = 0u64;
+    let mut start = None;
+    let mut end = 0u64;
+    let damaged = |what: &'static str| {
+        move |source| Error::Record {
+            path: path.to_owned(),
+            what,
+            source,
+        }
+    };
+    loop {
+        let record = match record_iter.next_record(&mut perf_file) {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(source) => {
+                return Err(Error::Parse {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let PerfFileRecord::EventRecord { attr_index, record } = record else {
+            continue;
+        };
+        let time = record.timestamp().unwrap_or(0);
+        let cpu = record.common_data().ok().and_then(|c| c.cpu).unwrap_or(0);
+        let kind = match record.parse().map_err(damaged("event"))? {
+            EventRecord::Sample(s) => {
+                if !cpu_time.get(attr_index).copied().unwrap_or(false) {
+                    other_samples += 1;
+                    continue;
+                }
+                start.get_or_insert(time);
+                end = end.max(time);
+                let (Some(pid), Some(tid)) = (s.pid, s.tid) else {
+                    other_samples += 1;
+                    continue;
+                };
+                let ip = s.ip.unwrap_or(0);
+                let user_mode = s.cpu_mode == CpuMode::User;
+                let mut kernel = Vec::new();
+                let mut user = Vec::new();
+                match &s.callchain {
+                    Some(chain) => {
+                        let mut ctx = 0;
+                        for i in 0..chain.len() {
+                            let Some(a) = chain.get(i) else { break };
+                            if a >= CONTEXT_MAX {
+                                ctx = a;
+                            } else if ctx == CONTEXT_KERNEL {
+                                kernel.push(a);
+                            } else if ctx == CONTEXT_USER {
+                                user.push(a);
+                            }
+                        }
+                    }
+                    None if user_mode => user.push(ip),
+                    None => kernel.push(ip),
+                }
+                let regs = s.user_regs.as_ref().and_then(|r| {
+                    Some(UserRegs {
+                        ip: r.get(REG_IP)?,
+                        sp: r.get(REG_SP)?,
+                        bp: r.get(REG_BP)?,
+                    })
+                });
+                // --call-graph dwarf asks the kernel for no user callchain: the user part
+                // starts at the user registers' ip and is unwound from the stack copy.
+                if user.is_empty()
+                    && let Some(r) = regs
+                {
+                    user.push(r.ip);
+                }
+                let (stack, full) = match &s.user_stack {
+                    Some((data, dynamic)) if !data.is_empty() => {
+                        let bytes = data.as_slice();
+                        let n = usize::try_from(*dynamic).unwrap_or(usize::MAX);
+                        (bytes[..n.min(bytes.len())].to_vec(), n >= bytes.len())
+                    }
+                    _ => (Vec::new(), false),
+                };
+                let mut one = Recording::default();
+                one.push_sample(
+                    time,
+                    pid as u32,
+                    tid as u32,
+                    s.cpu.unwrap_or(cpu),
+                    s.period.unwrap_or(0),
+                    ip,
+                    user_mode,
+                    regs,
+                    &kernel,
+                    &user,
+                    &stack,
+                );
+                if let Some(last) = one.samples.last_mut() {
+                    last.stack_copy_full = full;
+                    last.chain_limited = s
+                        .callchain
+                        .as_ref()
+                        .is_some_and(|c| c.len() >= usize::from(rec.max_stack));
+                }
+                rec.sample_count += 1;
+                agg.sample(&one, &one.samples[0]);
+                continue;
+            }
+            EventRecord::Mmap2(m) if m.pid >= 0 => {
+                let filename = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                let build_id = match m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(id),
+                    Mmap2FileId::InodeAndVersion(_) => by_path.get(filename.as_bytes()).cloned(),
+                };
+                SideBand::Mmap {
+                    pid: m.pid as u32,
+                    tid: m.tid as u32,
+                    addr: m.address,
+                    len: m.length,
+                    pgoff: m.page_offset,
+                    build_id,
+                    prot: m.protection,
+                    flags: m.flags,
+                    filename,
+                }
+            }
+            EventRecord::Mmap(m) if m.pid >= 0 && m.is_executable => {
+                let filename = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                SideBand::Mmap {
+                    pid: m.pid as u32,
+                    tid: m.tid as u32,
+                    addr: m.address,
+                    len: m.length,
+                    pgoff: m.page_offset,
+                    build_id: by_path.get(filename.as_bytes()).cloned(),
+                    prot: PROT_EXEC,
+                    flags: 0,
+                    filename,
+                }
+            }
+            EventRecord::Comm(c) => SideBand::Comm {
+                pid: c.pid as u32,
+                tid: c.tid as u32,
+                comm: String::from_utf8_lossy(&c.name.as_slice()).into_owned(),
+                exec: c.is_execve,
+            },
+            EventRecord::Fork(f) => SideBand::Fork {
+                pid: f.pid as u32,
+                ppid: f.ppid as u32,
+                tid: f.tid as u32,
+                ptid: f.ptid as u32,
+            },
+            EventRecord::Exit(f) => SideBand::Exit {
+                pid: f.pid as u32,
+                ppid: f.ppid as u32,
+                tid: f.tid as u32,
+                ptid: f.ptid as u32,
+            },
+            EventRecord::Lost(l) => {
+                rec.lost += l.count;
+                *rec.lost_per_cpu.entry(cpu).or_default() += l.count;
+                SideBand::Lost { count: l.count }
+            }
+            EventRecord::Throttle(_) => {
+                rec.throttled += 1;
+                SideBand::Throttle { unthrottle: false }
+            }
+            EventRecord::Unthrottle(_) => SideBand::Throttle { unthrottle: true },
+            _ => continue,
+        };
+        end = end.max(time);
+        agg.side_band(&SideRecord { time, cpu, kind });
+    }
+    rec.start_time = start.unwrap_or(0);
+    rec.end_time = end;
+    // perf's clock counts from boot, as CLOCK_MONOTONIC does; the file's clock data (perf
+    // record -k) ties it to the wall clock, else wall-clock times read as since boot.
+    rec.start_realtime = match perf_file.clock_data().ok().flatten() {
+        Some(c) => rec
+            .start_time
+            .wrapping_add(c.wall_clock_ns.wrapping_sub(c.clockid_time_ns)),
+        None => rec.start_time,
+    };
+    let aggregate = agg.finish(ksyms);
+    let mut notes = Vec::new();
+    if let Some(n) = source.note() {
+        notes.push(n);
+    }
+    if other_samples > 0 {
+        notes.push(format!(
+            "{other_samples} samples of events other than cpu-clock and task-clock left out"
+        ));
+    }
+    let written = write_measurement_to(&rec, &aggregate, &WriteOptions::default(), out)?;
+    Ok(Imported {
+        written,
+        samples: rec.sample_count,
+        other_samples,
+        lost: rec.lost,
+        kernel_symbols: source,
+        notes,
+    })
+}
