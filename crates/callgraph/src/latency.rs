@@ -292,6 +292,9 @@ fn sleep_site(names: &mut AddressNames, frames: &[u64]) -> String {
         .unwrap_or_else(|| "[unknown]".into())
 }
 
+/// How [`waker_site`] marks a wake-up from an interrupt.
+const INTERRUPT: &str = " (interrupt)";
+
 /// What a waker was doing: its first kernel frame outside the wake-up machinery, and whether
 /// it ran in an interrupt.
 fn waker_site(names: &mut AddressNames, frames: &[u64]) -> String {
@@ -316,7 +319,7 @@ fn waker_site(names: &mut AddressNames, frames: &[u64]) -> String {
         n.starts_with("asm_sysvec") || n.starts_with("sysvec_") || n.ends_with("_interrupt")
     });
     if irq {
-        format!("{site} (interrupt)")
+        format!("{site}{INTERRUPT}")
     } else {
         site
     }
@@ -410,11 +413,13 @@ fn blocking_process(
                 d(*t)
             )?;
         }
-        let mut wakers: BTreeMap<(u32, String), (u64, u64)> = BTreeMap::new();
+        // An interrupt's waker pid is whatever task it interrupted: its wake-ups are merged
+        // by site alone (None).
+        let mut wakers: BTreeMap<(Option<u32>, String), (u64, u64)> = BTreeMap::new();
         for w in &b.wakers {
-            let e = wakers
-                .entry((w.pid, waker_site(&mut p.names, &w.frames)))
-                .or_default();
+            let site = waker_site(&mut p.names, &w.frames);
+            let pid = (!site.ends_with(INTERRUPT)).then_some(w.pid);
+            let e = wakers.entry((pid, site)).or_default();
             e.0 += w.count;
             e.1 += w.blocked_ns;
         }
@@ -422,14 +427,14 @@ fn blocking_process(
         let mut wakers: Vec<_> = wakers.into_iter().collect();
         wakers.sort_by_key(|(k, (_, t))| (std::cmp::Reverse(*t), k.clone()));
         for ((pid, site), (count, t)) in wakers.iter().take(opts.top_sites) {
-            let who = if *pid == 0 {
-                "pid 0 (idle)".to_owned()
-            } else {
-                format!("pid {pid}")
+            let who = match pid {
+                None => String::new(),
+                Some(0) => "by pid 0 (idle) ".to_owned(),
+                Some(pid) => format!("by pid {pid} "),
             };
             writeln!(
                 out,
-                "{:>31} {:>10} {count:>8} x  woken by {who} in {site}",
+                "{:>31} {:>10} {count:>8} x  woken {who}in {site}",
                 "",
                 d(*t)
             )?;
