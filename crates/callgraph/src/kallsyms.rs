@@ -170,7 +170,9 @@ impl KernelSymbols {
             source,
         };
         let opts = safe_fs::ReadOptions::default().with_max_bytes(crate::input::TEXT_MAX_BYTES);
-        let (mut file, _) = safe_fs::open(path, &opts).map_err(|e| crate::input::error(e, io))?;
+        let (file, _) = safe_fs::open(path, &opts).map_err(|e| crate::input::error(e, io))?;
+        // The size was checked at open; a file that grows meanwhile is read no further.
+        let mut file = file.take(crate::input::TEXT_MAX_BYTES);
         let mut parser = Parser::default();
         let mut buf = vec![0u8; 2 * MAX_LINE_BYTES];
         let mut filled = 0;

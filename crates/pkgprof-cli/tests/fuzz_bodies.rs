@@ -76,6 +76,17 @@ mod records {
         }
     }
 
+    /// A fork or exit record of the single-threaded process `pid`, child of `ppid`.
+    pub fn task(ty: u32, pid: u32, ppid: u32, time: u64) -> Vec<u8> {
+        B::default()
+            .u32(pid)
+            .u32(ppid)
+            .u32(pid)
+            .u32(ppid)
+            .u64(time)
+            .finish(ty, 0, pid, time)
+    }
+
     /// A sample of `pid` at `time`: kernel frames, then the user ip with its registers and a
     /// stack copy.
     pub fn sample(pid: u32, time: u64, kernel: &[u64], user: &[u64], stack: &[u8]) -> Vec<u8> {
@@ -140,15 +151,7 @@ fn collector_input() -> Vec<u8> {
     for pid in [100u32, 101] {
         let t = u64::from(pid) * 1000;
         if pid == 101 {
-            out.extend(
-                B::default()
-                    .u32(101)
-                    .u32(100)
-                    .u32(101)
-                    .u32(100)
-                    .u64(t)
-                    .finish(FORK, 0, 101, t),
-            );
+            out.extend(task(FORK, 101, 100, t));
         }
         out.extend(B::default().u32(pid).u32(pid).bytes(b"cycle\0\0\0").finish(
             COMM,
@@ -180,28 +183,11 @@ fn collector_input() -> Vec<u8> {
             ));
         }
         if pid == 101 {
-            out.extend(
-                B::default()
-                    .u32(101)
-                    .u32(100)
-                    .u32(101)
-                    .u32(100)
-                    .u64(t + 90)
-                    .finish(EXIT, 0, 101, t + 90),
-            );
+            out.extend(task(EXIT, 101, 100, t + 90));
         }
     }
     // The parent last, after its child.
-    let t = 200_000;
-    out.extend(
-        B::default()
-            .u32(100)
-            .u32(1)
-            .u32(100)
-            .u32(1)
-            .u64(t)
-            .finish(EXIT, 0, 100, t),
-    );
+    out.extend(task(EXIT, 100, 1, 200_000));
     out
 }
 

@@ -17,7 +17,13 @@ mod common;
 
 use common::{PKGMON, scratch, serial, workload};
 
-const NOBODY: u32 = 65534;
+/// `program` with `args`, to run as `nobody` (uid and gid 65534, no groups).
+fn as_nobody(program: &str, args: &[&str]) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", program])
+        .args(args);
+    c
+}
 
 /// A fresh directory under the scratch directory.
 fn fresh(tag: &str) -> PathBuf {
@@ -160,17 +166,7 @@ fn a_second_user_cannot_make_root_pkgmon_follow_a_link_or_read_a_fifo() {
             d = d.display(),
             cpu = workload("cpu").display(),
         );
-        let mut attacker = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "sh",
-                "-c",
-            ])
-            .arg(&script)
-            .spawn()
-            .unwrap();
+        let mut attacker = as_nobody("sh", &["-c", &script]).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         let pid = loop {
             if let Ok(p) = std::fs::read_to_string(d.join("pid")) {
@@ -245,18 +241,8 @@ fn links_planted_by_another_user_are_never_followed() {
     std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap();
     let kallsyms = format!("kallsyms.{}", &boot[..8]);
-    let as_nobody = |script: &str| {
-        let st = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "sh",
-                "-c",
-            ])
-            .arg(script)
-            .status()
-            .unwrap();
+    let nobody_runs = |script: &str| {
+        let st = as_nobody("sh", &["-c", script]).status().unwrap();
         assert!(st.success(), "{script}");
     };
     let marker = sticky.join("ran");
@@ -274,7 +260,7 @@ fn links_planted_by_another_user_are_never_followed() {
     let s = sticky.display();
     let v = victim.display();
     // 1. The output directory is nobody's link to root's directory.
-    as_nobody(&format!(
+    nobody_runs(&format!(
         "ln -s {} {s}/link",
         victim.parent().unwrap().display()
     ));
@@ -288,7 +274,7 @@ fn links_planted_by_another_user_are_never_followed() {
     );
     // 2. The output directory is nobody's, holding links at every name pkgmon writes that can
     //    be predicted (the kernel-symbol snapshot, the manifest, old-style temporary names).
-    as_nobody(&format!(
+    nobody_runs(&format!(
         "mkdir {s}/theirs && for n in {kallsyms} .{kallsyms}.tmp manifest.sha256 \
          gmon.out.1u.sh; do ln -s {v} {s}/theirs/$n; done"
     ));
@@ -300,7 +286,7 @@ fn links_planted_by_another_user_are_never_followed() {
     // 3. Told to trust it anyway, pkgmon still never writes through a link: what looks like
     //    an earlier measurement is moved aside whole (links unfollowed) and a new directory of
     //    its own is made; with anything else in it, the directory is refused.
-    as_nobody(&format!(
+    nobody_runs(&format!(
         "mkdir {s}/mixed && ln -s {v} {s}/mixed/{kallsyms} && touch {s}/mixed/x"
     ));
     let o = run(&sticky.join("mixed"), &["--trust-output"]);
@@ -371,13 +357,7 @@ fn a_second_user_can_read_nothing_of_roots_measurement() {
         );
     }
     // As nobody: the directory cannot be listed, and no file (argv, kallsyms) read.
-    let probe = |path: &Path| {
-        Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "cat"])
-            .arg(path)
-            .output()
-            .unwrap()
-    };
+    let probe = |path: &Path| as_nobody("cat", &[]).arg(path).output().unwrap();
     let info = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -420,16 +400,7 @@ fn a_second_user_can_read_nothing_of_roots_measurement() {
         })
         .unwrap();
     let public = {
-        let first = Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "head",
-                "-c",
-                "16",
-            ])
-            .arg("/proc/kallsyms")
+        let first = as_nobody("head", &["-c", "16", "/proc/kallsyms"])
             .output()
             .unwrap();
         !String::from_utf8_lossy(&first.stdout).starts_with("0000000000000000")
@@ -690,6 +661,5 @@ fn the_command_dies_with_pkgmon_unless_told_to_keep_running() {
             // Safety: killing the command this test started.
             unsafe { libc::kill(sleeper, libc::SIGKILL) };
         }
-        let _ = NOBODY;
     }
 }

@@ -5,17 +5,39 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
 
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+static FAILED: AtomicBool = AtomicBool::new(false);
+
+/// The test binary's scratch directory. It is removed when the binary exits with every test
+/// passed (the measurements written there reach gigabytes over a day of runs); a failure
+/// keeps it, and says where.
 pub fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
+    SCRATCH.get_or_init(|| {
         let d = std::env::temp_dir().join(format!("pkgmon-tests-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            FAILED.store(true, Ordering::SeqCst);
+            previous(info);
+        }));
+        // Safety: registering a function with no preconditions, run once at exit.
+        unsafe { libc::atexit(remove_scratch) };
         d
     })
+}
+
+extern "C" fn remove_scratch() {
+    let Some(d) = SCRATCH.get() else { return };
+    if FAILED.load(Ordering::SeqCst) {
+        eprintln!("kept {} for inspection", d.display());
+    } else {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 /// A collector workload, compiled on first use.
