@@ -1,12 +1,15 @@
 //! Warnings about profiles that do not fit the image, where gprof prints a report of zeros,
 //! `inf` or `nan` without a word.
 //!
-//! They never change a report: the caller prints them apart (pkgprof on stderr).
+//! They never change a report: the caller prints them apart (pkgprof on stderr). One file
+//! gprof cannot read the way it is written is refused instead ([`check_line_mode_blocks`]).
 
 use std::fmt;
+use std::path::Path;
 
-use gmon_format::{Profile, Record};
+use gmon_format::{Endian, Profile, Record};
 
+use crate::error::{Error, Result};
 use crate::histogram::HistogramTimes;
 use crate::symbols::SymbolTable;
 
@@ -178,9 +181,66 @@ pub fn check_samples(times: &HistogramTimes) -> Option<Warning> {
     })
 }
 
+/// Refuses a big-endian profile `profile` (read from `path`) in line mode when gprof would
+/// misread one of its basic-block records: gprof reads their pair counts in the byte order of
+/// the machine (little-endian x86), not the file's, so a count that reads otherwise swapped
+/// claims far more pairs than the file holds and gprof stops. We stop too rather than read such
+/// a file differently.
+///
+/// Returns [`Error::ForeignBasicBlocks`] naming the first such record.
+pub fn check_line_mode_blocks(profile: &Profile<'_>, path: &Path) -> Result<()> {
+    if profile.layout().endian != Endian::Big {
+        return Ok(());
+    }
+    for record in profile.records() {
+        if let Ok((offset, Record::BasicBlocks(bb))) = record {
+            let count = u32::try_from(bb.len()).unwrap_or(u32::MAX);
+            if count.swap_bytes() != count {
+                return Err(Error::ForeignBasicBlocks {
+                    path: path.to_owned(),
+                    count,
+                    read_as: count.swap_bytes(),
+                    offset,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_mode_refuses_big_endian_block_counts_gprof_would_misread() {
+        use gmon_format::{AddressSize, Header, Layout, ReadOptions, Writer};
+        let file = |endian| {
+            let mut w = Writer::new(Vec::new(), Layout::gnu(AddressSize::U64, endian));
+            w.header(&Header::Gnu {
+                version: 1,
+                spare: [0; 12],
+            })
+            .unwrap();
+            w.basic_blocks([(0x1000, 3)].into_iter()).unwrap();
+            w.finish().unwrap()
+        };
+        let check = |endian| {
+            let data = file(endian);
+            let profile =
+                Profile::parse(&data, &ReadOptions::new(AddressSize::U64, endian)).unwrap();
+            check_line_mode_blocks(&profile, Path::new("gmon.out")).map_err(|e| e.to_string())
+        };
+        assert_eq!(check(Endian::Little), Ok(()));
+        assert_eq!(
+            check(Endian::Big),
+            Err(
+                "gmon.out: gprof cannot read this big-endian basic-block record in line mode: \
+                 it takes the count 1 as 16777216 (at offset 0x14)"
+                    .to_owned()
+            )
+        );
+    }
 
     #[test]
     fn messages_name_the_files_and_the_ranges() {

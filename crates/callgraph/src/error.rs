@@ -1,7 +1,7 @@
 //! The one error type of this crate.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -29,6 +29,33 @@ pub enum Error {
         /// What the ELF reader objected to; none when the file is not ELF at all.
         #[source]
         source: Option<object::Error>,
+    },
+    /// The image's ELF identification names a class (address width) or data encoding (byte
+    /// order) that ELF does not define.
+    #[error("{path}: not in executable format (unknown ELF {field} {value})")]
+    UnknownElfIdent {
+        /// Path of the image.
+        path: PathBuf,
+        /// `class` or `data encoding`.
+        field: &'static str,
+        /// The byte found.
+        value: u8,
+    },
+    /// In line mode gprof reads a basic-block record's count in the byte order of the machine
+    /// (little-endian), not the file's: a big-endian count it would read as another number.
+    #[error(
+        "{path}: gprof cannot read this big-endian basic-block record in line mode: it takes \
+         the count {count} as {read_as} (at offset {offset:#x})"
+    )]
+    ForeignBasicBlocks {
+        /// Path of the profile.
+        path: PathBuf,
+        /// The record's count of pairs.
+        count: u32,
+        /// The count as gprof reads it.
+        read_as: u32,
+        /// Offset of the record in the file.
+        offset: u64,
     },
     /// The image has no `.text` section, which gprof needs to bound the last symbol.
     #[error("can't find .text section in {path}")]
@@ -133,4 +160,14 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+}
+
+impl Error {
+    /// The image at `path` is not ELF this crate reads: `source` says why.
+    pub(crate) fn not_executable(path: &Path, source: object::Error) -> Error {
+        Error::NotExecutable {
+            path: path.to_owned(),
+            source: Some(source),
+        }
+    }
 }

@@ -197,15 +197,7 @@ mod tests {
     }
 
     fn times(time: &[f64], total_time: f64, hz: u32) -> HistogramTimes {
-        HistogramTimes {
-            time: time.to_vec(),
-            total_time,
-            hz,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        }
+        crate::test_util::times(time.to_vec(), total_time, hz)
     }
 
     fn print(t: &SymbolTable, h: &HistogramTimes, calls: &[u64], child: &[f64], z: bool) -> String {

@@ -407,15 +407,7 @@ mod tests {
     }
 
     fn times(ticks: &[f64]) -> HistogramTimes {
-        HistogramTimes {
-            time: ticks.to_vec(),
-            total_time: ticks.iter().sum(),
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        }
+        crate::test_util::times(ticks.to_vec(), ticks.iter().sum(), 100)
     }
 
     /// Arcs between symbol positions, as a gmon file would record them: from inside the

@@ -2,8 +2,10 @@
 //! files refused by name without blocking, sizes capped, large files mapped), with a limit that
 //! fits what the file can hold. The limits are here, in one place.
 
+use std::io::Read;
 use std::path::Path;
 
+use gmon_format::{AddressSize, Endian};
 use safe_fs::{Contents, Map, ReadOptions};
 
 use crate::error::Error;
@@ -51,6 +53,46 @@ pub fn read_image(path: &Path) -> Result<Contents, Error> {
     })
 }
 
+/// The address width and byte order of gmon files for the image at `path`, from its ELF
+/// identification (class and data encoding), as gprof takes them; only its first 16 bytes are
+/// read, never from a FIFO or device.
+///
+/// Returns [`Error::ReadImage`] if a system call fails, [`Error::Refused`] for a file that is
+/// not regular, [`Error::NotExecutable`] if it is not ELF and [`Error::UnknownElfIdent`] for a
+/// class or encoding ELF does not define.
+pub fn image_layout(path: &Path) -> Result<(AddressSize, Endian), Error> {
+    let read_error = |source| Error::ReadImage {
+        path: path.to_owned(),
+        source,
+    };
+    let options = ReadOptions::default().with_max_bytes(u64::MAX);
+    let (file, _) = safe_fs::open(path, &options).map_err(|e| error(e, read_error))?;
+    let mut ident = Vec::with_capacity(16);
+    file.take(16).read_to_end(&mut ident).map_err(read_error)?;
+    if ident.len() < 16 || ident[..4] != *b"\x7fELF" {
+        return Err(Error::NotExecutable {
+            path: path.to_owned(),
+            source: None,
+        });
+    }
+    let unknown = |field, value| Error::UnknownElfIdent {
+        path: path.to_owned(),
+        field,
+        value,
+    };
+    let size = match ident[4] {
+        1 => AddressSize::U32,
+        2 => AddressSize::U64,
+        c => return Err(unknown("class", c)),
+    };
+    let endian = match ident[5] {
+        1 => Endian::Little,
+        2 => Endian::Big,
+        d => return Err(unknown("data encoding", d)),
+    };
+    Ok((size, endian))
+}
+
 /// An error of [`read_input`] as this crate's: a failed system call keeps its io error in `io`'s
 /// variant (`Error::ReadImage` or `Error::ReadFile`); a refusal is [`Error::Refused`].
 pub(crate) fn error(e: safe_fs::Error, io: impl FnOnce(std::io::Error) -> Error) -> Error {
@@ -58,5 +100,52 @@ pub(crate) fn error(e: safe_fs::Error, io: impl FnOnce(std::io::Error) -> Error)
     match e.into_kind() {
         safe_fs::ErrorKind::Io { source, .. } => io(source),
         kind => Error::Refused(safe_fs::Error::new(path, kind)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_elf_identification_gives_the_layout() {
+        let dir = std::env::temp_dir().join(format!("callgraph-layout-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let layout = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            image_layout(&path).map_err(|e| e.to_string())
+        };
+        let ident = |class: u8, data: u8| {
+            let mut b = b"\x7fELF".to_vec();
+            b.extend([class, data, 1]);
+            b.resize(64, 0);
+            b
+        };
+        let results = [
+            layout("64le", &ident(2, 1)),
+            layout("32be", &ident(1, 2)),
+            layout("class", &ident(3, 1)),
+            layout("data", &ident(2, 0)),
+            layout("short", b"\x7fELF\x02"),
+        ];
+        let shown = |name: &str| dir.join(name).display().to_string();
+        assert_eq!(
+            results,
+            [
+                Ok((AddressSize::U64, Endian::Little)),
+                Ok((AddressSize::U32, Endian::Big)),
+                Err(format!(
+                    "{}: not in executable format (unknown ELF class 3)",
+                    shown("class")
+                )),
+                Err(format!(
+                    "{}: not in executable format (unknown ELF data encoding 0)",
+                    shown("data")
+                )),
+                Err(format!("{}: not in executable format", shown("short"))),
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -71,23 +71,7 @@ fn selected<'a>(
     measurement: &'a Measurement,
     selection: &ProcessSelection,
 ) -> Result<Vec<&'a ProcessFiles>> {
-    let files: Vec<&ProcessFiles> = match selection {
-        ProcessSelection::Pids(pids) => {
-            let mut out = Vec::new();
-            for &(pid, instance) in pids {
-                let before = out.len();
-                out.extend(measurement.instance(pid, instance));
-                if out.len() == before {
-                    return Err(Error::NoSuchProcess {
-                        label: gmon_format::process_label(pid, instance),
-                        dir: measurement.dir.clone(),
-                    });
-                }
-            }
-            out
-        }
-        ProcessSelection::System => measurement.processes.iter().collect(),
-    };
+    let files = selection.files(measurement)?;
     let with: Vec<&ProcessFiles> = files.into_iter().filter(|f| f.latency.is_some()).collect();
     if with.is_empty() {
         return Err(Error::NoLatency {

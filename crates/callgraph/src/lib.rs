@@ -62,7 +62,25 @@
 //! reading of it (see the function's docs). `cargo run -p callgraph --example gmon_model`
 //! shows it on a bundled profile. [`measurement_model`] does the same for a seamless profile
 //! of a measurement directory, with its real sampled stacks and each sample labelled with its
-//! process.
+//! process:
+//!
+//! ```no_run
+//! use callgraph::{ProcessSelection, Seamless, SeamlessOptions, measurement_model};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let measurement = gmon_format::scan(std::path::Path::new("pkgmon.data"))?;
+//! let mut options = SeamlessOptions::default();
+//! options.stacks = true; // the real sampled stacks, not only histograms and arcs
+//! let pid_4242 = ProcessSelection::Pids(vec![(4242, 0)]);
+//! let seamless = Seamless::build(&measurement, &pid_4242, &options)?;
+//! let model = measurement_model(&seamless);
+//! println!("{} samples in {} stacks", model.samples().len(), model.stacks().len());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `cargo run -p callgraph --example measurement_model` runs the same on the bundled
+//! measurement and prints its heaviest stacks.
 //!
 //! # Seamless profiles of a measurement directory
 //!
@@ -71,8 +89,9 @@
 //! through the recorded mappings and the objects' symbol tables (found by path, in
 //! [`SeamlessOptions::object_path`] by file name or build-id, build-ids checked), kernel
 //! addresses through the kallsyms snapshot ([`KernelSymbols`]). The result is one
-//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`], so
-//! `Analysis::new` and [`write_report`] print it like any gprof profile;
+//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`]
+//! (made directly, not through a gmon file; [`Seamless::write_gmon`] writes one for
+//! `--merge-out`), so `Analysis::new` and [`write_report`] print it like any gprof profile;
 //! [`write_process_header`] prints each process's kernel counters first. See the `labeled`
 //! module docs (on [`Seamless`]) for the pseudo-functions and how boundary arcs are drawn.
 //!
@@ -93,8 +112,10 @@ mod analysis;
 mod annotate;
 mod calls;
 mod diagnose;
+mod elf_symbols;
 mod error;
 mod flat;
+mod gmon_sum;
 mod graph;
 mod histogram;
 mod inclusive;
@@ -102,6 +123,7 @@ mod input;
 mod kallsyms;
 mod labeled;
 mod latency;
+mod line_symbols;
 mod lines;
 mod measurement_model;
 mod model;
@@ -113,35 +135,38 @@ mod symbols;
 mod symspec;
 #[cfg(test)]
 mod test_util;
+mod text;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use annotate::{
     AnnotateOptions, select_symbols, source_file_order, write_annotated_source, write_exec_counts,
 };
 pub use calls::CallCounts;
-pub use diagnose::{Warning, check_profile, check_samples};
+pub use diagnose::{Warning, check_line_mode_blocks, check_profile, check_samples};
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
+pub use gmon_sum::{BASIC_BLOCKS_PER_SYMBOL, sum_arcs, sum_basic_blocks, write_gmon_sum};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
-pub use input::{IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, read_image, read_input};
+pub use input::{
+    IMAGE_MAX_BYTES, PROFILE_MAX_BYTES, TEXT_MAX_BYTES, image_layout, read_image, read_input,
+};
 pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
     AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
-    write_process_header, write_symbol_image,
+    relabel_symspecs, write_process_header, write_symbol_image,
 };
 pub use latency::{
     LatencyOptions, write_blocking_report, write_latency_diff, write_latency_report,
 };
-pub use lines::{
-    LineTable, NearestLine, SourceInfo, SourceLines, TextSection, line_table, name_suffix,
-    symbol_sources,
-};
+pub use line_symbols::{LineTable, line_table, name_suffix};
+pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
 pub use measurement_model::{ProcessLabels, measurement_model, measurement_model_with};
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
-pub use static_calls::{BASIC_BLOCKS_PER_SYMBOL, static_arcs, sum_arcs, sum_basic_blocks};
+pub use static_calls::static_arcs;
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
+pub use text::TextSection;

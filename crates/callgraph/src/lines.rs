@@ -1,10 +1,10 @@
-//! Source lines from DWARF, and gprof's line granularity (`-l`, implied by `-s`).
+//! Source lines from DWARF, looked up as gprof's BFD does.
 //!
 //! gprof asks BFD for the "nearest line" of addresses: the source file, line and function of
 //! each symbol's start (for the `(file)` and `(file:line)` name suffixes), and of every byte of
-//! `.text` in line mode, where each change of (function, file, line) starts a *line symbol*.
-//! Line symbols join the function symbols in one table that is finalised a second time, so an
-//! arc's caller and a histogram sample's owner become source lines, while callees stay functions.
+//! `.text` in line mode, where each change of (function, file, line) starts a *line symbol*
+//! (made in [`crate::line_symbols`]). This module reads the DWARF line tables and function
+//! names and answers those lookups with BFD's quirks.
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -14,55 +14,9 @@ use gimli::Reader as _;
 use object::{Object, ObjectSection, ObjectSymbol};
 
 use crate::error::{Error, Result};
-use crate::symbols::{RawSymbol, SymbolTable};
+use crate::symbols::SymbolTable;
 
 type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
-
-/// The `.text` section of an image: the address range gprof walks in line mode, and the code
-/// bytes `-c` scans for calls.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TextSection {
-    /// Address of the first byte.
-    pub address: u64,
-    /// The section's contents (empty for a `NOBITS` section).
-    pub bytes: Vec<u8>,
-    /// Size from the section header (the bytes may be missing, but the range is known).
-    pub size: u64,
-}
-
-impl TextSection {
-    /// Reads the `.text` section (or `$CODE$`) of the ELF image `data`; `path` only names it
-    /// in errors.
-    ///
-    /// Returns `None` if the image has no such section, and an error if it cannot be parsed.
-    pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
-        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
-        let Some(section) = file
-            .section_by_name(".text")
-            .or_else(|| file.section_by_name("$CODE$"))
-        else {
-            return Ok(None);
-        };
-        Ok(Some(TextSection {
-            address: section.address(),
-            bytes: section.data().map(<[u8]>::to_vec).unwrap_or_default(),
-            size: section.size(),
-        }))
-    }
-
-    /// The byte at `address`, if it lies in the section's contents.
-    pub fn byte(&self, address: u64) -> Option<u8> {
-        let offset = usize::try_from(address.checked_sub(self.address)?).ok()?;
-        self.bytes.get(offset).copied()
-    }
-}
-
-fn not_exec(path: &Path, source: object::Error) -> Error {
-    Error::NotExecutable {
-        path: path.to_owned(),
-        source: Some(source),
-    }
-}
 
 /// Where an address comes from in the source, as BFD's nearest-line lookup reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,7 +54,7 @@ impl SourceLines {
     /// Returns `None` if the image has no line information, and an error if the image or its
     /// DWARF cannot be parsed.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Option<Self>> {
-        let file = object::File::parse(data).map_err(|e| not_exec(path, e))?;
+        let file = object::File::parse(data).map_err(|e| Error::not_executable(path, e))?;
         if file.section_by_name(".debug_line").is_none() {
             return Ok(None);
         }
@@ -163,7 +117,7 @@ impl SourceLines {
     /// Settles the names of the functions [`UnlinkedFunctions`] describes as gprof's first
     /// line-mode pass does, visiting `.text` in address order, so that later lookups give
     /// the names of its second pass, the one that makes the line symbols.
-    fn settle_names(&self, low: u64, high: u64) {
+    pub(crate) fn settle_names(&self, low: u64, high: u64) {
         self.unlinked.settle(low, high, &self.elf_functions);
     }
 
@@ -186,7 +140,7 @@ impl SourceLines {
 
     /// The parts of [`low`, `high`) that line-table sequences cover, in address order and
     /// without overlaps.
-    fn covered(&self, low: u64, high: u64) -> Vec<(u64, u64)> {
+    pub(crate) fn covered(&self, low: u64, high: u64) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
         for s in &self.sequences {
             let (lo, hi) = (s.start.max(low), s.end.min(high));
@@ -765,160 +719,9 @@ pub fn symbol_sources(table: &SymbolTable, lines: Option<&SourceLines>) -> Vec<O
         .collect()
 }
 
-/// A symbol table at line granularity and the source position of each of its symbols.
-#[derive(Debug, Clone)]
-pub struct LineTable {
-    /// Function symbols and line symbols, finalised together.
-    pub table: SymbolTable,
-    /// Source position per symbol of `table`.
-    pub sources: Vec<Option<SourceInfo>>,
-    /// The line symbols as made, in address order, before the function symbols take the
-    /// addresses they share: gprof's debugging trace (`-d128`) lists the same.
-    pub line_symbols: Vec<RawSymbol>,
-}
-
-/// Builds gprof's line-granularity table from the function table `table`.
-///
-/// Every byte of `.text` is looked up; whenever (function, file, line) differs from the last
-/// line symbol made, a new one starts there, named after the function, not a function itself,
-/// and static if the symbol containing it is. The function symbols keep the extents of the first
-/// pass, and any whose extent ended before its start (such as `data_start` beyond `.text`) is
-/// dropped; at equal addresses the function symbol wins.
-pub fn line_table(
-    table: &SymbolTable,
-    text: &TextSection,
-    lines: Option<&SourceLines>,
-) -> LineTable {
-    let mut made: Vec<(RawSymbol, SourceInfo)> = Vec::new();
-    if let Some(lines) = lines {
-        let mut last: Option<NearestLine> = None;
-        // Only addresses inside line-table sequences can have a line, and only bytes the image
-        // holds are walked, so damaged headers cannot make the walk endless.
-        let end = text
-            .address
-            .saturating_add(text.size.min(text.bytes.len() as u64));
-        // gprof looks up each symbol's source, then walks `.text` once to count: the lookups
-        // that settle names happen before the walk that makes the line symbols.
-        for &address in table.read_order() {
-            lines.nearest(address);
-        }
-        lines.settle_names(text.address, end);
-        let addresses = lines
-            .covered(text.address, end)
-            .into_iter()
-            .flat_map(|(lo, hi)| lo..hi);
-        for address in addresses {
-            let Some(p) = lines.nearest(address) else {
-                continue;
-            };
-            if last
-                .as_ref()
-                .is_some_and(|l| l.line == p.line && l.function == p.function && l.file == p.file)
-            {
-                continue;
-            }
-            let is_static = table
-                .lookup(address)
-                .is_some_and(|i| table.symbols()[i].is_static);
-            made.push((
-                RawSymbol {
-                    name: p.function.clone(),
-                    address,
-                    is_function: false,
-                    is_static,
-                },
-                SourceInfo {
-                    file: p.file.clone(),
-                    line: p.line,
-                },
-            ));
-            last = Some(p);
-        }
-    }
-    let text_end = text.address.wrapping_add(text.size);
-    let line_symbols: Vec<RawSymbol> = made.iter().map(|(s, _)| s.clone()).collect();
-    let (table, origin) = table.refinalise(line_symbols.clone(), text_end);
-    let function_sources = symbol_sources_of(lines, &table, &origin);
-    let sources = origin
-        .iter()
-        .zip(function_sources)
-        .map(|(o, f)| match o {
-            Origin::Line(i) => Some(made[*i].1.clone()),
-            Origin::Function => f,
-        })
-        .collect();
-    LineTable {
-        table,
-        sources,
-        line_symbols,
-    }
-}
-
-fn symbol_sources_of(
-    lines: Option<&SourceLines>,
-    table: &SymbolTable,
-    origin: &[Origin],
-) -> Vec<Option<SourceInfo>> {
-    table
-        .symbols()
-        .iter()
-        .zip(origin)
-        .map(|(s, o)| {
-            if matches!(o, Origin::Line(_)) {
-                return None;
-            }
-            let p = lines?.nearest(s.address)?;
-            Some(SourceInfo {
-                file: p.file,
-                line: p.line,
-            })
-        })
-        .collect()
-}
-
-/// Where a symbol of a re-finalised table came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// A symbol of the function table.
-    Function,
-    /// The line symbol with this index in the list given.
-    Line(usize),
-}
-
-/// The ` (FILE:LINE @ ADDR)` suffix gprof appends to names in line mode, or the
-/// ` (FILE:LINE)` of `--inline-file-names`; nothing for a symbol without source position.
-pub fn name_suffix(
-    source: Option<&SourceInfo>,
-    address: u64,
-    line_mode: bool,
-    full_path: bool,
-) -> Vec<u8> {
-    let Some(s) = source else {
-        return Vec::new();
-    };
-    let mut out = b" (".to_vec();
-    out.extend_from_slice(s.file_name(full_path));
-    out.extend_from_slice(format!(":{}", s.line).as_bytes());
-    if line_mode {
-        out.extend_from_slice(format!(" @ {address:x}").as_bytes());
-    }
-    out.push(b')');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gmon_format::{AddressSize, Endian};
-
-    fn raw(name: &str, address: u64, is_function: bool) -> RawSymbol {
-        RawSymbol {
-            name: name.as_bytes().to_vec(),
-            address,
-            is_function,
-            is_static: false,
-        }
-    }
 
     fn candidate(name: &str, address: u64, size: u64) -> ElfFunction {
         ElfFunction {
@@ -947,73 +750,5 @@ mod tests {
         assert_eq!(f.containing(0x112), Some(&b"inner"[..]));
         // Same start: the larger wins, and between equals the first in `.symtab` order.
         assert_eq!(f.containing(0x205), Some(&b"big"[..]));
-    }
-
-    #[test]
-    fn suffixes_name_the_base_name_unless_full_paths_are_asked_for() {
-        let s = SourceInfo {
-            file: Rc::from(&b"/src/dir/a.c"[..]),
-            line: 12,
-        };
-        assert_eq!(
-            name_suffix(Some(&s), 0x11da, true, false),
-            b" (a.c:12 @ 11da)"
-        );
-        assert_eq!(
-            name_suffix(Some(&s), 0x11da, false, true),
-            b" (/src/dir/a.c:12)"
-        );
-        assert_eq!(name_suffix(None, 0x11da, true, false), b"");
-    }
-
-    #[test]
-    fn refinalising_keeps_functions_first_and_drops_symbols_past_text() {
-        let t = SymbolTable::from_symbols(
-            vec![
-                raw("f", 0x100, true),
-                raw("g", 0x120, true),
-                raw("data_start", 0x900, false),
-            ],
-            0x140,
-            AddressSize::U64,
-            Endian::Little,
-        );
-        // Line symbols: one at f's start (the function wins), two inside f, one inside g.
-        let lines = vec![
-            raw("f", 0x100, false),
-            raw("f", 0x108, false),
-            raw("f", 0x110, false),
-            raw("g", 0x130, false),
-        ];
-        let (lt, origin) = t.refinalise(lines, 0x140);
-        let names: Vec<(u64, bool)> = lt
-            .symbols()
-            .iter()
-            .map(|s| (s.address, s.is_function))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                (0x100, true),
-                (0x108, false),
-                (0x110, false),
-                (0x120, true),
-                (0x130, false)
-            ]
-        );
-        assert_eq!(
-            origin,
-            [
-                Origin::Function,
-                Origin::Line(1),
-                Origin::Line(2),
-                Origin::Function,
-                Origin::Line(3)
-            ]
-        );
-        // An arc's caller inside f is now a line symbol; the function keeps its old extent.
-        assert_eq!(lt.lookup(0x112), Some(2));
-        assert_eq!(lt.symbols()[0].end_address, 0x11f);
-        assert_eq!(lt.symbols()[4].end_address, 0x13f);
     }
 }

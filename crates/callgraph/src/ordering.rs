@@ -97,7 +97,6 @@ pub fn function_ordering(graph: &CallGraph) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::HistogramTimes;
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
 
@@ -132,15 +131,7 @@ mod tests {
             self_pc: at(c),
             count,
         }));
-        let times = HistogramTimes {
-            time: vec![0.0; t.len()],
-            total_time: 0.0,
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        };
+        let times = crate::test_util::times(vec![0.0; t.len()], 0.0, 100);
         let g = CallGraph::build(&t, &list, &times);
         function_ordering(&g)
             .expect("few functions")

@@ -2,7 +2,9 @@
 //! to demangle again (another mangling, other options) rather than edit text.
 
 use crate::repairs::misplaced_qualifiers;
-use crate::text::{split_params, template_depth, top_level_paren, trailing_template_args};
+use crate::text::{
+    THUNK_LABELS, split_params, template_depth, top_level_paren, trailing_template_args,
+};
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
@@ -363,13 +365,6 @@ fn default_argument_scope(local: &str) -> Option<String> {
     }
     None
 }
-
-/// How GNU introduces the three kinds of thunk.
-pub(crate) const THUNK_LABELS: [&str; 3] = [
-    "non-virtual thunk to ",
-    "virtual thunk to ",
-    "covariant return thunk to ",
-];
 
 /// Skips one `<call-offset>` (`h <number> _` or `v <number> _ <number> _`).
 fn skip_call_offset(s: &str) -> Option<&str> {

@@ -23,6 +23,11 @@
 //! expressions, vendor qualifiers, `decltype`…) makes it give up, and the name goes on to
 //! the other demangling paths unchanged.  Recursion depth, input size and the bytes back
 //! references expand to are bounded, so hostile input costs little.
+//!
+//! This file is longer than the project's ~800 lines on purpose: it is one recursive-descent
+//! parser, its productions (names, types, template arguments, expressions, substitutions)
+//! calling one another through one `Parser` state, and cutting it by production would spread
+//! that state over files without making any part readable alone.
 
 /// Deepest nesting of productions followed before giving up.
 const MAX_DEPTH: u32 = 64;

@@ -1,5 +1,12 @@
-//! Scanning printed C++: brackets, template argument lists and parameter lists, shared by
-//! the demangling stage and the repairs.
+//! Scanning printed C++: brackets, template argument lists and parameter lists, and GNU's
+//! thunk labels, shared by the demangling stage and the repairs.
+
+/// How GNU introduces the three kinds of thunk.
+pub(crate) const THUNK_LABELS: [&str; 3] = [
+    "non-virtual thunk to ",
+    "virtual thunk to ",
+    "covariant return thunk to ",
+];
 
 /// Index of the `(` opening the parameters of the top-level function in `text`.
 pub(crate) fn top_level_paren(text: &str) -> Option<usize> {

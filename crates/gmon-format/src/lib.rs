@@ -72,7 +72,7 @@ pub use labeled::{
     ProfileName, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo, Section,
     Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter, Verification,
     info as measurement_info, is_measurement_file, latency, manifest, parse_process_label,
-    process_label, scan, stacks, vdso_file_name, write_sampled_profile,
+    process_label, sampled_sum, scan, stacks, vdso_file_name, write_sampled_profile,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

@@ -188,6 +188,18 @@ impl Sum {
         Ok(())
     }
 
+    /// Appends a histogram of 2-byte bins as reading its records would (see
+    /// [`crate::labeled::sampled_sum`]): its range is new to the sum and `unit` is the first
+    /// record's, kept if one was read before.
+    pub(crate) fn push_sampled(&mut self, histogram: SumHistogram, unit: HistogramUnit) {
+        if self.unit.is_none() {
+            self.unit = Some(unit);
+            self.scale = Some(1.0);
+        }
+        self.last_histogram = Some((histogram.high_pc, histogram.bins.len() as u32));
+        self.histograms.push(histogram);
+    }
+
     /// Adds `arc.count` to the arc with the same (from_pc, self_pc), creating it if needed.
     pub fn add_arc(&mut self, arc: Arc) {
         let next = self.arcs.len();

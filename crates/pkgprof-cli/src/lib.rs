@@ -6,8 +6,8 @@
 #[cfg(target_os = "linux")]
 mod export;
 mod getopt;
-mod image;
 mod latency;
+mod listing;
 mod options;
 #[cfg(target_os = "linux")]
 mod perf_data;

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use callgraph::{
-    Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, ReportOptions, SourceLines, SourceNames,
-    SymbolOptions, SymbolTable, Symspec, SymspecTable as Table, Symspecs, TextSection,
-    function_ordering, line_table, select_symbols, source_file_order, static_arcs, sum_arcs,
-    sum_basic_blocks, symbol_sources, write_annotated_source, write_exec_counts, write_report,
+    Analysis, AnnotateOptions, ORDERING_HUB_THRESHOLD, SourceLines, SourceNames, SymbolOptions,
+    SymbolTable, Symspec, TextSection, function_ordering, line_table, select_symbols,
+    source_file_order, static_arcs, symbol_sources, write_annotated_source, write_exec_counts,
+    write_gmon_sum, write_report,
 };
 use gmon_format::{AddressSize, Endian, FormatChoice, Profile, ReadOptions, Sum};
 
 use crate::getopt::UsageError;
-use crate::image::elf_layout;
+use crate::listing::{file_format, refuse_unbuilt, report_options, symspecs};
 use crate::options::{self, Options, Style, SymspecTable, USAGE};
 
 /// A command line that gprof would refuse; `main` prints it with the usage text, exit 1.
@@ -67,29 +67,65 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         }
         return crate::seamless::run(&o, report_options(&o), out);
     }
-    let format = file_format(&o)?;
+    gprof(&o, out)
+}
+
+/// gprof's own job: sum the gmon files with the image's layout (printing `-i` and `--dump`
+/// as it reads them), write `gmon.sum` for `-s`, then the reports.
+fn gprof(o: &Options, out: &mut dyn Write) -> Result<()> {
+    let format = file_format(o)?;
     // -i and -s print nothing of the reports; alone they select none.
     let quiet = Style::FileInfo as u32 | Style::Sum as u32;
     let reports = !o.dump && (o.styles & !quiet != 0 || o.styles == 0);
     if reports {
-        refuse_unbuilt(&o)?;
+        refuse_unbuilt(o)?;
     }
-    let (read_options, gmon_files, image) = inputs(&o)?;
+    let (read_options, gmon_files, image) = inputs(o)?;
     let read_options = read_options.with_format(format);
-    // Files are summed as they are read, as gprof does: a file that cannot join the sum (other
-    // histogram scale, overlapping range) stops the run before anything about it is printed.
+    let sum = read_profiles(o, &gmon_files, &read_options, image.as_ref(), reports, out)?;
+    let Some(Image { table, text, lines }) = image else {
+        return Ok(());
+    };
+    let (table, sources) = if o.line {
+        let t = line_table(&table, &text, lines.as_ref());
+        (t.table, t.sources)
+    } else {
+        let sources = symbol_sources(&table, lines.as_ref());
+        (table, sources)
+    };
+    if o.has(Style::Sum) {
+        write_sum(format, &table, &sum)?;
+    }
+    if reports {
+        write_reports(o, table, &text, lines.as_ref(), sources, sum, out)?;
+    }
+    Ok(())
+}
+
+/// Reads and sums `gmon_files` as gprof does, a file that cannot join the sum (other histogram
+/// scale, overlapping range) stopping the run before anything about it is printed; prints each
+/// file's `-i` summary and `--dump` as it goes, and warns about profiles that do not fit the
+/// image when reports follow.
+fn read_profiles(
+    o: &Options,
+    gmon_files: &[PathBuf],
+    read_options: &ReadOptions,
+    image: Option<&Image>,
+    reports: bool,
+    out: &mut dyn Write,
+) -> Result<Sum> {
     let mut sum = Sum::new();
     for (n, path) in gmon_files.iter().enumerate() {
         refuse_missing_profile(path, image.is_some())?;
         let data = read_input(path, callgraph::PROFILE_MAX_BYTES)?;
-        let profile = Profile::parse(&data, &read_options).map_err(|e| e.with_path(path))?;
+        let profile = Profile::parse(&data, read_options).map_err(|e| e.with_path(path))?;
         sum.add(&profile).map_err(|e| e.with_path(path))?;
         if o.line {
-            refuse_foreign_basic_blocks(&profile, path)?;
+            callgraph::check_line_mode_blocks(&profile, path)?;
         }
         if let (true, Some(Image { table, .. })) = (reports, &image) {
             for w in callgraph::check_profile(table, &profile) {
-                warn(&w.message(&path.display().to_string(), &image_name(&o)));
+                warn(&w.message(&path.display().to_string(), &image_name(o)));
             }
         }
         if o.has(Style::FileInfo) {
@@ -118,127 +154,127 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
             dump_one(out, &profile, path)?;
         }
     }
-    let Some(Image { table, text, lines }) = image else {
-        return Ok(());
-    };
-    let (table, sources) = if o.line {
-        let t = line_table(&table, &text, lines.as_ref());
-        (t.table, t.sources)
+    Ok(sum)
+}
+
+/// The reports the options select, over `table` (functions, or lines in line mode) and the
+/// summed profile: flat profile and call graph, execution counts, annotated source, function
+/// ordering, in gprof's order.
+fn write_reports(
+    o: &Options,
+    table: SymbolTable,
+    text: &TextSection,
+    lines: Option<&SourceLines>,
+    sources: Vec<Option<callgraph::SourceInfo>>,
+    sum: Sum,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let static_arcs = if o.static_call_graph {
+        static_arcs(&table, text, &sum)
     } else {
-        let sources = symbol_sources(&table, lines.as_ref());
-        (table, sources)
+        Vec::new()
     };
-    if o.has(Style::Sum) {
-        write_sum(format, &table, &sum)?;
+    let source_names =
+        SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
+    // The sum goes as soon as the self times are known (see Analysis::from_sum).
+    let mut analysis = Analysis::from_sum(table, sum, &symspecs(o), &static_arcs, &sources);
+    analysis.set_sources(source_names);
+    if let Some(w) = callgraph::check_samples(&analysis.times) {
+        warn(&w.message("", &image_name(o)));
     }
-    if reports {
-        let static_arcs = if o.static_call_graph {
-            static_arcs(&table, &text, &sum)
-        } else {
-            Vec::new()
-        };
-        let source_names =
-            SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
-        // The sum goes as soon as the self times are known (see Analysis::from_sum).
-        let mut analysis = Analysis::from_sum(table, sum, &symspecs(&o), &static_arcs, &sources);
-        analysis.set_sources(source_names);
-        if let Some(w) = callgraph::check_samples(&analysis.times) {
-            warn(&w.message("", &image_name(&o)));
-        }
-        let mut report = report_options(&o);
-        report.after_other_output = o.has(Style::FileInfo);
-        // Refused before anything is printed.
-        let ordering = if o.has(Style::FunctionOrdering) {
-            let Some(order) = function_ordering(&analysis.graph) else {
-                bail!(
-                    "not implemented yet: -r (function ordering) with {ORDERING_HUB_THRESHOLD} \
-                     or more called functions"
-                );
-            };
-            Some(order)
-        } else {
-            None
-        };
-        // Only the flat profile and call graph come from write_report; -A/-C/-s alone print
-        // neither.
-        let by_default = analysis.has_histogram() || analysis.has_arcs;
-        if (o.styles == 0 && by_default) || o.has(Style::Flat) || o.has(Style::Graph) {
-            write_report(&mut *out, &analysis, &report)?;
-        }
-        let mut printed = o.has(Style::FileInfo) || o.has(Style::Flat) || o.has(Style::Graph);
-        // With nothing selected and nothing to show, gprof falls back to the exec counts.
-        let exec_counts = o.has(Style::ExecCounts)
-            || (o.styles == 0 && !analysis.has_histogram() && !analysis.has_arcs);
-        let ncalls = &analysis.calls.calls;
-        let specs_of = |table: SymspecTable| -> Vec<Symspec> {
-            o.symspecs
-                .iter()
-                .filter(|(t, _)| *t == table)
-                .map(|(_, text)| Symspec::parse(text))
-                .collect()
-        };
-        let selection = |include: SymspecTable, exclude: SymspecTable| {
-            let (inc, exc) = (specs_of(include), specs_of(exclude));
-            if inc.is_empty() && exc.is_empty() {
-                Vec::new()
-            } else {
-                select_symbols(&analysis.table, &sources, &inc, &exc)
-            }
-        };
-        if exec_counts {
-            let selected = selection(SymspecTable::IncludeExec, SymspecTable::ExcludeExec);
-            write_exec_counts(
-                &mut *out,
-                &analysis.table,
-                &sources,
-                ncalls,
-                &selected,
-                o.display_unused,
-                printed,
-            )?;
-            printed = true;
-        }
-        if o.has(Style::Annotate) {
-            let files = source_file_order(&analysis.table, lines.as_ref(), &sources);
-            let mut options = AnnotateOptions::default();
-            options.min_count = o.min_count.unwrap_or(1);
-            options.table_length = o.table_length.unwrap_or(10);
-            options.display_unused = o.display_unused;
-            options.all_lines = o.all_lines;
-            options.separate_files = o.separate_files;
-            options.selected = selection(
-                SymspecTable::IncludeAnnotation,
-                SymspecTable::ExcludeAnnotation,
+    let mut report = report_options(o);
+    report.after_other_output = o.has(Style::FileInfo);
+    // Refused before anything is printed.
+    let ordering = if o.has(Style::FunctionOrdering) {
+        let Some(order) = function_ordering(&analysis.graph) else {
+            bail!(
+                "not implemented yet: -r (function ordering) with {ORDERING_HUB_THRESHOLD} \
+                 or more called functions"
             );
-            options.after_other_output = printed;
-            let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
-            options.directories = o
-                .directories
-                .iter()
-                .flat_map(|d| d.split(':').map(PathBuf::from).collect::<Vec<_>>())
-                .chain(std::env::split_paths(&env_path))
-                .filter(|d| !d.as_os_str().is_empty())
-                .collect();
-            let mut warn = |message: String| eprintln!("pkgprof: {message}");
-            write_annotated_source(
-                &mut *out,
-                &analysis.table,
-                &sources,
-                ncalls,
-                &files,
-                &options,
-                &mut warn,
-            )?;
+        };
+        Some(order)
+    } else {
+        None
+    };
+    // Only the flat profile and call graph come from write_report; -A/-C/-s alone print
+    // neither.
+    let by_default = analysis.has_histogram() || analysis.has_arcs;
+    if (o.styles == 0 && by_default) || o.has(Style::Flat) || o.has(Style::Graph) {
+        write_report(&mut *out, &analysis, &report)?;
+    }
+    let mut printed = o.has(Style::FileInfo) || o.has(Style::Flat) || o.has(Style::Graph);
+    // With nothing selected and nothing to show, gprof falls back to the exec counts.
+    let exec_counts = o.has(Style::ExecCounts)
+        || (o.styles == 0 && !analysis.has_histogram() && !analysis.has_arcs);
+    let ncalls = &analysis.calls.calls;
+    let specs_of = |table: SymspecTable| -> Vec<Symspec> {
+        o.symspecs
+            .iter()
+            .filter(|(t, _)| *t == table)
+            .map(|(_, text)| Symspec::parse(text))
+            .collect()
+    };
+    let selection = |include: SymspecTable, exclude: SymspecTable| {
+        let (inc, exc) = (specs_of(include), specs_of(exclude));
+        if inc.is_empty() && exc.is_empty() {
+            Vec::new()
+        } else {
+            select_symbols(&analysis.table, &sources, &inc, &exc)
         }
-        if let Some(order) = ordering {
-            // Raw names, one per line, with no separator before them.
-            let mut buf = Vec::new();
-            for s in order {
-                buf.extend_from_slice(&analysis.table.symbols()[s].name);
-                buf.push(b'\n');
-            }
-            out.write_all(&buf)?;
+    };
+    if exec_counts {
+        let selected = selection(SymspecTable::IncludeExec, SymspecTable::ExcludeExec);
+        write_exec_counts(
+            &mut *out,
+            &analysis.table,
+            &sources,
+            ncalls,
+            &selected,
+            o.display_unused,
+            printed,
+        )?;
+        printed = true;
+    }
+    if o.has(Style::Annotate) {
+        let files = source_file_order(&analysis.table, lines, &sources);
+        let mut options = AnnotateOptions::default();
+        options.min_count = o.min_count.unwrap_or(1);
+        options.table_length = o.table_length.unwrap_or(10);
+        options.display_unused = o.display_unused;
+        options.all_lines = o.all_lines;
+        options.separate_files = o.separate_files;
+        options.selected = selection(
+            SymspecTable::IncludeAnnotation,
+            SymspecTable::ExcludeAnnotation,
+        );
+        options.after_other_output = printed;
+        let env_path = std::env::var_os("GPROF_PATH").unwrap_or_default();
+        options.directories = o
+            .directories
+            .iter()
+            .flat_map(|d| d.split(':').map(PathBuf::from).collect::<Vec<_>>())
+            .chain(std::env::split_paths(&env_path))
+            .filter(|d| !d.as_os_str().is_empty())
+            .collect();
+        let mut warn = |message: String| eprintln!("pkgprof: {message}");
+        write_annotated_source(
+            &mut *out,
+            &analysis.table,
+            &sources,
+            ncalls,
+            &files,
+            &options,
+            &mut warn,
+        )?;
+    }
+    if let Some(order) = ordering {
+        // Raw names, one per line, with no separator before them.
+        let mut buf = Vec::new();
+        for s in order {
+            buf.extend_from_slice(&analysis.table.symbols()[s].name);
+            buf.push(b'\n');
         }
+        out.write_all(&buf)?;
     }
     Ok(())
 }
@@ -264,51 +300,13 @@ pub(crate) fn read_input(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
     })
 }
 
-/// Writes `gmon.sum` in the current directory as `gprof -s` does: GNU format unless `-O` asks
-/// for BSD, arcs between the symbols (or, in line mode, source lines) they resolve to.
+/// Writes `gmon.sum` in the current directory as `gprof -s` does.
 fn write_sum(format: FormatChoice, table: &SymbolTable, sum: &Sum) -> Result<()> {
     let path = Path::new("gmon.sum");
-    let out = Vec::new();
-    let arcs = sum_arcs(table, sum.arcs());
-    let (size, endian) = (table.address_size(), table.endian());
-    let out = match format {
-        FormatChoice::Bsd | FormatChoice::Bsd44 => {
-            let force_44 = format == FormatChoice::Bsd44;
-            sum.write_bsd_with_arcs(out, size, endian, force_44, &arcs)
-        }
-        _ => {
-            let blocks = sum_basic_blocks(table, sum.basic_blocks());
-            sum.write_gnu_with(out, size, endian, &arcs, &blocks)
-        }
-    }
-    .map_err(|e| e.with_path(path))?;
+    let out = write_gmon_sum(format, table, sum).map_err(|e| e.with_path(path))?;
     // A new file renamed over the old one: a link planted at gmon.sum is replaced, not
     // followed, and no reader sees half a sum.
     safe_fs::replace_file(path, &out)?;
-    Ok(())
-}
-
-/// In line mode gprof reads basic-block records, and it reads their pair count in the byte order
-/// of the machine (little-endian x86), not the file's: a big-endian count then claims far more
-/// pairs than the file holds and gprof stops. We stop too rather than read such a file
-/// differently.
-fn refuse_foreign_basic_blocks(profile: &Profile<'_>, path: &Path) -> Result<()> {
-    if profile.layout().endian != Endian::Big {
-        return Ok(());
-    }
-    for record in profile.records() {
-        if let Ok((offset, gmon_format::Record::BasicBlocks(bb))) = record {
-            let n = u32::try_from(bb.len()).unwrap_or(u32::MAX);
-            if n.swap_bytes() != n {
-                bail!(
-                    "{}: gprof cannot read this big-endian basic-block record in line mode: \
-                     it takes the count {n} as {} (at offset {offset:#x})",
-                    path.display(),
-                    n.swap_bytes()
-                );
-            }
-        }
-    }
     Ok(())
 }
 
@@ -322,88 +320,6 @@ fn image_name(o: &Options) -> String {
     o.operands
         .first()
         .map_or_else(|| "a.out".to_owned(), |i| i.to_string_lossy().into_owned())
-}
-
-/// The specs of the command line in callgraph's tables. The annotation and execution-count
-/// tables (`-A`, `-J`, `-C`, `-Z` with a spec) only matter to those listings.
-pub(crate) fn symspecs(o: &Options) -> Symspecs {
-    let mut specs = Symspecs::default();
-    for (table, text) in &o.symspecs {
-        let table = match table {
-            SymspecTable::IncludeFlat => Table::IncludeFlat,
-            SymspecTable::ExcludeFlat => Table::ExcludeFlat,
-            SymspecTable::IncludeGraph => Table::IncludeGraph,
-            SymspecTable::ExcludeGraph => Table::ExcludeGraph,
-            SymspecTable::IncludeArcs => Table::IncludeArcs,
-            SymspecTable::ExcludeArcs => Table::ExcludeArcs,
-            SymspecTable::IncludeTime => Table::IncludeTime,
-            SymspecTable::ExcludeTime => Table::ExcludeTime,
-            SymspecTable::IncludeAnnotation
-            | SymspecTable::ExcludeAnnotation
-            | SymspecTable::IncludeExec
-            | SymspecTable::ExcludeExec => continue,
-        };
-        specs.add(table, text);
-    }
-    specs
-}
-
-/// gprof's style rules: with any style selected, exactly those print; with none, the flat
-/// profile if there is a histogram and the call graph if there are arcs, less any the user
-/// turned off.
-fn report_options(o: &Options) -> ReportOptions {
-    let mut report = ReportOptions::default();
-    let choice = |style: Style| {
-        if o.styles != 0 {
-            Some(o.has(style))
-        } else if o.user_styles & style as u32 != 0 {
-            Some(false)
-        } else {
-            None
-        }
-    };
-    report.flat_profile = choice(Style::Flat);
-    report.call_graph = choice(Style::Graph);
-    report.brief = o.brief;
-    report.display_unused = o.display_unused;
-    report.traditional = o.traditional;
-    report.no_demangle = !o.demangle;
-    report.width = o.width;
-    report
-}
-
-/// Options whose reports are not built yet are refused by name, rather than silently printing
-/// something other than what gprof would.
-fn refuse_unbuilt(o: &Options) -> Result<()> {
-    let mut missing = Vec::new();
-    let styles = [(Style::FileOrdering, "-R (file ordering)")];
-    missing.extend(
-        styles
-            .iter()
-            .filter(|(s, _)| o.has(*s))
-            .map(|(_, name)| *name),
-    );
-    let flags = [(o.external_symbols.is_some(), "-S (external symbol table)")];
-    missing.extend(flags.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
-    if !missing.is_empty() {
-        bail!("not implemented yet: {}", missing.join(", "));
-    }
-    Ok(())
-}
-
-/// `-O`: only the first letter counts, as in gprof.
-fn file_format(o: &Options) -> Result<FormatChoice> {
-    Ok(match o.file_format.as_deref() {
-        None => FormatChoice::Auto,
-        Some(f) => match f.chars().next() {
-            Some('a') => FormatChoice::Auto,
-            Some('m') => FormatChoice::Gnu,
-            Some('b') => FormatChoice::Bsd,
-            Some('4') => FormatChoice::Bsd44,
-            Some('p') => bail!("sorry, file format `prof' is not yet supported"),
-            _ => bail!("{f}: unknown file format"),
-        },
-    })
 }
 
 /// The symbol table, the read options and the profile files.
@@ -448,7 +364,7 @@ fn inputs(o: &Options) -> Result<(ReadOptions, Vec<PathBuf>, Option<Image>)> {
         None => {
             let image = operands.next().unwrap_or_else(|| PathBuf::from("a.out"));
             if o.dump {
-                let (size, endian) = elf_layout(&image)?;
+                let (size, endian) = callgraph::image_layout(&image)?;
                 (ReadOptions::new(size, endian), None)
             } else {
                 let mut symbol_options = SymbolOptions::default();

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ProcessSelection, Seamless, SeamlessOptions, Symspec, Symspecs, apply_stacks,
+    Analysis, ProcessSelection, Seamless, SeamlessOptions, apply_stacks, relabel_symspecs,
     write_process_header, write_report, write_symbol_image,
 };
 
@@ -34,8 +34,8 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         write_merged(Path::new(path), &seamless)?;
     }
     write_process_header(&mut *out, &seamless.processes)?;
-    let mut specs = crate::pkgprof::symspecs(o);
-    relabel_specs(&mut specs);
+    let mut specs = crate::listing::symspecs(o);
+    relabel_symspecs(&mut specs);
     let mut analysis = Analysis::with_symspecs(seamless.table, &seamless.sum, &specs);
     if exact {
         apply_stacks(&mut analysis, &seamless.stacks);
@@ -221,7 +221,7 @@ pub(crate) fn check_complete(measurement: &gmon_format::Measurement, force: bool
 /// Writes the merged profile to `path` and its symbol table to `path.elf`, so that
 /// `gprof path.elf path` reads them.
 fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
-    safe_fs::replace_file(path, &seamless.gmon)?;
+    safe_fs::replace_file(path, &seamless.write_gmon()?)?;
     let mut image_path = OsString::from(path.as_os_str());
     image_path.push(".elf");
     let image_path = PathBuf::from(image_path);
@@ -229,54 +229,4 @@ fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
     write_symbol_image(&mut image, &seamless.table)?;
     safe_fs::replace_file(&image_path, &image)?;
     Ok(())
-}
-
-/// Makes `137u:read` in a symbol specification name the labelled function, not function
-/// `read` of source file `137u` (gprof's `FILE:FUNCTION`): a "file" that is a label
-/// (`<pid>u`, `<pid>k`, `<pid>(<comm>)u` for an image replaced by an exec, `kernel`, `other`)
-/// joins the function name again. Merged tables have
-/// no source files, so no real file spec is lost.
-fn relabel_specs(specs: &mut Symspecs) {
-    let is_label = |f: &[u8]| {
-        let Some((&side, space)) = f.split_last() else {
-            return false;
-        };
-        // `4242`, `4242_1` (see gmon_format::ProfileName).
-        let pid_label = |d: &[u8]| {
-            std::str::from_utf8(d).is_ok_and(|t| gmon_format::parse_process_label(t).is_some())
-        };
-        let pid = match space.iter().position(|&b| b == b'(') {
-            Some(open) if space.last() == Some(&b')') => &space[..open],
-            Some(_) => return false,
-            None => space,
-        };
-        f == b"kernel" || f == b"other" || (matches!(side, b'u' | b'k') && pid_label(pid))
-    };
-    let fix = |spec: &mut Symspec| {
-        if let (Some(file), Some(function)) = (&spec.file, &spec.function)
-            && is_label(file)
-        {
-            let mut name = file.clone();
-            name.push(b':');
-            name.extend_from_slice(function);
-            spec.function = Some(name);
-            spec.file = None;
-        }
-    };
-    for list in [
-        &mut specs.include_flat,
-        &mut specs.exclude_flat,
-        &mut specs.include_graph,
-        &mut specs.exclude_graph,
-        &mut specs.include_time,
-        &mut specs.exclude_time,
-    ] {
-        list.iter_mut().for_each(fix);
-    }
-    for arcs in [&mut specs.include_arcs, &mut specs.exclude_arcs] {
-        for arc in arcs.iter_mut() {
-            fix(&mut arc.from);
-            fix(&mut arc.to);
-        }
-    }
 }

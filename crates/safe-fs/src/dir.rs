@@ -329,7 +329,7 @@ pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
             ErrorKind::InvalidName("a file name that is not UTF-8"),
         ));
     };
-    let mut file = dir.create(0o666 & !sys::umask())?;
+    let mut file = dir.create(0o666 & !umask())?;
     file.write_all(bytes)
         .map_err(|e| Error::io(path, "cannot write", e))?;
     file.persist_replacing(name)
@@ -420,6 +420,21 @@ impl NewFile<'_> {
     pub fn temporary_path(&self) -> PathBuf {
         self.temp_path()
     }
+}
+
+/// The process's umask, from `/proc/self/status` (reading it with `umask(2)` would change it
+/// for a moment under other threads); 022 if that is unreadable.
+fn umask() -> libc::mode_t {
+    let status = crate::read::read_text(
+        "/proc/self/status",
+        &crate::read::ReadOptions::procfs(1 << 20),
+    )
+    .unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| libc::mode_t::from_str_radix(v.trim(), 8).ok())
+        .unwrap_or(0o022)
 }
 
 #[cfg(test)]
@@ -518,7 +533,7 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         assert_eq!(std::fs::read(path.join("gmon.sum")).unwrap(), b"sum");
         let mode = std::fs::metadata(path.join("gmon.sum")).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o666 & !sys::umask());
+        assert_eq!(mode, 0o666 & !umask());
         std::fs::remove_dir_all(&path).unwrap();
     }
 

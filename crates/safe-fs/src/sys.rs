@@ -219,21 +219,6 @@ pub(crate) fn random_u64() -> u64 {
     z ^ (z >> 31)
 }
 
-/// The process's umask, from `/proc/self/status` (reading it with `umask(2)` would change it
-/// for a moment under other threads); 022 if that is unreadable.
-pub(crate) fn umask() -> libc::mode_t {
-    let status = crate::read::read_text(
-        "/proc/self/status",
-        &crate::read::ReadOptions::procfs(1 << 20),
-    )
-    .unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Umask:"))
-        .and_then(|v| libc::mode_t::from_str_radix(v.trim(), 8).ok())
-        .unwrap_or(0o022)
-}
-
 /// The process's effective user id.
 pub(crate) fn euid() -> u32 {
     // Safety: geteuid has no preconditions.

@@ -21,8 +21,9 @@
 //! each), so the synthetic text is proportional to what was sampled, not to the span of the
 //! original addresses. Histograms keep 2-byte bins, so every record has the same
 //! scale and gprof's arithmetic holds. The result is an ordinary [`SymbolTable`] and
-//! [`Sum`] for [`crate::Analysis::new`]; the merged profile can also be written out as one
-//! gmon.out ([`Seamless::gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
+//! [`Sum`] for [`crate::Analysis::new`], made directly (no gmon file is encoded to be read
+//! back); the merged profile can also be written out as one gmon.out
+//! ([`Seamless::write_gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
 //! gprof reads to the same listing.
 //!
 //! # Processes that exec
@@ -65,41 +66,40 @@
 //!
 //! Arc counts are counts of sampled edges (how many samples had that caller above that
 //! callee), not calls, when the info file says `arcs = sampled-edges`.
+//!
+//! # Where each stage lives
+//!
+//! [`Seamless::build`] (here) picks the file sets and labels them; `merge` reads each
+//! process's gmon and stacks files into resolved locations, which `resolve` finds (mappings,
+//! objects, kallsyms, pseudo-functions); `stripped` warns about objects only their exported
+//! symbols could name; `layout` places the used symbols in the synthetic address space and
+//! makes the table, the sum and the stacks there. `objects` finds and reads the recorded
+//! objects, `header` prints the listing's process header and `elf_out` writes the merged
+//! table as an ELF image for `--merge-out`.
 
 mod elf_out;
 mod header;
+mod layout;
+mod merge;
 mod objects;
+mod resolve;
+mod state;
+mod stripped;
+mod symspecs;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gmon_format::{
-    AddressSize, Arc, Endian, HistogramUnit, Measurement, MeasurementInfo, ProcessFiles, Profile,
-    ReadOptions, Record, Sum, write_sampled_profile,
-};
+use gmon_format::{Endian, Measurement, MeasurementInfo, ProcessFiles, Sum, write_sampled_profile};
 
 use crate::error::{Error, Result};
-use crate::kallsyms::{KernelSymbols, KernelTable};
-use crate::symbols::{RawSymbol, SymbolTable};
+use crate::symbols::SymbolTable;
 
 pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
+pub use symspecs::relabel_symspecs;
 
-use objects::{LoadedObject, path_of};
-
-/// The pseudo-function above the outermost frame found of a user stack cut short.
-const TRUNCATED: &[u8] = b"[truncated]";
-
-/// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
-const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
-
-/// Where the synthetic address space starts.
-const SYNTHETIC_BASE: u64 = 0x10000;
-
-/// The largest offset into one symbol the synthetic space keeps; anything further is placed at
-/// this offset, so that a damaged object whose symbol spans most of the address space cannot
-/// overflow the layout.
-const MAX_SYMBOL_SPAN: u64 = 1 << 32;
+use state::{Builder, Loc};
 
 pub use gmon_format::BoundaryKind;
 
@@ -114,6 +114,33 @@ pub enum ProcessSelection {
     /// labelled `kernel:`) and work for processes not profiled (`gmon.out.-k.other`,
     /// labelled `other:`).
     System,
+}
+
+impl ProcessSelection {
+    /// The file sets of `measurement` this selection picks, in its order (each pid once, all
+    /// the file sets of a process that exec'd).
+    ///
+    /// Returns [`Error::NoSuchProcess`] for a pid asked for that has no files.
+    pub fn files<'m>(&self, measurement: &'m Measurement) -> Result<Vec<&'m ProcessFiles>> {
+        match self {
+            ProcessSelection::Pids(pids) => {
+                let mut out = Vec::new();
+                let mut seen = std::collections::BTreeSet::new();
+                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
+                    let before = out.len();
+                    out.extend(measurement.instance(pid, instance));
+                    if out.len() == before {
+                        return Err(Error::NoSuchProcess {
+                            label: gmon_format::process_label(pid, instance),
+                            dir: measurement.dir.clone(),
+                        });
+                    }
+                }
+                Ok(out)
+            }
+            ProcessSelection::System => Ok(measurement.processes.iter().collect()),
+        }
+    }
 }
 
 /// How to build a seamless profile.
@@ -175,10 +202,8 @@ pub struct ProcessSummary {
 pub struct Seamless {
     /// The merged, labelled symbol table.
     pub table: SymbolTable,
-    /// The merged histograms and arcs, in the table's address space.
+    /// The merged histograms (2-byte bins) and arcs, in the table's address space.
     pub sum: Sum,
-    /// The same as a GNU gmon.out file (64-bit, little-endian).
-    pub gmon: Vec<u8>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
     /// The sampled stacks of the processes' stacks files, in the table's address space, for
@@ -187,120 +212,6 @@ pub struct Seamless {
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Side {
-    User,
-    Kernel,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum What {
-    Object(usize),
-    Kernel(usize),
-    Pseudo(Vec<u8>),
-}
-
-/// A symbol table (or none) placed for one space and side.
-#[derive(Debug)]
-struct Region {
-    space: usize,
-    side: Side,
-    what: What,
-    /// Lowest runtime address seen, which orders the regions of a space.
-    first_address: u64,
-    pseudo_name: Vec<u8>,
-    pseudo_used: bool,
-    /// The symbols used (with samples or arcs).
-    used: BTreeMap<usize, ()>,
-    /// Synthetic address of the pseudo-function and of each placed symbol.
-    pseudo_at: u64,
-    placed: BTreeMap<usize, u64>,
-}
-
-/// A resolved address: a region, a symbol of its table (or its pseudo-function) and an offset.
-#[derive(Debug, Clone, Copy)]
-struct Loc {
-    region: usize,
-    symbol: Option<usize>,
-    offset: u64,
-}
-
-/// The symbols of a region: an object's gprof table, or the kernel's compact one.
-#[derive(Clone, Copy)]
-enum Table<'a> {
-    Object(&'a SymbolTable),
-    Kernel(&'a KernelTable),
-}
-
-impl<'a> Table<'a> {
-    fn len(self) -> usize {
-        match self {
-            Table::Object(t) => t.len(),
-            Table::Kernel(t) => t.len(),
-        }
-    }
-
-    /// The name, address and function-ness of symbol `i`.
-    fn symbol(self, i: usize) -> (&'a [u8], u64, bool) {
-        match self {
-            Table::Object(t) => {
-                let s = &t.symbols()[i];
-                (&s.name, s.address, s.is_function)
-            }
-            Table::Kernel(t) => (t.name(i), t.address(i), true),
-        }
-    }
-}
-
-#[derive(Debug)]
-enum Target {
-    Unresolved,
-    Object { object: usize, bias: u64 },
-    Pseudo(Vec<u8>),
-}
-
-#[derive(Debug)]
-struct MappedRange {
-    start: u64,
-    end: u64,
-    target: Target,
-    index: usize,
-}
-
-/// One address space: a process's user side and kernel side.
-#[derive(Debug)]
-struct Space {
-    label: String,
-    /// Whether this is system-wide kernel work (`kernel:`, `other:`), not a process.
-    system: bool,
-    mappings: Vec<MappedRange>,
-    info: Option<MeasurementInfo>,
-    kernel: Option<usize>,
-    /// The region of `kernel`, once made.
-    kernel_region: Option<usize>,
-    last_hit: usize,
-}
-
-#[derive(Debug, Default)]
-struct Builder {
-    options: SeamlessOptions,
-    dir: PathBuf,
-    objects: Vec<Option<LoadedObject>>,
-    object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
-    kernels: Vec<Option<(KernelTable, PathBuf)>>,
-    kernel_index: BTreeMap<String, usize>,
-    regions: Vec<Region>,
-    region_index: BTreeMap<(usize, Side, What), usize>,
-    spaces: Vec<Space>,
-    /// Samples per symbol (region and symbol, or the region's pseudo-function): a listing
-    /// needs no finer place, and a million sampled bins in a few functions cost a few entries.
-    hist: BTreeMap<(usize, Option<usize>), u64>,
-    arcs: Vec<(Loc, Loc, u64)>,
-    stacks: Vec<(Vec<Loc>, u64)>,
-    unit: Option<HistogramUnit>,
-    warnings: Vec<String>,
 }
 
 impl Seamless {
@@ -334,24 +245,7 @@ impl Seamless {
             }
         }
         let mut processes = Vec::new();
-        let files: Vec<&ProcessFiles> = match selection {
-            ProcessSelection::Pids(pids) => {
-                let mut out = Vec::new();
-                let mut seen = std::collections::BTreeSet::new();
-                for &(pid, instance) in pids.iter().filter(|&&p| seen.insert(p)) {
-                    let before = out.len();
-                    out.extend(measurement.instance(pid, instance));
-                    if out.len() == before {
-                        return Err(Error::NoSuchProcess {
-                            label: gmon_format::process_label(pid, instance),
-                            dir: measurement.dir.clone(),
-                        });
-                    }
-                }
-                out
-            }
-            ProcessSelection::System => measurement.processes.iter().collect(),
-        };
+        let files = selection.files(measurement)?;
         let labels = image_labels(&files)?;
         for (f, label) in files.into_iter().zip(labels) {
             processes.push(b.add_process(f, label)?);
@@ -372,18 +266,39 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let (table, gmon, stacks) = b.finish()?;
-        let mut sum = Sum::new();
-        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
-        sum.add(&Profile::parse(&gmon, &read)?)?;
+        let (table, sum, stacks) = b.finish();
         Ok(Seamless {
             table,
             sum,
-            gmon,
             processes,
             stacks,
             warnings: b.warnings,
         })
+    }
+}
+
+impl Seamless {
+    /// The merged profile as a GNU gmon.out file (64-bit, little-endian, in the measurement
+    /// layout of [`write_sampled_profile`]), which GNU gprof reads with an image of
+    /// [`Seamless::table`] ([`write_symbol_image`]) to the same listing.
+    ///
+    /// Returns an error if the gmon writer refuses a record (it does not for a merged sum).
+    pub fn write_gmon(&self) -> Result<Vec<u8>> {
+        // Every bin of the merged sum is 2 bytes wide: each non-zero one is its samples.
+        let samples: Vec<(u64, u64)> = (self.sum.histograms().iter())
+            .flat_map(|h| {
+                (h.bins.iter().enumerate())
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
+            })
+            .collect();
+        let arcs = (self.sum.arcs().iter()).map(|a| ((a.from_pc, a.self_pc), a.count));
+        Ok(write_sampled_profile(
+            Endian::Little,
+            &samples,
+            arcs,
+            self.sum.unit(),
+        )?)
     }
 }
 
@@ -496,915 +411,12 @@ fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
     })
 }
 
-/// The histogram bins (address of each bin, count) and arcs of one gmon file.
-type Contents = (Vec<(u64, u64)>, Vec<Arc>);
-
-/// The distinct offsets used inside each symbol, in order. A symbol's samples and arc ends are
-/// laid out at their offsets' ranks (one 2-byte bin each), not at the offsets themselves: the
-/// listings are per function and only need the offsets apart and in order, and a profile whose
-/// bins are spread over a gigabyte of kernel text (1 KiB per bin) would otherwise lay out a
-/// gigabyte of synthetic text, and a histogram of half a billion bins for it.
-struct OffsetRanks(Vec<(usize, usize, u64)>);
-
-impl OffsetRanks {
-    fn new<'a>(locs: impl Iterator<Item = &'a Loc>) -> Self {
-        let mut keys: Vec<(usize, usize, u64)> = locs
-            .filter_map(|l| Some((l.region, l.symbol?, l.offset.min(MAX_SYMBOL_SPAN))))
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        OffsetRanks(keys)
-    }
-
-    /// The synthetic offset of `loc` in its symbol: twice the rank of its offset.
-    fn offset(&self, loc: &Loc) -> u64 {
-        let Some(symbol) = loc.symbol else { return 0 };
-        let first = self
-            .0
-            .partition_point(|k| (k.0, k.1) < (loc.region, symbol));
-        let at = self
-            .0
-            .partition_point(|k| *k < (loc.region, symbol, loc.offset.min(MAX_SYMBOL_SPAN)));
-        2 * (at - first) as u64
-    }
-
-    /// The largest synthetic offset used in symbol `symbol` of region `region` (0 if none).
-    fn span(&self, region: usize, symbol: usize) -> u64 {
-        let first = self.0.partition_point(|k| (k.0, k.1) < (region, symbol));
-        let end = self.0.partition_point(|k| (k.0, k.1) <= (region, symbol));
-        2 * (end - first).saturating_sub(1) as u64
-    }
-}
-
-impl Builder {
-    fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
-        let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
-        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
-        let located = |e: gmon_format::Error| Error::from(e.with_path(path));
-        let profile = Profile::parse(&data, &read).map_err(located)?;
-        let mut bins = Vec::new();
-        let mut arcs = Vec::new();
-        for record in profile.records() {
-            let (_, record) = record.map_err(located)?;
-            match record {
-                Record::Histogram(h) => {
-                    let hh = &h.header;
-                    let unit = HistogramUnit {
-                        prof_rate: hh.prof_rate,
-                        dimension: hh.dimension,
-                        dimension_abbrev: hh.dimension_abbrev,
-                    };
-                    match self.unit {
-                        None => self.unit = Some(unit),
-                        Some(first) if first.prof_rate != unit.prof_rate => {
-                            let w = format!(
-                                "{}: sampled at {} Hz, the first profile at {} Hz; times use {} Hz",
-                                path.display(),
-                                unit.prof_rate,
-                                first.prof_rate,
-                                first.prof_rate
-                            );
-                            if !self.warnings.contains(&w) {
-                                self.warnings.push(w);
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                    let n = h.bins.len() as u128;
-                    let span = u128::from(hh.high_pc.wrapping_sub(hh.low_pc));
-                    for (i, count) in h.bins.iter().enumerate() {
-                        if count == 0 {
-                            continue;
-                        }
-                        let at = hh.low_pc.wrapping_add((i as u128 * span / n) as u64);
-                        bins.push((at, u64::from(count)));
-                    }
-                }
-                Record::Arc(a) => arcs.push(a),
-                Record::BasicBlocks(_) => {}
-            }
-        }
-        Ok((bins, arcs))
-    }
-
-    /// Reads a process's info file and adds its address space (its mappings); returns the
-    /// space and the info.
-    fn add_space(
-        &mut self,
-        files: &ProcessFiles,
-        label: String,
-    ) -> Result<(usize, Option<MeasurementInfo>)> {
-        let info = match &files.info {
-            Some(path) => {
-                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
-                Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
-            }
-            None => {
-                self.warnings.push(format!(
-                    "process {}: no measurement-info file; its addresses cannot be symbolized",
-                    files.pid
-                ));
-                None
-            }
-        };
-        let space = self.spaces.len();
-        let mappings = info
-            .as_ref()
-            .map(|i| {
-                i.mappings
-                    .iter()
-                    .enumerate()
-                    .map(|(index, m)| MappedRange {
-                        start: m.start,
-                        end: m.end,
-                        target: Target::Unresolved,
-                        index,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        self.spaces.push(Space {
-            label,
-            system: false,
-            mappings,
-            info: info.clone(),
-            kernel: None,
-            kernel_region: None,
-            last_hit: usize::MAX,
-        });
-        Ok((space, info))
-    }
-
-    fn add_process(&mut self, files: &ProcessFiles, label: String) -> Result<ProcessSummary> {
-        let (space, info) = self.add_space(files, label.clone())?;
-        let mut summary = ProcessSummary {
-            label,
-            files: Some(files.clone()),
-            info,
-            user_samples: 0,
-            kernel_samples: 0,
-            entries: BTreeMap::new(),
-        };
-        if let (true, Some(path)) = (self.options.user, &files.user) {
-            let (bins, arcs) = self.read_gmon(path)?;
-            for (at, count) in bins {
-                summary.user_samples += count;
-                let loc = self.user_loc(space, at, false);
-                self.hit(loc, count);
-            }
-            for a in arcs {
-                // From 0: the outermost frame found of stacks that were cut short.
-                let from = match a.from_pc {
-                    0 => self.pseudo_loc(space, Side::User, TRUNCATED, 0),
-                    pc => self.user_loc(space, pc, false),
-                };
-                let to = self.user_loc(space, a.self_pc, true);
-                self.arc(from, to, a.count);
-            }
-        }
-        if let (true, Some(path)) = (self.options.kernel, &files.kernel) {
-            self.spaces[space].kernel = self.kernel_symbols(space);
-            self.add_kernel_profile(space, path, &mut summary)?;
-        }
-        // The header shows both sides' samples whatever the listing shows.
-        for (shown, file, total) in [
-            (self.options.user, &files.user, &mut summary.user_samples),
-            (
-                self.options.kernel,
-                &files.kernel,
-                &mut summary.kernel_samples,
-            ),
-        ] {
-            if let (false, Some(path)) = (shown, file) {
-                *total = self.read_gmon(path)?.0.iter().map(|&(_, n)| n).sum();
-            }
-        }
-        // The collector's own count of entries by kind, when it wrote one, is the full one
-        // (boundary arcs are not read with --user).
-        let recorded = summary
-            .info
-            .as_ref()
-            .and_then(|i| i.extra_sections.iter().find(|s| s.name == "boundary"));
-        if let Some(section) = recorded {
-            let mut entries = BTreeMap::new();
-            for kind in BoundaryKind::ALL {
-                let value = section.fields.iter().find(|f| f.key == kind.as_str());
-                if let Some(n) = value.and_then(|f| f.value.parse::<u64>().ok()) {
-                    entries.insert(kind, n);
-                }
-            }
-            summary.entries = entries;
-        }
-        if self.options.stacks {
-            let Some(path) = &files.stacks else {
-                return Err(Error::NoStacks {
-                    label: gmon_format::process_label(files.pid, files.instance),
-                    dir: self.dir.clone(),
-                });
-            };
-            if self.spaces[space].kernel.is_none() && self.options.kernel {
-                self.spaces[space].kernel = self.kernel_symbols(space);
-            }
-            let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
-            let located = |e: gmon_format::Error| Error::from(e.with_path(path));
-            let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
-            for record in stacks.records() {
-                let (_, r) = record.map_err(located)?;
-                let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
-                self.add_stack(
-                    space,
-                    r.boundary,
-                    r.user_truncated,
-                    &kernel,
-                    &user,
-                    r.samples,
-                );
-            }
-        }
-        Ok(summary)
-    }
-
-    fn add_system_kernel(&mut self, label: &str, path: &Path) -> Result<ProcessSummary> {
-        let space = self.spaces.len();
-        self.spaces.push(Space {
-            label: label.to_owned(),
-            system: true,
-            mappings: Vec::new(),
-            info: None,
-            kernel: None,
-            kernel_region: None,
-            last_hit: usize::MAX,
-        });
-        let mut summary = ProcessSummary {
-            label: label.to_owned(),
-            files: None,
-            info: None,
-            user_samples: 0,
-            kernel_samples: 0,
-            entries: BTreeMap::new(),
-        };
-        // Any process's snapshot will do: one measurement is one boot.
-        let first = (0..space).find_map(|s| self.spaces[s].kernel);
-        self.spaces[space].kernel = match first {
-            Some(k) => Some(k),
-            None => self.lone_snapshot(),
-        };
-        if self.options.kernel {
-            self.add_kernel_profile(space, path, &mut summary)?;
-        }
-        Ok(summary)
-    }
-
-    /// The only `kallsyms.*` file of the directory, for system-wide files without processes.
-    fn lone_snapshot(&mut self) -> Option<usize> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
-            .ok()?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.starts_with("kallsyms."))
-            .collect();
-        names.sort();
-        let name = names.first()?.clone();
-        self.load_kernel(&name)
-    }
-
-    fn add_kernel_profile(
-        &mut self,
-        space: usize,
-        path: &Path,
-        summary: &mut ProcessSummary,
-    ) -> Result<()> {
-        let (bins, arcs) = self.read_gmon(path)?;
-        for (at, count) in bins {
-            summary.kernel_samples += count;
-            let loc = self.kernel_loc(space, at);
-            self.hit(loc, count);
-        }
-        for a in arcs {
-            let to = self.kernel_loc(space, a.self_pc);
-            if a.from_pc >= KERNEL_SPACE_START {
-                let from = self.kernel_loc(space, a.from_pc);
-                self.arc(from, to, a.count);
-                continue;
-            }
-            let name = self.symbol_name(to);
-            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
-            *summary.entries.entry(kind).or_default() += a.count;
-            let user = self.options.user && !self.spaces[space].mappings.is_empty();
-            if kind == BoundaryKind::Interrupt {
-                let pseudo = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
-                self.arc(pseudo, to, a.count);
-                if user {
-                    let from = self.user_loc(space, a.from_pc, false);
-                    self.arc(from, pseudo, a.count);
-                }
-            } else if user {
-                let from = self.user_loc(space, a.from_pc, false);
-                self.arc(from, to, a.count);
-            }
-            // Without the user side (or for work of no known process) the entry function
-            // (or `[interrupt]`) keeps no caller, and gprof lists it as <spontaneous>.
-        }
-        Ok(())
-    }
-
-    fn symbol_name(&self, loc: Loc) -> Vec<u8> {
-        let region = &self.regions[loc.region];
-        match (&region.what, loc.symbol) {
-            (What::Kernel(k), Some(s)) => self.kernels[*k]
-                .as_ref()
-                .map(|(t, _)| t.name(s).to_vec())
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// The kernel symbols the info file of `space` names.
-    fn kernel_symbols(&mut self, space: usize) -> Option<usize> {
-        let label = self.spaces[space].label.clone();
-        let name = self.spaces[space]
-            .info
-            .as_ref()
-            .and_then(|i| i.kernel.symbols_file.clone());
-        let Some(name) = name else {
-            self.warnings.push(format!(
-                "process {label}: no kernel symbols-file in its info file; kernel samples are \
-                 reported as {label}k:[kernel]"
-            ));
-            return None;
-        };
-        self.load_kernel(&name)
-    }
-
-    fn load_kernel(&mut self, name: &str) -> Option<usize> {
-        if let Some(&k) = self.kernel_index.get(name) {
-            return self.kernels[k].is_some().then_some(k);
-        }
-        let k = self.kernels.len();
-        self.kernel_index.insert(name.to_owned(), k);
-        // The name must stay inside the measurement directory.
-        let path = self.dir.join(name);
-        let loaded = if name.contains('/') || name == ".." {
-            self.warnings.push(format!(
-                "kernel symbols-file {name:?} is not a file name in the measurement directory"
-            ));
-            None
-        } else {
-            match KernelSymbols::read(&path) {
-                Ok(k) if k.addresses_hidden() => {
-                    self.warnings.push(format!(
-                        "{}: every address is 0 (kernel.kptr_restrict hid them when it was \
-                         taken); kernel symbols are unavailable",
-                        path.display()
-                    ));
-                    None
-                }
-                Ok(k) => Some((k.into_lookup(), path)),
-                Err(e) => {
-                    self.warnings
-                        .push(format!("{e}; kernel symbols are unavailable"));
-                    None
-                }
-            }
-        };
-        let ok = loaded.is_some();
-        self.kernels.push(loaded);
-        ok.then_some(k)
-    }
-
-    fn region(&mut self, space: usize, side: Side, what: What, pseudo: &[u8], at: u64) -> usize {
-        let key = (space, side, what);
-        let id = match self.region_index.get(&key) {
-            Some(&id) => id,
-            None => {
-                let id = self.regions.len();
-                self.regions.push(Region {
-                    space,
-                    side,
-                    what: key.2.clone(),
-                    first_address: at,
-                    pseudo_name: pseudo.to_vec(),
-                    pseudo_used: false,
-                    used: BTreeMap::new(),
-                    pseudo_at: 0,
-                    placed: BTreeMap::new(),
-                });
-                self.region_index.insert(key, id);
-                id
-            }
-        };
-        let r = &mut self.regions[id];
-        r.first_address = r.first_address.min(at);
-        id
-    }
-
-    fn pseudo_loc(&mut self, space: usize, side: Side, name: &[u8], at: u64) -> Loc {
-        let region = self.region(space, side, What::Pseudo(name.to_vec()), name, at);
-        Loc {
-            region,
-            symbol: None,
-            offset: 0,
-        }
-    }
-
-    fn kernel_loc(&mut self, space: usize, at: u64) -> Loc {
-        let Some(k) = self.spaces[space].kernel else {
-            return self.pseudo_loc(space, Side::Kernel, b"[kernel]", at);
-        };
-        let region = match self.spaces[space].kernel_region {
-            Some(r) => r,
-            None => {
-                let r = self.region(space, Side::Kernel, What::Kernel(k), b"[kernel]", 0);
-                self.spaces[space].kernel_region = Some(r);
-                r
-            }
-        };
-        let table = self.kernels[k].as_ref().map(|(t, _)| t);
-        let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.address(i))));
-        match found {
-            Some((i, start)) => Loc {
-                region,
-                symbol: Some(i),
-                offset: at - start,
-            },
-            None => Loc {
-                region,
-                symbol: None,
-                offset: 0,
-            },
-        }
-    }
-
-    /// Resolves a user address of `space`; `callee` applies gprof's rule that an arc into a
-    /// label counts for the function before it.
-    fn user_loc(&mut self, space: usize, at: u64, callee: bool) -> Loc {
-        let Some(m) = self.mapping_of(space, at) else {
-            return self.pseudo_loc(space, Side::User, b"[unknown]", at);
-        };
-        if matches!(self.spaces[space].mappings[m].target, Target::Unresolved) {
-            let target = self.resolve(space, m);
-            self.spaces[space].mappings[m].target = target;
-        }
-        let start = self.spaces[space].mappings[m].start;
-        match &self.spaces[space].mappings[m].target {
-            Target::Object { object, bias } => {
-                let (object, bias) = (*object, *bias);
-                let region = self.region(space, Side::User, What::Object(object), &[], start);
-                if self.regions[region].pseudo_name.is_empty() {
-                    self.regions[region].pseudo_name = self.pseudo_name_of(object);
-                }
-                let Some(loaded) = &self.objects[object] else {
-                    return Loc {
-                        region,
-                        symbol: None,
-                        offset: 0,
-                    };
-                };
-                let link = at.wrapping_sub(bias);
-                let t = &loaded.table;
-                let i = if callee {
-                    t.lookup_callee(link)
-                } else {
-                    t.lookup(link)
-                };
-                match i {
-                    Some(i) => Loc {
-                        region,
-                        symbol: Some(i),
-                        offset: link.wrapping_sub(t.symbols()[i].address),
-                    },
-                    None => Loc {
-                        region,
-                        symbol: None,
-                        offset: 0,
-                    },
-                }
-            }
-            Target::Pseudo(name) => {
-                let name = name.clone();
-                self.pseudo_loc(space, Side::User, &name, start)
-            }
-            Target::Unresolved => self.pseudo_loc(space, Side::User, b"[unknown]", at),
-        }
-    }
-
-    fn pseudo_name_of(&self, object: usize) -> Vec<u8> {
-        let path = self
-            .object_index
-            .iter()
-            .find(|&(_, &i)| i == object)
-            .map(|((p, _), _)| p.clone())
-            .unwrap_or_default();
-        if path.starts_with(b"[") {
-            // A pseudo-path such as `[vdso]` is its own name.
-            return path;
-        }
-        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
-        let mut name = b"[".to_vec();
-        name.extend_from_slice(file);
-        name.push(b']');
-        name
-    }
-
-    /// The mapping holding `at`, the latest recorded if several did over time.
-    fn mapping_of(&mut self, space: usize, at: u64) -> Option<usize> {
-        let s = &mut self.spaces[space];
-        let hit = |m: &MappedRange| m.start <= at && at < m.end;
-        if s.mappings.get(s.last_hit).is_some_and(hit) {
-            return Some(s.last_hit);
-        }
-        let found = s.mappings.iter().rposition(hit)?;
-        s.last_hit = found;
-        Some(found)
-    }
-
-    fn resolve(&mut self, space: usize, m: usize) -> Target {
-        let label = self.spaces[space].label.clone();
-        let index = self.spaces[space].mappings[m].index;
-        let Some(mapping) = self.spaces[space]
-            .info
-            .as_ref()
-            .and_then(|i| i.mappings.get(index))
-            .cloned()
-        else {
-            return Target::Pseudo(b"[unknown]".to_vec());
-        };
-        let path = match &mapping.path {
-            None => return Target::Pseudo(b"[unknown]".to_vec()),
-            Some(p) if p.is_empty() || p.starts_with(b"//anon") => {
-                return Target::Pseudo(b"[unknown]".to_vec());
-            }
-            Some(p) if p.as_slice() == b"[vdso]" => {
-                // The collector saves the vDSO image as `vdso.<build-id>`; without it (or a
-                // build-id) the vDSO stays a pseudo-function.
-                let saved = mapping
-                    .build_id
-                    .as_deref()
-                    .map(|id| self.dir.join(gmon_format::vdso_file_name(id)))
-                    .filter(|f| f.is_file());
-                if saved.is_none() {
-                    return Target::Pseudo(p.clone());
-                }
-                p.clone()
-            }
-            Some(p) if p.starts_with(b"[") => return Target::Pseudo(p.clone()),
-            Some(p) => p.clone(),
-        };
-        let key = (path.clone(), mapping.build_id.clone());
-        let object = match self.object_index.get(&key) {
-            Some(&o) => o,
-            None => {
-                let o = self.objects.len();
-                self.object_index.insert(key, o);
-                let found = match &mapping.build_id {
-                    Some(id) if path.as_slice() == b"[vdso]" => objects::find(
-                        &self.dir.join(gmon_format::vdso_file_name(id)),
-                        Some(id),
-                        &[],
-                    ),
-                    _ => match objects::refused_recorded(path_of(&path)) {
-                        Some(refused) => Err(refused),
-                        // A relative recorded path is relative to the measurement, never to
-                        // the current directory.
-                        None => objects::find(
-                            &self.dir.join(path_of(&path)),
-                            mapping.build_id.as_deref(),
-                            &self.options.object_path,
-                        ),
-                    },
-                };
-                match found {
-                    Ok(obj) => self.objects.push(Some(obj)),
-                    Err(why) => {
-                        let id = mapping
-                            .build_id
-                            .as_deref()
-                            .map(|id| format!(" (build-id {})", objects::hex(id)))
-                            .unwrap_or_default();
-                        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(&path);
-                        self.warnings.push(format!(
-                            "process {label}: cannot use {}{id}: {}; its samples are reported \
-                             as {label}u:[{}]",
-                            path_of(&path).display(),
-                            why.describe(),
-                            String::from_utf8_lossy(file)
-                        ));
-                        self.objects.push(None);
-                    }
-                }
-                o
-            }
-        };
-        let bias = match (&self.objects[object], mapping.load_bias) {
-            (_, Some(b)) => b,
-            (Some(obj), None) => {
-                match obj.bias_for(mapping.start, mapping.file_offset.unwrap_or(0)) {
-                    Some(b) => b,
-                    None => {
-                        self.warnings.push(format!(
-                            "process {label}: no segment of {} holds offset {:#x}; its mapping \
-                             at {:#x} is taken as unrelocated",
-                            obj.path.display(),
-                            mapping.file_offset.unwrap_or(0),
-                            mapping.start
-                        ));
-                        0
-                    }
-                }
-            }
-            (None, None) => 0,
-        };
-        Target::Object { object, bias }
-    }
-
-    /// Adds one record of a stacks file: kernel frames then user frames, each innermost
-    /// first, with `[interrupt]` between them for an interrupt, as its arcs have it, and
-    /// `[truncated]` beyond the user frames of a stack cut short, so that its outermost frame
-    /// found is not taken for a root.
-    #[allow(clippy::too_many_arguments)]
-    fn add_stack(
-        &mut self,
-        space: usize,
-        boundary: Option<BoundaryKind>,
-        truncated: bool,
-        kernel: &[u64],
-        user: &[u64],
-        samples: u64,
-    ) {
-        let mut locs = Vec::with_capacity(kernel.len() + user.len());
-        if self.options.kernel {
-            for &a in kernel {
-                locs.push(self.kernel_loc(space, a));
-            }
-        }
-        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() && self.options.kernel {
-            locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
-        }
-        if self.options.user {
-            for &a in user {
-                locs.push(self.user_loc(space, a, false));
-            }
-            if truncated && !user.is_empty() {
-                locs.push(self.pseudo_loc(space, Side::User, TRUNCATED, 0));
-            }
-        }
-        for &l in &locs {
-            self.mark(l);
-        }
-        if !locs.is_empty() {
-            self.stacks.push((locs, samples));
-        }
-    }
-
-    /// Warns about each object that received samples but could only be symbolized from its
-    /// exported symbols (`.dynsym`): a stripped binary credits the time of its internal
-    /// functions to `[file]` or to whatever exported function precedes them (a stripped
-    /// `-pg` program gives it to `__gmon_start__`), which looks like an answer and is not.
-    fn warn_stripped_objects(&mut self) {
-        // Per (space, object): samples in all, outside every symbol, and per symbol.
-        type Tally = (u64, u64, BTreeMap<usize, u64>);
-        let mut tally: BTreeMap<(usize, usize), Tally> = BTreeMap::new();
-        for (&(region, symbol), &count) in &self.hist {
-            let loc = Loc {
-                region,
-                symbol,
-                offset: 0,
-            };
-            let region = &self.regions[loc.region];
-            let What::Object(o) = region.what else {
-                continue;
-            };
-            if !self.objects[o].as_ref().is_some_and(|l| l.dynamic_only) {
-                continue;
-            }
-            let t = tally.entry((region.space, o)).or_default();
-            t.0 += count;
-            match loc.symbol {
-                None => t.1 += count,
-                Some(sym) => *t.2.entry(sym).or_default() += count,
-            }
-        }
-        for ((space, o), (total, outside, by_symbol)) in tally {
-            let Some(loaded) = &self.objects[o] else {
-                continue;
-            };
-            // The vDSO has no other symbols than the ones it exports.
-            if self
-                .object_index
-                .iter()
-                .any(|((path, _), &i)| i == o && path.as_slice() == b"[vdso]")
-            {
-                continue;
-            }
-            let label = &self.spaces[space].label;
-            let file = loaded
-                .path
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let id = self
-                .object_index
-                .iter()
-                .find(|&(_, &i)| i == o)
-                .and_then(|((_, id), _)| id.as_deref())
-                .map(|id| format!(" {}", objects::hex(id)))
-                .unwrap_or_default();
-            let mut m = format!(
-                "process {label}: {} has no symbol table (stripped) and no debug file with its \
-                 build-id{id} was found: of its {total} samples, {outside} show as \
-                 {label}u:[{file}]",
-                loaded.path.display()
-            );
-            if let Some((&sym, &n)) = by_symbol.iter().max_by_key(|&(_, &n)| n) {
-                let name = String::from_utf8_lossy(&loaded.table.symbols()[sym].name);
-                m.push_str(&format!(
-                    " and {} under the {} exported functions they fall after ({n} under \
-                     {name}, which also takes the time of any internal function after it)",
-                    total - outside,
-                    by_symbol.len()
-                ));
-            }
-            m.push_str(
-                "; install its debug symbols (on Debian the package's -dbgsym, which fills \
-                 /usr/lib/debug/.build-id), or give --object-path DIR with the unstripped \
-                 file or DIR/.build-id/xx/rest.debug",
-            );
-            self.warnings.push(m);
-        }
-    }
-
-    fn hit(&mut self, loc: Loc, count: u64) {
-        self.mark(loc);
-        *self.hist.entry((loc.region, loc.symbol)).or_default() += count;
-    }
-
-    fn arc(&mut self, from: Loc, to: Loc, count: u64) {
-        self.mark(from);
-        self.mark(to);
-        self.arcs.push((from, to, count));
-    }
-
-    fn mark(&mut self, loc: Loc) {
-        let r = &mut self.regions[loc.region];
-        match loc.symbol {
-            None => r.pseudo_used = true,
-            Some(s) => {
-                r.used.insert(s, ());
-            }
-        }
-    }
-
-    fn table_of(&self, what: &What) -> Option<Table<'_>> {
-        match what {
-            What::Object(o) => self.objects[*o].as_ref().map(|o| Table::Object(&o.table)),
-            What::Kernel(k) => self.kernels[*k].as_ref().map(|(t, _)| Table::Kernel(t)),
-            What::Pseudo(_) => None,
-        }
-    }
-
-    /// Lays the used symbols out, then writes the merged gmon file.
-    fn finish(&mut self) -> Result<(SymbolTable, Vec<u8>, Vec<crate::SampledStack>)> {
-        let mut order: Vec<usize> = (0..self.regions.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (ra, rb) = (&self.regions[a], &self.regions[b]);
-            (ra.space, ra.side, ra.first_address, &ra.what).cmp(&(
-                rb.space,
-                rb.side,
-                rb.first_address,
-                &rb.what,
-            ))
-        });
-        // Samples sit at their symbol's start; call sites and stack frames keep their place.
-        let ranks = OffsetRanks::new(
-            self.arcs
-                .iter()
-                .flat_map(|(f, t, _)| [f, t])
-                .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
-        );
-        let mut raw = Vec::new();
-        let mut cursor = SYNTHETIC_BASE;
-        let align = |x: u64, a: u64| x.div_ceil(a) * a;
-        for &id in &order {
-            let region = &self.regions[id];
-            let space = &self.spaces[region.space];
-            let prefix = match region.side {
-                Side::User => format!("{}u:", space.label),
-                Side::Kernel if space.system => format!("{}:", space.label),
-                Side::Kernel => format!("{}k:", space.label),
-            };
-            let label = |name: &[u8], demangle: bool| {
-                let mut out = prefix.as_bytes().to_vec();
-                match std::str::from_utf8(name) {
-                    Ok(text) if demangle => {
-                        out.extend_from_slice(demangle::demangle(text).as_bytes())
-                    }
-                    _ => out.extend_from_slice(name),
-                }
-                out
-            };
-            cursor = align(cursor, 0x1000);
-            let mut placed = BTreeMap::new();
-            let mut pseudo_at = 0;
-            if region.pseudo_used || self.options.keep_unused {
-                pseudo_at = cursor;
-                raw.push(RawSymbol {
-                    name: label(&region.pseudo_name, false),
-                    address: cursor,
-                    is_function: true,
-                    is_static: false,
-                });
-                cursor += 0x10;
-            }
-            if let Some(table) = self.table_of(&region.what) {
-                let mut place = |i: usize, raw: &mut Vec<RawSymbol>| {
-                    let span = ranks.span(id, i);
-                    let (name, address, is_function) = table.symbol(i);
-                    // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
-                    let at = align(cursor, 0x10) + (address & 0xf);
-                    raw.push(RawSymbol {
-                        name: label(name, self.options.demangle),
-                        address: at,
-                        is_function,
-                        // The merged image writes every symbol global (see
-                        // write_symbol_image); no listing depends on the binding.
-                        is_static: false,
-                    });
-                    placed.insert(i, at);
-                    cursor = at + span + 2;
-                };
-                if self.options.keep_unused {
-                    for i in 0..table.len() {
-                        place(i, &mut raw);
-                    }
-                } else {
-                    for &i in region.used.keys() {
-                        place(i, &mut raw);
-                    }
-                }
-            }
-            let region = &mut self.regions[id];
-            region.placed = placed;
-            region.pseudo_at = pseudo_at;
-        }
-        cursor = align(cursor, 0x10);
-        raw.push(RawSymbol {
-            name: b"[end]".to_vec(),
-            address: cursor,
-            is_function: false,
-            is_static: false,
-        });
-        let text_end = cursor + 0x10;
-        let table = SymbolTable::from_symbols(raw, text_end, AddressSize::U64, Endian::Little);
-
-        let synthetic = |regions: &[Region], loc: &Loc| -> u64 {
-            let r = &regions[loc.region];
-            match loc.symbol {
-                None => r.pseudo_at,
-                Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + ranks.offset(loc),
-            }
-        };
-        let hist = std::mem::take(&mut self.hist);
-        let mut samples: Vec<(u64, u64)> = hist
-            .iter()
-            .map(|(&(region, symbol), &count)| {
-                let loc = Loc {
-                    region,
-                    symbol,
-                    offset: 0,
-                };
-                (synthetic(&self.regions, &loc), count)
-            })
-            .collect();
-        drop(hist);
-        samples.sort_unstable_by_key(|&(at, _)| at);
-        samples.dedup_by(|next, kept| {
-            let same = next.0 == kept.0;
-            if same {
-                kept.1 += next.1;
-            }
-            same
-        });
-        let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-        for (from, to, count) in &self.arcs {
-            let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
-            *arcs.entry(key).or_default() += count;
-        }
-        let gmon = write_sampled_profile(Endian::Little, &samples, arcs, self.unit)?;
-        let stacks = self
-            .stacks
-            .iter()
-            .map(|(locs, samples)| crate::SampledStack {
-                frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
-                samples: *samples,
-            })
-            .collect();
-        Ok((table, gmon, stacks))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gmon_format::{Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer};
+    use gmon_format::{
+        AddressSize, Arc, Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer,
+    };
 
     fn fixtures() -> PathBuf {
         // Canonical: a recorded path with `..` in it is not read.

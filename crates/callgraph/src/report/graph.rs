@@ -9,6 +9,7 @@ use crate::graph::{CallGraph, GraphArc, Node};
 use crate::report::format::{
     fixed, left_cut, pad, push_fixed, push_uint, push_uint_left, uint_digits,
 };
+use crate::report::graph_order::{intra_cycle, sort_arcs, sort_members};
 
 const SEPARATOR: &[u8] = b"-----------------------------------------------\n";
 
@@ -149,133 +150,6 @@ impl GraphPrint<'_> {
     }
 }
 
-/// Ordering of two arcs inside an entry (gprof's arc comparator): self arcs, then arcs inside a
-/// cycle by count, then the rest by propagated time and count.
-fn arc_cmp(c: &Compact, a: &GraphArc, b: &GraphArc) -> std::cmp::Ordering {
-    use std::cmp::Ordering::*;
-    if a.parent == a.child {
-        return Less;
-    }
-    if b.parent == b.child {
-        return Greater;
-    }
-    match (c.intra_cycle(a), c.intra_cycle(b)) {
-        (true, true) => return a.count.cmp(&b.count),
-        (true, false) => return Less,
-        (false, true) => return Greater,
-        _ => {}
-    }
-    let (ta, tb) = (a.time + a.child_time, b.time + b.child_time);
-    if ta < tb {
-        Less
-    } else if ta > tb {
-        Greater
-    } else {
-        a.count.cmp(&b.count)
-    }
-}
-
-/// Lists at most this long are sorted by insertion, exactly as gprof does; longer ones by a
-/// stable sort that gives the same order in O(n log n) (see [`sort_arcs`]).
-const INSERTION_LIMIT: usize = 32;
-
-/// gprof's insertion sort of an arc list into `sorted`; `descending` selects the children's
-/// order.
-///
-/// gprof inserts each arc before the first one it is less than or equal to (greater than or
-/// equal to, for children), so the result is ordered with ties in reverse list order. Unless a
-/// time is NaN, [`arc_cmp`] is a total preorder (the only self arc of a list is its least
-/// element), and a stable sort of the reversed list gives that same order without the
-/// quadratic cost on functions with thousands of callers.
-fn sort_arcs(
-    g: &CallGraph,
-    c: &Compact,
-    list: &[usize],
-    descending: bool,
-    sorted: &mut Vec<usize>,
-) {
-    sorted.clear();
-    let total = |a: usize| g.arcs[a].time + g.arcs[a].child_time;
-    if list.len() > INSERTION_LIMIT && !list.iter().any(|&a| total(a).is_nan()) {
-        sorted.extend(list.iter().rev());
-        sorted.sort_by(|&a, &b| match (a == b, descending) {
-            (true, _) => std::cmp::Ordering::Equal,
-            (false, true) => arc_cmp(c, &g.arcs[b], &g.arcs[a]),
-            (false, false) => arc_cmp(c, &g.arcs[a], &g.arcs[b]),
-        });
-        return;
-    }
-    insert_arcs(g, c, list, descending, sorted);
-}
-
-/// gprof's own insertion sort, for short lists and lists with NaN times.
-fn insert_arcs(
-    g: &CallGraph,
-    c: &Compact,
-    list: &[usize],
-    descending: bool,
-    sorted: &mut Vec<usize>,
-) {
-    for &a in list {
-        let pos = sorted
-            .iter()
-            .position(|&e| {
-                let o = arc_cmp(c, &g.arcs[a], &g.arcs[e]);
-                if descending { o.is_ge() } else { o.is_le() }
-            })
-            .unwrap_or(sorted.len());
-        sorted.insert(pos, a);
-    }
-}
-
-/// gprof's order of a cycle's members: most time first, then most calls, ties in chain order.
-///
-/// gprof inserts each member before the first one it beats, which is a stable descending
-/// sort; long lists without NaN times use the library's stable sort instead.
-fn sort_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
-    let key = |x: usize| {
-        let y = &g.nodes[x];
-        (
-            y.prop_self + y.prop_child,
-            y.ncalls.wrapping_add(y.self_calls),
-        )
-    };
-    sorted.clear();
-    if members.len() > INSERTION_LIMIT && !members.iter().any(|&m| key(m).0.is_nan()) {
-        sorted.extend_from_slice(members);
-        sorted.sort_by(|&a, &b| {
-            let ((ta, ca), (tb, cb)) = (key(a), key(b));
-            tb.partial_cmp(&ta)
-                .unwrap_or(std::cmp::Ordering::Equal)
-                .then(cb.cmp(&ca))
-        });
-        return;
-    }
-    insert_members(g, members, sorted);
-}
-
-/// gprof's own insertion of cycle members, for short lists and lists with NaN times.
-fn insert_members(g: &CallGraph, members: &[usize], sorted: &mut Vec<usize>) {
-    let key = |x: usize| {
-        let y = &g.nodes[x];
-        (
-            y.prop_self + y.prop_child,
-            y.ncalls.wrapping_add(y.self_calls),
-        )
-    };
-    for &m in members {
-        let (tm, cm) = key(m);
-        let pos = sorted
-            .iter()
-            .position(|&e| {
-                let (te, ce) = key(e);
-                tm > te || (tm == te && cm > ce)
-            })
-            .unwrap_or(sorted.len());
-        sorted.insert(pos, m);
-    }
-}
-
 /// What the entries need of every node they mention, laid out compactly: the listing visits
 /// callers and callees all over the graph, and reading 176-byte nodes and scattered names
 /// for each of them was most of its cost.
@@ -323,8 +197,7 @@ impl Compact {
 
     /// Whether both ends of `arc` are in the same cycle.
     fn intra_cycle(&self, arc: &GraphArc) -> bool {
-        let c = self.cycle[arc.parent];
-        c != 0 && c == self.cycle[arc.child]
+        intra_cycle(&self.cycle, arc)
     }
 }
 
@@ -468,13 +341,13 @@ impl GraphPrint<'_> {
                 pad(buf, 42 + p.child_width());
                 buf.extend_from_slice(b"<spontaneous>\n");
             } else {
-                sort_arcs(g, c, &n.parents, false, sorted);
+                sort_arcs(g, &c.cycle, &n.parents, false, sorted);
                 for &a in sorted.iter() {
                     p.arc_line(buf, &g.arcs[a], g.arcs[a].parent, c);
                 }
             }
             p.primary(buf, node, print_time, c);
-            sort_arcs(g, c, &n.children, true, sorted);
+            sort_arcs(g, &c.cycle, &n.children, true, sorted);
             for &a in sorted.iter() {
                 p.arc_line(buf, &g.arcs[a], g.arcs[a].child, c);
             }
@@ -492,7 +365,6 @@ impl GraphPrint<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::HistogramTimes;
     use crate::symbols::{RawSymbol, SymbolTable};
     use gmon_format::{AddressSize, Arc, Endian};
 
@@ -511,125 +383,12 @@ mod tests {
         }
     }
 
-    /// Long lists take the stable sort; it must give exactly the order of gprof's insertion
-    /// sort, whatever the ties: arcs inside and outside cycles, a self arc, equal times with
-    /// equal and different counts, zero times.
-    #[test]
-    fn long_lists_sort_as_gprofs_insertion() {
-        let mut x: u64 = 0x1234_5678_9abc_def1;
-        let mut next = move |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
-        let mut long_cycles = 0;
-        for case in 0..40 {
-            let n = 40 + next(80) as usize;
-            let names: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
-            let raw = names
-                .iter()
-                .enumerate()
-                .map(|(i, name)| RawSymbol {
-                    name: name.as_bytes().to_vec(),
-                    address: 0x1000 + 0x100 * i as u64,
-                    is_function: true,
-                    is_static: false,
-                })
-                .collect();
-            let end = 0x1000 + 0x100 * n as u64;
-            let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
-            let at = |i: usize| 0x1000 + 0x100 * i as u64;
-            // Node 0 calls everyone, everyone calls node 1, node 1 calls half of them back
-            // (one big cycle), and random edges add more.
-            let mut arcs = Vec::new();
-            for i in 0..n {
-                arcs.push(Arc {
-                    from_pc: at(0) + 4,
-                    self_pc: at(i),
-                    count: 1 + next(3),
-                });
-                arcs.push(Arc {
-                    from_pc: at(i) + 4,
-                    self_pc: at(1),
-                    count: 1 + next(3),
-                });
-                if next(2) == 0 {
-                    // Back to a caller of node 1: node 1 and i form a cycle.
-                    arcs.push(Arc {
-                        from_pc: at(1) + 12,
-                        self_pc: at(i),
-                        count: 1 + next(2),
-                    });
-                }
-                if next(4) == 0 {
-                    arcs.push(Arc {
-                        from_pc: at(i) + 8,
-                        self_pc: at(next(n as u64) as usize),
-                        count: next(3),
-                    });
-                }
-            }
-            let time = (0..n)
-                .map(|_| [0.0, 1.0, 2.0, 0.5][next(4) as usize])
-                .collect();
-            let times = HistogramTimes {
-                time,
-                total_time: 100.0,
-                hz: 100,
-                dimension: b"seconds".to_vec(),
-                dimension_abbrev: b's',
-                scale: 2.0,
-                has_histogram: true,
-            };
-            let g = CallGraph::build(&table, &arcs, &times);
-            let shown: Vec<Cow<'_, [u8]>> =
-                names.iter().map(|n| Cow::Borrowed(n.as_bytes())).collect();
-            let print = plain_print(&g, &shown);
-            let c = Compact::new(&print);
-            let (mut fast, mut slow) = (Vec::new(), Vec::new());
-            for node in 0..g.nodes.len() {
-                for (list, descending) in [
-                    (&g.nodes[node].parents, false),
-                    (&g.nodes[node].children, true),
-                ] {
-                    sort_arcs(&g, &c, list, descending, &mut fast);
-                    slow.clear();
-                    insert_arcs(&g, &c, list, descending, &mut slow);
-                    assert_eq!(
-                        fast, slow,
-                        "case {case}, node {node}, descending {descending}"
-                    );
-                }
-                sort_members(&g, &g.nodes[node].members, &mut fast);
-                slow.clear();
-                insert_members(&g, &g.nodes[node].members, &mut slow);
-                assert_eq!(fast, slow, "case {case}, cycle node {node}");
-            }
-            assert!(g.nodes[1].parents.len() > INSERTION_LIMIT);
-            long_cycles += g.nodes[g.symbol_count..]
-                .iter()
-                .filter(|c| c.members.len() > INSERTION_LIMIT)
-                .count();
-        }
-        assert!(long_cycles > 10, "only {long_cycles} long cycles");
-    }
-
     /// A listing long enough for several batches, formatted on the thread pool, is the same
     /// as one written entry by entry on one thread.
     #[test]
     fn parallel_batches_print_what_one_thread_prints() {
         let n = 2 * BATCH + PARALLEL_MIN + 7;
-        let raw = (0..n)
-            .map(|i| RawSymbol {
-                name: format!("f{i}").into_bytes(),
-                address: 0x1000 + 0x100 * i as u64,
-                is_function: true,
-                is_static: false,
-            })
-            .collect();
-        let end = 0x1000 + 0x100 * n as u64;
-        let table = SymbolTable::from_symbols(raw, end, AddressSize::U64, Endian::Little);
+        let table = crate::test_util::numbered(n);
         let at = |i: usize| 0x1000 + 0x100 * i as u64;
         let mut arcs = Vec::new();
         for i in 1..n {
@@ -647,15 +406,7 @@ mod tests {
                 });
             }
         }
-        let times = HistogramTimes {
-            time: (0..n).map(|i| (i % 13) as f64).collect(),
-            total_time: 1e6,
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        };
+        let times = crate::test_util::times((0..n).map(|i| (i % 13) as f64).collect(), 1e6, 100);
         let graph = CallGraph::build(&table, &arcs, &times);
         let names: Vec<Cow<'_, [u8]>> = table
             .symbols()
@@ -745,15 +496,7 @@ mod tests {
         ] {
             time[NAMES.iter().position(|n| *n == name).unwrap()] = ticks;
         }
-        let times = HistogramTimes {
-            time,
-            total_time: 843.0,
-            hz: 100,
-            dimension: b"seconds".to_vec(),
-            dimension_abbrev: b's',
-            scale: 2.0,
-            has_histogram: true,
-        };
+        let times = crate::test_util::times(time, 843.0, 100);
         let graph = CallGraph::build(&table, &arcs, &times);
         let example = 2;
         let node = &graph.nodes[example];

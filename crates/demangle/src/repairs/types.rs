@@ -1,8 +1,7 @@
 //! Repairs of how types and declarators are printed: qualifiers, function types, packs,
 //! the standard abbreviations.
 
-use crate::cpp::THUNK_LABELS;
-use crate::text::{current_template_argument, template_depth};
+use crate::text::{THUNK_LABELS, current_template_argument, template_depth};
 
 /// Moves qualifiers that `cpp_demangle` prints inside a nested name to its end.
 ///

@@ -188,7 +188,7 @@ pub use name::{
     Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
     process_label, vdso_file_name,
 };
-pub use sampled::write_sampled_profile;
+pub use sampled::{sampled_sum, write_sampled_profile};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
     BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,

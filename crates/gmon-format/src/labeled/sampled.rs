@@ -1,11 +1,12 @@
 //! Encoding sampled counts as a gmon file in the measurement layout (module docs, items 1 and
 //! 2): the collector writes its per-process files with it, and `pkgprof --pid --merge-out` its
-//! merged profile, so both follow the one layout.
+//! merged profile, so both follow the one layout. [`sampled_sum`] gives the [`Sum`] such a file
+//! reads back to without encoding it, for reports that only need the sum.
 
 use crate::error::Result;
 use crate::layout::{AddressSize, Endian, Layout};
 use crate::read::{Arc, Header, HistogramHeader};
-use crate::sum::HistogramUnit;
+use crate::sum::{HistogramUnit, Sum, SumHistogram};
 use crate::write::Writer;
 
 /// Bytes per histogram bin: every record has the same scale, as gprof requires.
@@ -35,12 +36,7 @@ pub fn write_sampled_profile(
         spare: [0; 12],
     })?;
     if let Some(unit) = unit {
-        for (low, high) in page_runs(samples) {
-            let mut bins = vec![0u64; ((high - low) / BIN_BYTES) as usize];
-            let from = samples.partition_point(|&(a, _)| a < low);
-            for &(a, n) in samples[from..].iter().take_while(|&&(a, _)| a < high) {
-                bins[((a - low) / BIN_BYTES) as usize] += n;
-            }
+        for (low, high, bins) in page_histograms(samples) {
             let max = bins.iter().copied().max().unwrap_or(0);
             let header = HistogramHeader {
                 low_pc: low,
@@ -72,6 +68,55 @@ pub fn write_sampled_profile(
         }
     }
     w.finish()
+}
+
+/// The sum that reading [`write_sampled_profile`]`(_, samples, arcs, unit)` gives, made
+/// without the bytes: one summed histogram per run of pages (its repeated records added
+/// again), the arcs' counts whole, in the order given, and [`Sum::gnu_spare`] as the last
+/// record read leaves it.
+pub fn sampled_sum(
+    samples: &[(u64, u64)],
+    arcs: impl IntoIterator<Item = ((u64, u64), u64)>,
+    unit: Option<HistogramUnit>,
+) -> Sum {
+    let mut sum = Sum::new();
+    if let Some(unit) = unit {
+        for (low, high, bins) in page_histograms(samples) {
+            // A run whose bins are all zero writes no record.
+            if bins.iter().any(|&b| b > 0) {
+                sum.push_sampled(
+                    SumHistogram {
+                        low_pc: low,
+                        high_pc: high,
+                        bins,
+                    },
+                    unit,
+                );
+            }
+        }
+    }
+    for ((from_pc, self_pc), count) in arcs {
+        if count > 0 {
+            sum.add_arc(Arc {
+                from_pc,
+                self_pc,
+                count,
+            });
+        }
+    }
+    sum
+}
+
+/// The histogram of each run of pages: its [low, high) byte range and its bins.
+fn page_histograms(samples: &[(u64, u64)]) -> impl Iterator<Item = (u64, u64, Vec<u64>)> + '_ {
+    page_runs(samples).into_iter().map(|(low, high)| {
+        let mut bins = vec![0u64; ((high - low) / BIN_BYTES) as usize];
+        let from = samples.partition_point(|&(a, _)| a < low);
+        for &(a, n) in samples[from..].iter().take_while(|&&(a, _)| a < high) {
+            bins[((a - low) / BIN_BYTES) as usize] += n;
+        }
+        (low, high, bins)
+    })
 }
 
 /// The [low, high) byte ranges of the runs of contiguous pages that hold samples.
@@ -117,5 +162,42 @@ mod tests {
         assert_eq!((h.low_pc, h.high_pc), (0x10000, 0x11000));
         assert_eq!((h.bins[0], h.bins[1]), (70_000, 5));
         assert_eq!(sum.arcs()[0].count, 5_000_000_000);
+    }
+
+    #[test]
+    fn the_sum_is_the_one_the_encoded_file_reads_back_to() {
+        let unit = HistogramUnit {
+            prof_rate: 997,
+            dimension: SECONDS.0,
+            dimension_abbrev: SECONDS.1,
+        };
+        // Two runs of pages, a bin above 16 bits, a zero count, samples sharing a bin, an arc
+        // above 32 bits, a repeated arc and a zero one.
+        let samples = [
+            (0x10000, 3),
+            (0x10001, 4),
+            (0x11ffe, 200_000),
+            (0x40000, 0),
+            (0x50010, 1),
+        ];
+        let arcs = [
+            ((0x50010, 0x10000), 1u64),
+            ((0x10000, 0x50010), 9_000_000_000),
+            ((0x50010, 0x10000), 2),
+            ((0x10, 0x20), 0),
+        ];
+        for unit in [Some(unit), None] {
+            let data = write_sampled_profile(Endian::Little, &samples, arcs, unit).unwrap();
+            let mut read = Sum::new();
+            let options = ReadOptions::new(AddressSize::U64, Endian::Little);
+            read.add(&Profile::parse(&data, &options).unwrap()).unwrap();
+            let made = sampled_sum(&samples, arcs, unit);
+            assert_eq!(made.histograms(), read.histograms());
+            assert_eq!(made.unit(), read.unit());
+            assert_eq!(made.arcs(), read.arcs());
+            assert_eq!(made.gnu_spare(), read.gnu_spare());
+            let gnu = |s: &Sum| s.write_gnu(Vec::new(), AddressSize::U64, Endian::Little);
+            assert_eq!(gnu(&made).unwrap(), gnu(&read).unwrap());
+        }
     }
 }

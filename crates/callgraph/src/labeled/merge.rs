@@ -1,0 +1,360 @@
+//! Reading a measurement's files into the merge: each process's user and kernel gmon files
+//! (histogram bins become hits, arcs become arcs, boundary arcs are drawn by kind of entry) and
+//! its sampled stacks, every address resolved where it was recorded (see `resolve`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gmon_format::{
+    AddressSize, Arc, Endian, HistogramUnit, MeasurementInfo, ProcessFiles, Profile, ReadOptions,
+    Record,
+};
+
+use super::state::{Builder, Loc, MappedRange, Side, Space, Target};
+use super::{BoundaryKind, ProcessSummary, read_file};
+use crate::error::{Error, Result};
+
+/// The pseudo-function above the outermost frame found of a user stack cut short.
+const TRUNCATED: &[u8] = b"[truncated]";
+
+/// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
+const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
+
+/// The histogram bins (address of each bin, count) and arcs of one gmon file.
+pub(super) type Contents = (Vec<(u64, u64)>, Vec<Arc>);
+
+impl Builder {
+    pub(super) fn read_gmon(&mut self, path: &Path) -> Result<Contents> {
+        let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
+        let read = ReadOptions::new(AddressSize::U64, Endian::Little);
+        let located = |e: gmon_format::Error| Error::from(e.with_path(path));
+        let profile = Profile::parse(&data, &read).map_err(located)?;
+        let mut bins = Vec::new();
+        let mut arcs = Vec::new();
+        for record in profile.records() {
+            let (_, record) = record.map_err(located)?;
+            match record {
+                Record::Histogram(h) => {
+                    let hh = &h.header;
+                    let unit = HistogramUnit {
+                        prof_rate: hh.prof_rate,
+                        dimension: hh.dimension,
+                        dimension_abbrev: hh.dimension_abbrev,
+                    };
+                    match self.unit {
+                        None => self.unit = Some(unit),
+                        Some(first) if first.prof_rate != unit.prof_rate => {
+                            let w = format!(
+                                "{}: sampled at {} Hz, the first profile at {} Hz; times use {} Hz",
+                                path.display(),
+                                unit.prof_rate,
+                                first.prof_rate,
+                                first.prof_rate
+                            );
+                            if !self.warnings.contains(&w) {
+                                self.warnings.push(w);
+                            }
+                        }
+                        Some(_) => {}
+                    }
+                    let n = h.bins.len() as u128;
+                    let span = u128::from(hh.high_pc.wrapping_sub(hh.low_pc));
+                    for (i, count) in h.bins.iter().enumerate() {
+                        if count == 0 {
+                            continue;
+                        }
+                        let at = hh.low_pc.wrapping_add((i as u128 * span / n) as u64);
+                        bins.push((at, u64::from(count)));
+                    }
+                }
+                Record::Arc(a) => arcs.push(a),
+                Record::BasicBlocks(_) => {}
+            }
+        }
+        Ok((bins, arcs))
+    }
+
+    /// Reads a process's info file and adds its address space (its mappings); returns the
+    /// space and the info.
+    pub(super) fn add_space(
+        &mut self,
+        files: &ProcessFiles,
+        label: String,
+    ) -> Result<(usize, Option<MeasurementInfo>)> {
+        let info = match &files.info {
+            Some(path) => {
+                let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
+                Some(MeasurementInfo::parse(&data).map_err(|e| e.with_path(path))?)
+            }
+            None => {
+                self.warnings.push(format!(
+                    "process {}: no measurement-info file; its addresses cannot be symbolized",
+                    files.pid
+                ));
+                None
+            }
+        };
+        let space = self.spaces.len();
+        let mappings = info
+            .as_ref()
+            .map(|i| {
+                i.mappings
+                    .iter()
+                    .enumerate()
+                    .map(|(index, m)| MappedRange {
+                        start: m.start,
+                        end: m.end,
+                        target: Target::Unresolved,
+                        index,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.spaces.push(Space {
+            label,
+            system: false,
+            mappings,
+            info: info.clone(),
+            kernel: None,
+            kernel_region: None,
+            last_hit: usize::MAX,
+        });
+        Ok((space, info))
+    }
+
+    pub(super) fn add_process(
+        &mut self,
+        files: &ProcessFiles,
+        label: String,
+    ) -> Result<ProcessSummary> {
+        let (space, info) = self.add_space(files, label.clone())?;
+        let mut summary = ProcessSummary {
+            label,
+            files: Some(files.clone()),
+            info,
+            user_samples: 0,
+            kernel_samples: 0,
+            entries: BTreeMap::new(),
+        };
+        if let (true, Some(path)) = (self.options.user, &files.user) {
+            let (bins, arcs) = self.read_gmon(path)?;
+            for (at, count) in bins {
+                summary.user_samples += count;
+                let loc = self.user_loc(space, at, false);
+                self.hit(loc, count);
+            }
+            for a in arcs {
+                // From 0: the outermost frame found of stacks that were cut short.
+                let from = match a.from_pc {
+                    0 => self.pseudo_loc(space, Side::User, TRUNCATED, 0),
+                    pc => self.user_loc(space, pc, false),
+                };
+                let to = self.user_loc(space, a.self_pc, true);
+                self.arc(from, to, a.count);
+            }
+        }
+        if let (true, Some(path)) = (self.options.kernel, &files.kernel) {
+            self.spaces[space].kernel = self.kernel_symbols(space);
+            self.add_kernel_profile(space, path, &mut summary)?;
+        }
+        // The header shows both sides' samples whatever the listing shows.
+        for (shown, file, total) in [
+            (self.options.user, &files.user, &mut summary.user_samples),
+            (
+                self.options.kernel,
+                &files.kernel,
+                &mut summary.kernel_samples,
+            ),
+        ] {
+            if let (false, Some(path)) = (shown, file) {
+                *total = self.read_gmon(path)?.0.iter().map(|&(_, n)| n).sum();
+            }
+        }
+        // The collector's own count of entries by kind, when it wrote one, is the full one
+        // (boundary arcs are not read with --user).
+        let recorded = summary
+            .info
+            .as_ref()
+            .and_then(|i| i.extra_sections.iter().find(|s| s.name == "boundary"));
+        if let Some(section) = recorded {
+            let mut entries = BTreeMap::new();
+            for kind in BoundaryKind::ALL {
+                let value = section.fields.iter().find(|f| f.key == kind.as_str());
+                if let Some(n) = value.and_then(|f| f.value.parse::<u64>().ok()) {
+                    entries.insert(kind, n);
+                }
+            }
+            summary.entries = entries;
+        }
+        if self.options.stacks {
+            let Some(path) = &files.stacks else {
+                return Err(Error::NoStacks {
+                    label: gmon_format::process_label(files.pid, files.instance),
+                    dir: self.dir.clone(),
+                });
+            };
+            if self.spaces[space].kernel.is_none() && self.options.kernel {
+                self.spaces[space].kernel = self.kernel_symbols(space);
+            }
+            let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
+            let located = |e: gmon_format::Error| Error::from(e.with_path(path));
+            let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
+            for record in stacks.records() {
+                let (_, r) = record.map_err(located)?;
+                let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
+                self.add_stack(
+                    space,
+                    r.boundary,
+                    r.user_truncated,
+                    &kernel,
+                    &user,
+                    r.samples,
+                );
+            }
+        }
+        Ok(summary)
+    }
+
+    pub(super) fn add_system_kernel(&mut self, label: &str, path: &Path) -> Result<ProcessSummary> {
+        let space = self.spaces.len();
+        self.spaces.push(Space {
+            label: label.to_owned(),
+            system: true,
+            mappings: Vec::new(),
+            info: None,
+            kernel: None,
+            kernel_region: None,
+            last_hit: usize::MAX,
+        });
+        let mut summary = ProcessSummary {
+            label: label.to_owned(),
+            files: None,
+            info: None,
+            user_samples: 0,
+            kernel_samples: 0,
+            entries: BTreeMap::new(),
+        };
+        // Any process's snapshot will do: one measurement is one boot.
+        let first = (0..space).find_map(|s| self.spaces[s].kernel);
+        self.spaces[space].kernel = match first {
+            Some(k) => Some(k),
+            None => self.lone_snapshot(),
+        };
+        if self.options.kernel {
+            self.add_kernel_profile(space, path, &mut summary)?;
+        }
+        Ok(summary)
+    }
+
+    /// The only `kallsyms.*` file of the directory, for system-wide files without processes.
+    pub(super) fn lone_snapshot(&mut self) -> Option<usize> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("kallsyms."))
+            .collect();
+        names.sort();
+        let name = names.first()?.clone();
+        self.load_kernel(&name)
+    }
+
+    pub(super) fn add_kernel_profile(
+        &mut self,
+        space: usize,
+        path: &Path,
+        summary: &mut ProcessSummary,
+    ) -> Result<()> {
+        let (bins, arcs) = self.read_gmon(path)?;
+        for (at, count) in bins {
+            summary.kernel_samples += count;
+            let loc = self.kernel_loc(space, at);
+            self.hit(loc, count);
+        }
+        for a in arcs {
+            let to = self.kernel_loc(space, a.self_pc);
+            if a.from_pc >= KERNEL_SPACE_START {
+                let from = self.kernel_loc(space, a.from_pc);
+                self.arc(from, to, a.count);
+                continue;
+            }
+            let name = self.symbol_name(to);
+            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
+            *summary.entries.entry(kind).or_default() += a.count;
+            let user = self.options.user && !self.spaces[space].mappings.is_empty();
+            if kind == BoundaryKind::Interrupt {
+                let pseudo = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
+                self.arc(pseudo, to, a.count);
+                if user {
+                    let from = self.user_loc(space, a.from_pc, false);
+                    self.arc(from, pseudo, a.count);
+                }
+            } else if user {
+                let from = self.user_loc(space, a.from_pc, false);
+                self.arc(from, to, a.count);
+            }
+            // Without the user side (or for work of no known process) the entry function
+            // (or `[interrupt]`) keeps no caller, and gprof lists it as <spontaneous>.
+        }
+        Ok(())
+    }
+
+    /// Adds one record of a stacks file: kernel frames then user frames, each innermost
+    /// first, with `[interrupt]` between them for an interrupt, as its arcs have it, and
+    /// `[truncated]` beyond the user frames of a stack cut short, so that its outermost frame
+    /// found is not taken for a root.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add_stack(
+        &mut self,
+        space: usize,
+        boundary: Option<BoundaryKind>,
+        truncated: bool,
+        kernel: &[u64],
+        user: &[u64],
+        samples: u64,
+    ) {
+        let mut locs = Vec::with_capacity(kernel.len() + user.len());
+        if self.options.kernel {
+            for &a in kernel {
+                locs.push(self.kernel_loc(space, a));
+            }
+        }
+        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() && self.options.kernel {
+            locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+        }
+        if self.options.user {
+            for &a in user {
+                locs.push(self.user_loc(space, a, false));
+            }
+            if truncated && !user.is_empty() {
+                locs.push(self.pseudo_loc(space, Side::User, TRUNCATED, 0));
+            }
+        }
+        for &l in &locs {
+            self.mark(l);
+        }
+        if !locs.is_empty() {
+            self.stacks.push((locs, samples));
+        }
+    }
+
+    pub(super) fn hit(&mut self, loc: Loc, count: u64) {
+        self.mark(loc);
+        *self.hist.entry((loc.region, loc.symbol)).or_default() += count;
+    }
+
+    pub(super) fn arc(&mut self, from: Loc, to: Loc, count: u64) {
+        self.mark(from);
+        self.mark(to);
+        self.arcs.push((from, to, count));
+    }
+
+    pub(super) fn mark(&mut self, loc: Loc) {
+        let r = &mut self.regions[loc.region];
+        match loc.symbol {
+            None => r.pseudo_used = true,
+            Some(s) => {
+                r.used.insert(s, ());
+            }
+        }
+    }
+}
