@@ -133,6 +133,16 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+    /// A plot was asked for a system call no selected process made.
+    #[error(
+        "no selected process in {dir} made the system call `{syscall}' (pkgprof --latency lists those made)"
+    )]
+    NoSuchSyscall {
+        /// The name asked for.
+        syscall: String,
+        /// The measurement directory.
+        dir: PathBuf,
+    },
     /// Two latency files to compare or merge have different resolutions.
     #[error(
         "the latency files in {dir} have another resolution than the rest: record both with the \

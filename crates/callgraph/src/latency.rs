@@ -8,6 +8,7 @@ use std::io::{self, Write};
 
 use gmon_format::latency::{LatencyFile, Operation, syscall_name};
 use gmon_format::{Measurement, ProcessFiles};
+use latency::plot::PlotOptions;
 use latency::{
     Histogram, PeakChange, PeakOptions, Resolution, SelectOptions, Selected, peaks, select,
 };
@@ -291,6 +292,9 @@ fn sleep_site(names: &mut AddressNames, frames: &[u64]) -> String {
         .unwrap_or_else(|| "[unknown]".into())
 }
 
+/// How [`waker_site`] marks a wake-up from an interrupt.
+const INTERRUPT: &str = " (interrupt)";
+
 /// What a waker was doing: its first kernel frame outside the wake-up machinery, and whether
 /// it ran in an interrupt.
 fn waker_site(names: &mut AddressNames, frames: &[u64]) -> String {
@@ -315,7 +319,7 @@ fn waker_site(names: &mut AddressNames, frames: &[u64]) -> String {
         n.starts_with("asm_sysvec") || n.starts_with("sysvec_") || n.ends_with("_interrupt")
     });
     if irq {
-        format!("{site} (interrupt)")
+        format!("{site}{INTERRUPT}")
     } else {
         site
     }
@@ -409,11 +413,13 @@ fn blocking_process(
                 d(*t)
             )?;
         }
-        let mut wakers: BTreeMap<(u32, String), (u64, u64)> = BTreeMap::new();
+        // An interrupt's waker pid is whatever task it interrupted: its wake-ups are merged
+        // by site alone (None).
+        let mut wakers: BTreeMap<(Option<u32>, String), (u64, u64)> = BTreeMap::new();
         for w in &b.wakers {
-            let e = wakers
-                .entry((w.pid, waker_site(&mut p.names, &w.frames)))
-                .or_default();
+            let site = waker_site(&mut p.names, &w.frames);
+            let pid = (!site.ends_with(INTERRUPT)).then_some(w.pid);
+            let e = wakers.entry((pid, site)).or_default();
             e.0 += w.count;
             e.1 += w.blocked_ns;
         }
@@ -421,14 +427,14 @@ fn blocking_process(
         let mut wakers: Vec<_> = wakers.into_iter().collect();
         wakers.sort_by_key(|(k, (_, t))| (std::cmp::Reverse(*t), k.clone()));
         for ((pid, site), (count, t)) in wakers.iter().take(opts.top_sites) {
-            let who = if *pid == 0 {
-                "pid 0 (idle)".to_owned()
-            } else {
-                format!("pid {pid}")
+            let who = match pid {
+                None => String::new(),
+                Some(0) => "by pid 0 (idle) ".to_owned(),
+                Some(pid) => format!("by pid {pid} "),
             };
             writeln!(
                 out,
-                "{:>31} {:>10} {count:>8} x  woken by {who} in {site}",
+                "{:>31} {:>10} {count:>8} x  woken {who}in {site}",
                 "",
                 d(*t)
             )?;
@@ -575,4 +581,147 @@ fn diff_text(
         writeln!(out)?;
     }
     Ok(())
+}
+
+/// The system call a plot draws: the one named, else the one with the most total latency.
+fn plotted<'a>(
+    set: &'a [(String, Histogram)],
+    syscall: Option<&str>,
+    dir: &std::path::Path,
+) -> Result<&'a (String, Histogram)> {
+    match syscall {
+        Some(name) => set
+            .iter()
+            .find(|(k, _)| k == name)
+            .ok_or_else(|| Error::NoSuchSyscall {
+                syscall: name.to_owned(),
+                dir: dir.to_path_buf(),
+            }),
+        // The report's first operation: most total latency, ties by name.
+        None => set
+            .iter()
+            .min_by_key(|(_, h)| std::cmp::Reverse(h.total_ns()))
+            .ok_or_else(|| Error::NoLatency {
+                dir: dir.to_path_buf(),
+            }),
+    }
+}
+
+/// Draws `pkgprof --latency --plot`: the latency profile of one system call (`syscall`, else
+/// the one with the most total latency) over the selected processes as an SVG picture, as in
+/// OSprof's figures (log2 buckets, log counts, peaks marked); a heat map of its time slices
+/// when the files were recorded with `--slice`.
+///
+/// Returns an error if a selected process does not exist, none has a latency file, none made
+/// `syscall`, or a file is damaged.
+pub fn latency_plot(
+    measurement: &Measurement,
+    selection: &ProcessSelection,
+    syscall: Option<&str>,
+    opts: &LatencyOptions,
+) -> Result<String> {
+    let set = operation_set(measurement, selection, opts)?;
+    let (name, h) = plotted(&set, syscall, &measurement.dir)?;
+    let mut plot = PlotOptions::default();
+    plot.title = format!(
+        "{name}: {} calls, mean {}",
+        h.count(),
+        latency::text::duration(h.mean_ns().unwrap_or(0))
+    );
+    let mut slices: BTreeMap<u64, Histogram> = BTreeMap::new();
+    let mut slice_ns = None;
+    for files in selected(measurement, selection)? {
+        let p = read(measurement, files, opts)?;
+        let Some((len, _)) = p.file.slices else {
+            continue;
+        };
+        slice_ns = Some(len);
+        for n in p.ops.iter().filter(|n| n.syscall == *name) {
+            for b in &n.op.buckets {
+                slices
+                    .entry(b.slice)
+                    .or_insert_with(|| Histogram::new(h.resolution()))
+                    .add_bucket(b.bucket, b.count, b.total_ns);
+            }
+        }
+    }
+    Ok(match (slice_ns, slices.last_key_value()) {
+        (Some(len), Some((&last, _))) => {
+            // Every slice from the first to the last, empty ones too: time runs evenly.
+            let first = slices.first_key_value().map_or(0, |(&k, _)| k);
+            let all: Vec<Histogram> = (first..=last)
+                .map(|i| {
+                    slices
+                        .remove(&i)
+                        .unwrap_or_else(|| Histogram::new(h.resolution()))
+                })
+                .collect();
+            latency::plot::heatmap_svg(&all, len, &plot)
+        }
+        _ => latency::plot::profile_svg(h, &plot),
+    })
+}
+
+/// Draws `pkgprof --latency-diff A B --plot`: one system call's profiles in A (filled) and B
+/// (outlined) overlaid, as OSprof's comparison figures. `syscall` names it; without it, the
+/// one made in both that the comparison rates as changed most, else the first it selects,
+/// else the one with the most total latency in A.
+///
+/// Returns an error if either has no latency file, their resolutions differ, neither made
+/// `syscall`, or a file is damaged.
+pub fn latency_diff_plot(
+    a: (&Measurement, &ProcessSelection),
+    b: (&Measurement, &ProcessSelection),
+    syscall: Option<&str>,
+    opts: &LatencyOptions,
+) -> Result<String> {
+    let sa = operation_set(a.0, a.1, opts)?;
+    let sb = operation_set(b.0, b.1, opts)?;
+    let name = match syscall {
+        Some(n) => n.to_owned(),
+        None => {
+            // Two profiles to overlay: the pair rated most changed, before one-sided ones.
+            let chosen = select(&sa, &sb, &opts.select);
+            match chosen.iter().find(|s| s.emd.is_some()).or(chosen.first()) {
+                Some(s) => s.key.clone(),
+                None => plotted(&sa, None, &a.0.dir)?.0.clone(),
+            }
+        }
+    };
+    fn find<'s>(set: &'s [(String, Histogram)], name: &str) -> Option<&'s Histogram> {
+        set.iter().find(|(k, _)| k == name).map(|x| &x.1)
+    }
+    let (ha, hb) = match (find(&sa, &name), find(&sb, &name)) {
+        (None, None) => {
+            return Err(Error::NoSuchSyscall {
+                syscall: name,
+                dir: a.0.dir.clone(),
+            });
+        }
+        (x, y) => {
+            let r = x.or(y).map_or(Resolution::ONE, Histogram::resolution);
+            let empty = Histogram::new(r);
+            (
+                x.cloned().unwrap_or_else(|| empty.clone()),
+                y.cloned().unwrap_or(empty),
+            )
+        }
+    };
+    if ha.resolution() != hb.resolution() {
+        return Err(Error::ResolutionsDiffer {
+            dir: b.0.dir.clone(),
+        });
+    }
+    let mut plot = PlotOptions::default();
+    plot.title = format!("{name}: A {} calls, B {} calls", ha.count(), hb.count());
+    let names = (
+        format!("A {}", a.0.dir.display()),
+        format!("B {}", b.0.dir.display()),
+    );
+    Ok(latency::plot::diff_svg(
+        &ha,
+        &hb,
+        (&names.0, &names.1),
+        &plot,
+    ))
 }

@@ -158,7 +158,8 @@ pub use labeled::{
     relabel_symspecs, write_process_header, write_symbol_image,
 };
 pub use latency::{
-    LatencyOptions, write_blocking_report, write_latency_diff, write_latency_report,
+    LatencyOptions, latency_diff_plot, latency_plot, write_blocking_report, write_latency_diff,
+    write_latency_report,
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};

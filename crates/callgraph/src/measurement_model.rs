@@ -2,7 +2,7 @@
 //! merged by [`Seamless::build`], as a model with their real sampled stacks, for exports and
 //! diffs.
 
-use profile_model::{Label, LabelKey, Profile, Side};
+use profile_model::{Label, LabelKey, Profile, Side, ValueKind};
 
 use crate::model::{Model, ModelOptions};
 use crate::{SampledStack, Seamless};
@@ -18,6 +18,12 @@ use crate::{SampledStack, Seamless};
 /// stack cut short; each labelled with its process's pid and command name. Their arcs, sampled
 /// edges that the stacks already hold, are left out. Without stacks (a measurement that has no
 /// stacks files), the histograms and arcs are taken as [`crate::gmon_model`] takes them.
+///
+/// With sampled stacks and [`Seamless::off_cpu`] (latency files recorded with `pkgmon
+/// --blocking`), a second value type, `off-cpu` in nanoseconds, holds where the system
+/// calls slept: the sleep site's kernel frames above the call site, one sample per site with
+/// the time blocked there (the CPU samples have 0 of it, and the sleeps 0 samples), so that
+/// `--value off-cpu` exports the blocked time as any other profile.
 pub fn measurement_model(seamless: &Seamless) -> Profile {
     measurement_model_with(seamless, ProcessLabels::Pid)
 }
@@ -47,6 +53,10 @@ pub fn measurement_model_with(seamless: &Seamless, labels_style: ProcessLabels) 
         ..ModelOptions::default()
     };
     let mut model = Model::new(&seamless.table, &options);
+    let off_cpu = !seamless.stacks.is_empty() && !seamless.off_cpu.is_empty();
+    if off_cpu {
+        model.b.value_type(ValueKind::OFF_CPU_TIME);
+    }
     for p in &seamless.processes {
         match &p.files {
             Some(files) if p.label.starts_with(|c: char| c.is_ascii_digit()) => {
@@ -79,13 +89,23 @@ pub fn measurement_model_with(seamless: &Seamless, labels_style: ProcessLabels) 
         model.add_histogram(&seamless.sum);
         model.add_arcs(&seamless.sum);
     } else {
-        add_stacks(&mut model, &seamless.stacks);
+        let values = |n: u64| {
+            let n = i64::try_from(n).unwrap_or(i64::MAX);
+            if off_cpu { vec![n, 0] } else { vec![n] }
+        };
+        add_stacks(&mut model, &seamless.stacks, values);
+        if off_cpu {
+            add_stacks(&mut model, &seamless.off_cpu, |ns| {
+                vec![0, i64::try_from(ns).unwrap_or(i64::MAX)]
+            });
+        }
     }
     model.b.build()
 }
 
-/// One sample per distinct sampled stack, labelled with the process of its innermost frame.
-fn add_stacks(model: &mut Model<'_>, stacks: &[SampledStack]) {
+/// One sample per distinct sampled stack, labelled with the process of its innermost frame,
+/// with the values `values` gives for its count.
+fn add_stacks(model: &mut Model<'_>, stacks: &[SampledStack], values: impl Fn(u64) -> Vec<i64>) {
     let table = model.table;
     let mut frames = Vec::new();
     for stack in stacks {
@@ -101,8 +121,7 @@ fn add_stacks(model: &mut Model<'_>, stacks: &[SampledStack]) {
         let (Some(s), Some(labels)) = (model.b.stack_of(&frames), labels) else {
             continue;
         };
-        let samples = i64::try_from(stack.samples).unwrap_or(i64::MAX);
         // One value per value type: cannot fail.
-        let _ = model.b.add_sample(s, labels, &[samples]);
+        let _ = model.b.add_sample(s, labels, &values(stack.samples));
     }
 }

@@ -2,7 +2,7 @@
 //! files `pkgmon --latency` / `--blocking` write (see [`callgraph::write_latency_report`]).
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{LatencyOptions, ProcessSelection};
@@ -34,6 +34,12 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
             "--system is for the seamless listing; the latency reports take every process by default"
         );
     }
+    if (o.plot.is_some() || o.operation.is_some()) && o.blocking {
+        bail!("--plot and --operation draw --latency or --latency-diff, not --blocking");
+    }
+    if o.operation.is_some() && o.plot.is_none() {
+        bail!("--operation names the system call --plot draws: give --plot=FILE too");
+    }
     let mut opts = LatencyOptions::default();
     opts.seamless.object_path = o.object_path.iter().map(PathBuf::from).collect();
     opts.seamless.demangle = o.demangle;
@@ -60,6 +66,15 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
             );
         }
         let all = ProcessSelection::System;
+        if let Some(file) = &o.plot {
+            let svg = callgraph::latency_diff_plot(
+                (&a, &all),
+                (&b, &all),
+                o.operation.as_deref(),
+                &opts,
+            )?;
+            return write_plot(Path::new(file), &svg);
+        }
         callgraph::write_latency_diff(out, (&a, &all), (&b, &all), &opts)?;
         return Ok(());
     }
@@ -71,10 +86,30 @@ pub fn run(o: &Options, out: &mut dyn Write) -> Result<()> {
     }
     let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
     let m = measurement(dir, o)?;
+    if let Some(file) = &o.plot {
+        let svg = callgraph::latency_plot(&m, &selection, o.operation.as_deref(), &opts)?;
+        return write_plot(Path::new(file), &svg);
+    }
     if o.blocking {
         callgraph::write_blocking_report(out, &m, &selection, &opts)?;
     } else {
         callgraph::write_latency_report(out, &m, &selection, &opts)?;
     }
+    Ok(())
+}
+
+/// Writes a plot as SVG, or as PNG when `path` ends in `.png`; a new file renamed over any old
+/// one (a link planted at `path` is replaced, not followed).
+fn write_plot(path: &Path, svg: &str) -> Result<()> {
+    let png = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    let bytes = if png {
+        latency::plot::png(svg).with_context(|| format!("cannot draw {}", path.display()))?
+    } else {
+        svg.as_bytes().to_vec()
+    };
+    safe_fs::replace_file(path, &bytes)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

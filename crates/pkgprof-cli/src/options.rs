@@ -73,6 +73,8 @@ pub enum Opt {
     Latency,
     Blocking,
     LatencyDiff,
+    Plot,
+    Operation,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -210,6 +212,8 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::Latency, "latency", No),
     ours(Opt::Blocking, "blocking", No),
     ours(Opt::LatencyDiff, "latency-diff", No),
+    ours(Opt::Plot, "plot", Required),
+    ours(Opt::Operation, "operation", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -266,6 +270,7 @@ Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
   pkgprof --latency [--pid=PID[,PID...]] [DIR]
   pkgprof --blocking [--pid=PID[,PID...]] [DIR]
   pkgprof --latency-diff A B
+  pkgprof --latency|--latency-diff --plot=FILE [--operation=NAME] ...
 \t--latency            per process, system calls by total latency, each with its
 \t                     log2 histogram, its peaks (mean latency, share of calls)
 \t                     and its top call sites
@@ -275,6 +280,12 @@ Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
 \t--latency-diff A B   the system calls whose latency changed most between two
 \t                     measurements (OSprof: prefilter by totals, compare peaks,
 \t                     rate by the Earth Mover's Distance; KS and chi2 beside)
+\t--plot=FILE          with --latency or --latency-diff: draw one system call's
+\t                     latency profile as SVG, or PNG if FILE ends in .png (a
+\t                     heat map of its time slices if recorded with --slice;
+\t                     A filled and B outlined for a diff)
+\t--operation=NAME     the system call --plot draws (default: the one with the
+\t                     most total latency; for a diff, the one changed most)
 A header with each process's kernel counters (CPU time, faults, switches, i/o,
 samples, lost samples, kernel entries by kind) comes before the listings.
 Interrupts are not calls from the user function: their kernel entries have the
@@ -486,6 +497,10 @@ pub struct Options {
     pub blocking: bool,
     /// `--latency-diff A B`: compare two measurements' latencies.
     pub latency_diff: bool,
+    /// `--plot=FILE`: draw a latency profile into FILE.
+    pub plot: Option<OsString>,
+    /// `--operation=NAME`: the system call `--plot` draws.
+    pub operation: Option<String>,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -637,6 +652,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::Latency => o.latency = true,
             Opt::Blocking => o.blocking = true,
             Opt::LatencyDiff => o.latency_diff = true,
+            Opt::Plot => o.plot = arg.clone(),
+            Opt::Operation => o.operation = text,
         }
     }
     Ok(o)

@@ -521,14 +521,25 @@ fn print_summary(
         );
     }
     if lost > 0 {
-        let total = rec.sample_count + lost;
+        // With --latency the rings carry a record per system call beside the samples, and
+        // the kernel's lost count covers both.
+        let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
+        let total = rec.sample_count + traced + lost;
         let by_cpu: Vec<String> = rec
             .lost_samples_by_cpu()
             .iter()
             .map(|(cpu, n)| format!("cpu{cpu} {n}"))
             .collect();
+        let (what, advice) = if traced > 0 {
+            (
+                "records (samples and traced events)",
+                "the rings filled faster than pkgmon read them: lower -F, or trace a shorter run",
+            )
+        } else {
+            ("samples", "lower -F")
+        };
         eprintln!(
-            "pkgmon: warning: lost {lost} of {total} samples ({:.1}%; {}); lower -F",
+            "pkgmon: warning: lost {lost} of {total} {what} ({:.1}%; {}); {advice}",
             lost as f64 * 100.0 / total as f64,
             by_cpu.join(", ")
         );

@@ -97,6 +97,11 @@ fn bless(dir: &Path, got: &Outcome) -> io::Result<()> {
     if got.status != 0 {
         fs::write(dir.join("status"), format!("{}\n", got.status))?;
     }
+    for (name, written) in &got.files {
+        if let Some(data) = written {
+            fs::write(dir.join(format!("expected-{name}")), data)?;
+        }
+    }
     Ok(())
 }
 

@@ -64,7 +64,14 @@ impl Builder {
     }
 
     /// Lays the used symbols out and moves every sample, arc and stack to its symbol's place.
-    pub(super) fn finish(&mut self) -> (SymbolTable, Sum, Vec<crate::SampledStack>) {
+    pub(super) fn finish(
+        &mut self,
+    ) -> (
+        SymbolTable,
+        Sum,
+        Vec<crate::SampledStack>,
+        Vec<crate::SampledStack>,
+    ) {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -80,7 +87,8 @@ impl Builder {
             self.arcs
                 .iter()
                 .flat_map(|(f, t, _)| [f, t])
-                .chain(self.stacks.iter().flat_map(|(locs, _)| locs)),
+                .chain(self.stacks.iter().flat_map(|(locs, _)| locs))
+                .chain(self.off_cpu.iter().flat_map(|(locs, _)| locs)),
         );
         let mut raw = Vec::new();
         let mut cursor = SYNTHETIC_BASE;
@@ -191,14 +199,15 @@ impl Builder {
             *arcs.entry(key).or_default() += count;
         }
         let sum = sampled_sum(&samples, arcs, self.unit);
-        let stacks = self
-            .stacks
-            .iter()
-            .map(|(locs, samples)| crate::SampledStack {
-                frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
-                samples: *samples,
-            })
-            .collect();
-        (table, sum, stacks)
+        let placed = |stacks: &[(Vec<Loc>, u64)]| -> Vec<crate::SampledStack> {
+            stacks
+                .iter()
+                .map(|(locs, samples)| crate::SampledStack {
+                    frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
+                    samples: *samples,
+                })
+                .collect()
+        };
+        (table, sum, placed(&self.stacks), placed(&self.off_cpu))
     }
 }

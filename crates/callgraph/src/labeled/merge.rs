@@ -211,6 +211,9 @@ impl Builder {
                     r.samples,
                 );
             }
+            if let Some(path) = &files.latency {
+                self.add_sleeps(space, path)?;
+            }
         }
         Ok(summary)
     }
@@ -312,6 +315,40 @@ impl Builder {
         user: &[u64],
         samples: u64,
     ) {
+        let locs = self.stack_locs(space, boundary, truncated, kernel, user);
+        if !locs.is_empty() {
+            self.stacks.push((locs, samples));
+        }
+    }
+
+    /// Adds the sleeps of a latency file recorded with `--blocking`: per operation and sleep
+    /// site, the site's kernel frames above the call site's user frames, with the time
+    /// blocked there.
+    fn add_sleeps(&mut self, space: usize, path: &Path) -> Result<()> {
+        let data = read_file(path, crate::input::TEXT_MAX_BYTES)?;
+        let file = gmon_format::latency::LatencyFile::parse(&data)
+            .map_err(|e| Error::from(e.with_path(path)))?;
+        for op in &file.operations {
+            for site in op.blocking.iter().flat_map(|b| &b.sites) {
+                let locs = self.stack_locs(space, None, false, &site.frames, &op.site);
+                if !locs.is_empty() && site.blocked_ns > 0 {
+                    self.off_cpu.push((locs, site.blocked_ns));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The places of a stack's frames, kernel then user, each innermost first, marked as
+    /// used (see `add_stack`).
+    fn stack_locs(
+        &mut self,
+        space: usize,
+        boundary: Option<BoundaryKind>,
+        truncated: bool,
+        kernel: &[u64],
+        user: &[u64],
+    ) -> Vec<Loc> {
         let mut locs = Vec::with_capacity(kernel.len() + user.len());
         if self.options.kernel {
             for &a in kernel {
@@ -332,9 +369,7 @@ impl Builder {
         for &l in &locs {
             self.mark(l);
         }
-        if !locs.is_empty() {
-            self.stacks.push((locs, samples));
-        }
+        locs
     }
 
     pub(super) fn hit(&mut self, loc: Loc, count: u64) {

@@ -209,6 +209,11 @@ pub struct Seamless {
     /// The sampled stacks of the processes' stacks files, in the table's address space, for
     /// [`crate::apply_stacks`]; empty when the measurement has none.
     pub stacks: Vec<crate::SampledStack>,
+    /// Where the processes' system calls slept, from their latency files recorded with
+    /// `pkgmon --blocking` (read with [`SeamlessOptions::stacks`]): kernel frames of the
+    /// sleep site above the user frames of the call site, innermost first, `samples` being
+    /// the nanoseconds blocked there. Empty when no file has blocking data.
+    pub off_cpu: Vec<crate::SampledStack>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -266,12 +271,13 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let (table, sum, stacks) = b.finish();
+        let (table, sum, stacks, off_cpu) = b.finish();
         Ok(Seamless {
             table,
             sum,
             processes,
             stacks,
+            off_cpu,
             warnings: b.warnings,
         })
     }

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The cost of system-call tracing, side by side: pkgmon --latency and --blocking against
+# `perf trace -s` and `strace -c -w` (the tools that give per-call latency tables), pkgmon
+# sampling alone, and the bare workload, on
+#   - getpid: N getpid calls, nothing else (the worst case: the call costs ~100 ns), and
+#   - postmark: N Postmark-like transactions on small files (create, write 4 KiB, read, delete:
+#     7 system calls each), the workload OSprof measured its overhead on.
+# Each workload times its own loop (benches/workloads/*.c print it), so the figures are the
+# traced program's slowdown, without the tools' start-up and file writing; the whole run's
+# wall time is printed beside. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
+# the median of RUNS is taken. pkgmon's lost records and checksum mismatches are counted.
+#
+#   bash benches/compare-latency.sh          (RUNS=5 GETPID_N=200000 POSTMARK_N=5000)
+#
+# Needs root, perf and strace. Quote figures with the load average the script prints.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${RUNS:-5}"
+getpid_n="${GETPID_N:-200000}"
+postmark_n="${POSTMARK_N:-5000}"
+command -v perf >/dev/null || { echo "needs perf" >&2; exit 1; }
+command -v strace >/dev/null || { echo "needs strace" >&2; exit 1; }
+cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+work="$(mktemp -d /tmp/compare-latency.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/getpid" "$root/benches/workloads/getpid.c"
+cc -O2 -o "$work/postmark" "$root/benches/workloads/postmark.c"
+mkdir -p "$work/files"
+python3 - "$root/target/release/pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" <<'PY'
+import os, re, shutil, statistics, subprocess, sys, time
+
+pkgmon, work, runs, getpid_n, postmark_n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+out = os.path.join(work, "pk.data")
+tools = [
+    ("bare", []),
+    ("pkgmon (sampling only)", [pkgmon, "-o", out, "--"]),
+    ("pkgmon --latency", [pkgmon, "-o", out, "--latency", "--"]),
+    ("pkgmon --blocking", [pkgmon, "-o", out, "--blocking", "--"]),
+    ("perf trace -s", ["perf", "trace", "-s", "-o", os.path.join(work, "trace.txt"), "--"]),
+    ("strace -c -w", ["strace", "-c", "-w", "-o", os.path.join(work, "strace.txt"), "--"]),
+]
+workloads = [
+    ("getpid", [os.path.join(work, "getpid"), getpid_n], int(getpid_n), 1),
+    ("postmark", [os.path.join(work, "postmark"), os.path.join(work, "files"), postmark_n], int(postmark_n), 7),
+]
+own_re = re.compile(r"^(getpid|postmark): ([0-9.]+) (ns|us) per", re.M)
+lost_re = re.compile(r"samples, ([0-9]+) lost")
+
+def loadavg():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+print(f"{os.cpu_count()} cpus; load average at start: {loadavg()}; {runs} runs each, medians")
+print()
+print("| workload | tool | loop time per op | vs bare | added per system call | whole run wall (s) | lost records | checksums |")
+print("|---|---|---|---|---|---|---|---|")
+for name, cmd, n, calls_per_op in workloads:
+    per_op = {t: [] for t, _ in tools}
+    wall = {t: [] for t, _ in tools}
+    lost = {t: 0 for t, _ in tools}
+    mismatch = {t: 0 for t, _ in tools}
+    unit = "ns"
+    for _ in range(runs):
+        for tool, prefix in tools:
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(out + ".old", ignore_errors=True)
+            t0 = time.monotonic()
+            p = subprocess.run(prefix + cmd, capture_output=True, text=True)
+            wall[tool].append(time.monotonic() - t0)
+            if p.returncode != 0:
+                sys.exit(f"{tool} {name} failed ({p.returncode}): {p.stderr}")
+            m = own_re.search(p.stderr)
+            if not m:
+                sys.exit(f"{tool} {name}: no loop time in: {p.stderr}")
+            unit = m.group(3)
+            per_op[tool].append(float(m.group(2)))
+            if tool.startswith("pkgmon"):
+                lm = lost_re.search(p.stderr)
+                lost[tool] = max(lost[tool], int(lm.group(1)) if lm else 0)
+                mismatch[tool] += p.stderr.count("records received but the kernel counted")
+            if tool.startswith("perf"):
+                lost[tool] = max(lost[tool], sum(int(x) for x in re.findall(r"LOST ([0-9]+) events", p.stderr)))
+    bare = statistics.median(per_op["bare"])
+    for tool, _ in tools:
+        med = statistics.median(per_op[tool])
+        ns = (med - bare) * (1000 if unit == "us" else 1) / calls_per_op
+        checks = "-"
+        if tool in ("pkgmon --latency", "pkgmon --blocking"):
+            checks = "all match" if mismatch[tool] == 0 else f"{mismatch[tool]} mismatched"
+        lost_s = "-" if tool in ("bare", "strace -c -w") else str(lost[tool])
+        print(f"| {name} ({n}) | {tool} | {med:.2f} {unit} | {100 * (med / bare - 1):+.1f}% "
+              f"| {'-' if tool == 'bare' else f'{ns:.0f} ns'} | {statistics.median(wall[tool]):.2f} "
+              f"| {lost_s} | {checks} |")
+print()
+print(f"load average at end: {loadavg()}")
+PY
