@@ -594,32 +594,31 @@ fn perf_record(
     (file, spread_pid(&out.stderr))
 }
 
-/// `pkgprof -b -p ARGS`'s flat profile: function → % time, the function's label without its
-/// pid (`u:w12`, `k:chacha_permute`), so that runs with other pids compare.
+/// Self shares (% of the samples) of the functions of the profile `args` selects, from its
+/// folded stacks, each function named by its label without the pid (`u:w12`,
+/// `k:chacha_permute`) so that runs with other pids compare. Stacks through `[interrupt]` are
+/// left out of shares and total: timer ticks and the preemptions they end in take a share
+/// that follows the machine's load (other processes on the CPU), not the workload or the
+/// recorder, and two runs a few seconds apart on a shared machine differ there by points.
 fn flat_shares(args: &[&str]) -> BTreeMap<String, f64> {
-    let mut all = vec!["-b", "-p"];
+    let mut all = vec!["--export=folded"];
     all.extend(args);
-    let mut shares: BTreeMap<String, f64> = BTreeMap::new();
-    for l in String::from_utf8(pkgprof(&all, None).stdout)
-        .unwrap()
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("time"))
-        .skip(1)
-    {
-        let fields: Vec<&str> = l.split_whitespace().collect();
-        let (Some(share), Some(name)) = (
-            fields.first().and_then(|f| f.parse::<f64>().ok()),
-            fields.last(),
-        ) else {
-            continue;
-        };
-        let name = name.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
-        *shares.entry(name.to_owned()).or_default() += share;
+    let folded = String::from_utf8(pkgprof(&all, None).stdout).unwrap();
+    let mut samples: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0.0;
+    for line in folded.lines().filter(|l| !l.contains(":[interrupt]")) {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let n: f64 = n.parse().unwrap();
+        let leaf = stack.rsplit(';').next().unwrap();
+        let leaf = leaf.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+        *samples.entry(leaf.to_owned()).or_default() += n;
+        total += n;
     }
-    shares
+    samples.values_mut().for_each(|v| *v *= 100.0 / total);
+    samples
 }
 
-/// The kernel's share of a flat profile, in %.
+/// The kernel's share of the shares, in %.
 fn kernel_share(shares: &BTreeMap<String, f64>) -> f64 {
     shares
         .iter()
@@ -628,8 +627,12 @@ fn kernel_share(shares: &BTreeMap<String, f64>) -> f64 {
         .sum()
 }
 
+/// Serializes the tests that record workloads, so that they do not preempt each other.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn perf_data_files_give_the_listing_pkgmon_gives_of_the_same_workload() {
+    let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("perf-data");
     let exe = build_spread(&dir);
     let pk = dir.join("pk");
@@ -766,6 +769,7 @@ fn first_diff_row(text: &str) -> Vec<String> {
 
 #[test]
 fn a_diff_of_two_measurements_names_the_function_made_slower_first() {
+    let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("measurement-diff");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/slower.c");
     let mut runs = Vec::new();
