@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Export time on a real recording of about 1,000,000 samples: `pkgprof --export=folded|pprof
-# --pid` on what pkgmon recorded, against `perf script | inferno-collapse-perf` (folded stacks)
-# on what `perf record -g` recorded of the same workload (benches/workloads/mix.c: THREADS
-# threads alternating user work and read/write system calls for SECONDS), at the same frequency.
+# Export time on real recordings of about a million samples: `pkgprof --export=folded|pprof
+# --pid` on what pkgmon recorded and on the perf.data `perf record -g` recorded of the same
+# workload (benches/workloads/mix.c: THREADS threads alternating user work and read/write system
+# calls for SECONDS, at the same frequency), against `perf script | inferno-collapse-perf`
+# (folded stacks) on that same perf.data. On the perf.data pkgprof's figure includes the import
+# (reading every record, unwinding, aggregating, writing a temporary measurement).
 #
 #   bash benches/compare-export.sh [FREQ [THREADS [SECONDS]]]   (default 10000 2 50)
 #
@@ -40,9 +42,15 @@ perf script -i perf.data 2>/dev/null | inferno-collapse-perf >perf.folded
 awk '{n += $NF} END {print "pkgprof folded: " NR " stacks, " n " samples"}' pk.folded
 awk '{n += $NF} END {print "perf folded:    " NR " stacks, " n " samples"}' perf.folded
 
+perf_pid=$(perf script -i perf.data -F pid 2>/dev/null | head -1 | tr -d ' ')
+"$bin/pkgprof" --export=folded --pid "$perf_pid" perf.data >pk-perf.folded
+awk '{n += $NF} END {print "pkgprof folded of perf.data: " NR " stacks, " n " samples"}' pk-perf.folded
+
 hyperfine -w 1 -r "$runs" --export-markdown export.md \
-  -n "pkgprof --export=folded --pid" "$bin/pkgprof --export=folded --pid $pid pk" \
-  -n "pkgprof --export=pprof --pid" "$bin/pkgprof --export=pprof --pid $pid pk" \
+  -n "pkgprof --export=folded --pid (pkgmon's)" "$bin/pkgprof --export=folded --pid $pid pk" \
+  -n "pkgprof --export=pprof --pid (pkgmon's)" "$bin/pkgprof --export=pprof --pid $pid pk" \
+  -n "pkgprof --export=folded --pid perf.data" "$bin/pkgprof --export=folded --pid $perf_pid perf.data" \
+  -n "pkgprof --export=pprof --pid perf.data" "$bin/pkgprof --export=pprof --pid $perf_pid perf.data" \
   -n "perf script | inferno-collapse-perf" "perf script -i perf.data 2>/dev/null | inferno-collapse-perf"
 cat export.md
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,13 +1,13 @@
 //! `pkgprof --export` and `pkgprof --diff`: gmon.out files and their image, or the processes
-//! of a measurement directory, read into the profile model (callgraph's `gmon_model` and
-//! `measurement_model`), written by `profile-export`.
+//! of a measurement directory or perf.data file, read into the profile model (callgraph's
+//! `gmon_model` and `measurement_model`), written by `profile-export`.
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{ModelOptions, SymbolOptions, SymbolTable, gmon_model};
+use callgraph::{ModelOptions, ProcessLabels, SymbolOptions, SymbolTable, gmon_model};
 use gmon_format::{FormatChoice, Sum};
 use profile_export::{Diff, DiffOptions, ExportOptions, Format, Normalize, export, export_diff};
 use profile_model::Profile;
@@ -16,17 +16,10 @@ use crate::options::Options;
 
 /// Runs an export or a diff, writing to `--output` or to `out`.
 ///
-/// Returns an error naming the file for an input that cannot be read, an unknown format or
-/// value, or a diff of measurement directories (not built yet).
+/// Returns an error naming the file for an input that cannot be read, or for an unknown format
+/// or value.
 pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write) -> Result<()> {
     let measurement = o.seamless || o.system;
-    if measurement && o.diff {
-        bail!(
-            "--diff of measurement directories (--pid, --system) is not built yet: processes \
-             of two runs have other pids, so their labelled functions would not match; diff \
-             the exported folded stacks or pprof files instead, or their gmon.out.PIDu files"
-        );
-    }
     let format = o.export.as_deref().map(str::parse::<Format>).transpose()?;
     let to_terminal = o.output.is_none() && std::io::stdout().is_terminal();
     if format.is_some_and(Format::is_binary) && to_terminal {
@@ -34,14 +27,20 @@ pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write)
     }
     let mut buffer = Vec::new();
     if o.diff {
-        let (base, new) = diff_inputs(&o.operands)?;
-        let base_profile = model(o, format_choice, &base.0, &base.1)?;
-        let new_profile = model(o, format_choice, &new.0, &new.1)?;
+        let ((base_profile, base_name), (new_profile, new_name)) = if measurement {
+            measurement_diff_inputs(o)?
+        } else {
+            let (base, new) = diff_inputs(&o.operands)?;
+            (
+                (model(o, format_choice, &base.0, &base.1)?, describe(&base)),
+                (model(o, format_choice, &new.0, &new.1)?, describe(&new)),
+            )
+        };
         let mut options = DiffOptions::default();
         options.value = o.value.clone();
         options.title = o.title.clone();
-        // A gmon.out covers one image: its object says nothing a build under another name
-        // would share.
+        // A gmon.out covers one image, and a process of a measurement has its executable:
+        // its path says nothing a build under another name would share.
         options.ignore_objects = true;
         if o.normalize {
             options.normalize = Normalize::Total;
@@ -52,8 +51,8 @@ pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write)
                 note(done.reconstructed);
             }
             None => Diff::new(&base_profile, &new_profile, &options)?.write_listing(
-                &describe(&base),
-                &describe(&new),
+                &base_name,
+                &new_name,
                 &mut buffer,
             )?,
         }
@@ -115,6 +114,49 @@ fn diff_inputs(operands: &[OsString]) -> Result<(Input, Input)> {
             p.len()
         ),
     })
+}
+
+/// BASE and NEW of a diff of two measurements (directories or perf.data files), as profile
+/// models with their names: `--pid B,N BASE NEW` compares process B of BASE with process N of
+/// NEW (`--pid P` the same pid in both), their functions labelled by side alone (`u:`, `k:`),
+/// since the pids differ; `--system BASE NEW` compares whole systems, processes labelled by
+/// command name (`prog/u:`, `prog/k:`).
+///
+/// Returns an error unless there are two operands and one or two pids (or `--system`), or if a
+/// measurement cannot be read.
+fn measurement_diff_inputs(o: &Options) -> Result<((Profile, String), (Profile, String))> {
+    let [base, new] = o.operands.as_slice() else {
+        bail!(
+            "--diff of measurements takes BASE and NEW, two measurement directories or \
+             perf.data files ({} operands given): pkgprof --diff --pid BASE_PID,NEW_PID BASE NEW",
+            o.operands.len()
+        );
+    };
+    let (base_pids, new_pids, style) = match (o.system, o.pids.as_slice()) {
+        (true, _) => (vec![], vec![], ProcessLabels::Comm),
+        (false, [p]) => (vec![*p], vec![*p], ProcessLabels::Side),
+        (false, [b, n]) => (vec![*b], vec![*n], ProcessLabels::Side),
+        (false, pids) => bail!(
+            "--diff --pid takes the process of BASE and the process of NEW (--pid \
+             BASE_PID,NEW_PID), or one pid for both; {} given. Compare whole measurements \
+             with --system",
+            pids.len()
+        ),
+    };
+    let side = |dir: &OsString, pids: &[(u32, u32)]| -> Result<(Profile, String)> {
+        let dir = Path::new(dir);
+        let seamless = crate::seamless::build_at(o, dir, pids, true)?;
+        let name = match pids {
+            [(pid, n)] => format!(
+                "pid {} of {}",
+                gmon_format::process_label(*pid, *n),
+                dir.display()
+            ),
+            _ => format!("the system of {}", dir.display()),
+        };
+        Ok((callgraph::measurement_model_with(&seamless, style), name))
+    };
+    Ok((side(base, &base_pids)?, side(new, &new_pids)?))
 }
 
 fn describe((image, gmons): &Input) -> String {

@@ -303,6 +303,7 @@ Exports and diffs of a gmon.out with its image, or of a measurement directory:
   pkgprof --export=FORMAT [--output=FILE] [options] [image-file] [profile-file...]
   pkgprof --export=FORMAT [--output=FILE] (--pid=PID[,PID...] | --system) [DIR]
   pkgprof --diff [--export=FORMAT] [--output=FILE] [options] BASE NEW
+  pkgprof --diff [--export=FORMAT] (--pid=BASE_PID,NEW_PID | --system) BASE NEW
 \t--export=FORMAT      write the profile in FORMAT instead of gprof's listings:
 \t                     folded      folded stacks (FlameGraph, inferno)
 \t                     svg         an interactive flame graph (also: flamegraph)
@@ -328,7 +329,11 @@ Exports and diffs of a gmon.out with its image, or of a measurement directory:
 \t                     (two-count folded stacks, a red/blue flame graph, pprof
 \t                     with base samples negated as go tool pprof -diff_base).
 \t                     BASE and NEW are: GMON GMON (image a.out), IMAGE GMON
-\t                     GMON (one image), or IMAGE GMON IMAGE GMON (two builds)
+\t                     GMON (one image), or IMAGE GMON IMAGE GMON (two builds);
+\t                     or two measurements (directories or perf.data files)
+\t                     with --pid=BASE_PID,NEW_PID (functions matched by side
+\t                     and name: u:read, k:vfs_read) or --system (by command
+\t                     name too: prog/u:read)
 \t--normalize          scale NEW so that its total equals BASE's (pprof's)
 Examples:
   pkgprof --export=svg --output=prog.svg ./prog gmon.out
@@ -337,6 +342,7 @@ Examples:
   pkgprof --export=folded --pid 4242 pkgmon.data | inferno-flamegraph > pid.svg
   pkgprof --diff ./prog-v1 gmon.out.v1 ./prog-v2 gmon.out.v2
   pkgprof --diff --export=svg --output=diff.svg ./prog gmon.base gmon.new
+  pkgprof --diff --pid 4242,5151 before.data after.data
 Exit status: 0 on success, 1 on any error.
 ";
 

@@ -378,15 +378,25 @@ fn gprof2dot_reads_our_gprof_text() {
 }
 
 #[test]
-fn a_diff_of_measurements_and_unknown_formats_are_refused_by_name() {
+fn a_diff_of_measurements_without_two_sides_and_unknown_formats_are_refused_by_name() {
     let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
-        .args(["--diff", "--pid", "137", "x", "y"])
+        .args(["--diff", "--pid", "137", "x"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
-        err.contains("measurement directories") && err.contains("not built yet"),
+        err.contains("--diff of measurements takes BASE and NEW") && err.contains("1 operands"),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["--diff", "--pid", "1,2,3", "x", "y"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("BASE_PID,NEW_PID") && err.contains("3 given"),
         "{err}"
     );
     let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
@@ -584,32 +594,31 @@ fn perf_record(
     (file, spread_pid(&out.stderr))
 }
 
-/// `pkgprof -b -p ARGS`'s flat profile: function → % time, the function's label without its
-/// pid (`u:w12`, `k:chacha_permute`), so that runs with other pids compare.
+/// Self shares (% of the samples) of the functions of the profile `args` selects, from its
+/// folded stacks, each function named by its label without the pid (`u:w12`,
+/// `k:chacha_permute`) so that runs with other pids compare. Stacks through `[interrupt]` are
+/// left out of shares and total: timer ticks and the preemptions they end in take a share
+/// that follows the machine's load (other processes on the CPU), not the workload or the
+/// recorder, and two runs a few seconds apart on a shared machine differ there by points.
 fn flat_shares(args: &[&str]) -> BTreeMap<String, f64> {
-    let mut all = vec!["-b", "-p"];
+    let mut all = vec!["--export=folded"];
     all.extend(args);
-    let mut shares: BTreeMap<String, f64> = BTreeMap::new();
-    for l in String::from_utf8(pkgprof(&all, None).stdout)
-        .unwrap()
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("time"))
-        .skip(1)
-    {
-        let fields: Vec<&str> = l.split_whitespace().collect();
-        let (Some(share), Some(name)) = (
-            fields.first().and_then(|f| f.parse::<f64>().ok()),
-            fields.last(),
-        ) else {
-            continue;
-        };
-        let name = name.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
-        *shares.entry(name.to_owned()).or_default() += share;
+    let folded = String::from_utf8(pkgprof(&all, None).stdout).unwrap();
+    let mut samples: BTreeMap<String, f64> = BTreeMap::new();
+    let mut total = 0.0;
+    for line in folded.lines().filter(|l| !l.contains(":[interrupt]")) {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let n: f64 = n.parse().unwrap();
+        let leaf = stack.rsplit(';').next().unwrap();
+        let leaf = leaf.trim_start_matches(|c: char| c.is_ascii_digit() || c == '_');
+        *samples.entry(leaf.to_owned()).or_default() += n;
+        total += n;
     }
-    shares
+    samples.values_mut().for_each(|v| *v *= 100.0 / total);
+    samples
 }
 
-/// The kernel's share of a flat profile, in %.
+/// The kernel's share of the shares, in %.
 fn kernel_share(shares: &BTreeMap<String, f64>) -> f64 {
     shares
         .iter()
@@ -618,8 +627,12 @@ fn kernel_share(shares: &BTreeMap<String, f64>) -> f64 {
         .sum()
 }
 
+/// Serializes the tests that record workloads, so that they do not preempt each other.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn perf_data_files_give_the_listing_pkgmon_gives_of_the_same_workload() {
+    let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("perf-data");
     let exe = build_spread(&dir);
     let pk = dir.join("pk");
@@ -740,5 +753,160 @@ fn a_file_that_is_not_perf_data_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("is not a perf.data file"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The first row of a `--diff` listing, split into fields.
+fn first_diff_row(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.contains("self base"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no rows in\n{text}"))
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_diff_of_two_measurements_names_the_function_made_slower_first() {
+    let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("measurement-diff");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/slower.c");
+    let mut runs = Vec::new();
+    for (name, work) in [("base", "-DCOMPUTE_WORK=1"), ("new", "-DCOMPUTE_WORK=3")] {
+        let exe = dir.join(format!("slower-{name}"));
+        let st = Command::new("gcc")
+            .args([
+                "-O1",
+                "-g",
+                "-fno-omit-frame-pointer",
+                "-DROUNDS=40",
+                work,
+                "-o",
+            ])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .expect("gcc is needed to build the diff workload");
+        assert!(st.success());
+        let m = dir.join(format!("{name}.data"));
+        let out = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
+            .args(["-o", m.to_str().unwrap(), "-F", "4000", "--"])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "{err}");
+        let pid = err
+            .split("--pid ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no pid in {err}"))
+            .to_owned();
+        runs.push((exe, m, pid));
+    }
+    let pids = format!("{},{}", runs[0].2, runs[1].2);
+    let (base, new) = (runs[0].1.to_str().unwrap(), runs[1].1.to_str().unwrap());
+    let text =
+        String::from_utf8(pkgprof(&["--diff", "--pid", &pids, base, new], None).stdout).unwrap();
+    // Functions of the two runs match by side and name although their pids differ; compute
+    // did three times the work, far beyond the noise (printed without the '~' mark).
+    let row = first_diff_row(&text);
+    assert_eq!(row.last().map(String::as_str), Some("u:compute"), "{text}");
+    let (b, n): (f64, f64) = (row[0].parse().unwrap(), row[1].parse().unwrap());
+    let noise: f64 = row[5]
+        .parse()
+        .unwrap_or_else(|_| panic!("a noise without ~: {text}"));
+    assert!(n - b > 2.0 * noise && n > 2.0 * b, "{text}");
+    assert!(
+        text.contains(&format!("base pid {} of {base}", runs[0].2)),
+        "{text}"
+    );
+
+    // The differential flame graph shows compute red; pprof's diff puts it first.
+    let svg = dir.join("diff.svg");
+    pkgprof(
+        &[
+            "--diff",
+            "--export=svg",
+            "--output",
+            svg.to_str().unwrap(),
+            "--pid",
+            &pids,
+            base,
+            new,
+        ],
+        None,
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    let at = svg.find("<title>u:compute (").unwrap();
+    let fill = &svg[at..][svg[at..].find("fill=\"").unwrap() + 6..];
+    assert!(fill.starts_with("rgb(255,"), "{}", &svg[at..at + 300]);
+    let pb = dir.join("diff.pb.gz");
+    pkgprof(
+        &[
+            "--diff",
+            "--export=pprof",
+            "--output",
+            pb.to_str().unwrap(),
+            "--pid",
+            &pids,
+            base,
+            new,
+        ],
+        None,
+    );
+    if let Some((top, rows)) = pprof_top(&pb) {
+        assert_eq!(rows[0][5], "u:compute", "{top}");
+    }
+
+    // A perf.data of the new build against pkgmon's measurement of the base: the same verdict.
+    let perf = dir.join("new.perf.data");
+    let out = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-g",
+            "-F",
+            "4000",
+            "-o",
+            perf.to_str().unwrap(),
+            "--",
+        ])
+        .arg(&runs[1].0)
+        .output()
+        .expect("perf is needed as the reference recorder");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let perf_pid = String::from_utf8(
+        Command::new("perf")
+            .args(["script", "-F", "pid", "-i", perf.to_str().unwrap()])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .lines()
+    .next()
+    .unwrap()
+    .trim()
+    .to_owned();
+    let pids = format!("{},{perf_pid}", runs[0].2);
+    let text = String::from_utf8(
+        pkgprof(
+            &["--diff", "--pid", &pids, base, perf.to_str().unwrap()],
+            None,
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        first_diff_row(&text).last().map(String::as_str),
+        Some("u:compute"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

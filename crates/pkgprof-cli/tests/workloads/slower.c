@@ -1,6 +1,10 @@
 /* Ground truth for `pkgprof --diff`: two builds of one program, the second with compute()
  * doing COMPUTE_WORK times as much work (default 1). parse() and report() are the same in
- * both, so the diff must name compute() first, outside the sampling noise. Built with `gcc -pg -O1 [-DCOMPUTE_WORK=3]` by tests/export.rs. */
+ * both, so the diff must name compute() first, outside the sampling noise. Built with `gcc -pg -O1 [-DCOMPUTE_WORK=3]` by tests/export.rs (and without -pg, fewer ROUNDS,
+ * for pkgmon and perf record). */
+#ifndef ROUNDS
+#define ROUNDS 400
+#endif
 #ifndef COMPUTE_WORK
 #define COMPUTE_WORK 1
 #endif
@@ -20,7 +24,7 @@ __attribute__((noinline)) void report(void) {
 }
 
 int main(void) {
-    for (int round = 0; round < 400; round++) {
+    for (int round = 0; round < ROUNDS; round++) {
         parse();
         compute();
         report();
