@@ -619,7 +619,7 @@ impl Recording {
 
 #[cfg(target_os = "linux")]
 mod parse {
-    use super::parse_fields::{callchain, regs_user, stack_user};
+    use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
     use crate::sys::*;
 
@@ -768,10 +768,11 @@ mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let k0 = r.frames.len();
-        let (mut nr, mut kernel_end) = (0, k0);
-        if st & SAMPLE_CALLCHAIN != 0 {
-            (nr, _, kernel_end) = callchain(r, c)?;
-        }
+        let chain = if st & SAMPLE_CALLCHAIN != 0 {
+            callchain(r, c)?
+        } else {
+            (0, k0, k0)
+        };
         let size = c.u32()? as usize;
         let raw = c.bytes(size)?;
         let mut regs = None;
@@ -782,9 +783,7 @@ mod parse {
         if st & SAMPLE_STACK_USER != 0 {
             (stack, stack_copy_full) = stack_user(c)?;
         }
-        let u1 = r.frames.len();
-        let s0 = r.stacks.len() as u32;
-        r.stacks.extend_from_slice(stack);
+        let placed = place(r, chain, stack);
         let r0 = r.raw.len() as u32;
         r.raw.extend_from_slice(raw);
         let info = &mut r.tracepoints[event as usize];
@@ -799,10 +798,10 @@ mod parse {
             user_mode: false,
             regs,
             stack_copy_full,
-            chain_limited: r.max_stack > 0 && nr >= usize::from(r.max_stack),
-            kernel: k0 as u32..kernel_end as u32,
-            user: kernel_end as u32..u1 as u32,
-            stack: s0..r.stacks.len() as u32,
+            chain_limited: placed.chain_limited,
+            kernel: placed.kernel,
+            user: placed.user,
+            stack: placed.stack,
         };
         r.traces.push(super::TraceSample {
             event,
@@ -836,16 +835,14 @@ mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let period = c.u64()?;
-        let (nr, k0, kernel_end) = callchain(r, c)?;
+        let chain = callchain(r, c)?;
         let regs = regs_user(c)?;
         let (stack, stack_copy_full) = if c.pos < c.b.len() {
             stack_user(c)?
         } else {
             (&[][..], false)
         };
-        let u1 = r.frames.len();
-        let s0 = r.stacks.len() as u32;
-        r.stacks.extend_from_slice(stack);
+        let placed = place(r, chain, stack);
         r.sample_count += 1;
         r.samples.push(super::Sample {
             time,
@@ -857,12 +854,10 @@ mod parse {
             user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
             regs,
             stack_copy_full,
-            // The kernel stops storing frames once the chain, context markers included, holds
-            // `sample_max_stack` entries.
-            chain_limited: r.max_stack > 0 && nr >= usize::from(r.max_stack),
-            kernel: k0 as u32..kernel_end as u32,
-            user: kernel_end as u32..u1 as u32,
-            stack: s0..r.stacks.len() as u32,
+            chain_limited: placed.chain_limited,
+            kernel: placed.kernel,
+            user: placed.user,
+            stack: placed.stack,
         });
         Some(())
     }
@@ -870,6 +865,8 @@ mod parse {
 
 #[cfg(target_os = "linux")]
 mod parse_fields {
+    use std::ops::Range;
+
     use super::parse::Cur;
     use super::{Recording, UserRegs};
     use crate::sys::*;
@@ -898,6 +895,34 @@ mod parse_fields {
             }
         }
         Some((nr, k0, kernel_end))
+    }
+
+    /// Where one sample's frames and stack copy lie in the recording's arenas, and whether the
+    /// kernel cut its chain: shared by CPU samples and tracepoint records.
+    pub(super) struct Placed {
+        pub chain_limited: bool,
+        pub kernel: Range<u32>,
+        pub user: Range<u32>,
+        pub stack: Range<u32>,
+    }
+
+    /// Stores a sample's user stack copy after its callchain (`chain` as `callchain` returned
+    /// it, the user frames last in the frame arena) and says where both lie.
+    pub(super) fn place(
+        r: &mut Recording,
+        (nr, k0, kernel_end): (usize, usize, usize),
+        stack: &[u8],
+    ) -> Placed {
+        let s0 = r.stacks.len() as u32;
+        r.stacks.extend_from_slice(stack);
+        Placed {
+            // The kernel stops storing frames once the chain, context markers included, holds
+            // `sample_max_stack` entries.
+            chain_limited: r.max_stack > 0 && nr >= usize::from(r.max_stack),
+            kernel: k0 as u32..kernel_end as u32,
+            user: kernel_end as u32..r.frames.len() as u32,
+            stack: s0..r.stacks.len() as u32,
+        }
     }
 
     /// Reads `PERF_SAMPLE_REGS_USER` for our register mask.
