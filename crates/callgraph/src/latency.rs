@@ -145,6 +145,11 @@ fn checks(out: &mut dyn Write, f: &LatencyFile) -> io::Result<()> {
         let short = c.event.rsplit(':').next().unwrap_or(&c.event);
         parts.push(match c.counted {
             Some(n) if n == c.received => format!("{short} {} = {n} counted", c.received),
+            Some(n) if c.unsampled_in_idle() > 0 => format!(
+                "{short} {} of {n} counted (the others fired on idle CPUs, which the kernel \
+                 does not sample)",
+                c.received
+            ),
             Some(n) => format!("{short} {} of {n} counted (MISMATCH)", c.received),
             None => format!("{short} {}", c.received),
         });
@@ -417,7 +422,12 @@ fn blocking_process(
         // by site alone (None).
         let mut wakers: BTreeMap<(Option<u32>, String), (u64, u64)> = BTreeMap::new();
         for w in &b.wakers {
-            let site = waker_site(&mut p.names, &w.frames);
+            // Counted, not sampled: the collector names no frames (see the file format).
+            let site = if w.pid == 0 && w.frames.is_empty() {
+                format!("an idle CPU, frames not sampled{INTERRUPT}")
+            } else {
+                waker_site(&mut p.names, &w.frames)
+            };
             let pid = (!site.ends_with(INTERRUPT)).then_some(w.pid);
             let e = wakers.entry((pid, site)).or_default();
             e.0 += w.count;

@@ -24,6 +24,17 @@ pub struct TracepointInfo {
     pub(crate) sample_type: u64,
 }
 
+impl TracepointInfo {
+    /// Its checksum as the latency file keeps it: records received against hits counted.
+    pub fn check(&self) -> gmon_format::latency::EventCheck {
+        gmon_format::latency::EventCheck {
+            event: self.format.name.clone(),
+            received: self.received,
+            counted: self.counted,
+        }
+    }
+}
+
 /// One tracepoint record: which tracepoint, the task and time, its callchain and stack copy
 /// (in [`TraceSample::sample`], read with the [`Recording`]'s accessors as for a cpu-clock
 /// sample), and its raw data ([`Recording::raw`]).

@@ -9,9 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use gmon_format::latency::{
-    Blocking, BucketCount, EventCheck, LatencyFile, Operation, SleepSite, Waker,
-};
+use gmon_format::latency::{Blocking, BucketCount, LatencyFile, Operation, SleepSite, Waker};
 use latency::Resolution;
 
 use crate::recording::{Recording, TracepointInfo};
@@ -110,6 +108,10 @@ impl LatencyOptions {
             let mut waking = TracepointRequest::new("sched", "sched_waking");
             waking.kernel_chain = true;
             waking.all_tasks = true;
+            // The twin counts the wake-ups the kernel fires but does not sample: it takes no
+            // tracepoint sample in the idle task, so an interrupt that wakes a sleeper on an
+            // idle CPU is counted only (see `idle_wakeups`).
+            waking.count = true;
             out.extend([switch, waking]);
         }
         Ok(out)
@@ -169,6 +171,8 @@ struct OpAcc {
     sleeps: u64,
     sites: HashMap<Vec<u64>, (u64, u64)>,
     wakers: HashMap<WakerKey, (u64, u64)>,
+    /// Sleeps whose wake-up was not sampled, (count, blocked ns).
+    unseen: (u64, u64),
 }
 
 /// Per process image: its operations and its unpaired calls.
@@ -365,10 +369,16 @@ impl SyscallTracer {
             let s = op.sites.entry(site).or_default();
             s.0 += n;
             s.1 += d;
-            if let Some(w) = waker {
-                let e = op.wakers.entry(w).or_default();
-                e.0 += n;
-                e.1 += d;
+            match waker {
+                Some(w) => {
+                    let e = op.wakers.entry(w).or_default();
+                    e.0 += n;
+                    e.1 += d;
+                }
+                None => {
+                    op.unseen.0 += n;
+                    op.unseen.1 += d;
+                }
             }
         }
     }
@@ -382,14 +392,36 @@ impl SyscallTracer {
         }
     }
 
+    /// Whether the sleeps whose wake-up was not sampled were all woken in the idle task, by an
+    /// interrupt. The kernel counts a `sched_waking` there but takes no sample
+    /// ([`EventCheck::unsampled_in_idle`]: a CPU-wide sampled tracepoint gets the hits of busy
+    /// CPUs only, its counting twin all), and the idle task wakes nobody outside interrupts.
+    /// So when those cover every unseen wake-up, an unseen waker is an idle CPU's interrupt;
+    /// when they do not (records lost, a kernel that samples there), none is named.
+    fn idle_wakeups(&self, rec: &Recording) -> bool {
+        let unsampled: u64 = rec
+            .tracepoints
+            .iter()
+            .map(|t| t.check().unsampled_in_idle())
+            .sum();
+        let unseen: u64 = self
+            .images
+            .values()
+            .flat_map(|i| i.ops.values())
+            .map(|o| o.unseen.0)
+            .sum();
+        unseen > 0 && unseen <= unsampled && rec.lost_samples() == 0
+    }
+
     /// The latency file of the process images `keys` (one file set), or None if they made
     /// no system call.
     pub(crate) fn file(&self, rec: &Recording, keys: &[(usize, usize)]) -> Option<LatencyFile> {
         let mut ops: BTreeMap<(u64, Vec<u64>), Operation> = BTreeMap::new();
         let mut f = LatencyFile::new(self.resolution.get(), std::env::consts::ARCH);
         f.slices = self.opts.slice_ns.map(|l| (l, rec.start_time));
-        f.checks = rec.tracepoints.iter().map(check).collect();
+        f.checks = rec.tracepoints.iter().map(TracepointInfo::check).collect();
         f.lost = rec.lost_samples();
+        let idle = self.idle_wakeups(rec);
         let mut any = false;
         for key in keys {
             let Some(img) = self.images.get(key) else {
@@ -407,7 +439,7 @@ impl SyscallTracer {
                     blocking: self.opts.blocking.then(Blocking::default),
                     ..Operation::default()
                 });
-                merge(op, acc);
+                merge(op, acc, idle);
             }
         }
         if !any {
@@ -418,16 +450,13 @@ impl SyscallTracer {
     }
 }
 
-fn check(t: &TracepointInfo) -> EventCheck {
-    EventCheck {
-        event: t.format.name.clone(),
-        received: t.received,
-        counted: t.counted,
-    }
-}
+/// The waker of a sleep whose wake-up fired in the idle task: pid 0, no frames (the kernel
+/// counted it but took no sample).
+const IDLE_WAKER: (u32, Vec<u64>) = (0, Vec::new());
 
-/// Adds one image's sums of an operation to the file's, keeping lists sorted.
-fn merge(op: &mut Operation, acc: &OpAcc) {
+/// Adds one image's sums of an operation to the file's, keeping lists sorted; with `idle`, its
+/// sleeps of unseen waker are put on [`IDLE_WAKER`].
+fn merge(op: &mut Operation, acc: &OpAcc, idle: bool) {
     op.calls += acc.calls;
     op.total_ns = op.total_ns.saturating_add(acc.total);
     op.min_ns = op.min_ns.min(acc.min);
@@ -484,6 +513,11 @@ fn merge(op: &mut Operation, acc: &OpAcc) {
             let e = wakers.entry(k.clone()).or_default();
             e.0 += n;
             e.1 += t;
+        }
+        if idle && acc.unseen.0 > 0 {
+            let e = wakers.entry(IDLE_WAKER).or_default();
+            e.0 += acc.unseen.0;
+            e.1 += acc.unseen.1;
         }
         b.wakers = wakers
             .into_iter()
@@ -564,6 +598,86 @@ mod tests {
             (0, vec![0xc])
         );
         assert_eq!(sleep.buckets[0].bucket, 9);
+    }
+
+    /// A run whose `sched_waking` was received `received` times and counted `counted`.
+    fn run_with_wakings(received: u64, counted: u64) -> Recording {
+        let mut format =
+            crate::tracepoint::EventFormat::parse("sched", crate::tracepoint::tests::SCHED_SWITCH)
+                .expect("parses");
+        format.name = "sched:sched_waking".into();
+        Recording {
+            tracepoints: vec![TracepointInfo {
+                format,
+                filter: None,
+                kernel_chain: true,
+                user_chain: false,
+                user_stack_bytes: 0,
+                counted: Some(counted),
+                received,
+                sample_type: 0,
+            }],
+            ..Recording::default()
+        }
+    }
+
+    /// One call that sleeps twice: woken once by a sampled waker, once by nobody seen.
+    fn two_sleeps() -> SyscallTracer {
+        let mut t = SyscallTracer::new(LatencyOptions {
+            blocking: true,
+            ..LatencyOptions::default()
+        });
+        let key = (0, 0);
+        t.feed(
+            0,
+            7,
+            Input::Enter {
+                nr: 17,
+                key,
+                frames: &[],
+            },
+        );
+        for (at, waker) in [(10, Some(40)), (100, None)] {
+            t.feed(at, 7, Input::Blocked { chain: &[0xa] });
+            t.feed(at, 7, Input::Out { preempted: false });
+            if let Some(pid) = waker {
+                let chain = [0xb];
+                // `tid` is the thread woken; the waker is the record's pid.
+                t.feed(
+                    at + 5,
+                    7,
+                    Input::Waking {
+                        waker_pid: pid,
+                        chain: &chain,
+                    },
+                );
+            }
+            t.feed(at + 20, 7, Input::In);
+        }
+        t.feed(200, 7, Input::Exit { nr: 17, key });
+        t
+    }
+
+    #[test]
+    fn an_unseen_waker_is_an_idle_interrupt_only_when_the_kernel_counted_it_unsampled() {
+        let key = (0, 0);
+        let wakers = |rec: &Recording| {
+            let f = two_sleeps().file(rec, &[key]).expect("an image");
+            let b = f.operations[0].blocking.clone().expect("blocking");
+            assert_eq!(b.sleeps, 2);
+            b.wakers
+                .iter()
+                .map(|w| (w.pid, w.frames.clone(), w.count, w.blocked_ns))
+                .collect::<Vec<_>>()
+        };
+        let sampled = (40, vec![0xb], 1, 20);
+        // One wake-up counted but not received: the unseen waker is an idle CPU's interrupt.
+        assert_eq!(
+            wakers(&run_with_wakings(1, 2)),
+            vec![(0, vec![], 1, 20), sampled.clone()]
+        );
+        // Every wake-up received: the unseen one is not explained, so it stays unnamed.
+        assert_eq!(wakers(&run_with_wakings(2, 2)), vec![sampled]);
     }
 
     #[test]

@@ -440,8 +440,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     print_summary(&rec, &summary, &args, main_pid(&rec, &args));
     for t in &rec.tracepoints {
+        let idle = t.check().unsampled_in_idle();
         match t.counted {
-            Some(n) if n != t.received => eprintln!(
+            Some(n) if n != t.received + idle => eprintln!(
                 "pkgmon: warning: {}: {} records received but the kernel counted {n} hits \
                  ({} lost with the rest of {lost} lost records); the latency files say which \
                  calls were left out",
@@ -455,7 +456,11 @@ fn run(args: Args) -> anyhow::Result<u8> {
                 t.format.name,
                 t.received,
                 t.counted
-                    .map(|n| format!(", {n} counted: checksum matches"))
+                    .map(|n| if idle > 0 {
+                        format!(", {n} counted: the others fired on idle CPUs, which the kernel does not sample")
+                    } else {
+                        format!(", {n} counted: checksum matches")
+                    })
                     .unwrap_or_default()
             ),
             _ => {}

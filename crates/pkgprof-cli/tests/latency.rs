@@ -463,6 +463,15 @@ fn direct_reads_from_a_disk_sleep_and_are_woken_by_its_interrupt() {
     );
     let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
     assert!(sleeps >= 150, "{sleeps} sleeps in 200 reads from the disk");
+    // Every sleep has its waker: sampled when the disk's interrupt came while some task ran,
+    // counted only when it came to an idle CPU (the kernel samples no tracepoint there).
+    let woken: u64 = ops
+        .iter()
+        .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
+        .map(|w| w.count)
+        .sum();
+    assert_eq!(woken, sleeps);
     let report = pkgprof(&["--blocking"], &run.dir);
     assert!(report.contains("(interrupt)"), "{report}");
+    assert!(!report.contains("waker not seen"), "{report}");
 }

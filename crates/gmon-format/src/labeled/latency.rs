@@ -41,7 +41,7 @@
 //! | `b SLICE BUCKET COUNT TOTAL` | after an `op` | its calls whose latency fell in `BUCKET` during slice `SLICE` (0 without slices), and their latencies summed in ns; ascending by (slice, bucket), counts above 0, summing to `calls` |
 //! | `blocking blocked B runnable R sleeps S` | after an `op`, `--blocking` only | time its calls spent off the CPU blocked (voluntary switches) and runnable (preempted), in ns, and how many times they blocked |
 //! | `sleep COUNT NS ADDR…` | after `blocking` | one sleep site: kernel frames innermost first, from the caller of the scheduler (`schedule()`'s caller, DeBox's file:line) out; how often and how long (switch-out to switch-in) the calls blocked there |
-//! | `waker PID COUNT NS ADDR…` | after `blocking` | who ended those sleeps: the waking task's pid (0 for an interrupt of the idle task) and its kernel frames innermost first; wake-ups and the blocked time they ended |
+//! | `waker PID COUNT NS ADDR…` | after `blocking` | who ended those sleeps: the waking task's pid (0 for an interrupt of the idle task) and its kernel frames innermost first; wake-ups and the blocked time they ended. Pid 0 with no frames: wake-ups the kernel counted but did not sample, fired in the idle task (so by an interrupt) |
 //! | `end` | | last line: a file without it was cut short and is refused |
 //!
 //! Addresses are runtime addresses: user ones resolve through the info file's `[mapping]`
@@ -111,6 +111,18 @@ pub struct EventCheck {
     pub received: u64,
     /// Hits counted by its counting-mode twin, if it had one.
     pub counted: Option<u64>,
+}
+
+impl EventCheck {
+    /// Hits counted and never received because the kernel does not sample them, not because
+    /// records were lost: a `sched_waking` fired in the idle task (an interrupt on an idle
+    /// CPU) reaches the counting twin but not the sampled event (Linux 6.18). 0 for others.
+    pub fn unsampled_in_idle(&self) -> u64 {
+        match self.counted {
+            Some(n) if self.event == "sched:sched_waking" => n.saturating_sub(self.received),
+            _ => 0,
+        }
+    }
 }
 
 /// One operation: a system call from one user call site.
