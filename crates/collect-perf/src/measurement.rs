@@ -560,7 +560,7 @@ pub fn write_measurement_to(
                 let elf = files.get(m);
                 let mut im = InfoMapping::new(m.start, m.end);
                 im.file_offset = Some(m.pgoff);
-                im.load_bias = elf.as_ref().and_then(|e| e.bias(m.start, m.pgoff));
+                im.load_bias = elf.as_ref().and_then(|e| e.bias(m.start, m.end, m.pgoff));
                 im.path = Some(m.filename.as_bytes().to_vec());
                 im.build_id = m
                     .build_id

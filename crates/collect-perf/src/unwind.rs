@@ -280,7 +280,7 @@ impl Unwinding {
             .entry((m.start, m.end, m.pgoff, m.filename.clone()))
             .or_insert_with(|| {
                 let elf = images.get(m)?;
-                let bias = elf.bias(m.start, m.pgoff)?;
+                let bias = elf.bias(m.start, m.end, m.pgoff)?;
                 elf.eh_frame.as_ref()?;
                 Some(Module::new(
                     m.filename.clone(),
@@ -554,7 +554,7 @@ impl ProcessUnwinder {
         let at = f.address_for_lookup();
         if let Some(m) = p.mapping_at(at, time)
             && let Some(elf) = u.images.get(m)
-            && let Some(bias) = elf.bias(m.start, m.pgoff)
+            && let Some(bias) = elf.bias(m.start, m.end, m.pgoff)
             && elf.entry != 0
             && at.wrapping_sub(bias).wrapping_sub(elf.entry) < ENTRY_CODE
         {
