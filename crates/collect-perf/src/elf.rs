@@ -95,22 +95,6 @@ impl ElfInfo {
     }
 }
 
-/// The vDSO image of this process: the kernel maps the same image into every process, so the
-/// collector's own copy can unwind the vDSO frames of the profiled ones.
-pub(crate) fn own_vdso() -> Option<Vec<u8>> {
-    let maps = crate::procfs::text("/proc/self/maps", crate::procfs::LARGE)?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (a, b) = line.split_whitespace().next()?.split_once('-')?;
-    let (a, b) = (
-        u64::from_str_radix(a, 16).ok()?,
-        u64::from_str_radix(b, 16).ok()?,
-    );
-    // Safety: /proc/self/maps says [a, b) is mapped readable in this process for its whole
-    // life (the vDSO is never unmapped), and we only copy from it.
-    let bytes = unsafe { std::slice::from_raw_parts(a as *const u8, (b - a) as usize) };
-    Some(bytes.to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,7 +115,7 @@ mod tests {
         );
         assert!(!info.segments.is_empty());
         assert!(info.eh_frame.is_some() && info.text.is_some());
-        let vdso = own_vdso().expect("vdso mapped");
+        let vdso = crate::snapshot::own_vdso().expect("vdso mapped");
         let v = ElfInfo::parse(&vdso[..]).expect("vdso is ELF");
         assert!(v.eh_frame.is_some());
     }
@@ -297,7 +281,8 @@ mod tests {
             u64::from_str_radix(a, 16).expect("start"),
             u64::from_str_radix(b, 16).expect("end"),
         );
-        let vdso = ElfInfo::parse(&own_vdso().expect("vdso")[..]).expect("vdso is ELF");
+        let vdso =
+            ElfInfo::parse(&crate::snapshot::own_vdso().expect("vdso")[..]).expect("vdso is ELF");
         let bias = vdso.bias(start, end, 0).expect("the vdso's segment");
         let first = vdso.segments[0];
         // Safety: getauxval only reads the process's auxiliary vector.

@@ -76,7 +76,7 @@ impl Images {
             .entry(key)
             .or_insert_with(|| {
                 let info = if m.filename == "[vdso]" {
-                    ElfInfo::parse(&crate::elf::own_vdso()?[..])?
+                    ElfInfo::parse(&crate::snapshot::own_vdso()?[..])?
                 } else if m.filename.starts_with('/') {
                     crate::elf::read_object(&m.filename)?
                 } else {
