@@ -96,6 +96,8 @@ fn what_the_fuzzer_found_fails_cleanly() {
     // An MMAP2 record whose build-id claims 128 bytes (linux-perf-event-reader asserts 20).
     let data = std::fs::read(dir.join("mmap2-build-id-too-long.data")).unwrap();
     perf_data_target::run(&data);
-    let err = perf_import::fuzzing::convert(&data).unwrap_err().to_string();
+    let err = perf_import::fuzzing::convert(&data)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("damaged mmap2 record"), "{err}");
 }
