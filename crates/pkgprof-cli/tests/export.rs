@@ -739,6 +739,11 @@ fn a_file_that_is_not_perf_data_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("not a readable perf.data file"), "{err}");
+    // Complete or absent: the failed import left no file, not even a placeholder manifest.
+    let left: Vec<_> = std::fs::read_dir(&conv)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
     let text = dir.join("notes.txt");
     std::fs::write(&text, b"hello").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
