@@ -25,7 +25,7 @@ use crate::kernel::{self, KernelSymbolsSource};
 use collect_perf::KernelSymbols;
 
 /// How [`import_file`] and [`import_reader`] convert.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ImportOptions {
     /// A kallsyms file of the kernel the perf.data was recorded on. Default is `None`: perf's
@@ -35,6 +35,20 @@ pub struct ImportOptions {
     /// only the kernel part of its samples is kept, as pkgmon's system-wide mode does. Default
     /// is `None`: every process gets its files.
     pub system_wide: Option<BTreeSet<u32>>,
+    /// perf's build-id cache, where objects no longer at their recorded path (or replaced) are
+    /// found by build-id to unwind `--call-graph dwarf` stacks. Default: `$HOME/.debug`
+    /// ([`gmon_format::perf_cache::default_dir`]).
+    pub build_id_cache: Option<PathBuf>,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            kallsyms: None,
+            system_wide: None,
+            build_id_cache: gmon_format::perf_cache::default_dir(),
+        }
+    }
 }
 
 /// What an import read and wrote.
@@ -289,6 +303,7 @@ pub(crate) fn read_records<R: Read>(
     };
     let mut aggregate_options = AggregateOptions::default();
     aggregate_options.system_wide = options.system_wide.clone();
+    aggregate_options.build_id_cache = options.build_id_cache.clone();
     let mut agg = Aggregator::new(aggregate_options);
     let mut other_samples = 0u64;
     let mut start = None;
