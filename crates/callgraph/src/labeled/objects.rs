@@ -475,7 +475,8 @@ mod tests {
             format!(
                 "/nonexistent/dir/reader: not found; {o}/reader: build-id {other_id} differs \
                  from the recorded {hex_id}; {o}/.build-id/{a}/{b}.debug: not found; \
-                 {o}/.build-id/{a}/{b}: not found",
+                 {o}/.build-id/{a}/{b}: not found; {o}/nonexistent/dir/reader/{hex_id}/elf: \
+                 not found",
                 o = other.display(),
                 a = &hex_id[..2],
                 b = &hex_id[2..]
