@@ -182,13 +182,7 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             num(s.and_then(|s| s.lost_samples)),
             num(s.and_then(|s| s.throttled))
         )?;
-        let kinds = [
-            BoundaryKind::Syscall,
-            BoundaryKind::Fault,
-            BoundaryKind::Interrupt,
-            BoundaryKind::Other,
-        ];
-        let entries: Vec<String> = kinds
+        let entries: Vec<String> = BoundaryKind::ALL
             .iter()
             .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
             .collect();

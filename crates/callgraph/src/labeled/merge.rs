@@ -281,7 +281,8 @@ impl Builder {
                 continue;
             }
             let name = self.symbol_name(to);
-            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
+            // A gmon file keeps only the outermost kernel frame of a boundary.
+            let kind = BoundaryKind::classify([Some(&*String::from_utf8_lossy(&name))]);
             *summary.entries.entry(kind).or_default() += a.count;
             let user = self.options.user && !self.spaces[space].mappings.is_empty();
             if kind == BoundaryKind::Interrupt {
