@@ -13,9 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use gmon_format::{
-    AddressSize, Arc, ArcCounts, Comm, Endian, ErrorKind, Field, FileKind, Format, Header,
-    HistogramHeader, Layout, Mapping, Measurement, MeasurementInfo, Profile, ProfileName,
-    ReadOptions, SECONDS, SampleRate, Section, Writer, scan,
+    AddressSize, Arc, ArcCounts, BoundaryKind, Comm, CounterSource, Endian, ErrorKind, Field,
+    FileKind, Format, Header, HistogramHeader, Layout, Mapping, Measurement, MeasurementInfo,
+    Profile, ProfileName, ReadOptions, Rename, SECONDS, SampleRate, Section, Writer, scan,
 };
 
 mod common;
@@ -692,9 +692,30 @@ fn random_info(rng: &mut Rng) -> MeasurementInfo {
         }
     });
     s.lost_samples = rng.maybe(Rng::next);
+    s.lost_samples_by_cpu = (0..rng.below(3))
+        .map(|_| (rng.below(300) as u32, rng.next()))
+        .collect();
+    s.truncated_stacks = rng.maybe(Rng::next);
+    s.truncated_callchain_limit = rng.maybe(Rng::next);
+    s.stack_size = rng.maybe(Rng::next);
     info.kernel.release = rng.maybe(text);
     info.kernel.symbols_file = rng.maybe(|r| format!("sym{}", r.below(100)));
     info.counters.major_faults = rng.maybe(Rng::next);
+    info.counters.source = rng.maybe(|r| CounterSource::ALL[r.below(2) as usize]);
+    info.counters.taskstats_refused = rng.chance(3);
+    info.counters.perf_cpu_migrations = rng.maybe(Rng::next);
+    for kind in BoundaryKind::ALL {
+        if rng.chance(2) {
+            info.boundary.entries.insert(kind, rng.next());
+        }
+    }
+    info.boundary.kernel_only = rng.maybe(Rng::next);
+    info.boundary.stacks_file = rng.maybe(|r| format!("gmon.out.{}s.x", r.below(100)));
+    for _ in 0..rng.below(3) {
+        let comm = Comm::new(rng.bytes(16)).expect("short");
+        info.renames
+            .push(Rename::new(rng.next(), rng.next() as u32, comm));
+    }
     for _ in 0..rng.below(4) {
         let mut m = Mapping::new(rng.next(), rng.next());
         m.path = rng.maybe(|r| r.bytes(30));
@@ -709,6 +730,33 @@ fn random_info(rng: &mut Rng) -> MeasurementInfo {
         });
     }
     info
+}
+
+/// Every info file among the fixtures (the collector's keys included) reads and is written
+/// back byte for byte.
+#[test]
+fn every_info_fixture_round_trips_byte_for_byte() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let mut stack = vec![root];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("fixtures") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let data = fs::read(&path).expect("fixture");
+            if !data.starts_with(b"pkgprof-info ") {
+                continue;
+            }
+            let info =
+                MeasurementInfo::parse(&data).unwrap_or_else(|e| panic!("{}", e.with_path(&path)));
+            assert!(info_bytes(&info) == data, "{} changed", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 8, "only {seen} info fixtures");
 }
 
 #[test]

@@ -189,8 +189,9 @@ pub mod stacks;
 
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
-    ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
-    ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
+    ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
+    KernelInfo, Mapping, MeasurementInfo, ProcessCounters, ProcessInfo, Rename, SampleRate,
+    SamplingInfo, Section,
 };
 pub use manifest::{
     MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,

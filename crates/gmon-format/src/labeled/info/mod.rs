@@ -48,8 +48,8 @@
 //! theirs). Spaces and tabs at either end of a line and around `=` do not count.
 //!
 //! * The first line is `pkgprof-info <major>.<minor>`, both decimal.
-//! * `[name]` starts a section. The sections below are known; `[mapping]` may repeat, the
-//!   others may appear once each.
+//! * `[name]` starts a section. The sections below are known; `[mapping]` and `[rename]` may
+//!   repeat, the others may appear once each.
 //! * `key = value` sets a key of the current section. A key may not come before the first
 //!   section, nor appear twice in one section.
 //! * Blank lines and lines whose first other character is `#` are comments. They are not kept:
@@ -105,6 +105,13 @@
 //! | `arcs` | word `calls` or `sampled-edges` | whether arc counts are exact call counts (`mcount`) or counts of caller-callee edges seen in sampled call chains |
 //! | `lost-samples` | number | samples the kernel dropped (sum of `PERF_RECORD_LOST`) |
 //! | `throttled` | number | times the kernel throttled the event (`PERF_RECORD_THROTTLE`) |
+//! | `lost-samples-cpu<N>` | number | samples the kernel dropped on CPU `<N>` (decimal, no leading zero), one key per CPU that lost any, in CPU order; they sum to `lost-samples` |
+//! | `truncated-stacks` | number | samples of this process whose user stack may lack outer frames |
+//! | `truncated-stack-copy` | number | those whose user stack copy ended first |
+//! | `truncated-callchain-limit` | number | those cut by the kernel's callchain depth limit (or the most frames kept) |
+//! | `truncated-unwind-info` | number | those with a frame unwound neither by unwind information nor by frame pointer; the three sum to `truncated-stacks` |
+//! | `stack-size` | number | bytes of user stack copied with each sample |
+//! | `max-stack` | number | the callchain depth limit the run had |
 //!
 //! `[kernel]`:
 //!
@@ -122,6 +129,9 @@
 //! | `minor-faults`, `major-faults` | number | page faults |
 //! | `voluntary-switches`, `involuntary-switches` | number | context switches |
 //! | `read-bytes`, `written-bytes` | number | bytes read and written |
+//! | `source` | string `"taskstats"` or `"proc"` | where the counters above come from: the kernel's taskstats exit records, or `/proc/PID/{stat,status,io}` |
+//! | `taskstats` | word `refused` | the collector was refused taskstats records (every process's counters then come from `/proc`) |
+//! | `perf-page-faults`, `perf-context-switches`, `perf-cpu-migrations` | number | counted from perf software events; only in measurements written before November 2026 |
 //!
 //! `[mapping]`, one per memory mapping of the process over time, in the order written:
 //!
@@ -135,10 +145,29 @@
 //! | `mapped-ns` | number | when it was mapped, `CLOCK_MONOTONIC` nanoseconds |
 //! | `unmapped-ns` | number | when it was unmapped or replaced; absent if it lasted to the end |
 //!
+//! `[boundary]`, the samples by how their kernel part was entered from user space:
+//!
+//! | key | value | meaning |
+//! |---|---|---|
+//! | `syscall`, `fault`, `interrupt`, `other`, … | number | samples whose kernel part was entered so: one key per [`BoundaryKind`](crate::BoundaryKind), named by [`BoundaryKind::as_str`](crate::BoundaryKind::as_str), in the order of [`BoundaryKind::ALL`](crate::BoundaryKind::ALL) |
+//! | `user-only` | number | samples without kernel frames |
+//! | `kernel-only` | number | samples without user frames (kernel threads, exits) |
+//! | `stacks-file` | text | file name, in the measurement directory, of the process's sampled-stacks file; a single path component |
+//!
+//! `[rename]`, one per name a thread of the process gave itself (`prctl(PR_SET_NAME)`), in
+//! order:
+//!
+//! | key | value | meaning |
+//! |---|---|---|
+//! | `monotonic-ns` | number, required | when, `CLOCK_MONOTONIC` nanoseconds |
+//! | `tid` | number, required | the thread (fits 32 bits) |
+//! | `comm` | string, required | its new name (at most 64 bytes) |
+//!
 //! ## Writing
 //!
 //! The writer is deterministic: the version line, a blank line, then `[process]`, `[sampling]`,
-//! `[kernel]`, `[counters]`, the `[mapping]` sections and the unknown sections, separated by
+//! `[kernel]`, `[counters]`, the `[mapping]` sections, `[boundary]`, the `[rename]` sections
+//! and the unknown sections, separated by
 //! blank lines; each section's known keys in the order of the tables above, then its unknown
 //! keys; `key = value` with one space either side of `=`; one `\n` after every line. Sections
 //! other than `[process]` are left out when they hold nothing, and keys whose value is absent
@@ -154,8 +183,10 @@
 //! newer major version ([`ErrorKind::UnsupportedInfoVersion`](crate::ErrorKind::UnsupportedInfoVersion)) and writes back the newer of
 //! its own minor version and the file's.
 
+use std::collections::BTreeMap;
 use std::io;
 
+use super::boundary::BoundaryKind;
 use super::name::Comm;
 use crate::error::Result;
 
@@ -213,6 +244,10 @@ pub struct MeasurementInfo {
     pub counters: ProcessCounters,
     /// `[mapping]` sections: the process's memory map over time.
     pub mappings: Vec<Mapping>,
+    /// `[boundary]`: samples by kind of kernel entry.
+    pub boundary: BoundaryCounts,
+    /// `[rename]` sections: names the process's threads gave themselves, in order.
+    pub renames: Vec<Rename>,
     /// Sections this version does not know, kept to be written back.
     pub extra_sections: Vec<Section>,
     /// The minor version to write: ours, or a newer file's.
@@ -227,6 +262,8 @@ impl Default for MeasurementInfo {
             kernel: KernelInfo::default(),
             counters: ProcessCounters::default(),
             mappings: Vec::new(),
+            boundary: BoundaryCounts::default(),
+            renames: Vec::new(),
             extra_sections: Vec::new(),
             minor: INFO_MINOR,
         }
@@ -280,6 +317,21 @@ pub struct SamplingInfo {
     pub lost_samples: Option<u64>,
     /// `throttled`: times the kernel throttled the event.
     pub throttled: Option<u64>,
+    /// `lost-samples-cpu<N>`: samples the kernel dropped on CPU `N`, for the CPUs that lost
+    /// any. Written in CPU order.
+    pub lost_samples_by_cpu: BTreeMap<u32, u64>,
+    /// `truncated-stacks`: samples whose user stack may lack outer frames.
+    pub truncated_stacks: Option<u64>,
+    /// `truncated-stack-copy`: of those, the ones whose user stack copy ended first.
+    pub truncated_stack_copy: Option<u64>,
+    /// `truncated-callchain-limit`: of those, the ones cut by the callchain depth limit.
+    pub truncated_callchain_limit: Option<u64>,
+    /// `truncated-unwind-info`: of those, the ones with a frame nothing could unwind.
+    pub truncated_unwind_info: Option<u64>,
+    /// `stack-size`: bytes of user stack copied with each sample.
+    pub stack_size: Option<u64>,
+    /// `max-stack`: the callchain depth limit of the run.
+    pub max_stack: Option<u64>,
     /// Keys this version does not know, kept to be written back.
     pub extra: Vec<Field>,
 }
@@ -347,8 +399,87 @@ pub struct ProcessCounters {
     pub read_bytes: Option<u64>,
     /// `written-bytes`: bytes written.
     pub written_bytes: Option<u64>,
+    /// `source`: where the counters come from.
+    pub source: Option<CounterSource>,
+    /// `taskstats = refused`: the collector was refused taskstats exit records.
+    pub taskstats_refused: bool,
+    /// `perf-page-faults`: page faults counted by a perf software event (measurements written
+    /// before November 2026).
+    pub perf_page_faults: Option<u64>,
+    /// `perf-context-switches`: context switches counted by a perf software event (before
+    /// November 2026).
+    pub perf_context_switches: Option<u64>,
+    /// `perf-cpu-migrations`: CPU migrations counted by a perf software event (before
+    /// November 2026).
+    pub perf_cpu_migrations: Option<u64>,
     /// Keys this version does not know, kept to be written back.
     pub extra: Vec<Field>,
+}
+
+/// Where a process's counters come from: the `source` key of `[counters]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CounterSource {
+    /// `"taskstats"`: the kernel's taskstats exit records of all the process's threads.
+    Taskstats,
+    /// `"proc"`: `/proc/PID/{stat,status,io}`, read while the process lived.
+    Proc,
+}
+
+impl CounterSource {
+    /// All sources.
+    pub const ALL: [CounterSource; 2] = [CounterSource::Taskstats, CounterSource::Proc];
+
+    /// Its name in a file (inside the quotes) and in the report header.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CounterSource::Taskstats => "taskstats",
+            CounterSource::Proc => "proc",
+        }
+    }
+}
+
+/// The `[boundary]` section: the process's samples by how their kernel part was entered.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct BoundaryCounts {
+    /// One key per [`BoundaryKind`]: samples whose kernel part was entered so.
+    pub entries: BTreeMap<BoundaryKind, u64>,
+    /// `user-only`: samples without kernel frames.
+    pub user_only: Option<u64>,
+    /// `kernel-only`: samples without user frames.
+    pub kernel_only: Option<u64>,
+    /// `stacks-file`: name of the process's sampled-stacks file in the measurement directory.
+    /// A single path component.
+    pub stacks_file: Option<String>,
+    /// Keys this version does not know, kept to be written back.
+    pub extra: Vec<Field>,
+}
+
+/// A `[rename]` section: a name a thread of the process gave itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Rename {
+    /// `monotonic-ns`: when, `CLOCK_MONOTONIC` nanoseconds.
+    pub monotonic_ns: u64,
+    /// `tid`: the thread.
+    pub tid: u32,
+    /// `comm`: its new name.
+    pub comm: Comm,
+    /// Keys this version does not know, kept to be written back.
+    pub extra: Vec<Field>,
+}
+
+impl Rename {
+    /// Thread `tid` named itself `comm` at `monotonic_ns`.
+    pub fn new(monotonic_ns: u64, tid: u32, comm: Comm) -> Self {
+        Rename {
+            monotonic_ns,
+            tid,
+            comm,
+            extra: Vec::new(),
+        }
+    }
 }
 
 /// A `[mapping]` section: one memory mapping of the process, and when it existed.
@@ -419,6 +550,8 @@ const SAMPLING: &str = "sampling";
 const KERNEL: &str = "kernel";
 const COUNTERS: &str = "counters";
 const MAPPING: &str = "mapping";
+const BOUNDARY: &str = "boundary";
+const RENAME: &str = "rename";
 /// The section-like line that ends a file.
 const END: &str = "end";
 
@@ -443,7 +576,15 @@ const SAMPLING_KEYS: &[&str] = &[
     "arcs",
     "lost-samples",
     "throttled",
+    "truncated-stacks",
+    "truncated-stack-copy",
+    "truncated-callchain-limit",
+    "truncated-unwind-info",
+    "stack-size",
+    "max-stack",
 ];
+/// The prefix of the per-CPU `lost-samples-cpu<N>` keys of `[sampling]`.
+const LOST_SAMPLES_CPU: &str = "lost-samples-cpu";
 const KERNEL_KEYS: &[&str] = &["release", "build-id", "symbols-file"];
 const COUNTER_KEYS: &[&str] = &[
     "user-cpu-ns",
@@ -454,7 +595,26 @@ const COUNTER_KEYS: &[&str] = &[
     "involuntary-switches",
     "read-bytes",
     "written-bytes",
+    "source",
+    "taskstats",
+    "perf-page-faults",
+    "perf-context-switches",
+    "perf-cpu-migrations",
 ];
+/// The keys of `[boundary]` after one per boundary kind.
+const BOUNDARY_KEYS: &[&str] = &["user-only", "kernel-only", "stacks-file"];
+const RENAME_KEYS: &[&str] = &["monotonic-ns", "tid", "comm"];
+/// The word of `taskstats = refused`.
+const REFUSED: &str = "refused";
+
+/// The keys of `[boundary]`: one per boundary kind, then [`BOUNDARY_KEYS`].
+fn boundary_keys() -> Vec<&'static str> {
+    BoundaryKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .chain(BOUNDARY_KEYS.iter().copied())
+        .collect()
+}
 const MAPPING_KEYS: &[&str] = &[
     "start",
     "end",

@@ -17,6 +17,9 @@ enum Current {
     Counters,
     /// The last of `mappings`.
     Mapping,
+    Boundary,
+    /// The last of the parser's `renames`.
+    Rename,
     /// The last of `extra_sections`.
     Extra,
 }
@@ -41,6 +44,10 @@ pub(super) struct Parser<'a> {
     counters: Option<Seen>,
     /// One per entry of `info.mappings`.
     mappings: Vec<Seen>,
+    boundary: Option<Seen>,
+    /// The `[rename]` sections so far, moved to `info.renames` once their required keys are
+    /// known to be there.
+    renames: Vec<(Seen, PendingRename)>,
     /// The minor version the file declared.
     declared_minor: u32,
     /// The line number of `[end]`, once read.
@@ -138,6 +145,8 @@ impl<'a> Parser<'a> {
             kernel: None,
             counters: None,
             mappings: Vec::new(),
+            boundary: None,
+            renames: Vec::new(),
             declared_minor: minor,
             end: None,
         })
@@ -188,6 +197,30 @@ impl<'a> Parser<'a> {
                     ));
                 }
             }
+        }
+        for (seen, pending) in self.renames {
+            let (Some(monotonic_ns), Some(tid), Some(comm)) =
+                (pending.monotonic_ns, pending.tid, pending.comm)
+            else {
+                let missing = RENAME_KEYS
+                    .iter()
+                    .enumerate()
+                    .filter(|&(bit, _)| seen.keys & (1 << bit) == 0)
+                    .map(|(_, key)| *key)
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(error(
+                    seen.line,
+                    seen.offset,
+                    format!("[rename] has no {missing}"),
+                ));
+            };
+            self.info.renames.push(Rename {
+                monotonic_ns,
+                tid,
+                comm,
+                extra: pending.extra,
+            });
         }
         Ok(self.info)
     }
@@ -266,6 +299,7 @@ impl<'a> Parser<'a> {
                 format!("`{key}` again in [{section}]"),
             )),
             Err(KeyError::Value(at, message)) => Err(error(number, value_at + at, message)),
+            Err(KeyError::Key(message)) => Err(error(number, start, message)),
         }
     }
 
@@ -285,6 +319,12 @@ impl<'a> Parser<'a> {
             SAMPLING => (&mut self.sampling, Current::Sampling),
             KERNEL => (&mut self.kernel, Current::Kernel),
             COUNTERS => (&mut self.counters, Current::Counters),
+            BOUNDARY => (&mut self.boundary, Current::Boundary),
+            RENAME => {
+                self.renames.push((seen, PendingRename::default()));
+                self.current = Current::Rename;
+                return Ok(());
+            }
             MAPPING => {
                 self.info.mappings.push(Mapping::default());
                 self.mappings.push(seen);
@@ -314,7 +354,13 @@ impl<'a> Parser<'a> {
 
     /// Stores one key's value.
     fn key(&mut self, key: &str, value: &str) -> std::result::Result<(), KeyError> {
-        let (known, seen, section) = match self.current {
+        if self.current == Current::Sampling
+            && let Some(cpu) = key.strip_prefix(LOST_SAMPLES_CPU)
+        {
+            return lost_samples_on(&mut self.info.sampling, cpu, value);
+        }
+        let kind_keys: Vec<&str>;
+        let (known, seen, section): (&[&str], _, _) = match self.current {
             Current::None => return Ok(()),
             Current::Extra => {
                 if let Some(section) = self.info.extra_sections.last_mut() {
@@ -327,6 +373,15 @@ impl<'a> Parser<'a> {
             Current::Kernel => (KERNEL_KEYS, self.kernel.as_mut(), KERNEL),
             Current::Counters => (COUNTER_KEYS, self.counters.as_mut(), COUNTERS),
             Current::Mapping => (MAPPING_KEYS, self.mappings.last_mut(), MAPPING),
+            Current::Boundary => {
+                kind_keys = boundary_keys();
+                (&kind_keys[..], self.boundary.as_mut(), BOUNDARY)
+            }
+            Current::Rename => (
+                RENAME_KEYS,
+                self.renames.last_mut().map(|(seen, _)| seen),
+                RENAME,
+            ),
         };
         let Some(index) = known.iter().position(|&k| k == key) else {
             let field = Field::new(key, value);
@@ -338,6 +393,12 @@ impl<'a> Parser<'a> {
                 Current::Mapping => {
                     if let Some(m) = self.info.mappings.last_mut() {
                         m.extra.push(field);
+                    }
+                }
+                Current::Boundary => self.info.boundary.extra.push(field),
+                Current::Rename => {
+                    if let Some((_, r)) = self.renames.last_mut() {
+                        r.extra.push(field);
                     }
                 }
                 Current::None | Current::Extra => {}
@@ -359,10 +420,48 @@ impl<'a> Parser<'a> {
                 Some(m) => set_mapping(m, key, value),
                 None => Ok(()),
             },
+            Current::Boundary => set_boundary(&mut self.info.boundary, key, value),
+            Current::Rename => match self.renames.last_mut() {
+                Some((_, r)) => set_rename(r, key, value),
+                None => Ok(()),
+            },
             Current::None | Current::Extra => Ok(()),
         };
         stored.map_err(|(at, message)| KeyError::Value(at, message))
     }
+}
+
+/// A `[rename]` section being read: its required keys may still be missing.
+#[derive(Default)]
+struct PendingRename {
+    monotonic_ns: Option<u64>,
+    tid: Option<u32>,
+    comm: Option<Comm>,
+    extra: Vec<Field>,
+}
+
+/// Stores `lost-samples-cpu<cpu> = value`: `cpu` must be a CPU number written as the writer
+/// writes it (decimal, no sign, no leading zero), so that what is read is written back the same.
+fn lost_samples_on(
+    s: &mut SamplingInfo,
+    cpu: &str,
+    value: &str,
+) -> std::result::Result<(), KeyError> {
+    let canonical = !cpu.is_empty()
+        && cpu.bytes().all(|b| b.is_ascii_digit())
+        && (cpu == "0" || !cpu.starts_with('0'));
+    let Some(cpu) = canonical.then(|| cpu.parse::<u32>().ok()).flatten() else {
+        return Err(KeyError::Key(format!(
+            "`{LOST_SAMPLES_CPU}` must be followed by a CPU number (decimal, no leading zero), \
+             not `{}`",
+            excerpt(cpu.as_bytes(), 20)
+        )));
+    };
+    let n = number(value).map_err(|(at, message)| KeyError::Value(at, message))?;
+    if s.lost_samples_by_cpu.insert(cpu, n).is_some() {
+        return Err(KeyError::Again(SAMPLING));
+    }
+    Ok(())
 }
 
 /// Why a key's line is refused.
@@ -371,25 +470,15 @@ enum KeyError {
     Again(&'static str),
     /// The value is malformed: offset from its start, and message.
     Value(usize, String),
+    /// The key is malformed.
+    Key(String),
 }
 
 fn set_process(p: &mut ProcessInfo, key: &str, value: &str) -> std::result::Result<(), ValueError> {
     match key {
         "pid" => p.pid = number_u32(value)?,
         "ppid" => p.ppid = Some(number_u32(value)?),
-        "comm" => {
-            let bytes = string(value)?;
-            let len = bytes.len();
-            p.comm = Some(Comm::new(bytes).map_err(|_| {
-                (
-                    0,
-                    format!(
-                        "command name of {len} bytes is longer than {}",
-                        Comm::MAX_LEN
-                    ),
-                )
-            })?);
-        }
+        "comm" => p.comm = Some(comm(value)?),
         "instances" => p.instances = Some(number(value)?),
         "argv" => p.argv = Some(string_list(value)?),
         "exe" => p.exe = Some(string(value)?),
@@ -439,6 +528,12 @@ fn set_sampling(
         }
         "lost-samples" => s.lost_samples = Some(number(value)?),
         "throttled" => s.throttled = Some(number(value)?),
+        "truncated-stacks" => s.truncated_stacks = Some(number(value)?),
+        "truncated-stack-copy" => s.truncated_stack_copy = Some(number(value)?),
+        "truncated-callchain-limit" => s.truncated_callchain_limit = Some(number(value)?),
+        "truncated-unwind-info" => s.truncated_unwind_info = Some(number(value)?),
+        "stack-size" => s.stack_size = Some(number(value)?),
+        "max-stack" => s.max_stack = Some(number(value)?),
         _ => {}
     }
     Ok(())
@@ -463,6 +558,36 @@ fn set_counter(
     key: &str,
     value: &str,
 ) -> std::result::Result<(), ValueError> {
+    match key {
+        "source" => {
+            let name = text(value)?;
+            let source = CounterSource::ALL.into_iter().find(|s| s.as_str() == name);
+            c.source = Some(source.ok_or_else(|| {
+                (
+                    0,
+                    format!(
+                        "source must be \"taskstats\" or \"proc\", not `{}`",
+                        excerpt(value.as_bytes(), 40)
+                    ),
+                )
+            })?);
+            return Ok(());
+        }
+        "taskstats" => {
+            if value != REFUSED {
+                return Err((
+                    0,
+                    format!(
+                        "taskstats must be `{REFUSED}`, not `{}`",
+                        excerpt(value.as_bytes(), 40)
+                    ),
+                ));
+            }
+            c.taskstats_refused = true;
+            return Ok(());
+        }
+        _ => {}
+    }
     let n = Some(number(value)?);
     match key {
         "user-cpu-ns" => c.user_cpu_ns = n,
@@ -473,6 +598,60 @@ fn set_counter(
         "involuntary-switches" => c.involuntary_switches = n,
         "read-bytes" => c.read_bytes = n,
         "written-bytes" => c.written_bytes = n,
+        "perf-page-faults" => c.perf_page_faults = n,
+        "perf-context-switches" => c.perf_context_switches = n,
+        "perf-cpu-migrations" => c.perf_cpu_migrations = n,
+        _ => {}
+    }
+    Ok(())
+}
+
+fn set_boundary(
+    b: &mut BoundaryCounts,
+    key: &str,
+    value: &str,
+) -> std::result::Result<(), ValueError> {
+    match key {
+        "user-only" => b.user_only = Some(number(value)?),
+        "kernel-only" => b.kernel_only = Some(number(value)?),
+        "stacks-file" => {
+            let name = text(value)?;
+            check_file_name(&name).map_err(|why| (0, format!("stacks-file {why}")))?;
+            b.stacks_file = Some(name);
+        }
+        _ => {
+            if let Some(kind) = BoundaryKind::from_key(key) {
+                b.entries.insert(kind, number(value)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A command name: a string of at most [`Comm::MAX_LEN`] bytes.
+fn comm(value: &str) -> std::result::Result<Comm, ValueError> {
+    let bytes = string(value)?;
+    let len = bytes.len();
+    Comm::new(bytes).map_err(|_| {
+        (
+            0,
+            format!(
+                "command name of {len} bytes is longer than {}",
+                Comm::MAX_LEN
+            ),
+        )
+    })
+}
+
+fn set_rename(
+    r: &mut PendingRename,
+    key: &str,
+    value: &str,
+) -> std::result::Result<(), ValueError> {
+    match key {
+        "monotonic-ns" => r.monotonic_ns = Some(number(value)?),
+        "tid" => r.tid = Some(number_u32(value)?),
+        "comm" => r.comm = Some(comm(value)?),
         _ => {}
     }
     Ok(())

@@ -1,5 +1,6 @@
 use super::*;
 use crate::error::{Error, ErrorKind};
+use crate::labeled::boundary::BoundaryKind;
 
 fn err_of(text: &str) -> Error {
     MeasurementInfo::parse(text.as_bytes()).expect_err(text)
@@ -609,4 +610,224 @@ fn period_and_words() {
     let info = MeasurementInfo::parse(text.as_bytes()).expect("ok");
     assert_eq!(info.sampling.rate, Some(SampleRate::Period(1000)));
     assert_eq!(info.sampling.arcs, Some(ArcCounts::Calls));
+}
+
+/// What the collector writes besides the first tables' keys, every key typed.
+const COLLECTOR_KEYS: &str = "pkgprof-info 1.1\n\n[process]\npid = 9\n\n\
+    [sampling]\nlost-samples = 5\nthrottled = 0\nlost-samples-cpu1 = 2\nlost-samples-cpu12 = 3\n\
+    truncated-stacks = 4\ntruncated-stack-copy = 1\ntruncated-callchain-limit = 0\n\
+    truncated-unwind-info = 3\nstack-size = 65528\nmax-stack = 1024\n\n\
+    [counters]\nwritten-bytes = 7\nsource = \"taskstats\"\ntaskstats = refused\n\
+    perf-page-faults = 11\nperf-context-switches = 12\nperf-cpu-migrations = 13\n\n\
+    [boundary]\nsyscall = 175\nfault = 10\ninterrupt = 8\nother = 0\nuser-only = 40\n\
+    kernel-only = 2\nstacks-file = \"gmon.out.9s.x\"\n\n\
+    [rename]\nmonotonic-ns = 100\ntid = 10\ncomm = \"worker\\x01\"\n\n\
+    [rename]\nmonotonic-ns = 200\ntid = 9\ncomm = \"main\"\n\n\
+    [end]\n";
+
+#[test]
+fn collector_keys_are_typed_and_written_back_the_same() {
+    let info = MeasurementInfo::parse(COLLECTOR_KEYS.as_bytes()).expect("parses");
+    let s = &info.sampling;
+    assert_eq!(
+        s.lost_samples_by_cpu.iter().collect::<Vec<_>>(),
+        [(&1, &2), (&12, &3)]
+    );
+    assert_eq!(
+        (
+            s.truncated_stacks,
+            s.truncated_stack_copy,
+            s.truncated_callchain_limit
+        ),
+        (Some(4), Some(1), Some(0))
+    );
+    assert_eq!(
+        (s.truncated_unwind_info, s.stack_size, s.max_stack),
+        (Some(3), Some(65528), Some(1024))
+    );
+    assert!(s.extra.is_empty(), "{:?}", s.extra);
+    let c = &info.counters;
+    assert_eq!(c.source, Some(CounterSource::Taskstats));
+    assert!(c.taskstats_refused);
+    assert_eq!(
+        (
+            c.perf_page_faults,
+            c.perf_context_switches,
+            c.perf_cpu_migrations
+        ),
+        (Some(11), Some(12), Some(13))
+    );
+    assert!(c.extra.is_empty(), "{:?}", c.extra);
+    let b = &info.boundary;
+    assert_eq!(
+        BoundaryKind::ALL.map(|k| b.entries.get(&k).copied()),
+        [Some(175), Some(10), Some(8), Some(0)]
+    );
+    assert_eq!((b.user_only, b.kernel_only), (Some(40), Some(2)));
+    assert_eq!(b.stacks_file.as_deref(), Some("gmon.out.9s.x"));
+    assert_eq!(
+        info.renames,
+        [
+            Rename::new(100, 10, Comm::new(&b"worker\x01"[..]).expect("short")),
+            Rename::new(200, 9, Comm::new(&b"main"[..]).expect("short")),
+        ]
+    );
+    assert!(info.extra_sections.is_empty());
+    assert_eq!(written(&info), COLLECTOR_KEYS);
+}
+
+/// Every boundary kind is read and written: a kind missing from the writer or the reader
+/// fails here, whatever kinds are added.
+#[test]
+fn every_boundary_kind_is_read_and_written() {
+    let mut info = MeasurementInfo::default();
+    for (i, kind) in BoundaryKind::ALL.into_iter().enumerate() {
+        info.boundary.entries.insert(kind, i as u64 + 100);
+    }
+    let text = written(&info);
+    for (i, kind) in BoundaryKind::ALL.into_iter().enumerate() {
+        assert!(
+            text.contains(&format!("\n{} = {}\n", kind.as_str(), i + 100)),
+            "{kind:?}: {text}"
+        );
+    }
+    assert_eq!(
+        MeasurementInfo::parse(text.as_bytes()).expect("parses"),
+        info
+    );
+}
+
+#[test]
+fn unknown_boundary_and_rename_keys_are_kept() {
+    let text = "pkgprof-info 1.1\n\n[process]\npid = 1\n\n[boundary]\nsyscall = 1\nsoftirq = 4\n\n\
+                [rename]\nmonotonic-ns = 1\ntid = 2\ncomm = \"a\"\ncpu = 3\n\n[end]\n";
+    let info = MeasurementInfo::parse(text.as_bytes()).expect("parses");
+    assert_eq!(info.boundary.extra, [Field::new("softirq", "4")]);
+    assert_eq!(info.renames[0].extra, [Field::new("cpu", "3")]);
+    assert_eq!(written(&info), text);
+}
+
+#[test]
+fn malformed_collector_values_are_errors_at_their_offset() {
+    for (body, line, column, wanted) in [
+        ("[counters]\nsource = \"perf\"\n", 7, 9, "source must be"),
+        ("[counters]\nsource = taskstats\n", 7, 9, "double quotes"),
+        (
+            "[counters]\ntaskstats = yes\n",
+            7,
+            12,
+            "taskstats must be `refused`",
+        ),
+        (
+            "[sampling]\nlost-samples-cpu = 1\n",
+            7,
+            0,
+            "followed by a CPU number",
+        ),
+        (
+            "[sampling]\nlost-samples-cpu01 = 1\n",
+            7,
+            0,
+            "no leading zero",
+        ),
+        ("[sampling]\nlost-samples-cpux = 1\n", 7, 0, "CPU number"),
+        (
+            "[sampling]\nlost-samples-cpu99999999999 = 1\n",
+            7,
+            0,
+            "CPU number",
+        ),
+        (
+            "[sampling]\nlost-samples-cpu3 = -1\n",
+            7,
+            20,
+            "expected a number",
+        ),
+        (
+            "[sampling]\nlost-samples-cpu3 = 1\nlost-samples-cpu3 = 2\n",
+            8,
+            0,
+            "again",
+        ),
+        (
+            "[sampling]\ntruncated-stacks = many\n",
+            7,
+            19,
+            "expected a number",
+        ),
+        ("[sampling]\nstack-size = 0x\n", 7, 13, "expected a number"),
+        (
+            "[counters]\nperf-page-faults = 1.5\n",
+            7,
+            19,
+            "expected a number",
+        ),
+        ("[boundary]\nsyscall = x\n", 7, 10, "expected a number"),
+        (
+            "[boundary]\nfault = 1\nfault = 2\n",
+            8,
+            0,
+            "`fault` again in [boundary]",
+        ),
+        (
+            "[boundary]\nstacks-file = \"../s\"\n",
+            7,
+            14,
+            "stacks-file must be",
+        ),
+        (
+            "[boundary]\nuser-only = 1\n\n[boundary]\n",
+            9,
+            0,
+            "[boundary] again",
+        ),
+        (
+            "[rename]\ntid = 1\ncomm = \"a\"\n",
+            6,
+            0,
+            "[rename] has no monotonic-ns",
+        ),
+        (
+            "[rename]\nmonotonic-ns = 1\n",
+            6,
+            0,
+            "[rename] has no tid, comm",
+        ),
+        ("[rename]\ntid = 4294967296\n", 7, 6, "does not fit 32 bits"),
+    ] {
+        let text = format!("{HEAD}\n{body}\n[end]\n");
+        let (l, offset, message) = info_err(&text);
+        assert!(message.contains(wanted), "{body:?}: {message}");
+        assert_eq!(l, line, "{body:?}: {message}");
+        let line_start: usize = text
+            .split_inclusive('\n')
+            .take(line - 1)
+            .map(str::len)
+            .sum();
+        assert_eq!(offset as usize, line_start + column, "{body:?}: {message}");
+    }
+}
+
+#[test]
+fn writer_refuses_typed_keys_as_unknown_ones() {
+    let mut info = MeasurementInfo::default();
+    info.sampling
+        .extra
+        .push(Field::new("lost-samples-cpu3", "1"));
+    assert!(info.write(Vec::new()).is_err());
+    let mut info = MeasurementInfo::default();
+    info.counters.extra.push(Field::new("source", "\"proc\""));
+    assert!(info.write(Vec::new()).is_err());
+    let mut info = MeasurementInfo::default();
+    info.boundary.extra.push(Field::new("interrupt", "1"));
+    assert!(info.write(Vec::new()).is_err());
+    let mut info = MeasurementInfo::default();
+    info.boundary.stacks_file = Some("a/b".into());
+    assert!(info.write(Vec::new()).is_err());
+    let mut info = MeasurementInfo::default();
+    info.extra_sections.push(Section {
+        name: "rename".into(),
+        fields: Vec::new(),
+    });
+    assert!(info.write(Vec::new()).is_err());
 }

@@ -50,12 +50,19 @@ impl MeasurementInfo {
             }
             w.string("period-unit", s.period_unit.as_ref().map(String::as_bytes));
             if let Some(arcs) = s.arcs {
-                w.key("arcs");
-                w.text.push_str(arcs.as_str());
-                w.text.push('\n');
+                w.word("arcs", arcs.as_str());
             }
             w.decimal("lost-samples", s.lost_samples);
             w.decimal("throttled", s.throttled);
+            for (cpu, n) in &s.lost_samples_by_cpu {
+                w.decimal(&format!("{LOST_SAMPLES_CPU}{cpu}"), Some(*n));
+            }
+            w.decimal("truncated-stacks", s.truncated_stacks);
+            w.decimal("truncated-stack-copy", s.truncated_stack_copy);
+            w.decimal("truncated-callchain-limit", s.truncated_callchain_limit);
+            w.decimal("truncated-unwind-info", s.truncated_unwind_info);
+            w.decimal("stack-size", s.stack_size);
+            w.decimal("max-stack", s.max_stack);
             w.extra(SAMPLING, SAMPLING_KEYS, &s.extra)?;
         }
 
@@ -85,6 +92,13 @@ impl MeasurementInfo {
             w.decimal("involuntary-switches", c.involuntary_switches);
             w.decimal("read-bytes", c.read_bytes);
             w.decimal("written-bytes", c.written_bytes);
+            w.string("source", c.source.map(|s| s.as_str().as_bytes()));
+            if c.taskstats_refused {
+                w.word("taskstats", REFUSED);
+            }
+            w.decimal("perf-page-faults", c.perf_page_faults);
+            w.decimal("perf-context-switches", c.perf_context_switches);
+            w.decimal("perf-cpu-migrations", c.perf_cpu_migrations);
             w.extra(COUNTERS, COUNTER_KEYS, &c.extra)?;
         }
 
@@ -101,6 +115,30 @@ impl MeasurementInfo {
             w.extra(MAPPING, MAPPING_KEYS, &m.extra)?;
         }
 
+        let b = &self.boundary;
+        if *b != BoundaryCounts::default() {
+            w.section(BOUNDARY);
+            // In the order of the kinds, whatever order the map was filled in.
+            for kind in BoundaryKind::ALL {
+                w.decimal(kind.as_str(), b.entries.get(&kind).copied());
+            }
+            w.decimal("user-only", b.user_only);
+            w.decimal("kernel-only", b.kernel_only);
+            if let Some(file) = &b.stacks_file {
+                check_file_name(file).map_err(|why| invalid(format!("stacks-file: {why}")))?;
+            }
+            w.string("stacks-file", b.stacks_file.as_ref().map(String::as_bytes));
+            w.extra(BOUNDARY, &boundary_keys(), &b.extra)?;
+        }
+
+        for r in &self.renames {
+            w.section(RENAME);
+            w.decimal("monotonic-ns", Some(r.monotonic_ns));
+            w.decimal("tid", Some(u64::from(r.tid)));
+            w.string("comm", Some(r.comm.as_bytes()));
+            w.extra(RENAME, RENAME_KEYS, &r.extra)?;
+        }
+
         for section in &self.extra_sections {
             if !is_name(&section.name) {
                 return Err(invalid(format!(
@@ -108,7 +146,10 @@ impl MeasurementInfo {
                     section.name.escape_debug()
                 )));
             }
-            if [PROCESS, SAMPLING, KERNEL, COUNTERS, MAPPING, END].contains(&section.name.as_str())
+            if [
+                PROCESS, SAMPLING, KERNEL, COUNTERS, MAPPING, BOUNDARY, RENAME, END,
+            ]
+            .contains(&section.name.as_str())
             {
                 return Err(invalid(format!(
                     "unknown section has the name of the known section [{}]",
@@ -141,6 +182,10 @@ impl TextWriter {
         if let Some(v) = value {
             let _ = writeln!(self.text, "{key} = {v}");
         }
+    }
+
+    fn word(&mut self, key: &str, word: &str) {
+        let _ = writeln!(self.text, "{key} = {word}");
     }
 
     fn hex(&mut self, key: &str, value: Option<u64>) {
@@ -179,7 +224,9 @@ impl TextWriter {
                     key.escape_debug()
                 )));
             }
-            if known.contains(&key.as_str()) {
+            // `lost-samples-cpu<N>` keys are known too: one would be read back as typed.
+            let per_cpu = section == SAMPLING && key.starts_with(LOST_SAMPLES_CPU);
+            if known.contains(&key.as_str()) || per_cpu {
                 return Err(invalid(format!(
                     "unknown key `{key}` in [{section}] has the name of a known one"
                 )));
