@@ -561,16 +561,9 @@ fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
     for pf in &m.processes {
         let info =
             MeasurementInfo::parse(&std::fs::read(pf.info.as_ref().unwrap()).unwrap()).unwrap();
-        let extra = |k: &str| {
-            info.counters
-                .extra
-                .iter()
-                .find(|f| f.key == k)
-                .map(|f| f.value.clone())
-        };
-        assert_eq!(extra("taskstats").as_deref(), Some("refused"));
-        match extra("source").as_deref() {
-            Some("\"proc\"") => from_proc += 1,
+        assert!(info.counters.taskstats_refused);
+        match info.counters.source {
+            Some(gmon_format::CounterSource::Proc) => from_proc += 1,
             None => assert_eq!(info.counters.user_cpu_ns, None),
             other => panic!("source {other:?}"),
         }
