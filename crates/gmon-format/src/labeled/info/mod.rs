@@ -149,7 +149,7 @@
 //!
 //! | key | value | meaning |
 //! |---|---|---|
-//! | `syscall`, `fault`, `interrupt`, `other`, … | number | samples whose kernel part was entered so: one key per [`BoundaryKind`](crate::BoundaryKind), named by [`BoundaryKind::as_str`](crate::BoundaryKind::as_str), in the order of [`BoundaryKind::ALL`](crate::BoundaryKind::ALL) |
+//! | `syscall`, `fault`, `interrupt`, `other`, … | number | samples whose kernel part was entered so: one key per [`BoundaryKind`], named by [`BoundaryKind::as_str`], in the order of [`BoundaryKind::ALL`] |
 //! | `user-only` | number | samples without kernel frames |
 //! | `kernel-only` | number | samples without user frames (kernel threads, exits) |
 //! | `stacks-file` | text | file name, in the measurement directory, of the process's sampled-stacks file; a single path component |
