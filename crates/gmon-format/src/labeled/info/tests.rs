@@ -1,3 +1,6 @@
+//! Unit tests of the info file, one or more per rule of its format. Longer than 800 lines
+//! because the format has many rules: the table of malformed files alone is a third of it.
+
 use super::*;
 use crate::error::{Error, ErrorKind};
 use crate::labeled::boundary::BoundaryKind;
