@@ -98,19 +98,10 @@ impl KernelSymbols {
         std::str::from_utf8(self.syms.symbol(i).name).ok()
     }
 
-    /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of
-    /// the two inside it when the outermost is a thunk or other unknown entry code.
+    /// The boundary kind of a kernel chain (innermost first), by gmon-format's one rule
+    /// ([`BoundaryKind::classify`]) on the names of its outermost frames.
     fn boundary(&self, kernel: &[u64]) -> BoundaryKind {
-        let mut kind = BoundaryKind::Other;
-        for &a in kernel.iter().rev().take(3) {
-            kind = self
-                .name(a)
-                .map_or(BoundaryKind::Other, BoundaryKind::from_entry_symbol);
-            if kind != BoundaryKind::Other {
-                break;
-            }
-        }
-        kind
+        BoundaryKind::classify(kernel.iter().rev().map(|&a| self.name(a)))
     }
 }
 
