@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use gmon_format::{Comm, ProcessCounters};
+use gmon_format::{Comm, CounterSource, ProcessCounters};
 
 use crate::aggregate::Aggregate;
 use crate::recording::{ProcCounters, Recording};
@@ -203,7 +203,7 @@ pub(crate) fn process_counters(
     p: &Process,
     reading: Option<&crate::recording::ProcReading>,
     tick_ns: u64,
-) -> (Option<ProcessCounters>, Option<&'static str>) {
+) -> (Option<ProcessCounters>, Option<CounterSource>) {
     let from_child = rec
         .child
         .as_ref()
@@ -225,9 +225,9 @@ pub(crate) fn process_counters(
                 }
                 max_counters(&mut c, &l);
             }
-            (Some(c), Some("taskstats"))
+            (Some(c), Some(CounterSource::Taskstats))
         }
-        (None, Some(l)) => (Some(proc_counters(l, tick_ns)), Some("proc")),
+        (None, Some(l)) => (Some(proc_counters(l, tick_ns)), Some(CounterSource::Proc)),
         (None, None) => (None, None),
     }
 }

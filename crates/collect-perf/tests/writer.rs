@@ -190,20 +190,8 @@ fn a_hand_made_recording_and_machine_are_written_and_read_back() {
             (0xffff_ffff_8100_0010, 0xffff_ffff_8100_1020, 2)
         ]
     );
-    let boundary = info
-        .extra_sections
-        .iter()
-        .find(|s| s.name == "boundary")
-        .unwrap();
-    let count = |key: &str| {
-        boundary
-            .fields
-            .iter()
-            .find(|f| f.key == key)
-            .map(|f| f.value.clone())
-    };
-    assert_eq!(count(BoundaryKind::Syscall.as_str()).as_deref(), Some("2"));
-    assert_eq!(count("user-only").as_deref(), Some("3"));
+    assert_eq!(info.boundary.entries.get(&BoundaryKind::Syscall), Some(&2));
+    assert_eq!(info.boundary.user_only, Some(3));
     let stacks = std::fs::read(pf.stacks.as_ref().unwrap()).unwrap();
     let records: Vec<_> = Stacks::parse(&stacks)
         .unwrap()
