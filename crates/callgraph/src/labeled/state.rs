@@ -63,9 +63,6 @@ pub(super) struct Region {
     pub(super) pseudo_used: bool,
     /// The symbols used (with samples or arcs).
     pub(super) used: BTreeMap<usize, ()>,
-    /// Synthetic address of the pseudo-function and of each placed symbol.
-    pub(super) pseudo_at: u64,
-    pub(super) placed: BTreeMap<usize, u64>,
 }
 
 /// A resolved address: a region, a symbol of its table (or its pseudo-function) and an offset.
@@ -95,8 +92,9 @@ pub(super) struct MappedRange {
 #[derive(Debug)]
 pub(super) struct Space {
     pub(super) label: String,
-    /// Whether this is system-wide kernel work (`kernel:`, `other:`), not a process.
-    pub(super) system: bool,
+    /// The process's pid and command name (its file set's); `None` for system-wide kernel
+    /// work (`kernel:`, `other:`).
+    pub(super) process: Option<(u32, String)>,
     pub(super) mappings: Vec<MappedRange>,
     pub(super) info: Option<MeasurementInfo>,
     pub(super) kernel: Option<usize>,
