@@ -1,13 +1,17 @@
-//! Fuzz body for kallsyms snapshots: any bytes parse or fail with the line at fault, and what
-//! parses gives a symbol table of its text symbols in address order, which the compact lookup
-//! table pkgprof uses repeats symbol for symbol, extent for extent.
+//! Fuzz body for kallsyms snapshots (gmon-format's one parser and both of its readers): any
+//! bytes parse or fail with the line at fault; reading a block at a time is parsing the whole;
+//! each option leaves out exactly the symbols it names; and what the report parses gives a
+//! symbol table of its text symbols in address order, which the compact lookup table pkgprof
+//! uses repeats symbol for symbol, extent for extent.
 
 use std::path::Path;
 
 use callgraph::KernelSymbols;
+use gmon_format::kallsyms::{Kallsyms, KallsymsOptions, PADDING_PREFIX};
 
 /// Parses `data` as a kallsyms snapshot and checks what it reads.
 pub fn run(data: &[u8]) {
+    run_options(data);
     let symbols = match KernelSymbols::parse(Path::new("kallsyms"), data) {
         Ok(s) => s,
         Err(e) => {
@@ -43,5 +47,36 @@ pub fn run(data: &[u8]) {
     );
     if let Some(first) = table.symbols().first() {
         assert_eq!(table.lookup(first.address), Some(0));
+    }
+}
+
+/// The parser's options: the collector's choice keeps exactly the lenient parse's text
+/// symbols with real addresses and no padding, and block reading agrees with parsing.
+fn run_options(data: &[u8]) {
+    let mut lenient = KallsymsOptions::default();
+    lenient.skip_malformed = true;
+    let all = Kallsyms::parse(data, &lenient).expect("a lenient parse never fails");
+    let entry =
+        Kallsyms::parse(data, &KallsymsOptions::entry_code()).expect("a lenient parse never fails");
+    let want = all
+        .symbols()
+        .filter(|s| s.is_text() && s.address != 0 && !s.name.starts_with(PADDING_PREFIX));
+    assert!(entry.symbols().eq(want));
+    let strict = Kallsyms::parse(data, &KallsymsOptions::default());
+    match (
+        &strict,
+        Kallsyms::read_from(data, &KallsymsOptions::default()),
+    ) {
+        (Ok(a), Ok(b)) => {
+            assert!(a.symbols().eq(b.symbols()));
+            assert!(a.symbols().eq(all.symbols()));
+        }
+        (Err(a), Err(b)) => assert!(
+            a.to_string() == b.to_string() || b.to_string().contains("longer than 64 KiB"),
+            "{a} / {b}"
+        ),
+        // Only block reading refuses lines longer than 64 KiB.
+        (Ok(_), Err(b)) => assert!(b.to_string().contains("longer than 64 KiB"), "{b}"),
+        (Err(a), Ok(_)) => panic!("parse fails ({a}) where reading succeeds"),
     }
 }

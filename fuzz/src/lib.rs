@@ -12,6 +12,7 @@ pub mod latency;
 pub mod manifest;
 pub mod measurement;
 pub mod name;
+pub mod perf_data;
 pub mod procfs;
 pub mod stacks;
 pub mod sum;

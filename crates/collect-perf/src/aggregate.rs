@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gmon_format::BoundaryKind;
+use gmon_format::kallsyms::{Kallsyms, KallsymsOptions};
 
 use crate::recording::{
     CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
@@ -49,37 +50,23 @@ impl Default for AggregateOptions {
 }
 
 /// The kernel's text symbols (a `/proc/kallsyms` snapshot, kept verbatim for the measurement),
-/// for classifying how each sample entered the kernel.
+/// for classifying how each sample entered the kernel: gmon-format's kallsyms parser with
+/// [`KallsymsOptions::entry_code`] (text symbols with real addresses, no `__pfx_` padding, so an
+/// address in a function's padding belongs to the function before it), sorted by address.
 #[derive(Debug, Clone, Default)]
 pub struct KernelSymbols {
     text: String,
-    /// (address, start and end of the name in `text`), sorted.
-    syms: Vec<(u64, u32, u32)>,
+    syms: Kallsyms,
 }
 
 impl KernelSymbols {
     /// Indexes the text of a `/proc/kallsyms` snapshot (`ffffffff81000000 T _stext` lines).
-    /// Addresses that read as 0 (hidden by `kernel.kptr_restrict`) give no symbols.
+    /// Addresses that read as 0 (hidden by `kernel.kptr_restrict`) give no symbols; malformed
+    /// lines are skipped.
     pub fn parse(text: String) -> KernelSymbols {
-        let mut syms = Vec::new();
-        let mut at = 0usize;
-        for line in text.split_inclusive('\n') {
-            let mut f = line.split_whitespace();
-            if let (Some(a), Some(t), Some(name)) = (f.next(), f.next(), f.next())
-                && let Ok(a) = u64::from_str_radix(a, 16)
-                && matches!(t, "t" | "T" | "w" | "W")
-                && a != 0
-                && !name.starts_with("__pfx_")
-            {
-                // Safety of the arithmetic: `name` is a subslice of `line`, itself of `text`.
-                let start = at + (name.as_ptr() as usize - line.as_ptr() as usize);
-                if let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(start + name.len())) {
-                    syms.push((a, s, e));
-                }
-            }
-            at += line.len();
-        }
-        syms.sort_unstable();
+        let mut syms =
+            Kallsyms::parse(text.as_bytes(), &KallsymsOptions::entry_code()).unwrap_or_default();
+        syms.sort_by_key(|s| s.address);
         KernelSymbols { text, syms }
     }
 
@@ -99,10 +86,11 @@ impl KernelSymbols {
         self.syms.is_empty()
     }
 
+    /// The name of the last symbol at or below `addr` (of several at one address, the last
+    /// in the file).
     fn name(&self, addr: u64) -> Option<&str> {
-        let i = self.syms.partition_point(|s| s.0 <= addr);
-        let &(_, s, e) = self.syms.get(i.checked_sub(1)?)?;
-        self.text.get(s as usize..e as usize)
+        let i = self.syms.last_at_or_below(addr)?;
+        std::str::from_utf8(self.syms.symbol(i).name).ok()
     }
 
     /// The boundary kind of a kernel chain (innermost first): its outermost frame, or one of

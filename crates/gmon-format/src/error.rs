@@ -134,6 +134,13 @@ pub enum ErrorKind {
         /// What is wrong.
         message: String,
     },
+    /// A malformed line in a kallsyms snapshot ([`crate::kallsyms`]).
+    Kallsyms {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl Error {
@@ -175,6 +182,11 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+
+    /// What went wrong, by value (to keep a foreign error as another crate's source).
+    pub fn into_kind(self) -> ErrorKind {
+        self.kind
     }
 }
 
@@ -262,6 +274,7 @@ impl fmt::Display for Error {
                 write!(f, "latency file line {line}: {message}")
             }
             ErrorKind::Manifest { line, message } => write!(f, "line {line}: {message}"),
+            ErrorKind::Kallsyms { line, message } => write!(f, "line {line}: {message}"),
             ErrorKind::File(e) => write!(f, "{e}"),
         }?;
         if let Some(offset) = self.offset {

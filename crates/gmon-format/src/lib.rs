@@ -54,6 +54,7 @@
 
 mod dump;
 mod error;
+pub mod kallsyms;
 pub mod labeled;
 mod layout;
 mod read;
@@ -65,6 +66,7 @@ mod test_util;
 
 pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
+pub use kallsyms::{Kallsyms, KallsymsOptions, KallsymsSymbol};
 pub use labeled::{
     ArcCounts, BoundaryKind, Comm, Field, FileKind, Frames, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
     INSTANCE_SEPARATOR, KernelInfo, MANIFEST_NAME, Manifest, ManifestEntry, Mapping, Measurement,

@@ -1,23 +1,28 @@
 //! perf.data records → collect-perf's records, fed one at a time to its aggregator, then
 //! written as a measurement.
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use collect_perf::{
     AggregateOptions, Aggregator, Output, Recording, SideBand, SideRecord, UserRegs, WriteOptions,
     WriteSummary, write_measurement_to,
 };
+use linux_perf_data::linux_perf_event_reader::constants::PERF_RECORD_MISC_MMAP_BUILD_ID;
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
+    CpuMode, EventRecord, Mmap2FileId, PerfEventType, RecordType, SamplingPolicy,
+    SoftwareCounterType,
 };
 use linux_perf_data::{DsoKey, PerfFileReader, PerfFileRecord};
 use safe_fs::ReadOptions;
 
 use crate::error::{Error, Result};
 use crate::kernel::{self, KernelSymbolsSource};
+use collect_perf::KernelSymbols;
 
 /// How [`import_file`] and [`import_reader`] convert.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +66,11 @@ pub fn is_perf_data(bytes: &[u8]) -> bool {
 /// Returns an error naming the file if it is not a regular file, is not perf.data or is
 /// damaged, holds no cpu-clock or task-clock samples, or if the measurement cannot be written.
 pub fn import_file(path: &Path, options: &ImportOptions, out: Output) -> Result<Imported> {
+    // No size cap: perf.data files of gigabytes are ordinary, and nothing holds the file. The
+    // reader keeps one round of records (perf ends one per ring flush; a file without rounds is
+    // held whole, in proportion to its records), the feature sections as far as the file holds
+    // them, and the aggregate: memory follows content, not the sizes a header claims
+    // (vendor/linux-perf-data/README.pkgprof.md).
     let (file, _) = safe_fs::open(path, &ReadOptions::default().with_max_bytes(u64::MAX))?;
     // The header's size field: 16 in pipe mode (magic and size only), 104 in a seekable file.
     let mut head = [0u8; 16];
@@ -68,17 +78,55 @@ pub fn import_file(path: &Path, options: &ImportOptions, out: Output) -> Result<
         Ok(()) => u64::from_le_bytes(head[8..16].try_into().unwrap_or_default()) == 16,
         Err(_) => false,
     };
+    let reader = Tracked::new(BufReader::with_capacity(1 << 16, file));
+    let at = reader.position();
     let parse = |source| Error::Parse {
         path: path.to_owned(),
+        offset: at.get(),
         source,
     };
-    let reader = BufReader::with_capacity(1 << 16, file);
     if pipe {
         let r = PerfFileReader::parse_pipe(reader).map_err(parse)?;
-        convert(r, path, options, out)
+        convert(r, path, &at, options, out)
     } else {
         let r = PerfFileReader::parse_file(reader).map_err(parse)?;
-        convert(r, path, options, out)
+        convert(r, path, &at, options, out)
+    }
+}
+
+/// A reader that says how far it has been read (or sought), for the byte offsets of errors.
+pub(crate) struct Tracked<R> {
+    inner: R,
+    at: Rc<Cell<u64>>,
+}
+
+impl<R> Tracked<R> {
+    pub(crate) fn new(inner: R) -> Tracked<R> {
+        Tracked {
+            inner,
+            at: Rc::default(),
+        }
+    }
+
+    /// The offset, shared: it moves as the reader is read.
+    pub(crate) fn position(&self) -> Rc<Cell<u64>> {
+        Rc::clone(&self.at)
+    }
+}
+
+impl<R: Read> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.at.set(self.at.get().saturating_add(n as u64));
+        Ok(n)
+    }
+}
+
+impl<R: Seek> Seek for Tracked<R> {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        let at = self.inner.seek(to)?;
+        self.at.set(at);
+        Ok(at)
     }
 }
 
@@ -92,13 +140,14 @@ pub fn import_reader(
     options: &ImportOptions,
     out: Output,
 ) -> Result<Imported> {
-    let r = PerfFileReader::parse_pipe(BufReader::with_capacity(1 << 16, reader)).map_err(
-        |source| Error::Parse {
-            path: name.to_owned(),
-            source,
-        },
-    )?;
-    convert(r, name, options, out)
+    let reader = Tracked::new(BufReader::with_capacity(1 << 16, reader));
+    let at = reader.position();
+    let r = PerfFileReader::parse_pipe(reader).map_err(|source| Error::Parse {
+        path: name.to_owned(),
+        offset: at.get(),
+        source,
+    })?;
+    convert(r, name, &at, options, out)
 }
 
 /// perf's callchain context markers: the frames after one come from that context.
@@ -116,12 +165,59 @@ const PROT_EXEC: u32 = 4;
 /// (`kernel.perf_event_max_stack`'s default).
 const DEFAULT_MAX_STACK: u16 = 127;
 
+/// How the kernel symbols of a file are found, from the kernel build-id and release it records.
+pub(crate) type FindKernel<'a> =
+    &'a dyn Fn(Option<&[u8]>, Option<&str>) -> Result<(KernelSymbols, KernelSymbolsSource)>;
+
+/// What a perf.data file converts to, before anything is written.
+pub(crate) struct Converted {
+    pub(crate) rec: Recording,
+    pub(crate) aggregate: collect_perf::Aggregate,
+    pub(crate) other_samples: u64,
+    pub(crate) source: KernelSymbolsSource,
+}
+
+/// Converts, then writes with collect-perf's measurement writer.
 fn convert<R: Read>(
     reader: PerfFileReader<R>,
     path: &Path,
+    at: &Cell<u64>,
     options: &ImportOptions,
     out: Output,
 ) -> Result<Imported> {
+    let find: FindKernel<'_> =
+        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
+    let c = read_records(reader, path, at, options, find)?;
+    let mut notes = Vec::new();
+    if let Some(n) = c.source.note() {
+        notes.push(n);
+    }
+    if c.other_samples > 0 {
+        notes.push(format!(
+            "{} samples of events other than cpu-clock and task-clock left out",
+            c.other_samples
+        ));
+    }
+    let written = write_measurement_to(&c.rec, &c.aggregate, &WriteOptions::default(), out)?;
+    Ok(Imported {
+        written,
+        samples: c.rec.sample_count,
+        other_samples: c.other_samples,
+        lost: c.rec.lost,
+        kernel_symbols: c.source,
+        notes,
+    })
+}
+
+/// Reads every record of `reader` into the collector's aggregator; `find` gives the kernel
+/// symbols, `at` how far the file has been read (for errors).
+pub(crate) fn read_records<R: Read>(
+    reader: PerfFileReader<R>,
+    path: &Path,
+    at: &Cell<u64>,
+    options: &ImportOptions,
+    find: FindKernel<'_>,
+) -> Result<Converted> {
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
@@ -156,11 +252,7 @@ fn convert<R: Read>(
     let build_ids = perf_file.build_ids().unwrap_or_default();
     let kernel_build_id = build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone());
     let release = perf_file.os_release().ok().flatten().map(str::to_owned);
-    let (ksyms, source) = kernel::find(
-        options.kallsyms.as_deref(),
-        kernel_build_id.as_deref(),
-        release.as_deref(),
-    )?;
+    let (ksyms, source) = find(kernel_build_id.as_deref(), release.as_deref())?;
     // The build-ids perf recorded for the objects samples hit, by path: MMAP2 records carry
     // an inode unless recorded with --buildid-mmap.
     let by_path: HashMap<Vec<u8>, Vec<u8>> = build_ids
@@ -189,6 +281,7 @@ fn convert<R: Read>(
     let damaged = |what: &'static str| {
         move |source| Error::Record {
             path: path.to_owned(),
+            offset: at.get(),
             what,
             source,
         }
@@ -200,6 +293,7 @@ fn convert<R: Read>(
             Err(source) => {
                 return Err(Error::Parse {
                     path: path.to_owned(),
+                    offset: at.get(),
                     source,
                 });
             }
@@ -209,6 +303,18 @@ fn convert<R: Read>(
         };
         let time = record.timestamp().unwrap_or(0);
         let cpu = record.common_data().ok().and_then(|c| c.cpu).unwrap_or(0);
+        // linux-perf-event-reader asserts, and so panics, on an MMAP2 build-id of more than
+        // 20 bytes (its length is the byte after pid, tid, address, length and offset): such
+        // a record is damaged.
+        if record.record_type == RecordType::MMAP2
+            && record.misc & PERF_RECORD_MISC_MMAP_BUILD_ID != 0
+            && record
+                .data
+                .get(32..33)
+                .is_some_and(|b| b.as_slice()[0] > 20)
+        {
+            return Err(damaged("mmap2")(std::io::ErrorKind::InvalidData.into()));
+        }
         let kind = match record.parse().map_err(damaged("event"))? {
             EventRecord::Sample(s) => {
                 if !cpu_time.get(attr_index).copied().unwrap_or(false) {
@@ -365,22 +471,10 @@ fn convert<R: Read>(
         None => rec.start_time,
     };
     let aggregate = agg.finish(ksyms);
-    let mut notes = Vec::new();
-    if let Some(n) = source.note() {
-        notes.push(n);
-    }
-    if other_samples > 0 {
-        notes.push(format!(
-            "{other_samples} samples of events other than cpu-clock and task-clock left out"
-        ));
-    }
-    let written = write_measurement_to(&rec, &aggregate, &WriteOptions::default(), out)?;
-    Ok(Imported {
-        written,
-        samples: rec.sample_count,
+    Ok(Converted {
+        rec,
+        aggregate,
         other_samples,
-        lost: rec.lost,
-        kernel_symbols: source,
-        notes,
+        source,
     })
 }

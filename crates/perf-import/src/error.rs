@@ -13,19 +13,24 @@ pub enum Error {
     #[error(transparent)]
     Open(#[from] safe_fs::Error),
     /// The file is not perf.data, or is damaged.
-    #[error("{path}: not a readable perf.data file")]
+    #[error("{path}: not a readable perf.data file (damage found at byte {offset})")]
     Parse {
         /// The file (`-` for standard input).
         path: PathBuf,
+        /// How far the reader had read when it found the damage.
+        offset: u64,
         /// What the reader said.
         #[source]
         source: linux_perf_data::Error,
     },
     /// A record of the file could not be decoded.
-    #[error("{path}: damaged {what} record")]
+    #[error("{path}: damaged {what} record (found by byte {offset})")]
     Record {
         /// The file.
         path: PathBuf,
+        /// How far the reader had read when it found the damage (records are read a round
+        /// ahead, so the record lies before).
+        offset: u64,
         /// The record type.
         what: &'static str,
         /// What the decoder said.

@@ -46,6 +46,9 @@
 mod convert;
 mod error;
 #[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing;
+#[cfg(target_os = "linux")]
 mod kernel;
 
 pub use error::{Error, Result};
