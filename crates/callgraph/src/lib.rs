@@ -158,8 +158,8 @@ pub use input::{
 };
 pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
-    AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
-    relabel_symspecs, write_process_header, write_symbol_image,
+    AddressNames, BoundaryKind, ProcessLabels, ProcessSelection, ProcessSummary, Seamless,
+    SeamlessOptions, relabel_symspecs, write_process_header, write_symbol_image,
 };
 pub use latency::{
     LatencyOptions, latency_diff_plot, latency_plot, write_blocking_report, write_latency_diff,
@@ -167,7 +167,7 @@ pub use latency::{
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
-pub use measurement_model::{ProcessLabels, measurement_model};
+pub use measurement_model::measurement_model;
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};

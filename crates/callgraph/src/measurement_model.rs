@@ -3,8 +3,8 @@
 
 use profile_model::{MergeOptions, Profile, ProfileBuilder};
 
-use crate::Seamless;
 use crate::gprof_view::HISTOGRAM;
+use crate::labeled::Seamless;
 
 /// The profile model of a seamless profile, for exports and diffs: [`Seamless::model`]
 /// without what only the gprof listings read.
@@ -35,21 +35,4 @@ pub fn measurement_model(seamless: &Seamless) -> Profile {
     let mut b = ProfileBuilder::new();
     b.add_profile(model, &options);
     b.build()
-}
-
-/// How [`crate::Seamless::build`] labels the functions of a process in its model
-/// ([`crate::SeamlessOptions::labels`]). The system-wide kernel profiles keep `kernel` and
-/// `other` in every style.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ProcessLabels {
-    /// As the listings label them: `137u`, `137k`. The default.
-    #[default]
-    Pid,
-    /// By side alone: `u`, `k` — for comparing one process with one of another run, whose pid
-    /// differs.
-    Side,
-    /// By command name and side: `prog/u`, `prog/k` — for comparing whole systems across
-    /// runs, where processes get other pids but keep their names.
-    Comm,
 }

@@ -10,9 +10,9 @@ use profile_model::{
     ProfileBuilder, Side as ModelSide, ValueKind,
 };
 
+use super::ProcessLabels;
 use super::state::{Builder, Loc, Side, Table, What};
 use crate::gprof_view::{HISTOGRAM, SYNTHETIC_BASE};
-use crate::measurement_model::ProcessLabels;
 
 /// The largest offset into one symbol the synthetic space keeps; anything further is placed at
 /// this offset, so that a damaged object whose symbol spans most of the address space cannot

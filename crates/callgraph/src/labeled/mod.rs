@@ -99,7 +99,6 @@ use profile_model::Profile;
 
 use crate::error::{Error, Result};
 use crate::gprof_view::{GprofView, gprof_view};
-use crate::measurement_model::ProcessLabels;
 
 pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
@@ -186,6 +185,23 @@ impl Default for SeamlessOptions {
             labels: ProcessLabels::Pid,
         }
     }
+}
+
+/// How [`Seamless::build`] labels the functions of a process in its model
+/// ([`SeamlessOptions::labels`]). The system-wide kernel profiles keep `kernel` and
+/// `other` in every style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProcessLabels {
+    /// As the listings label them: `137u`, `137k`. The default.
+    #[default]
+    Pid,
+    /// By side alone: `u`, `k` — for comparing one process with one of another run, whose pid
+    /// differs.
+    Side,
+    /// By command name and side: `prog/u`, `prog/k` — for comparing whole systems across
+    /// runs, where processes get other pids but keep their names.
+    Comm,
 }
 
 /// One process of a seamless profile, for the header.
