@@ -8,8 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use gmon_format::{
-    ArcCounts, BoundaryKind, Comm, Endian, Field, HistogramUnit, Mapping as InfoMapping,
-    MeasurementInfo, ProcessCounters, ProfileName, SECONDS, SampleRate, Section, Stack,
+    ArcCounts, BoundaryKind, Comm, CounterSource, Endian, HistogramUnit, Mapping as InfoMapping,
+    MeasurementInfo, ProcessCounters, ProfileName, Rename, SECONDS, SampleRate, Stack,
     StacksWriter, write_sampled_profile,
 };
 
@@ -592,77 +592,44 @@ pub fn write_measurement_to(
             UnderSampled::No => {}
         }
         let mut c = counters.unwrap_or_default();
-        if let Some(source) = source {
-            c.extra.push(Field::new("source", format!("\"{source}\"")));
-        }
-        if rec.taskstats_refused.is_some() {
-            c.extra.push(Field::new("taskstats", "refused"));
-        }
+        c.source = source;
+        c.taskstats_refused = rec.taskstats_refused.is_some();
         info.counters = c;
         info.mappings = mappings;
-        info.sampling.event = Some("cpu-clock".into());
-        info.sampling.rate = Some(SampleRate::Frequency(rec.frequency));
-        info.sampling.period_unit = Some("ns".into());
-        info.sampling.arcs = Some(ArcCounts::SampledEdges);
-        info.sampling.lost_samples = Some(rec.lost_samples());
-        for (cpu, n) in &lost_by_cpu {
-            info.sampling
-                .extra
-                .push(Field::new(format!("lost-samples-cpu{cpu}"), n.to_string()));
-        }
-        info.sampling.throttled = Some(rec.throttled);
-        info.sampling
-            .extra
-            .push(Field::new("truncated-stacks", truncated.to_string()));
-        for end in StackEnd::TRUNCATED {
-            info.sampling.extra.push(Field::new(
-                format!("truncated-{}", end.as_str()),
-                set.truncated.get(&end).copied().unwrap_or(0).to_string(),
-            ));
-        }
-        info.sampling
-            .extra
-            .push(Field::new("stack-size", rec.user_stack_bytes.to_string()));
-        info.sampling
-            .extra
-            .push(Field::new("max-stack", rec.max_stack.to_string()));
+        let s = &mut info.sampling;
+        s.event = Some("cpu-clock".into());
+        s.rate = Some(SampleRate::Frequency(rec.frequency));
+        s.period_unit = Some("ns".into());
+        s.arcs = Some(ArcCounts::SampledEdges);
+        s.lost_samples = Some(rec.lost_samples());
+        s.lost_samples_by_cpu = lost_by_cpu.clone();
+        s.throttled = Some(rec.throttled);
+        s.truncated_stacks = Some(truncated);
+        let truncated_by = |end| Some(set.truncated.get(&end).copied().unwrap_or(0));
+        s.truncated_stack_copy = truncated_by(StackEnd::StackCopy);
+        s.truncated_callchain_limit = truncated_by(StackEnd::CallchainLimit);
+        s.truncated_unwind_info = truncated_by(StackEnd::UnwindInfo);
+        s.stack_size = Some(u64::from(rec.user_stack_bytes));
+        s.max_stack = Some(u64::from(rec.max_stack));
         info.kernel.release = release.clone();
         info.kernel.build_id = kernel_build_id.clone();
         info.kernel.symbols_file = Some(symbols_file.clone());
         let name = |n: ProfileName| n.with_instance(*instance);
-        let stacks_name = name(ProfileName::stacks(*pid, comm.clone())).file_name();
-        let mut boundary: BTreeMap<BoundaryKind, u64> = BTreeMap::new();
+        let b = &mut info.boundary;
+        // Every kind is written, those without samples as 0.
+        b.entries = BoundaryKind::ALL.iter().map(|&k| (k, 0)).collect();
         for ((_, _, kind, _), (samples, _)) in &set.stacks {
             if let Some(kind) = kind {
-                *boundary.entry(*kind).or_default() += samples;
+                *b.entries.entry(*kind).or_default() += samples;
             }
         }
-        let mut fields: Vec<Field> = BoundaryKind::ALL
-            .iter()
-            .map(|k| {
-                Field::new(
-                    k.as_str(),
-                    boundary.get(k).copied().unwrap_or(0).to_string(),
-                )
-            })
-            .collect();
-        fields.push(Field::new("user-only", set.user_only.to_string()));
-        fields.push(Field::new("kernel-only", set.kernel_only.to_string()));
-        fields.push(Field::new("stacks-file", quoted(&stacks_name)));
-        info.extra_sections.push(Section {
-            name: "boundary".into(),
-            fields,
-        });
+        b.user_only = Some(set.user_only);
+        b.kernel_only = Some(set.kernel_only);
+        b.stacks_file = Some(name(ProfileName::stacks(*pid, comm.clone())).file_name());
         // Names a thread gave itself (prctl PR_SET_NAME) while this image ran, in order.
         for (time, tid, new) in renames {
-            info.extra_sections.push(Section {
-                name: "rename".into(),
-                fields: vec![
-                    Field::new("monotonic-ns", time.to_string()),
-                    Field::new("tid", tid.to_string()),
-                    Field::new("comm", quoted(new)),
-                ],
-            });
+            let new = Comm::new(new.as_bytes()).map_err(|e| gmon_error("a thread name", e))?;
+            info.renames.push(Rename::new(*time, *tid, new));
         }
 
         let user = gmon_bytes(&set.user, rate)?;
@@ -727,20 +694,6 @@ pub fn write_measurement_to(
     Ok(summary)
 }
 
-/// A string value of the info file: in double quotes, `"` and `\` escaped.
-fn quoted(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('"');
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
-            q.push('\\');
-        }
-        q.push(c);
-    }
-    q.push('"');
-    q
-}
-
 /// The counters of process `p` and where they come from.
 ///
 /// A process that ended, whose tasks' taskstats exit records all came (root), has their sum,
@@ -756,7 +709,7 @@ fn process_counters(
     p: &Process,
     reading: Option<&crate::recording::ProcReading>,
     tick_ns: u64,
-) -> (Option<ProcessCounters>, Option<&'static str>) {
+) -> (Option<ProcessCounters>, Option<CounterSource>) {
     let from_child = rec
         .child
         .as_ref()
@@ -778,9 +731,9 @@ fn process_counters(
                 }
                 max_counters(&mut c, &l);
             }
-            (Some(c), Some("taskstats"))
+            (Some(c), Some(CounterSource::Taskstats))
         }
-        (None, Some(l)) => (Some(proc_counters(l, tick_ns)), Some("proc")),
+        (None, Some(l)) => (Some(proc_counters(l, tick_ns)), Some(CounterSource::Proc)),
         (None, None) => (None, None),
     }
 }

@@ -12,7 +12,8 @@ use collect_perf::{
     write_measurement,
 };
 use gmon_format::{
-    AddressSize, BoundaryKind, Endian, MeasurementInfo, Profile, ReadOptions, Record, Stacks, scan,
+    AddressSize, BoundaryKind, CounterSource, Endian, MeasurementInfo, Profile, ReadOptions,
+    Record, Stacks, scan,
 };
 
 mod common;
@@ -78,24 +79,6 @@ fn gmon(path: &Path) -> (u64, Vec<(u64, u64, u64)>) {
 
 fn info(path: &Path) -> MeasurementInfo {
     MeasurementInfo::parse(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn field<'a>(info: &'a MeasurementInfo, section: &str, key: &str) -> Option<&'a str> {
-    let fields = match section {
-        "counters" => &info.counters.extra,
-        "sampling" => &info.sampling.extra,
-        _ => {
-            &info
-                .extra_sections
-                .iter()
-                .find(|s| s.name == section)?
-                .fields
-        }
-    };
-    fields
-        .iter()
-        .find(|f| f.key == key)
-        .map(|f| f.value.as_str())
 }
 
 /// The names of the files in `dir`, sorted.
@@ -246,8 +229,8 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
         "{kinds:?} for {kernel_samples} kernel samples"
     );
     assert_eq!(
-        field(&inf, "boundary", "syscall"),
-        Some(syscall.to_string().as_str())
+        inf.boundary.entries.get(&BoundaryKind::Syscall).copied(),
+        Some(syscall)
     );
 
     // The samples account for the exact CPU time the kernel measured (the run's taskstats
@@ -285,10 +268,7 @@ fn syscall_workload_files_show_the_read_caller_and_the_time_split() {
     // A sample can land where the unwinder cannot go on (rarely: 1 in 800 seen); the info
     // file reports exactly what the summary counted, and it stays rare.
     let truncated = m.summary.unwind.truncated();
-    assert_eq!(
-        field(&inf, "sampling", "truncated-stacks"),
-        Some(truncated.to_string().as_str())
-    );
+    assert_eq!(inf.sampling.truncated_stacks, Some(truncated));
     assert!(
         truncated * 100 <= m.summary.unwind.user_samples,
         "{truncated} truncated stacks of {}",
@@ -353,7 +333,7 @@ fn forked_children_and_threads_get_their_files() {
     // tick-sampled and under load missed a quarter of it).
     let ms = scan(&m.dir).unwrap();
     let inf = info(ms.processes[0].info.as_ref().unwrap());
-    assert_eq!(field(&inf, "counters", "source"), Some("\"taskstats\""));
+    assert_eq!(inf.counters.source, Some(CounterSource::Taskstats));
     let cpu = inf.counters.user_cpu_ns.unwrap() + inf.counters.system_cpu_ns.unwrap();
     assert!(
         (1_100_000_000..2_500_000_000).contains(&cpu),
@@ -408,11 +388,7 @@ fn exec_gives_a_new_file_set_and_storm_children_all_appear() {
         let inf = info(&m.dir.join(format!("gmon.out.{pid}.{comm}")));
         let c = &inf.counters;
         // The launched parent's too (raised to its /proc reading taken as a zombie).
-        assert_eq!(
-            field(&inf, "counters", "source"),
-            Some("\"taskstats\""),
-            "{pid}"
-        );
+        assert_eq!(inf.counters.source, Some(CounterSource::Taskstats), "{pid}");
         let own = c.user_cpu_ns.unwrap() + c.system_cpu_ns.unwrap();
         assert!(own < 2_000_000_000, "{pid}: {own} ns");
         assert!(c.minor_faults.unwrap() >= 1, "{pid}: {c:?}");

@@ -25,7 +25,7 @@ fn random_file(rng: &mut Rng) -> (Vec<u8>, Vec<Fields>) {
             .map(|_| 0xffff_ffff_8000_0000 | rng.next() >> 34)
             .collect();
         let user: Vec<u64> = (0..nu).map(|_| rng.next() >> 17).collect();
-        let boundary = match rng.below(5) {
+        let boundary = match rng.below(BoundaryKind::ALL.len() as u64 + 1) {
             0 => None,
             k => Some(BoundaryKind::ALL[k as usize - 1]),
         };

@@ -561,16 +561,9 @@ fn without_taskstats_counters_come_from_proc_and_pkgmon_says_so() {
     for pf in &m.processes {
         let info =
             MeasurementInfo::parse(&std::fs::read(pf.info.as_ref().unwrap()).unwrap()).unwrap();
-        let extra = |k: &str| {
-            info.counters
-                .extra
-                .iter()
-                .find(|f| f.key == k)
-                .map(|f| f.value.clone())
-        };
-        assert_eq!(extra("taskstats").as_deref(), Some("refused"));
-        match extra("source").as_deref() {
-            Some("\"proc\"") => from_proc += 1,
+        assert!(info.counters.taskstats_refused);
+        match info.counters.source {
+            Some(gmon_format::CounterSource::Proc) => from_proc += 1,
             None => assert_eq!(info.counters.user_cpu_ns, None),
             other => panic!("source {other:?}"),
         }
@@ -627,18 +620,8 @@ fn a_reused_pid_gets_a_file_set_and_a_label_of_its_own() {
         );
         let info =
             MeasurementInfo::parse(&std::fs::read(p.info.as_ref().unwrap()).unwrap()).unwrap();
-        let renames: Vec<&str> = info
-            .extra_sections
-            .iter()
-            .filter(|s| s.name == "rename")
-            .flat_map(|s| s.fields.iter().filter(|f| f.key == "comm"))
-            .map(|f| f.value.as_str())
-            .collect();
-        let want: &[&str] = if p.instance == 1 {
-            &["\"renamed\""]
-        } else {
-            &[]
-        };
+        let renames: Vec<&[u8]> = info.renames.iter().map(|r| r.comm.as_bytes()).collect();
+        let want: &[&[u8]] = if p.instance == 1 { &[b"renamed"] } else { &[] };
         assert_eq!(renames, want, "instance {}", p.instance);
     }
     for (label, samples_at_least) in [(pid.to_string(), 100), (format!("{pid}_1"), 100)] {

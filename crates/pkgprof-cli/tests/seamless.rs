@@ -209,20 +209,11 @@ fn info(pid: u32, comm: &str, argv: &[&str], o: &Objects) -> MeasurementInfo {
 }
 
 /// The collector's `[boundary]` section: samples per kind of kernel entry.
-fn boundary(counts: [u64; 4], stacks: &str) -> gmon_format::Section {
-    let mut fields: Vec<gmon_format::Field> = ["syscall", "fault", "interrupt", "other"]
-        .iter()
-        .zip(counts)
-        .map(|(k, n)| gmon_format::Field::new(*k, n.to_string()))
-        .collect();
-    fields.push(gmon_format::Field::new(
-        "stacks-file",
-        format!("\"{stacks}\""),
-    ));
-    gmon_format::Section {
-        name: "boundary".into(),
-        fields,
-    }
+fn boundary(counts: [u64; 4], stacks: &str) -> gmon_format::BoundaryCounts {
+    let mut b = gmon_format::BoundaryCounts::default();
+    b.entries = BoundaryKind::ALL.into_iter().zip(counts).collect();
+    b.stacks_file = Some(stacks.into());
+    b
 }
 
 /// The files of the measurement, by name.
@@ -344,7 +335,7 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
     files.insert("gmon.out.137k.reader".into(), kg.bytes());
     let mut text = Vec::new();
     let mut reader = info(137, "reader", &["reader", "-n", "100"], &o);
-    reader.extra_sections = vec![boundary([175, 10, 8, 0], "gmon.out.137s.reader")];
+    reader.boundary = boundary([175, 10, 8, 0], "gmon.out.137s.reader");
     reader.write(&mut text).unwrap();
     files.insert("gmon.out.137.reader".into(), text);
 
@@ -381,8 +372,8 @@ fn measurement() -> BTreeMap<String, Vec<u8>> {
     let mut text = Vec::new();
     let mut server = info(138, "server", &["server", "--port", "7"], &o);
     server.process.ppid = Some(137);
-    server.counters.extra = vec![gmon_format::Field::new("perf-context-switches", "15")];
-    server.extra_sections = vec![boundary([30, 0, 0, 0], "gmon.out.138s.server")];
+    server.counters.perf_context_switches = Some(15);
+    server.boundary = boundary([30, 0, 0, 0], "gmon.out.138s.server");
     server.write(&mut text).unwrap();
     files.insert("gmon.out.138.server".into(), text);
 

@@ -298,14 +298,14 @@ fn info(run: &Run) -> MeasurementInfo {
 }
 
 fn sampling_field(info: &MeasurementInfo, key: &str) -> u64 {
-    info.sampling
-        .extra
-        .iter()
-        .find(|f| f.key == key)
-        .unwrap_or_else(|| panic!("no {key} in [sampling]"))
-        .value
-        .parse()
-        .unwrap()
+    let s = &info.sampling;
+    match key {
+        "truncated-stacks" => s.truncated_stacks,
+        "truncated-stack-copy" => s.truncated_stack_copy,
+        "truncated-unwind-info" => s.truncated_unwind_info,
+        _ => panic!("no typed field for {key}"),
+    }
+    .unwrap_or_else(|| panic!("no {key} in [sampling]"))
 }
 
 /// The samples of a run's stacks file.

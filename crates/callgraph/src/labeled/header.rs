@@ -133,14 +133,10 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
         )?;
         // Where the collector took the counters from (`source`), and whether taskstats was
         // refused to it.
-        let field = |key: &str| {
-            c.and_then(|c| c.extra.iter().find(|f| f.key == key))
-                .map(|f| f.value.trim_matches('"').to_owned())
-        };
-        let refused = field("taskstats").is_some_and(|v| v == "refused");
-        if let Some(source) = field("source") {
+        if let Some(source) = c.and_then(|c| c.source) {
+            let refused = c.is_some_and(|c| c.taskstats_refused);
             let note = if refused { " (taskstats refused)" } else { "" };
-            writeln!(out, "    counters from:    {source}{note}")?;
+            writeln!(out, "    counters from:    {}{note}", source.as_str())?;
         }
         let rate = match s.and_then(|s| s.rate) {
             Some(gmon_format::SampleRate::Frequency(hz)) => format!(" at {hz} Hz"),
@@ -153,22 +149,20 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
         let event = s.and_then(|s| s.event.as_deref()).unwrap_or("-");
         // The collector's count of samples whose user stack could not be unwound to the end,
         // and why, when it says.
-        let sampling = |key: &str| {
-            s.and_then(|s| s.extra.iter().find(|f| f.key == key))
-                .map(|f| f.value.as_str())
-        };
-        let reasons: Vec<String> = [
-            ("truncated-stack-copy", "stack copy"),
-            ("truncated-callchain-limit", "callchain limit"),
-            ("truncated-unwind-info", "unwind info"),
-        ]
-        .iter()
-        .filter_map(|&(key, why)| {
-            let n = sampling(key)?;
-            (n != "0").then(|| format!("{n} {why}"))
-        })
-        .collect();
-        let truncated = sampling("truncated-stacks")
+        let reasons: Vec<String> = s
+            .map(|s| {
+                [
+                    (s.truncated_stack_copy, "stack copy"),
+                    (s.truncated_callchain_limit, "callchain limit"),
+                    (s.truncated_unwind_info, "unwind info"),
+                ]
+            })
+            .into_iter()
+            .flatten()
+            .filter_map(|(n, why)| n.filter(|&n| n != 0).map(|n| format!("{n} {why}")))
+            .collect();
+        let truncated = s
+            .and_then(|s| s.truncated_stacks)
             .map(|n| match reasons.is_empty() {
                 true => format!(", {n} truncated stacks"),
                 false => format!(", {n} truncated stacks ({})", reasons.join(", ")),
@@ -182,24 +176,26 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             num(s.and_then(|s| s.lost_samples)),
             num(s.and_then(|s| s.throttled))
         )?;
-        let kinds = [
-            BoundaryKind::Syscall,
-            BoundaryKind::Fault,
-            BoundaryKind::Interrupt,
-            BoundaryKind::Other,
-        ];
-        let entries: Vec<String> = kinds
+        let entries: Vec<String> = BoundaryKind::ALL
             .iter()
             .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
             .collect();
         writeln!(out, "    kernel entries:   {}", entries.join(", "))?;
+        // The perf-event counts of measurements written before November 2026, then what this
+        // version does not know.
         let fields: Vec<String> = c
-            .map(|c| &c.extra[..])
-            .unwrap_or_default()
-            .iter()
-            .filter(|f| f.key != "source" && f.key != "taskstats")
-            .map(|f| format!("{} {}", f.key, f.value))
-            .collect();
+            .map(|c| {
+                [
+                    ("perf-page-faults", c.perf_page_faults),
+                    ("perf-context-switches", c.perf_context_switches),
+                    ("perf-cpu-migrations", c.perf_cpu_migrations),
+                ]
+                .into_iter()
+                .filter_map(|(key, n)| Some(format!("{key} {}", n?)))
+                .chain(c.extra.iter().map(|f| format!("{} {}", f.key, f.value)))
+                .collect()
+            })
+            .unwrap_or_default();
         if !fields.is_empty() {
             writeln!(out, "    other counters:   {}", fields.join(", "))?;
         }

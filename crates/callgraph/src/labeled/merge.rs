@@ -172,19 +172,10 @@ impl Builder {
         }
         // The collector's own count of entries by kind, when it wrote one, is the full one
         // (boundary arcs are not read with --user).
-        let recorded = summary
-            .info
-            .as_ref()
-            .and_then(|i| i.extra_sections.iter().find(|s| s.name == "boundary"));
-        if let Some(section) = recorded {
-            let mut entries = BTreeMap::new();
-            for kind in BoundaryKind::ALL {
-                let value = section.fields.iter().find(|f| f.key == kind.as_str());
-                if let Some(n) = value.and_then(|f| f.value.parse::<u64>().ok()) {
-                    entries.insert(kind, n);
-                }
-            }
-            summary.entries = entries;
+        if let Some(info) = &summary.info
+            && !info.boundary.entries.is_empty()
+        {
+            summary.entries = info.boundary.entries.clone();
         }
         if self.options.stacks {
             let Some(path) = &files.stacks else {
@@ -281,7 +272,8 @@ impl Builder {
                 continue;
             }
             let name = self.symbol_name(to);
-            let kind = BoundaryKind::from_entry_symbol(&String::from_utf8_lossy(&name));
+            // A gmon file keeps only the outermost kernel frame of a boundary.
+            let kind = BoundaryKind::classify([Some(&*String::from_utf8_lossy(&name))]);
             *summary.entries.entry(kind).or_default() += a.count;
             let user = self.options.user && !self.spaces[space].mappings.is_empty();
             if kind == BoundaryKind::Interrupt {

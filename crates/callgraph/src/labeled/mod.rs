@@ -663,18 +663,4 @@ mod tests {
         // Without names, the entries cannot be classified.
         assert_eq!(s.processes[0].entries.get(&BoundaryKind::Other), Some(&2));
     }
-
-    #[test]
-    fn entries_are_classified_by_name() {
-        for (name, kind) in [
-            ("entry_SYSCALL_64_after_hwframe", BoundaryKind::Syscall),
-            ("do_syscall_64", BoundaryKind::Syscall),
-            ("asm_exc_page_fault", BoundaryKind::Fault),
-            ("asm_sysvec_apic_timer_interrupt", BoundaryKind::Interrupt),
-            ("asm_common_interrupt", BoundaryKind::Interrupt),
-            ("ret_from_fork_asm", BoundaryKind::Other),
-        ] {
-            assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
-        }
-    }
 }

@@ -159,13 +159,14 @@
 //!    summary: time blocked and runnable, sleeps by kernel site, wakers; with OSprof's
 //!    checksums (records received against counting-mode twins, lost records, unpaired calls).
 //!
-//! **Boundary kinds.** The outermost kernel frame of a sample is classified by its kernel
-//! symbol with [`BoundaryKind::from_entry_symbol`]:
+//! **Boundary kinds.** A sample's kernel chain is classified by the kernel symbols of its
+//! outermost frames with [`BoundaryKind::classify`], the one rule (the collector applies it
+//! when recording, a report to a boundary arc's entry symbol):
 //! `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*` are system calls;
 //! `asm_exc_*`, `exc_*` (page faults and other exceptions) faults; `asm_sysvec_*`,
 //! `sysvec_*`, `*_interrupt` interrupts; `ret_from_fork*` (a new thread's first return to
-//! user space) and anything else `other`. When the outermost frame is `other`, the collector
-//! looks at up to two frames further in (entry code sometimes ends in a thunk). A report must
+//! user space) and anything else `other`. When the outermost frame is `other`, it looks at up
+//! to two frames further in (entry code sometimes ends in a thunk). A report must
 //! not draw interrupt boundaries as calls from the user function: an interrupt's kernel time
 //! gets a `<spontaneous>`-style parent or a labelled pseudo-function.
 //!
@@ -176,6 +177,7 @@
 //! placeholder and last complete ([`MeasurementWriter`]); a report refuses a directory whose
 //! manifest is incomplete or does not match its files ([`Measurement::verify`]).
 
+mod boundary;
 mod name;
 mod sampled;
 mod scan;
@@ -185,9 +187,11 @@ pub mod latency;
 pub mod manifest;
 pub mod stacks;
 
+pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
-    ArcCounts, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
-    ProcessCounters, ProcessInfo, SampleRate, SamplingInfo, Section,
+    ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
+    KernelInfo, Mapping, MeasurementInfo, ProcessCounters, ProcessInfo, Rename, SampleRate,
+    SamplingInfo, Section,
 };
 pub use manifest::{
     MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,
@@ -199,6 +203,6 @@ pub use name::{
 pub use sampled::{sampled_sum, write_sampled_profile};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
 pub use stacks::{
-    BoundaryKind, Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord,
-    StackRecords, Stacks, StacksHeader, StacksWriter,
+    Frames, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, Stack, StackRecord, StackRecords, Stacks,
+    StacksHeader, StacksWriter,
 };

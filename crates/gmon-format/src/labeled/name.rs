@@ -1,5 +1,10 @@
 //! The names of a measurement's files: `gmon.out.<pid>u.<comm>` and its siblings, and the
 //! escaping that lets any command name appear in one.
+//!
+//! The file is longer than 800 lines because of its unit tests (the last third). The code is
+//! one grammar: a name is built and parsed here, and the command name's escape is part of that
+//! grammar ([`Comm`] is what may appear in a name), so building, parsing and escaping stay
+//! together where a change to one is seen beside the others.
 
 use std::fmt;
 use std::str::FromStr;

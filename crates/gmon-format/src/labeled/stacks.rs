@@ -56,6 +56,7 @@
 
 use std::io::Write;
 
+use super::boundary::BoundaryKind;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The first 8 bytes of a stacks file.
@@ -70,100 +71,6 @@ pub const STACKS_MINOR: u16 = 0;
 const HEADER_SIZE: u16 = 32;
 const RECORD_HEADER_SIZE: u16 = 24;
 const FLAG_USER_TRUNCATED: u8 = 1;
-
-/// How the kernel part of a sample's stack was entered from user space.
-///
-/// The report draws `syscall` and `fault` boundaries as calls from the user function to the
-/// kernel entry; `interrupt` ones are not calls (the interrupted user code did not ask for
-/// them), so their kernel time is shown without a user caller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BoundaryKind {
-    /// A system call: `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*`.
-    Syscall,
-    /// An exception raised by the user code, such as a page fault: `asm_exc_*`, `exc_*`.
-    Fault,
-    /// An asynchronous interrupt (timer, IPI, device): `asm_sysvec_*`, `sysvec_*`,
-    /// `asm_common_interrupt`, `common_interrupt` and other `*_interrupt` entries.
-    Interrupt,
-    /// Anything else, such as `ret_from_fork*` (the first run of a new thread).
-    Other,
-}
-
-impl BoundaryKind {
-    /// All kinds, in the order of their codes.
-    pub const ALL: [BoundaryKind; 4] = [
-        BoundaryKind::Syscall,
-        BoundaryKind::Fault,
-        BoundaryKind::Interrupt,
-        BoundaryKind::Other,
-    ];
-
-    /// Classifies the outermost kernel frame of a sample by its kernel symbol name.
-    ///
-    /// ```
-    /// use gmon_format::BoundaryKind;
-    /// assert_eq!(BoundaryKind::from_entry_symbol("entry_SYSCALL_64_after_hwframe"), BoundaryKind::Syscall);
-    /// assert_eq!(BoundaryKind::from_entry_symbol("asm_exc_page_fault"), BoundaryKind::Fault);
-    /// assert_eq!(BoundaryKind::from_entry_symbol("asm_sysvec_apic_timer_interrupt"), BoundaryKind::Interrupt);
-    /// assert_eq!(BoundaryKind::from_entry_symbol("ret_from_fork_asm"), BoundaryKind::Other);
-    /// ```
-    pub fn from_entry_symbol(name: &str) -> BoundaryKind {
-        const SYSCALL: [&str; 7] = [
-            "entry_SYSCALL",
-            "entry_SYSENTER",
-            "entry_INT80",
-            "do_syscall_",
-            "do_fast_syscall_",
-            "do_int80_",
-            "__do_fast_syscall_",
-        ];
-        if SYSCALL.iter().any(|p| name.starts_with(p)) {
-            BoundaryKind::Syscall
-        } else if name.starts_with("asm_exc_") || name.starts_with("exc_") {
-            BoundaryKind::Fault
-        } else if name.starts_with("asm_sysvec_")
-            || name.starts_with("sysvec_")
-            || name.ends_with("_interrupt")
-        {
-            BoundaryKind::Interrupt
-        } else {
-            BoundaryKind::Other
-        }
-    }
-
-    /// Its key in the `[boundary]` section of the info file: `syscall`, `fault`, `interrupt` or
-    /// `other`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BoundaryKind::Syscall => "syscall",
-            BoundaryKind::Fault => "fault",
-            BoundaryKind::Interrupt => "interrupt",
-            BoundaryKind::Other => "other",
-        }
-    }
-
-    /// Its code in a stacks file (1 to 4).
-    pub fn code(self) -> u8 {
-        match self {
-            BoundaryKind::Syscall => 1,
-            BoundaryKind::Fault => 2,
-            BoundaryKind::Interrupt => 3,
-            BoundaryKind::Other => 4,
-        }
-    }
-
-    /// The kind of a code, None for 0 (no boundary). Returns an error for codes above 4.
-    fn from_code(code: u8, offset: u64) -> Result<Option<BoundaryKind>> {
-        match code {
-            0 => Ok(None),
-            1..=4 => Ok(Some(BoundaryKind::ALL[usize::from(code - 1)])),
-            _ => Err(Error::at(
-                offset,
-                ErrorKind::InvalidStacks(format!("unknown boundary kind {code}")),
-            )),
-        }
-    }
-}
 
 /// A stacks file's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -677,31 +584,5 @@ mod tests {
                 .finish()
                 .is_err()
         );
-    }
-
-    #[test]
-    fn boundary_kinds() {
-        for (name, kind) in [
-            ("entry_SYSCALL_64_after_hwframe", BoundaryKind::Syscall),
-            ("entry_SYSCALL_64", BoundaryKind::Syscall),
-            ("entry_SYSENTER_compat", BoundaryKind::Syscall),
-            ("entry_INT80_compat", BoundaryKind::Syscall),
-            ("do_syscall_64", BoundaryKind::Syscall),
-            ("asm_exc_page_fault", BoundaryKind::Fault),
-            ("exc_page_fault", BoundaryKind::Fault),
-            ("asm_exc_int3", BoundaryKind::Fault),
-            ("asm_sysvec_apic_timer_interrupt", BoundaryKind::Interrupt),
-            ("sysvec_reschedule_ipi", BoundaryKind::Interrupt),
-            ("asm_common_interrupt", BoundaryKind::Interrupt),
-            ("common_interrupt", BoundaryKind::Interrupt),
-            ("ret_from_fork_asm", BoundaryKind::Other),
-            ("ret_from_fork", BoundaryKind::Other),
-            ("__x86_indirect_thunk_rax", BoundaryKind::Other),
-        ] {
-            assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
-        }
-        for k in BoundaryKind::ALL {
-            assert_eq!(BoundaryKind::from_code(k.code(), 0).expect("code"), Some(k));
-        }
     }
 }

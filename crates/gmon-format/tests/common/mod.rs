@@ -95,3 +95,26 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// Generators of the measurement-directory tests: chances, optional values, and bytes biased
+/// towards the ones escaping is about.
+impl Rng {
+    pub fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+    /// Bytes biased towards the ones escaping is about.
+    pub fn bytes(&mut self, max_len: u64) -> Vec<u8> {
+        const SPECIAL: &[u8] = b"/%. \0\t\n\r\"\\,[]#=\x7f\x80\xc3\xa9\xff-ku0123456789";
+        let len = self.below(max_len + 1);
+        (0..len)
+            .map(|_| match self.below(3) {
+                0 => SPECIAL[self.below(SPECIAL.len() as u64) as usize],
+                1 => b'a' + self.below(26) as u8,
+                _ => self.next() as u8,
+            })
+            .collect()
+    }
+    pub fn maybe<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> Option<T> {
+        if self.chance(3) { None } else { Some(f(self)) }
+    }
+}

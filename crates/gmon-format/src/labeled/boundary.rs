@@ -1,0 +1,236 @@
+//! Boundary kinds: how the kernel part of a sample was entered from user space, and the one
+//! rule that tells them apart.
+//!
+//! Every list of kinds — the stacks file's codes, the info file's `[boundary]` keys, the
+//! report header's `kernel entries` line, the collector's counts — is [`BoundaryKind::ALL`]
+//! or a method below, all made by one table (`boundary_kinds!` at the end of this file), so
+//! a new kind is one new row there and cannot drop out of any of them. Codes are written in
+//! stacks files: a new kind takes the next code, and no code is ever reused.
+//!
+//! The collector classifies each sample's kernel chain with [`BoundaryKind::classify`] when
+//! it records; a report that sees only a gmon file's boundary arcs classifies their entry
+//! symbol with the same function. No other code decides a boundary kind.
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// How many kernel frames, from the outermost in, [`BoundaryKind::classify`] looks at: entry
+/// code sometimes ends in a thunk or a trampoline, so the frame that names the entry may be
+/// one or two further in.
+pub const ENTRY_FRAMES: usize = 3;
+
+/// Defines [`BoundaryKind`] and every list of its kinds from one table. Each row: the doc, the
+/// variant, its code in a stacks file, its key in the info file's `[boundary]` section, and
+/// the prefixes and suffixes of the kernel entry symbols that classify as it (checked in the
+/// table's order; the last kind takes whatever no other does).
+macro_rules! boundary_kinds {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $key:literal,
+            prefixes [$($prefix:literal),* $(,)?], suffixes [$($suffix:literal),* $(,)?];
+    )*) => {
+        /// How the kernel part of a sample's stack was entered from user space.
+        ///
+        /// The report draws `syscall` and `fault` boundaries as calls from the user function
+        /// to the kernel entry; `interrupt` ones are not calls (the interrupted user code did
+        /// not ask for them), so their kernel time is shown without a user caller. More kinds
+        /// will come (asynchronous work charged to a process), hence `#[non_exhaustive]`:
+        /// iterate [`BoundaryKind::ALL`] rather than naming the kinds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
+        pub enum BoundaryKind {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl BoundaryKind {
+            /// All kinds, in the order of their codes.
+            pub const ALL: [BoundaryKind; [$($code),*].len()] = [$(BoundaryKind::$variant),*];
+
+            /// Its key in the `[boundary]` section of the info file and in the report header:
+            /// `syscall`, `fault`, `interrupt`, `other`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(BoundaryKind::$variant => $key,)*
+                }
+            }
+
+            /// Its code in a stacks file (1 for the first kind, then one more for each).
+            pub fn code(self) -> u8 {
+                match self {
+                    $(BoundaryKind::$variant => $code,)*
+                }
+            }
+
+            /// The entry symbols' prefixes and suffixes that classify as this kind.
+            fn entry_patterns(self) -> (&'static [&'static str], &'static [&'static str]) {
+                match self {
+                    $(BoundaryKind::$variant => (&[$($prefix),*], &[$($suffix),*]),)*
+                }
+            }
+        }
+    };
+}
+
+boundary_kinds! {
+    /// A system call: `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*`.
+    Syscall = 1, "syscall",
+        prefixes [
+            "entry_SYSCALL",
+            "entry_SYSENTER",
+            "entry_INT80",
+            "do_syscall_",
+            "do_fast_syscall_",
+            "do_int80_",
+            "__do_fast_syscall_",
+        ],
+        suffixes [];
+    /// An exception raised by the user code, such as a page fault: `asm_exc_*`, `exc_*`.
+    Fault = 2, "fault", prefixes ["asm_exc_", "exc_"], suffixes [];
+    /// An asynchronous interrupt (timer, IPI, device): `asm_sysvec_*`, `sysvec_*`,
+    /// `asm_common_interrupt`, `common_interrupt` and other `*_interrupt` entries.
+    Interrupt = 3, "interrupt", prefixes ["asm_sysvec_", "sysvec_"], suffixes ["_interrupt"];
+    /// Anything else, such as `ret_from_fork*` (the first run of a new thread).
+    Other = 4, "other", prefixes [], suffixes [];
+}
+
+impl BoundaryKind {
+    /// Classifies a sample's kernel chain by the names of its outermost frames, outermost
+    /// first (`None` for a frame without a symbol): the first of the [`ENTRY_FRAMES`]
+    /// outermost frames whose name is an entry of a kind other than [`BoundaryKind::Other`]
+    /// gives the kind; `Other` if none is.
+    ///
+    /// This is the rule: the collector applies it when it records, and a report applies it to
+    /// a boundary arc's entry symbol (the only frame a gmon file keeps).
+    ///
+    /// ```
+    /// use gmon_format::BoundaryKind;
+    /// assert_eq!(BoundaryKind::classify([Some("entry_SYSCALL_64_after_hwframe")]), BoundaryKind::Syscall);
+    /// // A thunk at the outermost place: the frame inside it names the entry.
+    /// assert_eq!(
+    ///     BoundaryKind::classify([Some("__x86_indirect_thunk_rax"), None, Some("asm_exc_page_fault")]),
+    ///     BoundaryKind::Fault
+    /// );
+    /// assert_eq!(BoundaryKind::classify([Some("ret_from_fork_asm")]), BoundaryKind::Other);
+    /// ```
+    pub fn classify<'a>(outermost_first: impl IntoIterator<Item = Option<&'a str>>) -> Self {
+        outermost_first
+            .into_iter()
+            .take(ENTRY_FRAMES)
+            .flatten()
+            .map(BoundaryKind::from_entry_symbol)
+            .find(|&k| k != BoundaryKind::Other)
+            .unwrap_or(BoundaryKind::Other)
+    }
+
+    /// Classifies one kernel entry symbol by the table of prefixes and suffixes (see each
+    /// kind's doc); [`BoundaryKind::Other`] when no kind claims it.
+    ///
+    /// ```
+    /// use gmon_format::BoundaryKind;
+    /// assert_eq!(BoundaryKind::from_entry_symbol("entry_SYSCALL_64_after_hwframe"), BoundaryKind::Syscall);
+    /// assert_eq!(BoundaryKind::from_entry_symbol("asm_exc_page_fault"), BoundaryKind::Fault);
+    /// assert_eq!(BoundaryKind::from_entry_symbol("asm_sysvec_apic_timer_interrupt"), BoundaryKind::Interrupt);
+    /// assert_eq!(BoundaryKind::from_entry_symbol("ret_from_fork_asm"), BoundaryKind::Other);
+    /// ```
+    pub fn from_entry_symbol(name: &str) -> Self {
+        BoundaryKind::ALL
+            .into_iter()
+            .find(|k| {
+                let (prefixes, suffixes) = k.entry_patterns();
+                prefixes.iter().any(|p| name.starts_with(p))
+                    || suffixes.iter().any(|s| name.ends_with(s))
+            })
+            .unwrap_or(BoundaryKind::Other)
+    }
+
+    /// The kind whose `[boundary]` key is `key`.
+    pub fn from_key(key: &str) -> Option<Self> {
+        BoundaryKind::ALL.into_iter().find(|k| k.as_str() == key)
+    }
+
+    /// The kind of a stacks-file code, None for 0 (no boundary). Returns an error, at
+    /// `offset`, for a code no kind has.
+    pub(crate) fn from_code(code: u8, offset: u64) -> Result<Option<Self>> {
+        if code == 0 {
+            return Ok(None);
+        }
+        match BoundaryKind::ALL.into_iter().find(|k| k.code() == code) {
+            Some(k) => Ok(Some(k)),
+            None => Err(Error::at(
+                offset,
+                ErrorKind::InvalidStacks(format!("unknown boundary kind {code}")),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_symbols() {
+        for (name, kind) in [
+            ("entry_SYSCALL_64_after_hwframe", BoundaryKind::Syscall),
+            ("entry_SYSCALL_64", BoundaryKind::Syscall),
+            ("entry_SYSENTER_compat", BoundaryKind::Syscall),
+            ("entry_INT80_compat", BoundaryKind::Syscall),
+            ("do_syscall_64", BoundaryKind::Syscall),
+            ("asm_exc_page_fault", BoundaryKind::Fault),
+            ("exc_page_fault", BoundaryKind::Fault),
+            ("asm_exc_int3", BoundaryKind::Fault),
+            ("asm_sysvec_apic_timer_interrupt", BoundaryKind::Interrupt),
+            ("sysvec_reschedule_ipi", BoundaryKind::Interrupt),
+            ("asm_common_interrupt", BoundaryKind::Interrupt),
+            ("common_interrupt", BoundaryKind::Interrupt),
+            ("ret_from_fork_asm", BoundaryKind::Other),
+            ("ret_from_fork", BoundaryKind::Other),
+            ("__x86_indirect_thunk_rax", BoundaryKind::Other),
+        ] {
+            assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
+            assert_eq!(BoundaryKind::classify([Some(name)]), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn classify_looks_past_thunks_but_only_so_far() {
+        let thunk = Some("__x86_indirect_thunk_rax");
+        let entry = Some("entry_SYSCALL_64");
+        assert_eq!(
+            BoundaryKind::classify([thunk, None, entry]),
+            BoundaryKind::Syscall
+        );
+        assert_eq!(
+            BoundaryKind::classify([thunk, None, thunk, entry]),
+            BoundaryKind::Other
+        );
+        assert_eq!(BoundaryKind::classify([]), BoundaryKind::Other);
+        // The outermost frame that names an entry wins.
+        assert_eq!(
+            BoundaryKind::classify([Some("asm_exc_page_fault"), entry]),
+            BoundaryKind::Fault
+        );
+    }
+
+    /// Every list made from the table holds every kind, once, and each mapping goes both
+    /// ways: a kind left out of one of them (a key, a code) fails here.
+    #[test]
+    fn every_kind_is_in_every_list() {
+        let n = BoundaryKind::ALL.len();
+        for (i, k) in BoundaryKind::ALL.into_iter().enumerate() {
+            // Codes are 1, 2, … in the table's order, so files stay readable as kinds are added.
+            assert_eq!(usize::from(k.code()), i + 1, "{k:?}");
+            assert_eq!(BoundaryKind::from_code(k.code(), 0).expect("code"), Some(k));
+            assert_eq!(BoundaryKind::from_key(k.as_str()), Some(k));
+            assert!(
+                BoundaryKind::ALL[..i]
+                    .iter()
+                    .all(|o| o.as_str() != k.as_str())
+            );
+        }
+        assert_eq!(BoundaryKind::from_code(0, 0).expect("none"), None);
+        let past = u8::try_from(n + 1).expect("fits");
+        assert!(BoundaryKind::from_code(past, 7).is_err());
+        // The catch-all claims no symbol of its own.
+        assert_eq!(BoundaryKind::Other.entry_patterns(), (&[][..], &[][..]));
+    }
+}
