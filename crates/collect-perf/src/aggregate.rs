@@ -36,6 +36,10 @@ pub struct AggregateOptions {
     /// Build per-system-call latencies (and blocking) from the run's tracepoint records, which
     /// the sampler must have been asked for ([`LatencyOptions::tracepoints`]). Default is None.
     pub latency: Option<LatencyOptions>,
+    /// perf's build-id cache (`~/.debug`), where an object no longer at its path, or replaced,
+    /// is looked for by build-id to unwind its stacks: for recordings made elsewhere or
+    /// earlier (perf.data import). Default is None (pkgmon reads the files that are running).
+    pub build_id_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for AggregateOptions {
@@ -45,6 +49,7 @@ impl Default for AggregateOptions {
             max_frames: 1024,
             launched: None,
             latency: None,
+            build_id_cache: None,
         }
     }
 }
@@ -262,11 +267,12 @@ impl Aggregator {
     pub fn new(opts: AggregateOptions) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
         let syscalls = opts.latency.clone().map(SyscallTracer::new);
+        let cache = opts.build_id_cache.clone();
         Aggregator {
             syscalls,
             opts,
             replay: Replayer::default(),
-            unwinding: Unwinding::new(Images::default(), max_frames),
+            unwinding: Unwinding::new(Images::with_build_id_cache(cache), max_frames),
             unwinders: Vec::new(),
             profiled: Vec::new(),
             images: HashMap::new(),

@@ -61,33 +61,55 @@ impl Deref for SectionRef {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Images {
     files: HashMap<ImageKey, Option<Arc<ElfInfo>>>,
+    /// perf's build-id cache, searched when a file is not at its path or is not the one that
+    /// ran (see [`gmon_format::perf_cache`]).
+    build_id_cache: Option<std::path::PathBuf>,
 }
 
 /// A mapped path and the build-id the kernel reported for it.
 type ImageKey = (String, Option<Vec<u8>>);
 
 impl Images {
+    /// Images that also look in perf's build-id cache `cache` (for recordings made elsewhere or
+    /// earlier: an imported perf.data).
+    pub(crate) fn with_build_id_cache(cache: Option<std::path::PathBuf>) -> Images {
+        Images {
+            files: HashMap::new(),
+            build_id_cache: cache,
+        }
+    }
+
     /// The ELF file behind a mapping: read from its path (or this process's own vDSO for
-    /// `[vdso]`). None if it cannot be read, is not ELF, or its build-id differs from the one
-    /// the kernel recorded (the file was replaced since).
+    /// `[vdso]`), else from the build-id cache. None if neither can be read as ELF with the
+    /// build-id the kernel recorded (the file was replaced since, and no copy was kept).
     pub(crate) fn get(&mut self, m: &Mapping) -> Option<Arc<ElfInfo>> {
         let key = (m.filename.clone(), m.build_id.clone());
+        let cache = self.build_id_cache.as_deref();
         self.files
             .entry(key)
             .or_insert_with(|| {
-                let info = if m.filename == "[vdso]" {
-                    ElfInfo::parse(&crate::elf::own_vdso()?[..])?
-                } else if m.filename.starts_with('/') {
-                    crate::elf::read_object(&m.filename)?
-                } else {
-                    return None;
+                let matches = |info: &ElfInfo| match (&m.build_id, &info.build_id) {
+                    (Some(want), Some(have)) => want == have,
+                    _ => true,
                 };
-                if let (Some(want), Some(have)) = (&m.build_id, &info.build_id)
-                    && want != have
-                {
-                    return None;
+                let at_path = if m.filename == "[vdso]" {
+                    crate::elf::own_vdso().and_then(|b| ElfInfo::parse(&b[..]))
+                } else if m.filename.starts_with('/') {
+                    crate::elf::read_object(&m.filename)
+                } else {
+                    None
+                };
+                if let Some(info) = at_path.filter(|i| matches(i)) {
+                    return Some(Arc::new(info));
                 }
-                Some(Arc::new(info))
+                let cached = gmon_format::perf_cache::object_path(
+                    cache?,
+                    std::path::Path::new(&m.filename),
+                    m.build_id.as_deref()?,
+                )?;
+                let info = crate::elf::read_object(cached.to_str()?)?;
+                // A cache entry is named by its build-id; it must also hold it.
+                (info.build_id.is_some() && matches(&info)).then(|| Arc::new(info))
             })
             .clone()
     }

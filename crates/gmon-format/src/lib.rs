@@ -68,6 +68,7 @@ mod error;
 pub mod kallsyms;
 pub mod labeled;
 mod layout;
+pub mod perf_cache;
 mod read;
 mod sum;
 mod write;

@@ -25,7 +25,7 @@ use crate::kernel::{self, KernelSymbolsSource};
 use collect_perf::KernelSymbols;
 
 /// How [`import_file`] and [`import_reader`] convert.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ImportOptions {
     /// A kallsyms file of the kernel the perf.data was recorded on. Default is `None`: perf's
@@ -35,6 +35,20 @@ pub struct ImportOptions {
     /// only the kernel part of its samples is kept, as pkgmon's system-wide mode does. Default
     /// is `None`: every process gets its files.
     pub system_wide: Option<BTreeSet<u32>>,
+    /// perf's build-id cache, where objects no longer at their recorded path (or replaced) are
+    /// found by build-id to unwind `--call-graph dwarf` stacks. Default: `$HOME/.debug`
+    /// ([`gmon_format::perf_cache::default_dir`]).
+    pub build_id_cache: Option<PathBuf>,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        ImportOptions {
+            kallsyms: None,
+            system_wide: None,
+            build_id_cache: gmon_format::perf_cache::default_dir(),
+        }
+    }
 }
 
 /// What an import read and wrote.
@@ -63,9 +77,17 @@ pub fn is_perf_data(bytes: &[u8]) -> bool {
 
 /// Imports the perf.data file at `path` (file or pipe mode) into `out`.
 ///
+/// Nothing is written unless the whole file converts: a file that fails leaves `out`
+/// abandoned (no placeholder manifest), so a measurement is complete or absent.
+///
 /// Returns an error naming the file if it is not a regular file, is not perf.data or is
 /// damaged, holds no cpu-clock or task-clock samples, or if the measurement cannot be written.
 pub fn import_file(path: &Path, options: &ImportOptions, out: Output) -> Result<Imported> {
+    written_or_abandoned(read_file(path, options), out)
+}
+
+/// Reads and converts the file at `path`.
+fn read_file(path: &Path, options: &ImportOptions) -> Result<Converted> {
     // No size cap: perf.data files of gigabytes are ordinary, and nothing holds the file. The
     // reader keeps one round of records (perf ends one per ring flush; a file without rounds is
     // held whole, in proportion to its records), the feature sections as far as the file holds
@@ -85,13 +107,39 @@ pub fn import_file(path: &Path, options: &ImportOptions, out: Output) -> Result<
         offset: at.get(),
         source,
     };
+    let find: FindKernel<'_> =
+        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
     if pipe {
         let r = PerfFileReader::parse_pipe(reader).map_err(parse)?;
-        convert(r, path, &at, options, out)
+        read_records(r, path, &at, options, find)
     } else {
         let r = PerfFileReader::parse_file(reader).map_err(parse)?;
-        convert(r, path, &at, options, out)
+        read_records(r, path, &at, options, find)
     }
+}
+
+/// Imports a perf.data stream in pipe mode (`perf record -o - | …`) into `out`; `name` is
+/// what errors call it.
+///
+/// Returns the errors of [`import_file`], and writes nothing on error as it does.
+pub fn import_reader(
+    reader: impl Read,
+    name: &Path,
+    options: &ImportOptions,
+    out: Output,
+) -> Result<Imported> {
+    let reader = Tracked::new(BufReader::with_capacity(1 << 16, reader));
+    let at = reader.position();
+    let find: FindKernel<'_> =
+        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
+    let converted = PerfFileReader::parse_pipe(reader)
+        .map_err(|source| Error::Parse {
+            path: name.to_owned(),
+            offset: at.get(),
+            source,
+        })
+        .and_then(|r| read_records(r, name, &at, options, find));
+    written_or_abandoned(converted, out)
 }
 
 /// A reader that says how far it has been read (or sought), for the byte offsets of errors.
@@ -130,26 +178,6 @@ impl<R: Seek> Seek for Tracked<R> {
     }
 }
 
-/// Imports a perf.data stream in pipe mode (`perf record -o - | …`) into `out`; `name` is
-/// what errors call it.
-///
-/// Returns the errors of [`import_file`].
-pub fn import_reader(
-    reader: impl Read,
-    name: &Path,
-    options: &ImportOptions,
-    out: Output,
-) -> Result<Imported> {
-    let reader = Tracked::new(BufReader::with_capacity(1 << 16, reader));
-    let at = reader.position();
-    let r = PerfFileReader::parse_pipe(reader).map_err(|source| Error::Parse {
-        path: name.to_owned(),
-        offset: at.get(),
-        source,
-    })?;
-    convert(r, name, &at, options, out)
-}
-
 /// perf's callchain context markers: the frames after one come from that context.
 const CONTEXT_KERNEL: u64 = -128i64 as u64;
 const CONTEXT_USER: u64 = -512i64 as u64;
@@ -177,17 +205,18 @@ pub(crate) struct Converted {
     pub(crate) source: KernelSymbolsSource,
 }
 
-/// Converts, then writes with collect-perf's measurement writer.
-fn convert<R: Read>(
-    reader: PerfFileReader<R>,
-    path: &Path,
-    at: &Cell<u64>,
-    options: &ImportOptions,
-    out: Output,
-) -> Result<Imported> {
-    let find: FindKernel<'_> =
-        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
-    let c = read_records(reader, path, at, options, find)?;
+/// Writes what converted with collect-perf's measurement writer; if the conversion failed,
+/// abandons `out` (its placeholder manifest removed) and returns that error.
+fn written_or_abandoned(converted: Result<Converted>, out: Output) -> Result<Imported> {
+    let c = match converted {
+        Ok(c) => c,
+        Err(e) => {
+            // The conversion's error is the one to tell; a failure to remove the
+            // placeholder leaves a measurement pkgprof refuses anyway.
+            let _ = out.abandon();
+            return Err(e);
+        }
+    };
     let mut notes = Vec::new();
     if let Some(n) = c.source.note() {
         notes.push(n);
@@ -274,6 +303,7 @@ pub(crate) fn read_records<R: Read>(
     };
     let mut aggregate_options = AggregateOptions::default();
     aggregate_options.system_wide = options.system_wide.clone();
+    aggregate_options.build_id_cache = options.build_id_cache.clone();
     let mut agg = Aggregator::new(aggregate_options);
     let mut other_samples = 0u64;
     let mut start = None;

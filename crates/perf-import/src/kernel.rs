@@ -72,17 +72,16 @@ pub(crate) fn find(
     if let Some(path) = given {
         return Ok((read(path)?, KernelSymbolsSource::File(path.to_owned())));
     }
-    if let (Some(id), Some(home)) = (build_id, std::env::var_os("HOME")) {
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let cached = Path::new(&home)
-            .join(".debug/[kernel.kallsyms]")
-            .join(hex)
-            .join("kallsyms");
-        if let Ok(k) = read(&cached)
-            && !k.is_empty()
-        {
-            return Ok((k, KernelSymbolsSource::BuildIdCache(cached)));
-        }
+    if let Some(cached) = build_id.and_then(|id| {
+        gmon_format::perf_cache::object_path(
+            &gmon_format::perf_cache::default_dir()?,
+            Path::new("[kernel.kallsyms]"),
+            id,
+        )
+    }) && let Ok(k) = read(&cached)
+        && !k.is_empty()
+    {
+        return Ok((k, KernelSymbolsSource::BuildIdCache(cached)));
     }
     let running = safe_fs::read_text("/proc/sys/kernel/osrelease", &ReadOptions::procfs(4096)).ok();
     if let (Some(file), Some(running)) = (release, running)

@@ -116,6 +116,11 @@ pub(crate) fn build_at(
     options.user = !o.kernel_only;
     options.kernel = !o.user_only;
     options.object_path = o.object_path.iter().map(PathBuf::from).collect();
+    // perf's build-id cache last, when there is one, as perf report does: objects of an
+    // imported perf.data that are gone from their paths, found by build-id (checked when read).
+    options
+        .object_path
+        .extend(gmon_format::perf_cache::default_dir().filter(|d| d.is_dir()));
     options.keep_unused = o.display_unused;
     options.demangle = o.demangle && !o.traditional;
     options.stacks = stacks;

@@ -739,6 +739,11 @@ fn a_file_that_is_not_perf_data_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("not a readable perf.data file"), "{err}");
+    // Complete or absent: the failed import left no file, not even a placeholder manifest.
+    let left: Vec<_> = std::fs::read_dir(&conv)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
     let text = dir.join("notes.txt");
     std::fs::write(&text, b"hello").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
@@ -908,5 +913,91 @@ fn a_diff_of_two_measurements_names_the_function_made_slower_first() {
         Some("u:compute"),
         "{text}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `pkgmon --import` then `pkgprof --export=folded --pid PID` of it, both with `HOME=home`;
+/// returns the folded stacks and pkgprof's warnings.
+fn import_and_fold(perf_data: &Path, pid: &str, conv: &Path, home: &Path) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
+        .env("HOME", home)
+        .args(["--import", perf_data.to_str().unwrap(), "-o"])
+        .arg(conv)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .env("HOME", home)
+        .args(["--export=folded", "--pid", pid])
+        .arg(conv)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_program_gone_since_perf_recorded_it_is_found_in_perfs_build_id_cache() {
+    let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("perf-cache");
+    let exe = build_spread(&dir);
+    // perf record keeps a copy of every object its samples hit in $HOME/.debug.
+    let home = dir.join("home");
+    std::fs::create_dir(&home).unwrap();
+    let file = dir.join("dwarf.data");
+    let out = Command::new("perf")
+        .env("HOME", &home)
+        .args(["record", "-q", "-F", "2000", "--call-graph", "dwarf", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&exe)
+        .arg("100")
+        .output()
+        .expect("perf is needed as the reference recorder");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pid = spread_pid(&out.stderr);
+    assert!(home.join(".debug").is_dir(), "perf kept no build-id cache");
+    // The program is rebuilt elsewhere and removed: its recorded path holds nothing.
+    std::fs::remove_file(&exe).unwrap();
+    let (found, warnings) = import_and_fold(&file, &pid, &dir.join("with-cache"), &home);
+    let empty = dir.join("no-home");
+    std::fs::create_dir(&empty).unwrap();
+    let (lost, lost_warnings) = import_and_fold(&file, &pid, &dir.join("without"), &empty);
+    // User frames named from the cached copy: the stacks go through main.
+    let through_main = |folded: &str| {
+        folded
+            .lines()
+            .filter(|l| l.contains("u:main;"))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum::<u64>()
+    };
+    let total: u64 = found
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert!(
+        through_main(&found) * 2 > total,
+        "{} of {total} samples under main, warnings: {warnings}\n{found}",
+        through_main(&found)
+    );
+    assert!(!warnings.contains("cannot use"), "{warnings}");
+    // Without the cache, the program's frames have no names, and pkgprof says why.
+    assert_eq!(through_main(&lost), 0, "{lost}");
+    assert!(lost_warnings.contains("cannot use"), "{lost_warnings}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

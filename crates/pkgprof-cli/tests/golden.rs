@@ -42,9 +42,12 @@ fn run_case(dir: &Path) -> Result<Outcome, Failed> {
     for name in &expected {
         let _ = fs::remove_file(dir.join(name));
     }
+    // A case's output depends on its own files only: no user's perf build-id cache
+    // ($HOME/.debug, searched for objects not at their recorded paths).
     let out = Command::new(exe)
         .args(words)
         .current_dir(dir)
+        .env("HOME", "/nonexistent")
         .output()
         .map_err(|e| format!("cannot run pkgprof: {e}"))?;
     let files = expected

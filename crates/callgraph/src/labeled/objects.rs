@@ -78,19 +78,21 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// The paths where an object recorded as `recorded` (with `build_id`) may be: the recorded
-/// path itself, then for each search directory the file of the same name and the
-/// `.build-id/xx/rest.debug` and `.build-id/xx/rest` files.
+/// path itself, then for each search directory the file of the same name, the
+/// `.build-id/xx/rest.debug` and `.build-id/xx/rest` files, and perf's build-id cache entry
+/// (a search directory may be a `~/.debug`, see [`gmon_format::perf_cache`]).
 fn candidates(recorded: &Path, build_id: Option<&[u8]>, search: &[PathBuf]) -> Vec<PathBuf> {
     let mut out = vec![recorded.to_owned()];
     for dir in search {
         if let Some(name) = recorded.file_name() {
             out.push(dir.join(name));
         }
-        if let Some(id) = build_id.filter(|id| id.len() > 1) {
-            let id = hex(id);
+        if let Some(raw) = build_id.filter(|id| id.len() > 1) {
+            let id = hex(raw);
             let sub = dir.join(".build-id").join(&id[..2]);
             out.push(sub.join(format!("{}.debug", &id[2..])));
             out.push(sub.join(&id[2..]));
+            out.extend(gmon_format::perf_cache::object_path(dir, recorded, raw));
         }
     }
     out
@@ -473,7 +475,8 @@ mod tests {
             format!(
                 "/nonexistent/dir/reader: not found; {o}/reader: build-id {other_id} differs \
                  from the recorded {hex_id}; {o}/.build-id/{a}/{b}.debug: not found; \
-                 {o}/.build-id/{a}/{b}: not found",
+                 {o}/.build-id/{a}/{b}: not found; {o}/nonexistent/dir/reader/{hex_id}/elf: \
+                 not found",
                 o = other.display(),
                 a = &hex_id[..2],
                 b = &hex_id[2..]
