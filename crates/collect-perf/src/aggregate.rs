@@ -75,12 +75,6 @@ impl KernelSymbols {
         KernelSymbols { text, syms }
     }
 
-    /// This machine's `/proc/kallsyms`, or none if it cannot be read.
-    pub fn live() -> KernelSymbols {
-        let text = crate::procfs::text("/proc/kallsyms", crate::procfs::LARGE).unwrap_or_default();
-        KernelSymbols::parse(text)
-    }
-
     /// The snapshot's text, as read.
     pub fn text(&self) -> &str {
         &self.text

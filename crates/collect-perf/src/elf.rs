@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use gmon_format::bias::{LoadSegment, load_bias};
 use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Object as _, ObjectSection as _};
 
@@ -22,14 +23,6 @@ pub(crate) fn read_object(path: &str) -> Option<ElfInfo> {
     ElfInfo::parse(&cache)
 }
 
-/// A `PT_LOAD` program header, reduced to what address translation needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Segment {
-    pub offset: u64,
-    pub vaddr: u64,
-    pub filesz: u64,
-}
-
 /// One section's address (as stated in the file) and bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct SectionData {
@@ -43,7 +36,7 @@ pub(crate) struct ElfInfo {
     pub build_id: Option<Vec<u8>>,
     /// The entry point (`e_entry`), where the first frame of a program begins.
     pub entry: u64,
-    pub segments: Vec<Segment>,
+    pub segments: Vec<LoadSegment>,
     pub text: Option<SectionData>,
     pub eh_frame: Option<SectionData>,
     pub eh_frame_hdr: Option<SectionData>,
@@ -61,10 +54,11 @@ impl ElfInfo {
             .elf_program_headers()
             .iter()
             .filter(|ph| ph.p_type(endian) == object::elf::PT_LOAD)
-            .map(|ph| Segment {
-                offset: ph.p_offset(endian),
-                vaddr: ph.p_vaddr(endian),
-                filesz: ph.p_filesz(endian),
+            .map(|ph| LoadSegment {
+                file_offset: ph.p_offset(endian),
+                file_size: ph.p_filesz(endian),
+                address: ph.p_vaddr(endian),
+                executable: ph.p_flags(endian).contains(object::elf::PF_X),
             })
             .collect();
         let section = |name: &str| {
@@ -91,36 +85,14 @@ impl ElfInfo {
         })
     }
 
-    /// The load bias of a mapping of this file at `start` from file offset `pgoff`: runtime
-    /// address minus ELF virtual address, from the `PT_LOAD` segment that holds the offset.
+    /// The load bias of the executable mapping `start..end` of this file from file offset
+    /// `pgoff`: runtime address minus ELF virtual address, by the one rule
+    /// ([`gmon_format::load_bias`]).
     ///
-    /// Returns None if no loadable segment covers `pgoff`.
-    pub(crate) fn bias(&self, start: u64, pgoff: u64) -> Option<u64> {
-        // A segment's file offset need not be page-aligned, but its mapping starts at the page
-        // that holds it, so the page below p_offset still belongs to the segment.
-        let page = 4096u64;
-        let seg = self
-            .segments
-            .iter()
-            .find(|s| s.offset & !(page - 1) <= pgoff && pgoff < s.offset + s.filesz.max(1))?;
-        Some(start.wrapping_sub(seg.vaddr.wrapping_add(pgoff.wrapping_sub(seg.offset))))
+    /// Returns None if no loadable segment's bytes are in the mapping.
+    pub(crate) fn bias(&self, start: u64, end: u64, pgoff: u64) -> Option<u64> {
+        load_bias(&self.segments, start, end, pgoff)
     }
-}
-
-/// The vDSO image of this process: the kernel maps the same image into every process, so the
-/// collector's own copy can unwind the vDSO frames of the profiled ones.
-pub(crate) fn own_vdso() -> Option<Vec<u8>> {
-    let maps = crate::procfs::text("/proc/self/maps", crate::procfs::LARGE)?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (a, b) = line.split_whitespace().next()?.split_once('-')?;
-    let (a, b) = (
-        u64::from_str_radix(a, 16).ok()?,
-        u64::from_str_radix(b, 16).ok()?,
-    );
-    // Safety: /proc/self/maps says [a, b) is mapped readable in this process for its whole
-    // life (the vDSO is never unmapped), and we only copy from it.
-    let bytes = unsafe { std::slice::from_raw_parts(a as *const u8, (b - a) as usize) };
-    Some(bytes.to_vec())
 }
 
 #[cfg(test)]
@@ -143,33 +115,185 @@ mod tests {
         );
         assert!(!info.segments.is_empty());
         assert!(info.eh_frame.is_some() && info.text.is_some());
-        let vdso = own_vdso().expect("vdso mapped");
+        let vdso = crate::snapshot::own_vdso().expect("vdso mapped");
         let v = ElfInfo::parse(&vdso[..]).expect("vdso is ELF");
         assert!(v.eh_frame.is_some());
     }
 
-    #[test]
-    fn bias_from_the_segment_holding_the_offset() {
-        let info = ElfInfo {
-            segments: vec![
-                Segment {
-                    offset: 0,
-                    vaddr: 0,
-                    filesz: 0x1000,
-                },
-                Segment {
-                    offset: 0x1000,
-                    vaddr: 0x401000,
-                    filesz: 0x2000,
-                },
-            ],
-            ..ElfInfo::default()
-        };
-        assert_eq!(info.bias(0x401000, 0x1000), Some(0));
+    /// The bias of the executable mapping holding `runtime` (a function of `path` at ELF
+    /// address `symbol`) in the maps text `maps`, by the rule, must place the function there.
+    fn check_bias(maps: &str, path: &std::path::Path, symbol: &str, runtime: u64) {
+        let path_text = path.to_str().expect("utf-8 path");
+        let line = maps
+            .lines()
+            .find(|l| {
+                let mut f = l.split_whitespace();
+                let (range, perms) = (f.next().unwrap_or(""), f.next().unwrap_or(""));
+                let Some((a, b)) = range.split_once('-') else {
+                    return false;
+                };
+                let (a, b) = (
+                    u64::from_str_radix(a, 16).unwrap_or(0),
+                    u64::from_str_radix(b, 16).unwrap_or(0),
+                );
+                perms.contains('x') && l.ends_with(path_text) && (a..b).contains(&runtime)
+            })
+            .unwrap_or_else(|| panic!("no executable mapping of {path_text} holds {runtime:#x}"));
+        let mut f = line.split_whitespace();
+        let (a, b) = f.next().and_then(|r| r.split_once('-')).expect("range");
+        let start = u64::from_str_radix(a, 16).expect("start");
+        let end = u64::from_str_radix(b, 16).expect("end");
+        let pgoff = u64::from_str_radix(f.nth(1).expect("offset"), 16).expect("offset");
+        let bytes = std::fs::read(path).expect("read the object");
+        let file = object::File::parse(&bytes[..]).expect("ELF");
+        use object::ObjectSymbol as _;
+        let address = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .find(|s| s.name() == Ok(symbol))
+            .map(|s| s.address())
+            .unwrap_or_else(|| panic!("{symbol} not in {path_text}"));
+        let info = read_object(path_text).expect("read the object's headers");
+        let bias = info
+            .bias(start, end, pgoff)
+            .expect("a segment in the mapping");
         assert_eq!(
-            info.bias(0x5555_5555_5000, 0x1000),
-            Some(0x5555_5555_5000 - 0x401000)
+            address.wrapping_add(bias),
+            runtime,
+            "{symbol} of {path_text}: mapping {line}, segments {:x?}",
+            info.segments
         );
-        assert_eq!(info.bias(0x7000, 0x9000), None);
+    }
+
+    /// The one bias rule on real mappings: a PIE, a non-PIE program, a shared library whose
+    /// code starts part-way into a file page (linked as lld packs segments: congruent, not
+    /// page-aligned), and the vDSO.
+    #[test]
+    fn bias_places_functions_of_programs_libraries_and_the_vdso() {
+        use std::process::Command;
+        let dir = std::env::temp_dir().join(format!("collect-perf-bias-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        // GNU ld's own script for a shared library, with the code and read-only data
+        // segments placed at the next page's same offset instead of at a page boundary.
+        let ld = Command::new("ld")
+            .args(["-shared", "-z", "separate-code", "--verbose"])
+            .output()
+            .expect("run ld --verbose");
+        let text = String::from_utf8_lossy(&ld.stdout);
+        let script: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("====="))
+            .skip(1)
+            .take_while(|l| !l.starts_with("====="))
+            .collect();
+        let aligned = "  . = ALIGN(CONSTANT (MAXPAGESIZE));";
+        assert!(script.contains(&aligned), "ld's script changed:\n{text}");
+        let packed: String = script
+            .iter()
+            .map(|l| {
+                if *l == aligned {
+                    "  . = ALIGN(CONSTANT (MAXPAGESIZE)) + (. & (CONSTANT (MAXPAGESIZE) - 1));\n"
+                        .to_owned()
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        std::fs::write(dir.join("packed.ld"), packed).expect("write script");
+        // A local function's address is its own (a global's, taken in a non-PIE program, is
+        // the program's PLT entry).
+        std::fs::write(
+            dir.join("lib.c"),
+            "static __attribute__((noinline)) int inner(int x) { return x * 3 + 1; }\n\
+             int libfn(int x) { return inner(x); }\n\
+             void *inner_addr(void) { return (void *)inner; }\n",
+        )
+        .expect("write lib.c");
+        std::fs::write(
+            dir.join("main.c"),
+            "#include <stdio.h>\nint libfn(int);\nvoid *inner_addr(void);\nint main(void) {\n\
+             printf(\"%p %p\\n\", (void *)main, inner_addr());\n\
+             FILE *f = fopen(\"/proc/self/maps\", \"r\"); char l[4096];\n\
+             while (fgets(l, sizeof l, f)) fputs(l, stdout);\n\
+             return libfn(1) == 4 ? 0 : 1;\n}\n",
+        )
+        .expect("write main.c");
+        let cc = |args: &[&str]| {
+            let st = Command::new("cc")
+                .current_dir(&dir)
+                .args(args)
+                .status()
+                .expect("run cc");
+            assert!(st.success(), "cc {args:?}");
+        };
+        cc(&[
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-Wl,-T,packed.ld",
+            "-o",
+            "libpacked.so",
+            "lib.c",
+        ]);
+        let lib = dir.join("libpacked.so");
+        let code = read_object(lib.to_str().expect("utf-8")).expect("the library");
+        assert!(
+            code.segments
+                .iter()
+                .any(|s| s.executable && s.file_offset % 4096 != 0),
+            "the library's code should start part-way into a page: {:x?}",
+            code.segments
+        );
+        let rpath = format!("-Wl,-rpath,{}", dir.display());
+        for (exe, pie) in [("pie", "-pie"), ("nopie", "-no-pie")] {
+            let fpie = if pie == "-pie" { "-fPIE" } else { "-fno-PIE" };
+            cc(&[
+                fpie,
+                pie,
+                "-O1",
+                "-o",
+                exe,
+                "main.c",
+                "libpacked.so",
+                &rpath,
+            ]);
+            let out = Command::new(dir.join(exe))
+                .output()
+                .expect("run the program");
+            assert!(out.status.success(), "{exe}");
+            let out = String::from_utf8_lossy(&out.stdout);
+            let (first, maps) = out.split_once('\n').expect("addresses");
+            let (main, inner) = first.split_once(' ').expect("two addresses");
+            let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("hex");
+            check_bias(maps, &dir.join(exe), "main", hex(main));
+            check_bias(maps, &lib, "inner", hex(inner));
+        }
+        // The vDSO: the runtime address of its ELF header is what the kernel passes as
+        // AT_SYSINFO_EHDR.
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("own maps");
+        let line = maps.lines().find(|l| l.ends_with("[vdso]")).expect("vdso");
+        let (a, b) = line
+            .split_whitespace()
+            .next()
+            .and_then(|r| r.split_once('-'))
+            .expect("range");
+        let (start, end) = (
+            u64::from_str_radix(a, 16).expect("start"),
+            u64::from_str_radix(b, 16).expect("end"),
+        );
+        let vdso =
+            ElfInfo::parse(&crate::snapshot::own_vdso().expect("vdso")[..]).expect("vdso is ELF");
+        let bias = vdso.bias(start, end, 0).expect("the vdso's segment");
+        let first = vdso.segments[0];
+        // Safety: getauxval only reads the process's auxiliary vector.
+        let ehdr = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) };
+        assert_eq!(
+            first
+                .address
+                .wrapping_sub(first.file_offset)
+                .wrapping_add(bias),
+            ehdr
+        );
+        std::fs::remove_dir_all(&dir).expect("remove scratch dir");
     }
 }

@@ -40,8 +40,8 @@ pub fn unwind_with_image(
     stack: &[u8],
 ) -> Option<Vec<u64>> {
     let elf = Arc::new(ElfInfo::parse(image)?);
-    let bias = elf.bias(start, 0)?;
     let end = start.checked_add(image.len() as u64)?.max(start + 1);
+    let bias = elf.bias(start, end, 0)?;
     let mut unwinder = FhUnwinder::new();
     unwinder.add_module(Module::new(
         "fuzz".to_owned(),

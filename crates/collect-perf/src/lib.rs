@@ -46,6 +46,16 @@
 //! `gmon_format::labeled`, in runtime addresses. It does not symbolize: that is the report's
 //! job, with the mappings, build-ids and kernel-symbol snapshot the files record.
 //!
+//! The modules that touch the live machine are few and named so: `spawn` (the held child),
+//! `preflight` (perf settings and limits), `sampler`, `ring` and `sys` (the events and their
+//! rings), `tracefs`, `procfs`, `taskstats`, `clock`, and `snapshot` ([`MachineSnapshot`]: the
+//! kernel's release, build-id, boot id, symbols and this process's vDSO). Everything after them
+//! is portable and works on recorded data: record decoding (`recording`), [`replay`],
+//! unwinding, aggregation ([`Aggregator`]), `counters` and the measurement writer
+//! ([`write_measurement_to`], which takes the machine as [`WriteOptions::machine`]), so a
+//! recording from elsewhere (perf-import's perf.data, a stream) is written the same way, and the
+//! writer is tested without a kernel (`tests/writer.rs`).
+//!
 //! In system-wide mode, kernel work for no process — samples of pid 0 (idle, and interrupts
 //! taken while idle) and of kernel threads (tasks without user registers) — goes to
 //! `gmon.out.-k.kernel`, and the kernel part of the samples of processes not asked for to
@@ -55,6 +65,10 @@
 
 #[cfg(target_os = "linux")]
 mod aggregate;
+#[cfg(target_os = "linux")]
+mod clock;
+#[cfg(target_os = "linux")]
+mod counters;
 mod error;
 #[cfg(target_os = "linux")]
 mod measurement;
@@ -69,11 +83,17 @@ mod elf;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(target_os = "linux")]
+mod preflight;
+#[cfg(target_os = "linux")]
 mod procfs;
 #[cfg(target_os = "linux")]
 mod ring;
 #[cfg(target_os = "linux")]
 mod sampler;
+#[cfg(target_os = "linux")]
+mod snapshot;
+#[cfg(target_os = "linux")]
+mod spawn;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
@@ -104,9 +124,10 @@ pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measu
 #[cfg(target_os = "linux")]
 pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
-pub use sampler::{
-    Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, Permissions, Progress, Sampler,
-    preflight,
-};
+pub use preflight::{Permissions, preflight};
+#[cfg(target_os = "linux")]
+pub use sampler::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, Progress, Sampler};
+#[cfg(target_os = "linux")]
+pub use snapshot::MachineSnapshot;
 #[cfg(target_os = "linux")]
 pub use unwind::{StackEnd, UnwindStats, UserStacks, unwind_user_stacks};

@@ -1,22 +1,24 @@
 //! The public sampling API: launch or attach, drain the rings, return a [`Recording`].
 
 use std::collections::BTreeSet;
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::aggregate::Aggregator;
+use crate::clock::{monotonic_ns, realtime_ns};
 use crate::error::{Error, Result};
+use crate::preflight::{MaxStackRaise, fit_max_stack, open_error, ring_pages};
 use crate::procfs;
 use crate::recording::TracepointInfo;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
+use crate::spawn::StoppedChild;
 use crate::sys;
 use crate::taskstats;
-use crate::tracefs::{Tracefs, TracepointRequest};
+use crate::tracefs::{Tracefs, TracepointRequest, open_tracepoint};
 
 /// The default size of the user stack copy: the most the kernel copies, so that programs
 /// built without frame pointers unwind through deep recursion and large local arrays. The
@@ -104,303 +106,6 @@ pub struct Progress<'a> {
     /// Processes that appeared since the last call: pid and command name (empty if not known
     /// yet).
     pub new_processes: &'a [(u32, String)],
-}
-
-/// What [`preflight`] found out about this machine's perf settings.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Permissions {
-    /// `kernel.perf_event_paranoid` (-9 if unreadable).
-    pub paranoid: i32,
-    /// `kernel.kptr_restrict` (-9 if unreadable).
-    pub kptr_restrict: i32,
-    /// Whether we run with euid 0.
-    pub is_root: bool,
-    /// Whether `/proc/kallsyms` shows real addresses.
-    pub kernel_addresses_visible: bool,
-    /// Problems that do not prevent sampling, as sentences for the user.
-    pub warnings: Vec<String>,
-}
-
-fn paranoid() -> i32 {
-    procfs::sysctl_i64("/proc/sys/kernel/perf_event_paranoid").map_or(-9, |v| v as i32)
-}
-
-/// Checks, before opening anything, that sampling with `config` is permitted here.
-///
-/// Returns an error with an actionable message if `perf_event_paranoid` forbids it, the
-/// frequency or stack depth exceed the kernel's limits, or the ring buffers exceed the
-/// locked-memory limit. Hidden kernel addresses only produce a warning.
-pub fn preflight(config: &Config) -> Result<Permissions> {
-    let paranoid = paranoid();
-    let kptr_restrict =
-        procfs::sysctl_i64("/proc/sys/kernel/kptr_restrict").map_or(-9, |v| v as i32);
-    // Safety: geteuid has no preconditions.
-    let is_root = unsafe { libc::geteuid() } == 0;
-    if !is_root
-        && (paranoid > 2
-            || (paranoid > 1 && !config.user_only)
-            || (paranoid > 0 && config.system_wide))
-    {
-        return Err(Error::Refused {
-            paranoid,
-            hint: if paranoid > 2 {
-                ""
-            } else {
-                " (or sample user space only)"
-            },
-            source: io::Error::from_raw_os_error(libc::EACCES),
-        });
-    }
-    check_limits(config)?;
-    if let Some(limit_kib) = mlock_limit_kib() {
-        let ncpu = procfs::online_cpus().len() as u64;
-        let kib = ncpu * ((ring_pages(config) + 1) * page_size()) as u64 / 1024;
-        if kib > limit_kib {
-            return Err(Error::MlockLimit {
-                kib,
-                limit_kib,
-                source: None,
-            });
-        }
-    }
-    // Only the first line: the kernel formats the whole 5 MB file on each full read.
-    let mut first = String::new();
-    if let Ok(f) = std::fs::File::open("/proc/kallsyms") {
-        let _ = io::BufRead::read_line(&mut io::BufReader::new(f), &mut first);
-    }
-    let kernel_addresses_visible = first
-        .split_whitespace()
-        .next()
-        .and_then(|a| u64::from_str_radix(a, 16).ok())
-        .is_some_and(|a| a != 0);
-    let mut warnings = Vec::new();
-    if let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL)
-        && i64::from(config.max_stack) > limit
-        && !is_root
-    {
-        warnings.push(format!(
-            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
-             {}; root raises it for the run): deeper stacks are reported truncated",
-            config.max_stack
-        ));
-    }
-    if !kernel_addresses_visible && !config.user_only {
-        warnings.push(format!(
-            "kernel addresses are hidden (kptr_restrict={kptr_restrict}, perf_event_paranoid={paranoid}); kernel frames will be shown as raw addresses"
-        ));
-    }
-    Ok(Permissions {
-        paranoid,
-        kptr_restrict,
-        is_root,
-        kernel_addresses_visible,
-        warnings,
-    })
-}
-
-fn check_limits(config: &Config) -> Result<()> {
-    if let Some(max) = procfs::sysctl_i64("/proc/sys/kernel/perf_event_max_sample_rate")
-        && config.frequency > max.max(0) as u64
-    {
-        return Err(Error::FrequencyTooHigh {
-            freq: config.frequency,
-            max: max as u64,
-        });
-    }
-    Ok(())
-}
-
-const MAX_STACK_SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
-
-/// `kernel.perf_event_max_stack` raised for one run; [`MaxStackRaise::restore`] puts it back.
-/// Dropping it puts the limit back too, for runs that fail before they end.
-#[derive(Debug)]
-struct MaxStackRaise {
-    previous: i64,
-    raised: i64,
-    restored: bool,
-}
-
-impl MaxStackRaise {
-    /// Puts the limit back, if it still is what this run set (another session may have changed
-    /// it since). Returns a note for the user when that fails. The kernel refuses while any
-    /// callchain event is open, so call it after closing the events.
-    fn restore(&mut self) -> Option<String> {
-        if std::mem::replace(&mut self.restored, true)
-            || procfs::sysctl_i64(MAX_STACK_SYSCTL) != Some(self.raised)
-        {
-            return None;
-        }
-        let e = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string()).err()?;
-        Some(format!(
-            "kernel.perf_event_max_stack stays {} (it was {}): {e}; put it back with \
-             `sysctl kernel.perf_event_max_stack={}` once no perf session runs",
-            self.raised, self.previous, self.previous
-        ))
-    }
-}
-
-/// The callchain depth a run can have: `requested`, after raising the kernel's limit when it
-/// is lower and we may (root); otherwise the kernel's limit, with a note saying so.
-fn fit_max_stack(requested: u16, notes: &mut Vec<String>) -> (u16, Option<MaxStackRaise>) {
-    let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL) else {
-        return (requested, None);
-    };
-    if i64::from(requested) <= limit {
-        return (requested, None);
-    }
-    let kept = u16::try_from(limit.max(1)).unwrap_or(u16::MAX);
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        notes.push(format!(
-            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
-             {requested}; root raises it for the run): deeper stacks are reported truncated"
-        ));
-        return (kept, None);
-    }
-    match std::fs::write(MAX_STACK_SYSCTL, requested.to_string()) {
-        Ok(()) => (
-            requested,
-            Some(MaxStackRaise {
-                previous: limit,
-                raised: i64::from(requested),
-                restored: false,
-            }),
-        ),
-        Err(e) => {
-            let why = if e.raw_os_error() == Some(libc::EBUSY) {
-                "the kernel refuses while other perf sessions run".to_owned()
-            } else {
-                e.to_string()
-            };
-            notes.push(format!(
-                "callchains are limited to kernel.perf_event_max_stack={limit} frames: it \
-                 could not be raised to {requested} ({why}); deeper stacks are reported \
-                 truncated"
-            ));
-            (kept, None)
-        }
-    }
-}
-
-impl Drop for MaxStackRaise {
-    fn drop(&mut self) {
-        let _ = self.restore();
-    }
-}
-
-/// How much ring buffer memory (all CPUs together, in KiB) we may lock: None for root (no
-/// limit), else `kernel.perf_event_mlock_kb` per CPU plus `RLIMIT_MEMLOCK`.
-fn mlock_limit_kib() -> Option<u64> {
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return None;
-    }
-    let ncpu = procfs::online_cpus().len() as u64;
-    let mlock_kb = procfs::sysctl_i64("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or(516);
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // Safety: `rl` is a valid out-pointer.
-    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
-    Some(mlock_kb.max(0) as u64 * ncpu + rl.rlim_cur / 1024)
-}
-
-/// Ring buffer data pages per CPU for `config`: as asked, or enough for about a quarter of a
-/// second of samples, from 1 to 32 MiB (less when the locked-memory limit allows less). Every
-/// sample takes the whole stack copy size in the ring (the kernel reserves it, then writes only
-/// the live part of the stack).
-fn ring_pages(config: &Config) -> usize {
-    if config.mmap_pages > 0 {
-        return config.mmap_pages.next_power_of_two();
-    }
-    let page = page_size() as u64;
-    let record =
-        256 + 8 * u64::from(config.max_stack.min(256)) + u64::from(config.user_stack_bytes);
-    let mut bytes = (config.frequency.saturating_mul(record) / 4).clamp(1 << 20, 32 << 20);
-    if !config.tracepoints.is_empty() {
-        // A record per system call or switch, hundreds of thousands a second.
-        bytes = 32 << 20;
-    }
-    let mut pages = (bytes.div_ceil(page) as usize).next_power_of_two();
-    if let Some(limit_kib) = mlock_limit_kib() {
-        let ncpu = procfs::online_cpus().len().max(1) as u64;
-        // One page per ring is the metadata page; the data pages are a power of two.
-        let fits = (limit_kib * 1024 / ncpu / page).saturating_sub(1).max(1);
-        let floor = 1usize << (63 - fits.leading_zeros());
-        pages = pages.min(floor);
-    }
-    pages
-}
-
-fn kernel_release() -> String {
-    procfs::text("/proc/sys/kernel/osrelease", 4096)
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
-}
-
-/// Turns an errno from `perf_event_open` into an explained error.
-fn open_error(e: io::Error, pid: i32, cpu: i32, config: &Config) -> Error {
-    match e.raw_os_error() {
-        Some(libc::EACCES | libc::EPERM) => Error::Refused {
-            paranoid: paranoid(),
-            hint: if config.user_only {
-                ""
-            } else {
-                " (or sample user space only)"
-            },
-            source: e,
-        },
-        Some(libc::EMFILE | libc::ENFILE) => Error::TooManyFiles(e),
-        Some(libc::ESRCH) => Error::NoSuchProcess { pid },
-        Some(libc::EINVAL | libc::EOVERFLOW) => match check_limits(config) {
-            Err(limit) => limit,
-            Ok(()) => Error::Open {
-                pid,
-                cpu,
-                kernel: kernel_release(),
-                source: e,
-            },
-        },
-        _ => Error::Open {
-            pid,
-            cpu,
-            kernel: kernel_release(),
-            source: e,
-        },
-    }
-}
-
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // Safety: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // Safety: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // Safety: `fds` has room for the two descriptors.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // Safety: pipe2 just created both descriptors and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
 /// A set of per-CPU cpu-clock events with their rings, following a command or processes.
@@ -623,68 +328,10 @@ impl Sampler {
     ///
     /// The child resets SIGINT to its default so Ctrl-C reaches it even if the caller ignores
     /// it. Returns an error if the command cannot be run (errno from `execvp`) or the events
-    /// cannot be opened (see [`preflight`] for the messages).
+    /// cannot be opened (see [`preflight`](crate::preflight()) for the messages).
     pub fn launch(argv: &[OsString], config: &Config) -> Result<Sampler> {
-        let program = argv
-            .first()
-            .ok_or(Error::EmptyCommand)?
-            .to_string_lossy()
-            .into_owned();
-        let spawn_err = |source| Error::Spawn {
-            program: program.clone(),
-            source,
-        };
-        let cargs: Vec<CString> = argv
-            .iter()
-            .map(|a| CString::new(a.as_bytes()))
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| spawn_err(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
-        ptrs.push(std::ptr::null());
-        let (go_r, go_w) = pipe().map_err(spawn_err)?;
-        let (err_r, err_w) = pipe().map_err(spawn_err)?;
-        // Safety: getpid has no preconditions.
-        let parent = unsafe { libc::getpid() };
-        let die_with_parent = !config.keep_running;
-        // Safety: the child only calls async-signal-safe functions (close, read, prctl,
-        // getppid, signal, execvp, write, _exit) on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(spawn_err(io::Error::last_os_error()));
-        }
-        if pid == 0 {
-            // Safety: see above; all pointers point to data owned by this (copied) process.
-            unsafe {
-                libc::close(go_w.as_raw_fd());
-                libc::close(err_r.as_raw_fd());
-                // Die with the collector. If it died before the prctl took effect, the child
-                // was reparented already and would never get the signal: check, and go.
-                if die_with_parent
-                    && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0
-                        || libc::getppid() != parent)
-                {
-                    libc::_exit(127);
-                }
-                let mut b = 0u8;
-                if libc::read(go_r.as_raw_fd(), (&raw mut b).cast(), 1) != 1 {
-                    libc::_exit(127);
-                }
-                libc::signal(libc::SIGINT, libc::SIG_DFL);
-                libc::execvp(ptrs[0], ptrs.as_ptr());
-                let errno = *libc::__errno_location();
-                libc::write(err_w.as_raw_fd(), (&raw const errno).cast(), 4);
-                libc::_exit(127);
-            }
-        }
-        drop(go_r);
-        drop(err_w);
-        let reap = |pid: i32| {
-            // Safety: `pid` is our child; killing and reaping it has no memory effects.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
-            }
-        };
+        let child = StoppedChild::fork(argv, !config.keep_running)?;
+        let pid = child.pid();
         let opened = if config.system_wide {
             Sampler::open_events(&[-1], config, false).and_then(|mut s| {
                 s.enable()?;
@@ -697,34 +344,14 @@ impl Sampler {
         let mut sampler = match opened {
             Ok(s) => s,
             Err(e) => {
-                reap(pid);
+                child.kill();
                 return Err(e);
             }
         };
         sampler.child = Some(pid as u32);
-        // Safety: writing one byte from a live local to our end of the pipe.
-        let w = unsafe { libc::write(go_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
-        if w != 1 {
+        if let Err(e) = child.release() {
             sampler.child = None;
-            reap(pid);
-            return Err(spawn_err(io::Error::last_os_error()));
-        }
-        drop(go_w);
-        let mut errno = [0u8; 4];
-        let n = loop {
-            // Safety: reading at most 4 bytes into a 4-byte local.
-            let n = unsafe { libc::read(err_r.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-            if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            break n;
-        };
-        if n == 4 {
-            sampler.child = None;
-            reap(pid);
-            return Err(spawn_err(io::Error::from_raw_os_error(i32::from_ne_bytes(
-                errno,
-            ))));
+            return Err(e);
         }
         Ok(sampler)
     }
@@ -1119,75 +746,6 @@ impl Drop for Sampler {
     }
 }
 
-/// A tracepoint event opened on one CPU, writing into `ring`, and its counting twin.
-struct OpenedTracepoint {
-    sampled: OwnedFd,
-    id: u64,
-    twin: Option<OwnedFd>,
-}
-
-fn open_tracepoint(
-    t: &TracepointRequest,
-    info: &TracepointInfo,
-    pid: i32,
-    cpu: i32,
-    ring: &OwnedFd,
-    spec: &sys::EventSpec,
-    config: &Config,
-) -> Result<OpenedTracepoint> {
-    let chain = sys::ChainParts {
-        kernel: t.kernel_chain,
-        user: t.user_chain,
-    };
-    let name = &info.format.name;
-    let refused = |e: io::Error| match e.raw_os_error() {
-        Some(libc::EACCES | libc::EPERM) => Error::Tracing {
-            what: format!(
-                "recording tracepoint {name} was refused (perf_event_paranoid={}): run as root \
-                 or with CAP_PERFMON",
-                paranoid()
-            ),
-            source: Some(e),
-        },
-        _ => open_error(e, pid, cpu, config),
-    };
-    let mut attr = sys::tracepoint_attr(info.format.id, chain, t.user_stack_bytes, false, spec);
-    let sampled = sys::open(&mut attr, pid, cpu).map_err(refused)?;
-    sys::set_output(&sampled, ring)
-        .map_err(|e| Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e))?;
-    let filter = t
-        .filter
-        .as_deref()
-        .map(|f| {
-            std::ffi::CString::new(f).map_err(|_| Error::Tracing {
-                what: format!("the filter of {name} holds a NUL byte"),
-                source: None,
-            })
-        })
-        .transpose()?;
-    let mut twin = None;
-    if t.count {
-        let mut attr = sys::tracepoint_attr(info.format.id, chain, 0, true, spec);
-        twin = Some(sys::open(&mut attr, pid, cpu).map_err(refused)?);
-    }
-    if let Some(f) = &filter {
-        for fd in std::iter::once(&sampled).chain(&twin) {
-            sys::set_filter(fd, f).map_err(|e| Error::Tracing {
-                what: format!(
-                    "the kernel refused the filter `{}` on {name} (see its fields in \
-                     events/{}/{}/format)",
-                    f.to_string_lossy(),
-                    t.system,
-                    t.name
-                ),
-                source: Some(e),
-            })?;
-        }
-    }
-    let id = sys::event_id(&sampled).map_err(|e| Error::io("cannot read a perf event's id", e))?;
-    Ok(OpenedTracepoint { sampled, id, twin })
-}
-
 /// Executable mappings of `/proc/PID/maps` as MMAP side-band records.
 pub(crate) fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
     let mut out = Vec::new();
@@ -1232,29 +790,6 @@ pub(crate) fn parse_maps(pid: u32, maps: &str) -> Vec<SideBand> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn limits_and_refusals_are_explained() {
-        let c = Config {
-            frequency: 100_000_000,
-            ..Config::default()
-        };
-        let e = preflight(&c).expect_err("frequency above the kernel limit");
-        assert!(
-            e.to_string()
-                .starts_with("frequency 100000000 Hz exceeds kernel.perf_event_max_sample_rate="),
-            "{e}"
-        );
-        let refused = Error::Refused {
-            paranoid: 2,
-            hint: "",
-            source: io::Error::from_raw_os_error(libc::EACCES),
-        };
-        assert_eq!(
-            refused.to_string(),
-            "perf_event_open was refused (perf_event_paranoid=2): run as root or set kernel.perf_event_paranoid to 1 or lower"
-        );
-    }
 
     #[test]
     fn proc_maps_executable_lines_become_mappings() {

@@ -4,8 +4,14 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use std::os::fd::OwnedFd;
+
 use crate::error::{Error, Result};
+use crate::preflight::{open_error, paranoid};
 use crate::procfs;
+use crate::recording::TracepointInfo;
+use crate::sampler::Config;
+use crate::sys;
 use crate::tracepoint::EventFormat;
 
 /// Where tracefs is mounted on current kernels, and where it sat under debugfs before 4.1.
@@ -157,4 +163,76 @@ impl TracepointRequest {
             count: false,
         }
     }
+}
+/// A tracepoint event opened on one CPU, writing into `ring`, and its counting twin.
+pub(crate) struct OpenedTracepoint {
+    pub(crate) sampled: OwnedFd,
+    pub(crate) id: u64,
+    pub(crate) twin: Option<OwnedFd>,
+}
+
+/// Opens tracepoint `t` (format `info`) for `pid` on `cpu` into `ring`, with its filter and,
+/// if asked, its counting twin.
+///
+/// Returns an error saying what to do if the kernel refuses the event or its filter.
+pub(crate) fn open_tracepoint(
+    t: &TracepointRequest,
+    info: &TracepointInfo,
+    pid: i32,
+    cpu: i32,
+    ring: &OwnedFd,
+    spec: &sys::EventSpec,
+    config: &Config,
+) -> Result<OpenedTracepoint> {
+    let chain = sys::ChainParts {
+        kernel: t.kernel_chain,
+        user: t.user_chain,
+    };
+    let name = &info.format.name;
+    let refused = |e: io::Error| match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => Error::Tracing {
+            what: format!(
+                "recording tracepoint {name} was refused (perf_event_paranoid={}): run as root \
+                 or with CAP_PERFMON",
+                paranoid()
+            ),
+            source: Some(e),
+        },
+        _ => open_error(e, pid, cpu, config),
+    };
+    let mut attr = sys::tracepoint_attr(info.format.id, chain, t.user_stack_bytes, false, spec);
+    let sampled = sys::open(&mut attr, pid, cpu).map_err(refused)?;
+    sys::set_output(&sampled, ring)
+        .map_err(|e| Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e))?;
+    let filter = t
+        .filter
+        .as_deref()
+        .map(|f| {
+            std::ffi::CString::new(f).map_err(|_| Error::Tracing {
+                what: format!("the filter of {name} holds a NUL byte"),
+                source: None,
+            })
+        })
+        .transpose()?;
+    let mut twin = None;
+    if t.count {
+        let mut attr = sys::tracepoint_attr(info.format.id, chain, 0, true, spec);
+        twin = Some(sys::open(&mut attr, pid, cpu).map_err(refused)?);
+    }
+    if let Some(f) = &filter {
+        for fd in std::iter::once(&sampled).chain(&twin) {
+            sys::set_filter(fd, f).map_err(|e| Error::Tracing {
+                what: format!(
+                    "the kernel refused the filter `{}` on {name} (see its fields in \
+                     events/{}/{}/format)",
+                    f.to_string_lossy(),
+                    t.system,
+                    t.name
+                ),
+                source: Some(e),
+            })?;
+        }
+    }
+    let id = sys::event_id(&sampled).map_err(|e| Error::io("cannot read a perf event's id", e))?;
+    Ok(OpenedTracepoint { sampled, id, twin })
 }

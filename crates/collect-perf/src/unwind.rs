@@ -93,7 +93,7 @@ impl Images {
                     _ => true,
                 };
                 let at_path = if m.filename == "[vdso]" {
-                    crate::elf::own_vdso().and_then(|b| ElfInfo::parse(&b[..]))
+                    crate::snapshot::own_vdso().and_then(|b| ElfInfo::parse(&b[..]))
                 } else if m.filename.starts_with('/') {
                     crate::elf::read_object(&m.filename)
                 } else {
@@ -302,7 +302,7 @@ impl Unwinding {
             .entry((m.start, m.end, m.pgoff, m.filename.clone()))
             .or_insert_with(|| {
                 let elf = images.get(m)?;
-                let bias = elf.bias(m.start, m.pgoff)?;
+                let bias = elf.bias(m.start, m.end, m.pgoff)?;
                 elf.eh_frame.as_ref()?;
                 Some(Module::new(
                     m.filename.clone(),
@@ -576,7 +576,7 @@ impl ProcessUnwinder {
         let at = f.address_for_lookup();
         if let Some(m) = p.mapping_at(at, time)
             && let Some(elf) = u.images.get(m)
-            && let Some(bias) = elf.bias(m.start, m.pgoff)
+            && let Some(bias) = elf.bias(m.start, m.end, m.pgoff)
             && elf.entry != 0
             && at.wrapping_sub(bias).wrapping_sub(elf.entry) < ENTRY_CODE
         {

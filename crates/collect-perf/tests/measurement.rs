@@ -11,10 +11,7 @@ use collect_perf::{
     Aggregate, AggregateOptions, KernelSymbols, Recording, WriteOptions, WriteSummary, aggregate,
     write_measurement,
 };
-use gmon_format::{
-    AddressSize, BoundaryKind, CounterSource, Endian, MeasurementInfo, Profile, ReadOptions,
-    Record, Stacks, scan,
-};
+use gmon_format::{BoundaryKind, CounterSource, MeasurementInfo, Stacks, scan};
 
 mod common;
 
@@ -62,21 +59,6 @@ fn measure(tag: &str, argv: &[&dyn AsRef<std::ffi::OsStr>]) -> Measured {
 }
 
 /// Histogram sample total and arcs of a gmon file.
-fn gmon(path: &Path) -> (u64, Vec<(u64, u64, u64)>) {
-    let data = std::fs::read(path).unwrap();
-    let p = Profile::parse(&data, &ReadOptions::new(AddressSize::U64, Endian::Little))
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let (mut total, mut arcs) = (0, Vec::new());
-    for r in p.records() {
-        match r.unwrap().1 {
-            Record::Histogram(h) => total += h.bins.iter().map(u64::from).sum::<u64>(),
-            Record::Arc(a) => arcs.push((a.from_pc, a.self_pc, a.count)),
-            Record::BasicBlocks(_) => panic!("basic blocks"),
-        }
-    }
-    (total, arcs)
-}
-
 fn info(path: &Path) -> MeasurementInfo {
     MeasurementInfo::parse(&std::fs::read(path).unwrap()).unwrap()
 }

@@ -63,6 +63,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bias;
 mod dump;
 mod error;
 pub mod kallsyms;
@@ -76,6 +77,7 @@ mod write;
 #[cfg(test)]
 mod test_util;
 
+pub use bias::{LoadSegment, load_bias};
 pub use dump::{Summary, dump};
 pub use error::{Error, ErrorKind, Result};
 pub use kallsyms::{Kallsyms, KallsymsOptions, KallsymsSymbol};

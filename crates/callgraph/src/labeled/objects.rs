@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use gmon_format::LoadSegment;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SectionKind, SymbolFlags};
 
 use crate::error::Error;
@@ -14,14 +15,6 @@ use crate::symbols::{RawSymbol, SymbolOptions, SymbolTable};
 /// Where this machine keeps separate debug files by build-id; searched for full symbol tables
 /// of objects that ship only `.dynsym`.
 const SYSTEM_DEBUG_DIR: &str = "/usr/lib/debug";
-
-/// A loadable segment: which file bytes land at which ELF virtual address.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct LoadSegment {
-    file_offset: u64,
-    file_size: u64,
-    address: u64,
-}
 
 /// An object found and read.
 #[derive(Debug)]
@@ -40,13 +33,11 @@ pub(crate) struct LoadedObject {
 }
 
 impl LoadedObject {
-    /// The load bias of a mapping of this object at `start` mapping file offset `offset`:
-    /// runtime address minus ELF address, from the segment holding that offset.
-    pub fn bias_for(&self, start: u64, offset: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|s| s.file_offset <= offset && offset < s.file_offset + s.file_size.max(1))
-            .map(|s| start.wrapping_sub(s.address.wrapping_add(offset - s.file_offset)))
+    /// The load bias of the executable mapping `start..end` of this object from file offset
+    /// `offset`: runtime address minus ELF address, by the one rule
+    /// ([`gmon_format::load_bias`], which the collector applied when it recorded a bias).
+    pub fn bias_for(&self, start: u64, end: u64, offset: u64) -> Option<u64> {
+        gmon_format::load_bias(&self.segments, start, end, offset)
     }
 }
 
@@ -224,6 +215,10 @@ fn read(path: &Path, data: &[u8], build_id: Option<&[u8]>) -> Result<LoadedObjec
                 file_offset,
                 file_size,
                 address: s.address(),
+                executable: matches!(
+                    s.flags(),
+                    object::SegmentFlags::Elf { p_flags, .. } if p_flags.contains(object::elf::PF_X)
+                ),
             }
         })
         .collect();
@@ -456,10 +451,11 @@ mod tests {
         let path = fixtures().join("objects/reader");
         let o = find(&path, None, &[]).unwrap();
         // The code segment: file offset 0x1000 at ELF address 0x1000.
-        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1000), Some(0x5555_5555_4000));
+        let (start, end) = (0x5555_5555_5000, 0x5555_5555_6000);
+        assert_eq!(o.bias_for(start, end, 0x1000), Some(0x5555_5555_4000));
         // A mapping starting part-way into it.
-        assert_eq!(o.bias_for(0x5555_5555_5000, 0x1010), Some(0x5555_5555_3ff0));
-        assert_eq!(o.bias_for(0x5555_5555_5000, 0x10_0000), None);
+        assert_eq!(o.bias_for(start, end, 0x1010), Some(0x5555_5555_3ff0));
+        assert_eq!(o.bias_for(start, end, 0x10_0000), None);
     }
 
     #[test]

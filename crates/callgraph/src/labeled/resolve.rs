@@ -307,7 +307,7 @@ impl Builder {
         let bias = match (&self.objects[object], mapping.load_bias) {
             (_, Some(b)) => b,
             (Some(obj), None) => {
-                match obj.bias_for(mapping.start, mapping.file_offset.unwrap_or(0)) {
+                match obj.bias_for(mapping.start, mapping.end, mapping.file_offset.unwrap_or(0)) {
                     Some(b) => b,
                     None => {
                         self.warnings.push(format!(

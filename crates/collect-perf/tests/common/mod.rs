@@ -146,3 +146,22 @@ impl ElfSyms {
         (svma < start + size.max(&1)).then_some(name.as_str())
     }
 }
+
+/// The histogram total and the arcs of the gmon file at `path` (64-bit little-endian).
+pub fn gmon(path: &Path) -> (u64, Vec<(u64, u64, u64)>) {
+    let data = std::fs::read(path).unwrap();
+    let p = gmon_format::Profile::parse(
+        &data,
+        &gmon_format::ReadOptions::new(gmon_format::AddressSize::U64, gmon_format::Endian::Little),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut total, mut arcs) = (0, Vec::new());
+    for r in p.records() {
+        match r.unwrap().1 {
+            gmon_format::Record::Histogram(h) => total += h.bins.iter().map(u64::from).sum::<u64>(),
+            gmon_format::Record::Arc(a) => arcs.push((a.from_pc, a.self_pc, a.count)),
+            gmon_format::Record::BasicBlocks(_) => panic!("basic blocks"),
+        }
+    }
+    (total, arcs)
+}

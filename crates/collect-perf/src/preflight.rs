@@ -1,0 +1,309 @@
+//! The live machine's perf settings: whether sampling with a [`Config`] is permitted here
+//! (`perf_event_paranoid`, rate and stack-depth limits, locked memory), raising
+//! `perf_event_max_stack` for the run as root and putting it back, the ring size that fits, and
+//! what an error of `perf_event_open` means for the user.
+
+use std::io;
+
+use crate::error::{Error, Result};
+use crate::procfs;
+use crate::ring::page_size;
+use crate::sampler::Config;
+
+/// What [`preflight`] found out about this machine's perf settings.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Permissions {
+    /// `kernel.perf_event_paranoid` (-9 if unreadable).
+    pub paranoid: i32,
+    /// `kernel.kptr_restrict` (-9 if unreadable).
+    pub kptr_restrict: i32,
+    /// Whether we run with euid 0.
+    pub is_root: bool,
+    /// Whether `/proc/kallsyms` shows real addresses.
+    pub kernel_addresses_visible: bool,
+    /// Problems that do not prevent sampling, as sentences for the user.
+    pub warnings: Vec<String>,
+}
+
+pub(crate) fn paranoid() -> i32 {
+    procfs::sysctl_i64("/proc/sys/kernel/perf_event_paranoid").map_or(-9, |v| v as i32)
+}
+
+/// Checks, before opening anything, that sampling with `config` is permitted here.
+///
+/// Returns an error with an actionable message if `perf_event_paranoid` forbids it, the
+/// frequency or stack depth exceed the kernel's limits, or the ring buffers exceed the
+/// locked-memory limit. Hidden kernel addresses only produce a warning.
+pub fn preflight(config: &Config) -> Result<Permissions> {
+    let paranoid = paranoid();
+    let kptr_restrict =
+        procfs::sysctl_i64("/proc/sys/kernel/kptr_restrict").map_or(-9, |v| v as i32);
+    // Safety: geteuid has no preconditions.
+    let is_root = unsafe { libc::geteuid() } == 0;
+    if !is_root
+        && (paranoid > 2
+            || (paranoid > 1 && !config.user_only)
+            || (paranoid > 0 && config.system_wide))
+    {
+        return Err(Error::Refused {
+            paranoid,
+            hint: if paranoid > 2 {
+                ""
+            } else {
+                " (or sample user space only)"
+            },
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        });
+    }
+    check_limits(config)?;
+    if let Some(limit_kib) = mlock_limit_kib() {
+        let ncpu = procfs::online_cpus().len() as u64;
+        let kib = ncpu * ((ring_pages(config) + 1) * page_size()) as u64 / 1024;
+        if kib > limit_kib {
+            return Err(Error::MlockLimit {
+                kib,
+                limit_kib,
+                source: None,
+            });
+        }
+    }
+    // Only the first line: the kernel formats the whole 5 MB file on each full read.
+    let mut first = String::new();
+    if let Ok(f) = std::fs::File::open("/proc/kallsyms") {
+        let _ = io::BufRead::read_line(&mut io::BufReader::new(f), &mut first);
+    }
+    let kernel_addresses_visible = first
+        .split_whitespace()
+        .next()
+        .and_then(|a| u64::from_str_radix(a, 16).ok())
+        .is_some_and(|a| a != 0);
+    let mut warnings = Vec::new();
+    if let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL)
+        && i64::from(config.max_stack) > limit
+        && !is_root
+    {
+        warnings.push(format!(
+            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
+             {}; root raises it for the run): deeper stacks are reported truncated",
+            config.max_stack
+        ));
+    }
+    if !kernel_addresses_visible && !config.user_only {
+        warnings.push(format!(
+            "kernel addresses are hidden (kptr_restrict={kptr_restrict}, perf_event_paranoid={paranoid}); kernel frames will be shown as raw addresses"
+        ));
+    }
+    Ok(Permissions {
+        paranoid,
+        kptr_restrict,
+        is_root,
+        kernel_addresses_visible,
+        warnings,
+    })
+}
+
+pub(crate) fn check_limits(config: &Config) -> Result<()> {
+    if let Some(max) = procfs::sysctl_i64("/proc/sys/kernel/perf_event_max_sample_rate")
+        && config.frequency > max.max(0) as u64
+    {
+        return Err(Error::FrequencyTooHigh {
+            freq: config.frequency,
+            max: max as u64,
+        });
+    }
+    Ok(())
+}
+
+const MAX_STACK_SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
+
+/// `kernel.perf_event_max_stack` raised for one run; [`MaxStackRaise::restore`] puts it back.
+/// Dropping it puts the limit back too, for runs that fail before they end.
+#[derive(Debug)]
+pub(crate) struct MaxStackRaise {
+    previous: i64,
+    raised: i64,
+    restored: bool,
+}
+
+impl MaxStackRaise {
+    /// Puts the limit back, if it still is what this run set (another session may have changed
+    /// it since). Returns a note for the user when that fails. The kernel refuses while any
+    /// callchain event is open, so call it after closing the events.
+    pub(crate) fn restore(&mut self) -> Option<String> {
+        if std::mem::replace(&mut self.restored, true)
+            || procfs::sysctl_i64(MAX_STACK_SYSCTL) != Some(self.raised)
+        {
+            return None;
+        }
+        let e = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string()).err()?;
+        Some(format!(
+            "kernel.perf_event_max_stack stays {} (it was {}): {e}; put it back with \
+             `sysctl kernel.perf_event_max_stack={}` once no perf session runs",
+            self.raised, self.previous, self.previous
+        ))
+    }
+}
+
+/// The callchain depth a run can have: `requested`, after raising the kernel's limit when it
+/// is lower and we may (root); otherwise the kernel's limit, with a note saying so.
+pub(crate) fn fit_max_stack(
+    requested: u16,
+    notes: &mut Vec<String>,
+) -> (u16, Option<MaxStackRaise>) {
+    let Some(limit) = procfs::sysctl_i64(MAX_STACK_SYSCTL) else {
+        return (requested, None);
+    };
+    if i64::from(requested) <= limit {
+        return (requested, None);
+    }
+    let kept = u16::try_from(limit.max(1)).unwrap_or(u16::MAX);
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        notes.push(format!(
+            "callchains are limited to kernel.perf_event_max_stack={limit} frames (asked for \
+             {requested}; root raises it for the run): deeper stacks are reported truncated"
+        ));
+        return (kept, None);
+    }
+    match std::fs::write(MAX_STACK_SYSCTL, requested.to_string()) {
+        Ok(()) => (
+            requested,
+            Some(MaxStackRaise {
+                previous: limit,
+                raised: i64::from(requested),
+                restored: false,
+            }),
+        ),
+        Err(e) => {
+            let why = if e.raw_os_error() == Some(libc::EBUSY) {
+                "the kernel refuses while other perf sessions run".to_owned()
+            } else {
+                e.to_string()
+            };
+            notes.push(format!(
+                "callchains are limited to kernel.perf_event_max_stack={limit} frames: it \
+                 could not be raised to {requested} ({why}); deeper stacks are reported \
+                 truncated"
+            ));
+            (kept, None)
+        }
+    }
+}
+
+impl Drop for MaxStackRaise {
+    fn drop(&mut self) {
+        let _ = self.restore();
+    }
+}
+
+/// How much ring buffer memory (all CPUs together, in KiB) we may lock: None for root (no
+/// limit), else `kernel.perf_event_mlock_kb` per CPU plus `RLIMIT_MEMLOCK`.
+pub(crate) fn mlock_limit_kib() -> Option<u64> {
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return None;
+    }
+    let ncpu = procfs::online_cpus().len() as u64;
+    let mlock_kb = procfs::sysctl_i64("/proc/sys/kernel/perf_event_mlock_kb").unwrap_or(516);
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // Safety: `rl` is a valid out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
+    Some(mlock_kb.max(0) as u64 * ncpu + rl.rlim_cur / 1024)
+}
+
+/// Ring buffer data pages per CPU for `config`: as asked, or enough for about a quarter of a
+/// second of samples, from 1 to 32 MiB (less when the locked-memory limit allows less). Every
+/// sample takes the whole stack copy size in the ring (the kernel reserves it, then writes only
+/// the live part of the stack).
+pub(crate) fn ring_pages(config: &Config) -> usize {
+    if config.mmap_pages > 0 {
+        return config.mmap_pages.next_power_of_two();
+    }
+    let page = page_size() as u64;
+    let record =
+        256 + 8 * u64::from(config.max_stack.min(256)) + u64::from(config.user_stack_bytes);
+    let mut bytes = (config.frequency.saturating_mul(record) / 4).clamp(1 << 20, 32 << 20);
+    if !config.tracepoints.is_empty() {
+        // A record per system call or switch, hundreds of thousands a second.
+        bytes = 32 << 20;
+    }
+    let mut pages = (bytes.div_ceil(page) as usize).next_power_of_two();
+    if let Some(limit_kib) = mlock_limit_kib() {
+        let ncpu = procfs::online_cpus().len().max(1) as u64;
+        // One page per ring is the metadata page; the data pages are a power of two.
+        let fits = (limit_kib * 1024 / ncpu / page).saturating_sub(1).max(1);
+        let floor = 1usize << (63 - fits.leading_zeros());
+        pages = pages.min(floor);
+    }
+    pages
+}
+
+fn kernel_release() -> String {
+    procfs::text("/proc/sys/kernel/osrelease", 4096)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// Turns an errno from `perf_event_open` into an explained error.
+pub(crate) fn open_error(e: io::Error, pid: i32, cpu: i32, config: &Config) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => Error::Refused {
+            paranoid: paranoid(),
+            hint: if config.user_only {
+                ""
+            } else {
+                " (or sample user space only)"
+            },
+            source: e,
+        },
+        Some(libc::EMFILE | libc::ENFILE) => Error::TooManyFiles(e),
+        Some(libc::ESRCH) => Error::NoSuchProcess { pid },
+        Some(libc::EINVAL | libc::EOVERFLOW) => match check_limits(config) {
+            Err(limit) => limit,
+            Ok(()) => Error::Open {
+                pid,
+                cpu,
+                kernel: kernel_release(),
+                source: e,
+            },
+        },
+        _ => Error::Open {
+            pid,
+            cpu,
+            kernel: kernel_release(),
+            source: e,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_and_refusals_are_explained() {
+        let c = Config {
+            frequency: 100_000_000,
+            ..Config::default()
+        };
+        let e = preflight(&c).expect_err("frequency above the kernel limit");
+        assert!(
+            e.to_string()
+                .starts_with("frequency 100000000 Hz exceeds kernel.perf_event_max_sample_rate="),
+            "{e}"
+        );
+        let refused = Error::Refused {
+            paranoid: 2,
+            hint: "",
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "perf_event_open was refused (perf_event_paranoid=2): run as root or set kernel.perf_event_paranoid to 1 or lower"
+        );
+    }
+}
