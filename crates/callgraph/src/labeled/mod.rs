@@ -663,4 +663,51 @@ mod tests {
         // Without names, the entries cannot be classified.
         assert_eq!(s.processes[0].entries.get(&BoundaryKind::Other), Some(&2));
     }
+
+    /// The collector's `[boundary]` counts and counter notes reach the header, every kind
+    /// with its own count: a kind left out of the merge or the header fails here.
+    #[test]
+    fn every_recorded_boundary_kind_is_in_the_header() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-header-{}", std::process::id()));
+        measurement(&dir);
+        let info_path = dir.join("gmon.out.7.x");
+        let mut info = MeasurementInfo::parse(&std::fs::read(&info_path).unwrap()).unwrap();
+        for (i, kind) in BoundaryKind::ALL.into_iter().enumerate() {
+            info.boundary.entries.insert(kind, 11 + i as u64);
+        }
+        info.counters.source = Some(gmon_format::CounterSource::Proc);
+        info.counters.taskstats_refused = true;
+        info.sampling.truncated_stacks = Some(3);
+        info.sampling.truncated_unwind_info = Some(3);
+        let mut text = Vec::new();
+        info.write(&mut text).unwrap();
+        std::fs::write(&info_path, text).unwrap();
+        let m = gmon_format::scan(&dir).unwrap();
+        let s = Seamless::build(
+            &m,
+            &ProcessSelection::Pids(vec![(7, 0)]),
+            &SeamlessOptions::default(),
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut out = Vec::new();
+        crate::write_process_header(&mut out, &s.unwrap().processes).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let entries: Vec<String> = BoundaryKind::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| format!("{} {}", 11 + i, k.as_str()))
+            .collect();
+        assert!(
+            out.contains(&format!("    kernel entries:   {}\n", entries.join(", "))),
+            "{out}"
+        );
+        assert!(
+            out.contains("    counters from:    proc (taskstats refused)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("3 truncated stacks (3 unwind info)\n"),
+            "{out}"
+        );
+    }
 }
