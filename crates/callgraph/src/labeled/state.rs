@@ -32,7 +32,7 @@ pub(super) struct Builder {
     pub(super) hist: BTreeMap<(usize, Option<usize>), u64>,
     pub(super) arcs: Vec<(Loc, Loc, u64)>,
     pub(super) stacks: Vec<(Vec<Loc>, u64)>,
-    /// Sleep stacks and the nanoseconds blocked in them (see `Seamless::off_cpu`).
+    /// Sleep stacks and the nanoseconds blocked in them (the model's `off-cpu` value type).
     pub(super) off_cpu: Vec<(Vec<Loc>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
     pub(super) warnings: Vec<String>,
