@@ -1,6 +1,7 @@
 //! Builds the profile model of a measurement directory that `pkgmon` recorded, then prints
-//! what it holds: its processes, and the heaviest sampled stacks, user and kernel frames
-//! labelled as the seamless listing labels them.
+//! what it holds: its processes, the heaviest sampled stacks, user and kernel frames labelled
+//! as the seamless listing labels them, and the symbol table the listing reads from the same
+//! model.
 //!
 //! `cargo run -p callgraph --example measurement_model -- DIR [PID...]`; without arguments it
 //! reads the bundled measurement of `fixtures/seamless/` (a reader and a server, pids 137 and
@@ -40,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for warning in &seamless.warnings {
         eprintln!("warning: {warning}");
     }
-    // 3. The model.
+    // 3. The model, as exports see it (the histograms the flat profile reads left out).
     let model = measurement_model(&seamless);
 
     let samples = model
@@ -72,6 +73,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{} distinct stacks; the heaviest:", stacks.len());
     for (n, stack) in stacks.iter().take(5) {
         println!("{n:>6}  {stack}");
+    }
+    // 4. The gprof listing's input, read back from the same model: one symbol per function,
+    //    at its place in the merged address space.
+    let view = seamless.gprof();
+    let symbols = view.table.symbols();
+    println!("the listing reads {} symbols:", symbols.len());
+    for s in symbols.iter().take(5) {
+        println!("  {:#8x}  {}", s.address, s.name_lossy());
     }
     Ok(())
 }

@@ -60,9 +60,10 @@
 //! histogram bin (a one-frame stack at the bin's address), one arc per gmon arc, functions named
 //! as gprof prints them. Its totals are gprof's; it keeps what was measured rather than gprof's
 //! reading of it (see the function's docs). `cargo run -p callgraph --example gmon_model`
-//! shows it on a bundled profile. [`measurement_model`] does the same for a seamless profile
-//! of a measurement directory, with its real sampled stacks and each sample labelled with its
-//! process:
+//! shows it on a bundled profile. A measurement directory's model is made by
+//! [`Seamless::build`] (below), with its real sampled stacks and each sample labelled with its
+//! process; the seamless listings read it through [`gprof_view`], and [`measurement_model`]
+//! gives it as exports and diffs see it:
 //!
 //! ```no_run
 //! use callgraph::{ProcessSelection, Seamless, SeamlessOptions, measurement_model};
@@ -88,10 +89,11 @@
 //! processes that pkgmon recorded (the pkprof paper's seamless profiling): user addresses
 //! through the recorded mappings and the objects' symbol tables (found by path, in
 //! [`SeamlessOptions::object_path`] by file name or build-id, build-ids checked), kernel
-//! addresses through the kallsyms snapshot ([`KernelSymbols`]). The result is one
-//! [`SymbolTable`] with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`]
-//! (made directly, not through a gmon file; [`Seamless::write_gmon`] writes one for
-//! `--merge-out`), so `Analysis::new` and [`write_report`] print it like any gprof profile;
+//! addresses through the kallsyms snapshot ([`KernelSymbols`]). The result is one profile
+//! model ([`Seamless::model`]) whose gprof view ([`Seamless::gprof`]) is one [`SymbolTable`]
+//! with names labelled `<pid>u:` and `<pid>k:` and one [`gmon_format::Sum`] (made directly,
+//! not through a gmon file; [`GprofView::write_gmon`] writes one for `--merge-out`), so
+//! `Analysis::new` and [`write_report`] print it like any gprof profile;
 //! [`write_process_header`] prints each process's kernel counters first. See the `labeled`
 //! module docs (on [`Seamless`]) for the pseudo-functions and how boundary arcs are drawn.
 //!
@@ -116,6 +118,7 @@ mod elf_symbols;
 mod error;
 mod flat;
 mod gmon_sum;
+mod gprof_view;
 mod graph;
 mod histogram;
 mod inclusive;
@@ -146,6 +149,7 @@ pub use diagnose::{Warning, check_line_mode_blocks, check_profile, check_samples
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use gmon_sum::{BASIC_BLOCKS_PER_SYMBOL, sum_arcs, sum_basic_blocks, write_gmon_sum};
+pub use gprof_view::{GprofView, HISTOGRAM, gprof_view};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};
@@ -154,8 +158,8 @@ pub use input::{
 };
 pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
-    AddressNames, BoundaryKind, ProcessSelection, ProcessSummary, Seamless, SeamlessOptions,
-    relabel_symspecs, write_process_header, write_symbol_image,
+    AddressNames, BoundaryKind, ProcessLabels, ProcessSelection, ProcessSummary, Seamless,
+    SeamlessOptions, relabel_symspecs, write_process_header, write_symbol_image,
 };
 pub use latency::{
     LatencyOptions, latency_diff_plot, latency_plot, write_blocking_report, write_latency_diff,
@@ -163,7 +167,7 @@ pub use latency::{
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
-pub use measurement_model::{ProcessLabels, measurement_model, measurement_model_with};
+pub use measurement_model::measurement_model;
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};

@@ -68,27 +68,21 @@ pub fn gmon_model(table: &SymbolTable, sum: &Sum, options: &ModelOptions) -> Pro
     model.b.build()
 }
 
-/// The builder and the functions made so far, one per symbol: the steps [`gmon_model`] and
-/// the measurement reader ([`crate::measurement_model`]) share.
-pub(crate) struct Model<'t> {
-    pub(crate) b: ProfileBuilder,
-    pub(crate) table: &'t SymbolTable,
+/// The builder and the functions made so far, one per symbol.
+struct Model<'t> {
+    b: ProfileBuilder,
+    table: &'t SymbolTable,
     options: &'t ModelOptions,
     /// Whether each symbol's name and file are those of another symbol too.
     repeated: Vec<bool>,
     object: Option<ObjectId>,
     functions: Vec<Option<FunctionId>>,
     unknown: Option<FunctionId>,
-    /// Name prefixes of seamless tables (`137u`, `137k`, `kernel`), each with the side, the
-    /// sample labels and the label of its functions; empty for a plain image.
-    pub(crate) processes: HashMap<String, (Side, LabelSetId, String)>,
-    /// The sample labels of each function made from a prefixed name.
-    sample_labels: HashMap<FunctionId, LabelSetId>,
 }
 
 impl<'t> Model<'t> {
     /// A model of `table`'s symbols, with value type [`ValueKind::SAMPLES`].
-    pub(crate) fn new(table: &'t SymbolTable, options: &'t ModelOptions) -> Self {
+    fn new(table: &'t SymbolTable, options: &'t ModelOptions) -> Self {
         let mut b = ProfileBuilder::new();
         b.value_type(ValueKind::SAMPLES);
         let object = options.image.as_deref().map(|path| {
@@ -119,13 +113,11 @@ impl<'t> Model<'t> {
             object,
             functions: vec![None; table.len()],
             unknown: None,
-            processes: HashMap::new(),
-            sample_labels: HashMap::new(),
         }
     }
 
     /// The period: CPU time per sample, `1/hz` of the profile's histograms.
-    pub(crate) fn set_period(&mut self, sum: &Sum) {
+    fn set_period(&mut self, sum: &Sum) {
         if let Some(unit) = sum.unit().filter(|u| u.prof_rate > 0) {
             self.b.set_period(Period {
                 kind: ValueKind::CPU_TIME,
@@ -134,9 +126,8 @@ impl<'t> Model<'t> {
         }
     }
 
-    /// One one-frame sample per non-zero histogram bin, at the bin's first address, with the
-    /// labels `labels` gives its function.
-    pub(crate) fn add_histogram(&mut self, sum: &Sum) {
+    /// One one-frame sample per non-zero histogram bin, at the bin's first address.
+    fn add_histogram(&mut self, sum: &Sum) {
         for h in sum.histograms() {
             let bins = h.bins.len() as u128;
             let span = u128::from(h.high_pc.wrapping_sub(h.low_pc));
@@ -146,28 +137,27 @@ impl<'t> Model<'t> {
                 }
                 // The bin's first address, by exact integer division of the record's range.
                 let address = h.low_pc.wrapping_add((span * i as u128 / bins) as u64);
-                let (frame, labels) = self.frame(self.table.lookup(address), address);
+                let frame = self.frame(self.table.lookup(address), address);
                 let stack = self.b.stack(None, frame);
                 let count = i64::try_from(count).unwrap_or(i64::MAX);
                 // One value per value type: cannot fail.
-                let _ = self.b.add_sample(stack, labels, &[count]);
+                let _ = self.b.add_sample(stack, LabelSetId::EMPTY, &[count]);
             }
         }
     }
 
     /// One arc per arc of `sum`, from the caller at the call site to the callee at its entry.
-    pub(crate) fn add_arcs(&mut self, sum: &Sum) {
+    fn add_arcs(&mut self, sum: &Sum) {
         for arc in sum.arcs() {
-            let (caller, _) = self.frame(self.table.lookup(arc.from_pc), arc.from_pc);
-            let (callee, _) = self.frame(self.table.lookup_callee(arc.self_pc), arc.self_pc);
+            let caller = self.frame(self.table.lookup(arc.from_pc), arc.from_pc);
+            let callee = self.frame(self.table.lookup_callee(arc.self_pc), arc.self_pc);
             let count = i64::try_from(arc.count).unwrap_or(i64::MAX);
             self.b.add_arc(Arc::new(caller, callee, count));
         }
     }
 
-    /// The frame of symbol `symbol` (or of no symbol) at `address`, and the labels of samples
-    /// taken in it.
-    pub(crate) fn frame(&mut self, symbol: Option<usize>, address: u64) -> (FrameId, LabelSetId) {
+    /// The frame of symbol `symbol` (or of no symbol) at `address`.
+    fn frame(&mut self, symbol: Option<usize>, address: u64) -> FrameId {
         let function = match symbol {
             Some(i) => match self.functions[i] {
                 Some(f) => f,
@@ -187,9 +177,7 @@ impl<'t> Model<'t> {
                 }
             },
         };
-        let labels = self.sample_labels.get(&function).copied();
-        let frame = self.b.frame(Frame::new(function).with_address(address));
-        (frame, labels.unwrap_or(LabelSetId::EMPTY))
+        self.b.frame(Frame::new(function).with_address(address))
     }
 
     fn symbol_function(&mut self, i: usize) -> FunctionId {
@@ -215,21 +203,8 @@ impl<'t> Model<'t> {
         self.b.function(function)
     }
 
-    /// A function named `name` in the image; in a seamless table, a name that starts with a
-    /// process prefix (`137u:read`) is the function `read` labelled `137u`, on that side, its
-    /// samples labelled with the process.
+    /// A function named `name` in the image.
     fn function(&mut self, name: &str) -> Function {
-        if let Some((prefix, rest)) = name.split_once(':')
-            && let Some((side, labels, label)) = self.processes.get(prefix)
-        {
-            let (side, labels) = (*side, *labels);
-            let label = label.clone();
-            let (rest, label) = (self.b.string(rest), self.b.string(&label));
-            let function = Function::new(rest, side).with_label(label);
-            let id = self.b.function(function.clone());
-            self.sample_labels.insert(id, labels);
-            return function;
-        }
         let name = self.b.string(name);
         let function = Function::new(name, Side::User);
         match self.object {

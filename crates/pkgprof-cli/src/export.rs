@@ -145,7 +145,7 @@ fn measurement_diff_inputs(o: &Options) -> Result<((Profile, String), (Profile, 
     };
     let side = |dir: &OsString, pids: &[(u32, u32)]| -> Result<(Profile, String)> {
         let dir = Path::new(dir);
-        let seamless = crate::seamless::build_at(o, dir, pids, true)?;
+        let seamless = crate::seamless::build_at(o, dir, pids, true, style)?;
         let name = match pids {
             [(pid, n)] => format!(
                 "pid {} of {}",
@@ -154,7 +154,7 @@ fn measurement_diff_inputs(o: &Options) -> Result<((Profile, String), (Profile, 
             ),
             _ => format!("the system of {}", dir.display()),
         };
-        Ok((callgraph::measurement_model_with(&seamless, style), name))
+        Ok((callgraph::measurement_model(&seamless), name))
     };
     Ok((side(base, &base_pids)?, side(new, &new_pids)?))
 }

@@ -1,8 +1,9 @@
 //! `pkgprof --pid PID[,PID...] [DIR]` and `--system`: the seamless report of a measurement
 //! directory written by pkgmon (pkprof paper, Figure 2.2).
 //!
-//! The processes' user and kernel profiles are symbolized and merged into one labelled symbol
-//! table and profile by [`callgraph::Seamless`], then printed by the ordinary gprof listings,
+//! The processes' user and kernel profiles are symbolized and merged into one labelled profile
+//! model by [`callgraph::Seamless`], whose gprof view ([`callgraph::Seamless::gprof`]: symbol
+//! table, histogram, arcs, stacks) is printed by the ordinary gprof listings,
 //! so every gprof option that applies to a report (`-b`, `-p`, `-q`, `-P`, `-Q`, `-z`, `-T`,
 //! `--no-demangle`) works in the same layout. A header with each process's kernel counters
 //! comes first (see [`callgraph::write_process_header`]).
@@ -13,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use callgraph::{
-    Analysis, ProcessSelection, Seamless, SeamlessOptions, apply_stacks, relabel_symspecs,
-    write_process_header, write_report, write_symbol_image,
+    Analysis, GprofView, ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, apply_stacks,
+    relabel_symspecs, write_process_header, write_report, write_symbol_image,
 };
 
 use crate::options::Options;
@@ -30,15 +31,16 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
     };
     let seamless = build(o, exact)?;
+    let view = seamless.gprof();
     if let Some(path) = &o.merge_out {
-        write_merged(Path::new(path), &seamless)?;
+        write_merged(Path::new(path), &view)?;
     }
     write_process_header(&mut *out, &seamless.processes)?;
     let mut specs = crate::listing::symspecs(o);
     relabel_symspecs(&mut specs);
-    let mut analysis = Analysis::with_symspecs(seamless.table, &seamless.sum, &specs);
+    let mut analysis = Analysis::with_symspecs(view.table, &view.sum, &specs);
     if exact {
-        apply_stacks(&mut analysis, &seamless.stacks);
+        apply_stacks(&mut analysis, &view.stacks);
     }
     let mut report = report;
     report.after_other_output = true;
@@ -81,12 +83,12 @@ pub(crate) fn build(o: &Options, stacks: bool) -> Result<Seamless> {
         );
     }
     let dir = o.operands.first().map_or_else(default_dir, PathBuf::from);
-    build_at(o, &dir, &o.pids, stacks)
+    build_at(o, &dir, &o.pids, stacks, ProcessLabels::Pid)
 }
 
 /// The seamless profile of processes `pids` (or of the whole system with `--system`) of the
 /// measurement `dir` — a directory, or a perf.data file converted into one — with the other
-/// options of `o`; warnings printed.
+/// options of `o`, its functions labelled in the style `labels`; warnings printed.
 ///
 /// Returns an error if the directory cannot be scanned or the file converted, a process asked
 /// for is absent, or a profile is damaged.
@@ -95,6 +97,7 @@ pub(crate) fn build_at(
     dir: &Path,
     pids: &[(u32, u32)],
     stacks: bool,
+    labels: ProcessLabels,
 ) -> Result<Seamless> {
     #[cfg(target_os = "linux")]
     let converted = crate::perf_data::convert_if_perf_data(
@@ -124,6 +127,7 @@ pub(crate) fn build_at(
     options.keep_unused = o.display_unused;
     options.demangle = o.demangle && !o.traditional;
     options.stacks = stacks;
+    options.labels = labels;
     let seamless = Seamless::build(&measurement, &selection, &options)?;
     for w in &seamless.warnings {
         eprintln!("pkgprof: warning: {w}");
@@ -225,13 +229,13 @@ pub(crate) fn check_complete(measurement: &gmon_format::Measurement, force: bool
 
 /// Writes the merged profile to `path` and its symbol table to `path.elf`, so that
 /// `gprof path.elf path` reads them.
-fn write_merged(path: &Path, seamless: &Seamless) -> Result<()> {
-    safe_fs::replace_file(path, &seamless.write_gmon()?)?;
+fn write_merged(path: &Path, view: &GprofView) -> Result<()> {
+    safe_fs::replace_file(path, &view.write_gmon()?)?;
     let mut image_path = OsString::from(path.as_os_str());
     image_path.push(".elf");
     let image_path = PathBuf::from(image_path);
     let mut image = Vec::new();
-    write_symbol_image(&mut image, &seamless.table)?;
+    write_symbol_image(&mut image, &view.table)?;
     safe_fs::replace_file(&image_path, &image)?;
     Ok(())
 }

@@ -58,6 +58,13 @@ pub struct MergeOptions {
     /// With a window, samples without a time are left out, so a long recording can be cut
     /// into per-window profiles.
     pub time_window: Option<Range<u64>>,
+    /// Which of the added profile's value types are added, by its handles. Default is `None`:
+    /// all. With a choice, samples whose chosen values are all zero are left out, so a
+    /// profile that keeps two measures in one (a histogram beside sampled stacks) can be
+    /// reduced to one of them.
+    pub value_types: Option<Vec<ValueTypeId>>,
+    /// Whether the added profile's arcs are added. Default is true.
+    pub arcs: bool,
 }
 
 impl Default for MergeOptions {
@@ -66,6 +73,8 @@ impl Default for MergeOptions {
             factor: 1,
             symbolic: false,
             time_window: None,
+            value_types: None,
+            arcs: true,
         }
     }
 }
@@ -240,6 +249,8 @@ impl ProfileBuilder {
                     side: f.side,
                     label: f.label.map(|s| strings[s.index()]),
                     file: f.file.map(|s| strings[s.index()]),
+                    address: f.address.filter(|_| !options.symbolic),
+                    entry: f.entry,
                 })
             })
             .collect();
@@ -282,12 +293,15 @@ impl ProfileBuilder {
                 self.label_set(&labels)
             })
             .collect();
-        let columns: Vec<usize> = other
-            .value_types
-            .iter()
-            .map(|vt| {
-                self.value_type(ValueKind::new(other.string(vt.name), vt.unit))
-                    .index()
+        // The column of each of the other's value types here, `None` for one not added.
+        let columns: Vec<Option<usize>> = (other.value_types.iter().enumerate())
+            .map(|(i, vt)| {
+                let chosen = (options.value_types.as_ref())
+                    .is_none_or(|keep| keep.iter().any(|k| k.index() == i));
+                chosen.then(|| {
+                    self.value_type(ValueKind::new(other.string(vt.name), vt.unit))
+                        .index()
+                })
             })
             .collect();
         let mut row = vec![0; self.value_types.len()];
@@ -299,8 +313,15 @@ impl ProfileBuilder {
                 continue;
             }
             row.fill(0);
+            let mut any = false;
             for (&column, &v) in columns.iter().zip(other.samples.values(i)) {
-                row[column] = v.saturating_mul(options.factor);
+                if let Some(column) = column {
+                    row[column] = v.saturating_mul(options.factor);
+                    any |= v != 0;
+                }
+            }
+            if options.value_types.is_some() && !any {
+                continue;
             }
             self.samples.push(
                 stacks[other.samples.stacks[i].index()],
@@ -309,7 +330,7 @@ impl ProfileBuilder {
                 time,
             );
         }
-        for arc in &other.arcs {
+        for arc in other.arcs.iter().filter(|_| options.arcs) {
             self.arcs.push(Arc {
                 caller: frames[arc.caller.index()],
                 callee: frames[arc.callee.index()],
@@ -657,6 +678,43 @@ mod tests {
             (3, 3, 1)
         );
         assert!(p.frames().all(|(_, f)| f.address.is_none()));
+    }
+
+    #[test]
+    fn chosen_value_types_and_no_arcs() {
+        let mut b = ProfileBuilder::new();
+        let samples = b.value_type(ValueKind::SAMPLES);
+        let other = b.value_type(ValueKind::new("histogram", crate::Unit::Count));
+        let name = b.string("f");
+        let f = b.function(Function::new(name, crate::Side::User).at(0x10, true));
+        let frame = b.frame(Frame::new(f));
+        let stack = b.stack(None, frame);
+        b.add_sample(stack, LabelSetId::EMPTY, &[3, 0]).unwrap();
+        b.add_sample(stack, LabelSetId::EMPTY, &[0, 5]).unwrap();
+        b.add_arc(Arc::new(frame, frame, 1));
+        let p = b.build();
+        let mut out = ProfileBuilder::new();
+        out.add_profile(
+            &p,
+            &MergeOptions {
+                value_types: Some(vec![samples]),
+                arcs: false,
+                ..MergeOptions::default()
+            },
+        );
+        let q = out.build();
+        assert_eq!(q.value_types().len(), 1);
+        let values: Vec<&[i64]> = q.samples().map(|s| s.values).collect();
+        assert_eq!(values, [&[3][..]]);
+        assert!(q.arcs().is_empty());
+        let (_, function) = q.functions().next().unwrap();
+        assert_eq!((function.address, function.entry), (Some(0x10), true));
+        // Everything, as before, without a choice.
+        let mut all = ProfileBuilder::new();
+        all.add_profile(&p, &MergeOptions::default());
+        let all = all.build();
+        assert_eq!((all.sample_count(), all.arcs().len()), (2, 1));
+        assert_eq!(all.total(other), 5);
     }
 
     #[test]

@@ -80,6 +80,14 @@ pub struct Function {
     pub label: Option<StringId>,
     /// The source file it was compiled from, when known.
     pub file: Option<StringId>,
+    /// Where its code starts in the profile's address space (the address its frames use),
+    /// when the reader placed it: a symbol table's address. Two symbols of one name and label
+    /// thus stay two functions. `None` for unknown; dropped by symbolic merges.
+    pub address: Option<u64>,
+    /// Whether `address` is where calls enter it (true for a function); false for a named
+    /// place inside code that a symbol table lists on its own, such as an assembly label or
+    /// a data object in text.
+    pub entry: bool,
 }
 
 impl Function {
@@ -92,6 +100,8 @@ impl Function {
             side,
             label: None,
             file: None,
+            address: None,
+            entry: true,
         }
     }
 
@@ -116,6 +126,14 @@ impl Function {
     /// The same function compiled from `file`.
     pub fn with_file(mut self, file: StringId) -> Self {
         self.file = Some(file);
+        self
+    }
+
+    /// The same function, its code starting at `address`; `entry` false for a place inside
+    /// code rather than a function's entry (see [`Function::entry`]).
+    pub fn at(mut self, address: u64, entry: bool) -> Self {
+        self.address = Some(address);
+        self.entry = entry;
         self
     }
 }

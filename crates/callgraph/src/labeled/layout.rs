@@ -1,16 +1,18 @@
-//! The synthetic address space: the used symbols of every region laid out one after another,
-//! and every sample, arc and stack moved to its symbol's new place (see "How the merge works"
-//! in the module docs).
+//! The synthetic address space and the model: the used symbols of every region laid out one
+//! after another as functions of a [`Profile`], and every sample, arc and stack moved to its
+//! symbol's new place (see "How the merge works" in the module docs). The listings read the
+//! model back through [`crate::gprof_view`].
 
 use std::collections::BTreeMap;
 
-use gmon_format::{AddressSize, Endian, Sum, sampled_sum};
+use profile_model::{
+    Arc, Frame, FrameId, Function, FunctionId, Label, LabelKey, LabelSetId, Period, Profile,
+    ProfileBuilder, Side as ModelSide, ValueKind,
+};
 
-use super::state::{Builder, Loc, Region, Side, Table, What};
-use crate::symbols::{RawSymbol, SymbolTable};
-
-/// Where the synthetic address space starts.
-const SYNTHETIC_BASE: u64 = 0x10000;
+use super::ProcessLabels;
+use super::state::{Builder, Loc, Side, Table, What};
+use crate::gprof_view::{HISTOGRAM, SYNTHETIC_BASE};
 
 /// The largest offset into one symbol the synthetic space keeps; anything further is placed at
 /// this offset, so that a damaged object whose symbol spans most of the address space cannot
@@ -63,15 +65,14 @@ impl Builder {
         }
     }
 
-    /// Lays the used symbols out and moves every sample, arc and stack to its symbol's place.
-    pub(super) fn finish(
-        &mut self,
-    ) -> (
-        SymbolTable,
-        Sum,
-        Vec<crate::SampledStack>,
-        Vec<crate::SampledStack>,
-    ) {
+    /// Lays the used symbols out as the model's functions and adds every sample, arc and
+    /// stack at its symbol's place.
+    ///
+    /// The model's value types: without sampled stacks, `samples` holds the histograms (one
+    /// one-frame sample per symbol hit); with them, `samples` holds the stacks, `off-cpu` the
+    /// sleeps (when there are any) and [`HISTOGRAM`] the histograms, which the flat profile
+    /// keeps apart from the stacks. Arcs are the profiles' arcs in either case.
+    pub(super) fn finish(&mut self) -> Profile {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&self.regions[a], &self.regions[b]);
@@ -90,124 +91,171 @@ impl Builder {
                 .chain(self.stacks.iter().flat_map(|(locs, _)| locs))
                 .chain(self.off_cpu.iter().flat_map(|(locs, _)| locs)),
         );
-        let mut raw = Vec::new();
+        let hist = std::mem::take(&mut self.hist);
+        let mut b = ProfileBuilder::new();
+        let stacks = !self.stacks.is_empty();
+        let off_cpu = stacks && !self.off_cpu.is_empty();
+        b.value_type(ValueKind::SAMPLES);
+        if off_cpu {
+            b.value_type(ValueKind::OFF_CPU_TIME);
+        }
+        if stacks {
+            b.value_type(HISTOGRAM);
+        }
+        if let Some(unit) = self.unit.filter(|u| u.prof_rate > 0) {
+            b.set_period(Period {
+                kind: ValueKind::CPU_TIME,
+                value: 1_000_000_000 / i64::from(unit.prof_rate),
+            });
+        }
+        // The samples' labels, per space: the process's pid and command name.
+        let sample_labels: Vec<LabelSetId> = (self.spaces.iter())
+            .map(|space| match &space.process {
+                Some((pid, comm)) => {
+                    let comm = b.string(comm);
+                    b.label_set(&[
+                        Label::number(LabelKey::Pid, i64::from(*pid)),
+                        Label::text(LabelKey::Comm, comm),
+                    ])
+                }
+                None => {
+                    let comm = b.string(&space.label);
+                    b.label_set(&[Label::text(LabelKey::Comm, comm)])
+                }
+            })
+            .collect();
+        // The function of each placed symbol, and of each region's pseudo-function.
+        let mut functions: BTreeMap<(usize, Option<usize>), (FunctionId, u64)> = BTreeMap::new();
         let mut cursor = SYNTHETIC_BASE;
         let align = |x: u64, a: u64| x.div_ceil(a) * a;
         for &id in &order {
             let region = &self.regions[id];
             let space = &self.spaces[region.space];
-            let prefix = match region.side {
-                Side::User => format!("{}u:", space.label),
-                Side::Kernel if space.system => format!("{}:", space.label),
-                Side::Kernel => format!("{}k:", space.label),
-            };
-            let label = |name: &[u8], demangle: bool| {
-                let mut out = prefix.as_bytes().to_vec();
-                match std::str::from_utf8(name) {
-                    Ok(text) if demangle => {
-                        out.extend_from_slice(demangle::demangle(text).as_bytes())
-                    }
-                    _ => out.extend_from_slice(name),
-                }
-                out
+            let (side, label) = function_label(space, region.side, self.options.labels);
+            let label = b.string(&label);
+            let function = |b: &mut ProfileBuilder, name: &[u8], demangle: bool, at, entry| {
+                let name = match std::str::from_utf8(name) {
+                    Ok(text) if demangle => demangle::demangle(text),
+                    _ => String::from_utf8_lossy(name),
+                };
+                let name = b.string(&name);
+                b.function(Function::new(name, side).with_label(label).at(at, entry))
             };
             cursor = align(cursor, 0x1000);
-            let mut placed = BTreeMap::new();
-            let mut pseudo_at = 0;
             if region.pseudo_used || self.options.keep_unused {
-                pseudo_at = cursor;
-                raw.push(RawSymbol {
-                    name: label(&region.pseudo_name, false),
-                    address: cursor,
-                    is_function: true,
-                    is_static: false,
-                });
+                let f = function(&mut b, &region.pseudo_name, false, cursor, true);
+                functions.insert((id, None), (f, cursor));
                 cursor += 0x10;
             }
             if let Some(table) = self.table_of(&region.what) {
-                let mut place = |i: usize, raw: &mut Vec<RawSymbol>| {
+                let mut place = |i: usize| {
                     let span = ranks.span(id, i);
                     let (name, address, is_function) = table.symbol(i);
                     // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
                     let at = align(cursor, 0x10) + (address & 0xf);
-                    raw.push(RawSymbol {
-                        name: label(name, self.options.demangle),
-                        address: at,
-                        is_function,
-                        // The merged image writes every symbol global (see
-                        // write_symbol_image); no listing depends on the binding.
-                        is_static: false,
-                    });
-                    placed.insert(i, at);
+                    let f = function(&mut b, name, self.options.demangle, at, is_function);
+                    functions.insert((id, Some(i)), (f, at));
                     cursor = at + span + 2;
                 };
                 if self.options.keep_unused {
-                    for i in 0..table.len() {
-                        place(i, &mut raw);
-                    }
+                    (0..table.len()).for_each(&mut place);
                 } else {
-                    for &i in region.used.keys() {
-                        place(i, &mut raw);
-                    }
+                    region.used.keys().copied().for_each(&mut place);
                 }
             }
-            let region = &mut self.regions[id];
-            region.placed = placed;
-            region.pseudo_at = pseudo_at;
         }
-        cursor = align(cursor, 0x10);
-        raw.push(RawSymbol {
-            name: b"[end]".to_vec(),
-            address: cursor,
-            is_function: false,
-            is_static: false,
-        });
-        let text_end = cursor + 0x10;
-        let table = SymbolTable::from_symbols(raw, text_end, AddressSize::U64, Endian::Little);
 
-        let synthetic = |regions: &[Region], loc: &Loc| -> u64 {
-            let r = &regions[loc.region];
-            match loc.symbol {
-                None => r.pseudo_at,
-                Some(s) => r.placed.get(&s).copied().unwrap_or(r.pseudo_at) + ranks.offset(loc),
+        // A location's function and synthetic address: its symbol's, or its region's
+        // pseudo-function's.
+        let place = |loc: &Loc| -> Option<(FunctionId, u64)> {
+            match functions.get(&(loc.region, loc.symbol)) {
+                Some(&(f, at)) => Some((f, at + ranks.offset(loc))),
+                None => functions.get(&(loc.region, None)).copied(),
             }
         };
-        let hist = std::mem::take(&mut self.hist);
-        let mut samples: Vec<(u64, u64)> = hist
-            .iter()
-            .map(|(&(region, symbol), &count)| {
+        let frame = |b: &mut ProfileBuilder, loc: &Loc| -> Option<FrameId> {
+            let (f, at) = place(loc)?;
+            Some(b.frame(Frame::new(f).with_address(at)))
+        };
+        let width = 1 + usize::from(off_cpu) + usize::from(stacks);
+        let mut values = vec![0i64; width];
+        let mut add = |b: &mut ProfileBuilder, locs: &[Loc], column: usize, n: u64| {
+            // Innermost first here; the model takes the outermost caller first.
+            let frames: Option<Vec<FrameId>> = locs.iter().rev().map(|l| frame(b, l)).collect();
+            let Some(stack) = frames.and_then(|frames| b.stack_of(&frames)) else {
+                return;
+            };
+            let Some(innermost) = locs.first() else {
+                return;
+            };
+            let labels = sample_labels[self.regions[innermost.region].space];
+            values.fill(0);
+            values[column] = i64::try_from(n).unwrap_or(i64::MAX);
+            // One value per value type: cannot fail.
+            let _ = b.add_sample(stack, labels, &values);
+        };
+        if stacks {
+            for (locs, n) in &self.stacks {
+                add(&mut b, locs, 0, *n);
+            }
+            if off_cpu {
+                for (locs, ns) in &self.off_cpu {
+                    add(&mut b, locs, 1, *ns);
+                }
+            }
+        }
+        // The histograms, in address order, one sample per symbol.
+        let mut hits: Vec<(u64, Loc, u64)> = (hist.into_iter())
+            .filter_map(|((region, symbol), count)| {
                 let loc = Loc {
                     region,
                     symbol,
                     offset: 0,
                 };
-                (synthetic(&self.regions, &loc), count)
+                Some((place(&loc)?.1, loc, count))
             })
             .collect();
-        drop(hist);
-        samples.sort_unstable_by_key(|&(at, _)| at);
-        samples.dedup_by(|next, kept| {
-            let same = next.0 == kept.0;
-            if same {
-                kept.1 += next.1;
-            }
-            same
-        });
-        let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-        for (from, to, count) in &self.arcs {
-            let key = (synthetic(&self.regions, from), synthetic(&self.regions, to));
-            *arcs.entry(key).or_default() += count;
+        hits.sort_by_key(|&(at, _, _)| at);
+        for (_, loc, count) in hits {
+            add(&mut b, &[loc], width - 1, count);
         }
-        let sum = sampled_sum(&samples, arcs, self.unit);
-        let placed = |stacks: &[(Vec<Loc>, u64)]| -> Vec<crate::SampledStack> {
-            stacks
-                .iter()
-                .map(|(locs, samples)| crate::SampledStack {
-                    frames: locs.iter().map(|l| synthetic(&self.regions, l)).collect(),
-                    samples: *samples,
-                })
-                .collect()
-        };
-        (table, sum, placed(&self.stacks), placed(&self.off_cpu))
+        let mut arcs: BTreeMap<(u64, u64), (FrameId, FrameId, i64)> = BTreeMap::new();
+        for (from, to, count) in &self.arcs {
+            let (Some(caller), Some(callee)) = (frame(&mut b, from), frame(&mut b, to)) else {
+                continue;
+            };
+            let key = (place(from).map_or(0, |p| p.1), place(to).map_or(0, |p| p.1));
+            let count = i64::try_from(*count).unwrap_or(i64::MAX);
+            let arc = arcs.entry(key).or_insert((caller, callee, 0));
+            arc.2 = arc.2.saturating_add(count);
+        }
+        for (caller, callee, count) in arcs.into_values().filter(|a| a.2 > 0) {
+            b.add_arc(Arc::new(caller, callee, count));
+        }
+        b.build()
     }
+}
+
+/// The model side and label of the functions of `space`'s `side`, in the style asked for: the
+/// listings' `137u`, `137k` and `kernel`; or by side or command name for diffs across runs.
+fn function_label(
+    space: &super::state::Space,
+    side: Side,
+    style: ProcessLabels,
+) -> (ModelSide, String) {
+    let model_side = match side {
+        Side::User => ModelSide::User,
+        Side::Kernel => ModelSide::Kernel,
+    };
+    let suffix = match side {
+        Side::User => "u",
+        Side::Kernel => "k",
+    };
+    let label = match (&space.process, style) {
+        (None, _) => space.label.clone(),
+        (Some(_), ProcessLabels::Pid) => format!("{}{suffix}", space.label),
+        (Some(_), ProcessLabels::Side) => suffix.to_owned(),
+        (Some((_, comm)), ProcessLabels::Comm) => format!("{comm}/{suffix}"),
+    };
+    (model_side, label)
 }

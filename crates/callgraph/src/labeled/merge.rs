@@ -112,7 +112,7 @@ impl Builder {
             .unwrap_or_default();
         self.spaces.push(Space {
             label,
-            system: false,
+            process: Some((files.pid, files.comm.to_string())),
             mappings,
             info: info.clone(),
             kernel: None,
@@ -213,7 +213,7 @@ impl Builder {
         let space = self.spaces.len();
         self.spaces.push(Space {
             label: label.to_owned(),
-            system: true,
+            process: None,
             mappings: Vec::new(),
             info: None,
             kernel: None,

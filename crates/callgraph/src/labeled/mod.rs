@@ -1,7 +1,8 @@
 //! Seamless profiles (pkprof paper, §2 and Figure 2.2): the user and kernel profiles of one or
-//! more processes of a measurement directory, symbolized and merged into one symbol table and
-//! one gmon sum, so that gprof's analysis and listings show user functions calling into the
-//! kernel, with names labelled `<pid>u:name` and `<pid>k:name`.
+//! more processes of a measurement directory, symbolized and merged into one profile model,
+//! which gprof's analysis and listings read (through its gprof view) to show user functions
+//! calling into the kernel, with names labelled `<pid>u:name` and `<pid>k:name`, and which
+//! the exports and diffs read too.
 //!
 //! # How the merge works
 //!
@@ -19,12 +20,15 @@
 //! side (user, kernel) in its own region, and every histogram bin and arc is moved into its
 //! symbol's new place, the offsets used in a symbol kept apart and in order (one 2-byte bin
 //! each), so the synthetic text is proportional to what was sampled, not to the span of the
-//! original addresses. Histograms keep 2-byte bins, so every record has the same
-//! scale and gprof's arithmetic holds. The result is an ordinary [`SymbolTable`] and
-//! [`Sum`] for [`crate::Analysis::new`], made directly (no gmon file is encoded to be read
-//! back); the merged profile can also be written out as one gmon.out
-//! ([`Seamless::write_gmon`]) with an ELF image of the table ([`write_symbol_image`]) that GNU
-//! gprof reads to the same listing.
+//! original addresses. The result is a [`Profile`] ([`Seamless::model`]): each placed symbol a
+//! function at its synthetic address with its label (`137u`) and side, histogram hits,
+//! sampled stacks and arcs at the synthetic addresses of their frames, samples labelled with
+//! their process. [`Seamless::gprof`] reads it back as an ordinary symbol table and sum for
+//! [`crate::Analysis::new`] ([`crate::gprof_view`]; histograms keep 2-byte bins, so every
+//! record has the same scale and gprof's arithmetic holds), made directly (no gmon file is
+//! encoded to be read back); that view can also be written out as one gmon.out
+//! ([`GprofView::write_gmon`]) with an ELF image of the table ([`write_symbol_image`]) that
+//! GNU gprof reads to the same listing.
 //!
 //! # Processes that exec
 //!
@@ -73,7 +77,7 @@
 //! process's gmon and stacks files into resolved locations, which `resolve` finds (mappings,
 //! objects, kallsyms, pseudo-functions); `stripped` warns about objects only their exported
 //! symbols could name; `layout` places the used symbols in the synthetic address space and
-//! makes the table, the sum and the stacks there. `objects` finds and reads the recorded
+//! makes the model there. `objects` finds and reads the recorded
 //! objects, `header` prints the listing's process header and `elf_out` writes the merged
 //! table as an ELF image for `--merge-out`.
 
@@ -90,10 +94,11 @@ mod symspecs;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gmon_format::{Endian, Measurement, MeasurementInfo, ProcessFiles, Sum, write_sampled_profile};
+use gmon_format::{HistogramUnit, Measurement, MeasurementInfo, ProcessFiles};
+use profile_model::Profile;
 
 use crate::error::{Error, Result};
-use crate::symbols::SymbolTable;
+use crate::gprof_view::{GprofView, gprof_view};
 
 pub use elf_out::write_symbol_image;
 pub use header::write_process_header;
@@ -157,12 +162,15 @@ pub struct SeamlessOptions {
     /// Keep every symbol of every object hit, not only those with samples or arcs, as gprof's
     /// `-z` needs. Default is false.
     pub keep_unused: bool,
-    /// Read each process's sampled-stacks file into [`Seamless::stacks`] (for exact inclusive
-    /// times); a process without one is an error. Default is false.
+    /// Read each process's sampled-stacks file into [`Seamless::model`] (for exact inclusive
+    /// times and for exports); a process without one is an error. Default is false.
     pub stacks: bool,
     /// Demangle C++ and Rust names before labelling them (the label would hide a mangled name
     /// from the listings' demangler). Default is true.
     pub demangle: bool,
+    /// How the model labels each process's functions. Default is [`ProcessLabels::Pid`], the
+    /// listings' labels; the others are for diffs across runs.
+    pub labels: ProcessLabels,
 }
 
 impl Default for SeamlessOptions {
@@ -174,8 +182,26 @@ impl Default for SeamlessOptions {
             keep_unused: false,
             stacks: false,
             demangle: true,
+            labels: ProcessLabels::Pid,
         }
     }
+}
+
+/// How [`Seamless::build`] labels the functions of a process in its model
+/// ([`SeamlessOptions::labels`]). The system-wide kernel profiles keep `kernel` and
+/// `other` in every style.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProcessLabels {
+    /// As the listings label them: `137u`, `137k`. The default.
+    #[default]
+    Pid,
+    /// By side alone: `u`, `k` — for comparing one process with one of another run, whose pid
+    /// differs.
+    Side,
+    /// By command name and side: `prog/u`, `prog/k` — for comparing whole systems across
+    /// runs, where processes get other pids but keep their names.
+    Comm,
 }
 
 /// One process of a seamless profile, for the header.
@@ -196,24 +222,28 @@ pub struct ProcessSummary {
     pub entries: BTreeMap<BoundaryKind, u64>,
 }
 
-/// A merged profile, ready for [`crate::Analysis::new`].
+/// A merged measurement: its profile model, which the listings ([`Seamless::gprof`]),
+/// exports and diffs ([`crate::measurement_model`]) all read, and what its header shows.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Seamless {
-    /// The merged, labelled symbol table.
-    pub table: SymbolTable,
-    /// The merged histograms (2-byte bins) and arcs, in the table's address space.
-    pub sum: Sum,
+    /// The merged profile. Its functions are the used symbols (every symbol of every object
+    /// hit with [`SeamlessOptions::keep_unused`]), labelled by process and side and placed
+    /// in a synthetic address space, region after region (`Function::address`); samples are
+    /// labelled with their process's pid and command name. Value types: `samples`, the
+    /// histograms as one-frame samples, when no sampled stacks were read; with stacks,
+    /// `samples` are the stacks (kernel frames above the user frames that entered the
+    /// kernel, `[interrupt]` between them for an interrupt, `[truncated]` beyond a stack cut
+    /// short), `off-cpu` the nanoseconds the system calls slept at each sleep site (latency
+    /// files recorded with `pkgmon --blocking`; absent without them) and
+    /// [`crate::HISTOGRAM`] the histograms. Arcs are the profiles' arcs.
+    pub model: Profile,
+    /// The histograms' unit (rate and dimension, as their files had it), which the listings
+    /// print and the model's period (nanoseconds per sample) cannot hold exactly; `None` when
+    /// no histogram was read.
+    pub unit: Option<HistogramUnit>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
-    /// The sampled stacks of the processes' stacks files, in the table's address space, for
-    /// [`crate::apply_stacks`]; empty when the measurement has none.
-    pub stacks: Vec<crate::SampledStack>,
-    /// Where the processes' system calls slept, from their latency files recorded with
-    /// `pkgmon --blocking` (read with [`SeamlessOptions::stacks`]): kernel frames of the
-    /// sleep site above the user frames of the call site, innermost first, `samples` being
-    /// the nanoseconds blocked there. Empty when no file has blocking data.
-    pub off_cpu: Vec<crate::SampledStack>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -271,40 +301,20 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let (table, sum, stacks, off_cpu) = b.finish();
+        let model = b.finish();
         Ok(Seamless {
-            table,
-            sum,
+            model,
+            unit: b.unit,
             processes,
-            stacks,
-            off_cpu,
             warnings: b.warnings,
         })
     }
-}
 
-impl Seamless {
-    /// The merged profile as a GNU gmon.out file (64-bit, little-endian, in the measurement
-    /// layout of [`write_sampled_profile`]), which GNU gprof reads with an image of
-    /// [`Seamless::table`] ([`write_symbol_image`]) to the same listing.
-    ///
-    /// Returns an error if the gmon writer refuses a record (it does not for a merged sum).
-    pub fn write_gmon(&self) -> Result<Vec<u8>> {
-        // Every bin of the merged sum is 2 bytes wide: each non-zero one is its samples.
-        let samples: Vec<(u64, u64)> = (self.sum.histograms().iter())
-            .flat_map(|h| {
-                (h.bins.iter().enumerate())
-                    .filter(|&(_, &n)| n > 0)
-                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
-            })
-            .collect();
-        let arcs = (self.sum.arcs().iter()).map(|a| ((a.from_pc, a.self_pc), a.count));
-        Ok(write_sampled_profile(
-            Endian::Little,
-            &samples,
-            arcs,
-            self.sum.unit(),
-        )?)
+    /// What the gprof listings read (symbol table, histogram and arcs, sampled stacks), made
+    /// from [`Seamless::model`]; `--merge-out` writes it ([`GprofView::write_gmon`],
+    /// [`crate::write_symbol_image`]) for GNU gprof, which reads it to the same listing.
+    pub fn gprof(&self) -> GprofView {
+        gprof_view(&self.model, self.unit)
     }
 }
 
@@ -421,7 +431,7 @@ fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
 mod tests {
     use super::*;
     use gmon_format::{
-        AddressSize, Arc, Comm, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer,
+        AddressSize, Arc, Comm, Endian, Header, HistogramHeader, Layout, Mapping, SECONDS, Writer,
     };
 
     fn fixtures() -> PathBuf {
@@ -464,7 +474,8 @@ mod tests {
     }
 
     fn names(s: &Seamless) -> Vec<String> {
-        s.table
+        s.gprof()
+            .table
             .symbols()
             .iter()
             .map(|s| s.name_lossy().into_owned())
@@ -617,9 +628,86 @@ mod tests {
             "{}",
             s.warnings[0]
         );
+        // The model the listing read: functions by label and side at their places, samples
+        // labelled with the process.
+        let m = &s.model;
+        let functions: Vec<(String, Option<String>, Option<u64>)> = (m.functions())
+            .map(|(f, function)| {
+                let label = function.label.map(|l| m.string(l).to_owned());
+                (m.function_name(f).to_owned(), label, function.address)
+            })
+            .collect();
+        let at = |name: &str| {
+            s.gprof()
+                .table
+                .symbols()
+                .iter()
+                .find(|s| s.name_lossy() == name)
+                .map(|s| s.address)
+        };
+        assert_eq!(
+            functions,
+            [
+                ("read".into(), Some("7u".into()), at("7u:read")),
+                ("write".into(), Some("7u".into()), at("7u:write")),
+                ("[kernel]".into(), Some("7k".into()), at("7k:[kernel]")),
+            ]
+        );
+        let pid = profile_model::Label::number(profile_model::LabelKey::Pid, 7);
+        assert!(
+            m.samples()
+                .all(|sample| m.labels(sample.labels).contains(&pid))
+        );
         assert_eq!(s.processes[0].user_samples, 3);
         assert_eq!(s.processes[0].kernel_samples, 2);
         // Without names, the entries cannot be classified.
         assert_eq!(s.processes[0].entries.get(&BoundaryKind::Other), Some(&2));
+    }
+
+    /// The collector's `[boundary]` counts and counter notes reach the header, every kind
+    /// with its own count: a kind left out of the merge or the header fails here.
+    #[test]
+    fn every_recorded_boundary_kind_is_in_the_header() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-header-{}", std::process::id()));
+        measurement(&dir);
+        let info_path = dir.join("gmon.out.7.x");
+        let mut info = MeasurementInfo::parse(&std::fs::read(&info_path).unwrap()).unwrap();
+        for (i, kind) in BoundaryKind::ALL.into_iter().enumerate() {
+            info.boundary.entries.insert(kind, 11 + i as u64);
+        }
+        info.counters.source = Some(gmon_format::CounterSource::Proc);
+        info.counters.taskstats_refused = true;
+        info.sampling.truncated_stacks = Some(3);
+        info.sampling.truncated_unwind_info = Some(3);
+        let mut text = Vec::new();
+        info.write(&mut text).unwrap();
+        std::fs::write(&info_path, text).unwrap();
+        let m = gmon_format::scan(&dir).unwrap();
+        let s = Seamless::build(
+            &m,
+            &ProcessSelection::Pids(vec![(7, 0)]),
+            &SeamlessOptions::default(),
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut out = Vec::new();
+        crate::write_process_header(&mut out, &s.unwrap().processes).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let entries: Vec<String> = BoundaryKind::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| format!("{} {}", 11 + i, k.as_str()))
+            .collect();
+        assert!(
+            out.contains(&format!("    kernel entries:   {}\n", entries.join(", "))),
+            "{out}"
+        );
+        assert!(
+            out.contains("    counters from:    proc (taskstats refused)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("3 truncated stacks (3 unwind info)\n"),
+            "{out}"
+        );
     }
 }

@@ -95,8 +95,6 @@ impl Builder {
                     pseudo_name: pseudo.to_vec(),
                     pseudo_used: false,
                     used: BTreeMap::new(),
-                    pseudo_at: 0,
-                    placed: BTreeMap::new(),
                 });
                 self.region_index.insert(key, id);
                 id

@@ -32,7 +32,7 @@ pub(super) struct Builder {
     pub(super) hist: BTreeMap<(usize, Option<usize>), u64>,
     pub(super) arcs: Vec<(Loc, Loc, u64)>,
     pub(super) stacks: Vec<(Vec<Loc>, u64)>,
-    /// Sleep stacks and the nanoseconds blocked in them (see `Seamless::off_cpu`).
+    /// Sleep stacks and the nanoseconds blocked in them (the model's `off-cpu` value type).
     pub(super) off_cpu: Vec<(Vec<Loc>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
     pub(super) warnings: Vec<String>,
@@ -63,9 +63,6 @@ pub(super) struct Region {
     pub(super) pseudo_used: bool,
     /// The symbols used (with samples or arcs).
     pub(super) used: BTreeMap<usize, ()>,
-    /// Synthetic address of the pseudo-function and of each placed symbol.
-    pub(super) pseudo_at: u64,
-    pub(super) placed: BTreeMap<usize, u64>,
 }
 
 /// A resolved address: a region, a symbol of its table (or its pseudo-function) and an offset.
@@ -95,8 +92,9 @@ pub(super) struct MappedRange {
 #[derive(Debug)]
 pub(super) struct Space {
     pub(super) label: String,
-    /// Whether this is system-wide kernel work (`kernel:`, `other:`), not a process.
-    pub(super) system: bool,
+    /// The process's pid and command name (its file set's); `None` for system-wide kernel
+    /// work (`kernel:`, `other:`).
+    pub(super) process: Option<(u32, String)>,
     pub(super) mappings: Vec<MappedRange>,
     pub(super) info: Option<MeasurementInfo>,
     pub(super) kernel: Option<usize>,
