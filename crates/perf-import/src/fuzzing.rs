@@ -12,10 +12,11 @@ use crate::error::{Error, Result};
 use crate::kernel::KernelSymbolsSource;
 
 /// Converts `data` (a perf.data file in file or pipe mode, told apart as `import_file` does)
-/// as an import would, and returns the samples read.
+/// as an import would, and returns the samples read and the MMAP2 records left out as
+/// damaged.
 ///
 /// Returns the errors of an import: a damaged file is an `Err` naming a byte offset.
-pub fn convert(data: &[u8]) -> Result<u64> {
+pub fn convert(data: &[u8]) -> Result<(u64, u64)> {
     let path = Path::new("fuzz.data");
     let pipe = data.get(8..16) == Some(&16u64.to_le_bytes()[..]);
     let reader = Tracked::new(Cursor::new(data));
@@ -34,5 +35,5 @@ pub fn convert(data: &[u8]) -> Result<u64> {
         let r = PerfFileReader::parse_file(reader).map_err(parse)?;
         read_records(r, path, &at, &options, none)?
     };
-    Ok(converted.rec.sample_count)
+    Ok((converted.rec.sample_count, converted.damaged_mmaps))
 }
