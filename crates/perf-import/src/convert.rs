@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use collect_perf::{
-    AggregateOptions, Aggregator, Output, Recording, SideBand, SideRecord, UserRegs, WriteOptions,
-    WriteSummary, write_measurement_to,
+    AggregateOptions, Aggregator, MachineSnapshot, Output, Recording, SideBand, SideRecord,
+    UserRegs, WriteOptions, WriteSummary, write_measurement_to,
 };
 use linux_perf_data::linux_perf_event_reader::constants::PERF_RECORD_MISC_MMAP_BUILD_ID;
 use linux_perf_data::linux_perf_event_reader::{
@@ -203,6 +203,8 @@ pub(crate) struct Converted {
     pub(crate) aggregate: collect_perf::Aggregate,
     pub(crate) other_samples: u64,
     pub(crate) source: KernelSymbolsSource,
+    /// The machine the file was recorded on, as far as the file says.
+    pub(crate) machine: MachineSnapshot,
 }
 
 /// Writes what converted with collect-perf's measurement writer; if the conversion failed,
@@ -227,7 +229,9 @@ fn written_or_abandoned(converted: Result<Converted>, out: Output) -> Result<Imp
             c.other_samples
         ));
     }
-    let written = write_measurement_to(&c.rec, &c.aggregate, &WriteOptions::default(), out)?;
+    let mut write = WriteOptions::default();
+    write.machine = Some(c.machine);
+    let written = write_measurement_to(&c.rec, &c.aggregate, &write, out)?;
     Ok(Imported {
         written,
         samples: c.rec.sample_count,
@@ -282,6 +286,14 @@ pub(crate) fn read_records<R: Read>(
     let kernel_build_id = build_ids.get(&DsoKey::Kernel).map(|d| d.build_id.clone());
     let release = perf_file.os_release().ok().flatten().map(str::to_owned);
     let (ksyms, source) = find(kernel_build_id.as_deref(), release.as_deref())?;
+    // The info file describes the recording machine, not this one: its kernel as the file
+    // records it, and its vDSO from perf's build-id cache (perf record keeps a copy).
+    let mut machine = MachineSnapshot::default();
+    machine.release = release.clone();
+    machine.kernel_build_id = kernel_build_id.clone();
+    machine.vdso = build_ids
+        .get(&DsoKey::Vdso64)
+        .and_then(|d| cached_vdso(options.build_id_cache.as_deref()?, &d.build_id));
     // The build-ids perf recorded for the objects samples hit, by path: MMAP2 records carry
     // an inode unless recorded with --buildid-mmap.
     let by_path: HashMap<Vec<u8>, Vec<u8>> = build_ids
@@ -506,5 +518,20 @@ pub(crate) fn read_records<R: Read>(
         aggregate,
         other_samples,
         source,
+        machine,
     })
+}
+
+/// Largest vDSO image read from the cache (today's are 8 KiB).
+const VDSO_MAX_BYTES: u64 = 1 << 20;
+
+/// The vDSO with `build_id` from perf's build-id cache `cache`, if it holds it.
+fn cached_vdso(cache: &Path, build_id: &[u8]) -> Option<Vec<u8>> {
+    let path = gmon_format::perf_cache::object_path(cache, Path::new("[vdso]"), build_id)?;
+    safe_fs::read(
+        &path,
+        &ReadOptions::default().with_max_bytes(VDSO_MAX_BYTES),
+    )
+    .ok()
+    .map(safe_fs::Contents::into_vec)
 }

@@ -999,5 +999,40 @@ fn a_program_gone_since_perf_recorded_it_is_found_in_perfs_build_id_cache() {
     // Without the cache, the program's frames have no names, and pkgprof says why.
     assert_eq!(through_main(&lost), 0, "{lost}");
     assert!(lost_warnings.contains("cannot use"), "{lost_warnings}");
+
+    // The measurement describes the machine that recorded, not this one: the same file with
+    // another kernel release in its header gets that release in its info file, and the
+    // recording's vDSO (from the cache) beside it.
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let running = running.trim().as_bytes();
+    let mut other = std::fs::read(&file).unwrap();
+    let at = other
+        .windows(running.len())
+        .position(|w| w == running)
+        .expect("perf.data records the kernel release");
+    other[at] = if running[0] == b'9' { b'8' } else { b'9' };
+    let elsewhere = String::from_utf8(other[at..at + running.len()].to_vec()).unwrap();
+    let other_file = dir.join("elsewhere.data");
+    std::fs::write(&other_file, &other).unwrap();
+    let conv = dir.join("elsewhere");
+    let (folded, _) = import_and_fold(&other_file, &pid, &conv, &home);
+    assert!(through_main(&folded) > 0, "{folded}");
+    let info = std::fs::read_dir(&conv)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&format!("gmon.out.{pid}.")) && !name.ends_with(".sha256")
+        })
+        .expect("an info file");
+    let text = String::from_utf8_lossy(&std::fs::read(&info).unwrap()).into_owned();
+    assert!(text.contains(&elsewhere), "{elsewhere} not in\n{text}");
+    let vdso_saved = std::fs::read_dir(&conv).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("vdso.")
+    });
+    assert!(vdso_saved, "no vDSO image saved from the cache");
     std::fs::remove_dir_all(&dir).unwrap();
 }
