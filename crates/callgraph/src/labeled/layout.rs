@@ -124,8 +124,10 @@ impl Builder {
                 }
             })
             .collect();
-        // The function of each placed symbol, and of each region's pseudo-function.
-        let mut functions: BTreeMap<(usize, Option<usize>), (FunctionId, u64)> = BTreeMap::new();
+        // Per region, the function and place of its pseudo-function and of each placed symbol.
+        type Placed = (FunctionId, u64);
+        let mut functions: Vec<(Option<Placed>, BTreeMap<usize, Placed>)> =
+            vec![(None, BTreeMap::new()); self.regions.len()];
         let mut cursor = SYNTHETIC_BASE;
         let align = |x: u64, a: u64| x.div_ceil(a) * a;
         for &id in &order {
@@ -144,7 +146,7 @@ impl Builder {
             cursor = align(cursor, 0x1000);
             if region.pseudo_used || self.options.keep_unused {
                 let f = function(&mut b, &region.pseudo_name, false, cursor, true);
-                functions.insert((id, None), (f, cursor));
+                functions[id].0 = Some((f, cursor));
                 cursor += 0x10;
             }
             if let Some(table) = self.table_of(&region.what) {
@@ -154,7 +156,7 @@ impl Builder {
                     // Keep the symbol's alignment modulo 16, so odd addresses stay odd.
                     let at = align(cursor, 0x10) + (address & 0xf);
                     let f = function(&mut b, name, self.options.demangle, at, is_function);
-                    functions.insert((id, Some(i)), (f, at));
+                    functions[id].1.insert(i, (f, at));
                     cursor = at + span + 2;
                 };
                 if self.options.keep_unused {
@@ -167,10 +169,11 @@ impl Builder {
 
         // A location's function and synthetic address: its symbol's, or its region's
         // pseudo-function's.
-        let place = |loc: &Loc| -> Option<(FunctionId, u64)> {
-            match functions.get(&(loc.region, loc.symbol)) {
+        let place = |loc: &Loc| -> Option<Placed> {
+            let (pseudo, placed) = &functions[loc.region];
+            match loc.symbol.and_then(|s| placed.get(&s)) {
                 Some(&(f, at)) => Some((f, at + ranks.offset(loc))),
-                None => functions.get(&(loc.region, None)).copied(),
+                None => *pseudo,
             }
         };
         let frame = |b: &mut ProfileBuilder, loc: &Loc| -> Option<FrameId> {
@@ -219,17 +222,19 @@ impl Builder {
         for (_, loc, count) in hits {
             add(&mut b, &[loc], width - 1, count);
         }
-        let mut arcs: BTreeMap<(u64, u64), (FrameId, FrameId, i64)> = BTreeMap::new();
+        // The arcs summed by their ends' places, in the order of those places.
+        let mut arcs: BTreeMap<(u64, u64), (FunctionId, FunctionId, u64)> = BTreeMap::new();
         for (from, to, count) in &self.arcs {
-            let (Some(caller), Some(callee)) = (frame(&mut b, from), frame(&mut b, to)) else {
+            let (Some((caller, from)), Some((callee, to))) = (place(from), place(to)) else {
                 continue;
             };
-            let key = (place(from).map_or(0, |p| p.1), place(to).map_or(0, |p| p.1));
-            let count = i64::try_from(*count).unwrap_or(i64::MAX);
-            let arc = arcs.entry(key).or_insert((caller, callee, 0));
-            arc.2 = arc.2.saturating_add(count);
+            let arc = arcs.entry((from, to)).or_insert((caller, callee, 0));
+            arc.2 = arc.2.saturating_add(*count);
         }
-        for (caller, callee, count) in arcs.into_values().filter(|a| a.2 > 0) {
+        for ((from, to), (caller, callee, count)) in arcs.into_iter().filter(|a| a.1.2 > 0) {
+            let caller = b.frame(Frame::new(caller).with_address(from));
+            let callee = b.frame(Frame::new(callee).with_address(to));
+            let count = i64::try_from(count).unwrap_or(i64::MAX);
             b.add_arc(Arc::new(caller, callee, count));
         }
         b.build()
