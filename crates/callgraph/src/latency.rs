@@ -422,8 +422,7 @@ fn blocking_process(
         // by site alone (None).
         let mut wakers: BTreeMap<(Option<u32>, String), (u64, u64)> = BTreeMap::new();
         for w in &b.wakers {
-            // Counted, not sampled: the collector names no frames (see the file format).
-            let site = if w.pid == 0 && w.frames.is_empty() {
+            let site = if w.unsampled_in_idle() {
                 format!("an idle CPU, frames not sampled{INTERRUPT}")
             } else {
                 waker_site(&mut p.names, &w.frames)

@@ -194,6 +194,8 @@ pub(crate) struct SyscallTracer {
     pub(crate) images: HashMap<(usize, usize), ImageLatency>,
     /// When the run began: slice 0 starts here.
     pub(crate) start: u64,
+    /// Sleeps of counted calls whose wake-up was not sampled, over the whole run.
+    unseen: u64,
 }
 
 /// A record for the tracer, with what the aggregator knows of it.
@@ -228,6 +230,7 @@ impl SyscallTracer {
             threads: HashMap::new(),
             images: HashMap::new(),
             start: 0,
+            unseen: 0,
         }
     }
 
@@ -378,6 +381,7 @@ impl SyscallTracer {
                 None => {
                     op.unseen.0 += n;
                     op.unseen.1 += d;
+                    self.unseen += n;
                 }
             }
         }
@@ -404,13 +408,7 @@ impl SyscallTracer {
             .iter()
             .map(|t| t.check().unsampled_in_idle())
             .sum();
-        let unseen: u64 = self
-            .images
-            .values()
-            .flat_map(|i| i.ops.values())
-            .map(|o| o.unseen.0)
-            .sum();
-        unseen > 0 && unseen <= unsampled && rec.lost_samples() == 0
+        self.unseen > 0 && self.unseen <= unsampled && rec.lost_samples() == 0
     }
 
     /// The latency file of the process images `keys` (one file set), or None if they made
@@ -451,7 +449,7 @@ impl SyscallTracer {
 }
 
 /// The waker of a sleep whose wake-up fired in the idle task: pid 0, no frames (the kernel
-/// counted it but took no sample).
+/// counted it but took no sample; `Waker::unsampled_in_idle` reads it back).
 const IDLE_WAKER: (u32, Vec<u64>) = (0, Vec::new());
 
 /// Adds one image's sums of an operation to the file's, keeping lists sorted; with `idle`, its

@@ -94,28 +94,57 @@ fn read_file(path: &Path, options: &ImportOptions) -> Result<Converted> {
     // them, and the aggregate: memory follows content, not the sizes a header claims
     // (vendor/linux-perf-data/README.pkgprof.md).
     let (file, _) = safe_fs::open(path, &ReadOptions::default().with_max_bytes(u64::MAX))?;
-    // The header's size field: 16 in pipe mode (magic and size only), 104 in a seekable file.
     let mut head = [0u8; 16];
-    let pipe = match file.read_exact_at(&mut head, 0) {
-        Ok(()) => u64::from_le_bytes(head[8..16].try_into().unwrap_or_default()) == 16,
-        Err(_) => false,
+    let pipe = file.read_exact_at(&mut head, 0).is_ok() && is_pipe_mode(&head);
+    let reader = BufReader::with_capacity(1 << 16, file);
+    let find = |id: Option<&[u8]>, release: Option<&str>| {
+        kernel::find(options.kallsyms.as_deref(), id, release)
     };
-    let reader = Tracked::new(BufReader::with_capacity(1 << 16, file));
+    read_seekable(reader, pipe, path, options, &find)
+}
+
+/// Whether a perf.data file starting with `head` is in pipe mode: its header's size field
+/// is 16 (magic and size only), where a seekable file's is 104.
+pub(crate) fn is_pipe_mode(head: &[u8]) -> bool {
+    head.get(8..16) == Some(&16u64.to_le_bytes()[..])
+}
+
+/// Parses and converts a seekable perf.data, in pipe mode when `pipe`.
+pub(crate) fn read_seekable<R: Read + Seek>(
+    reader: R,
+    pipe: bool,
+    path: &Path,
+    options: &ImportOptions,
+    find: FindKernel<'_>,
+) -> Result<Converted> {
+    if pipe {
+        return read_pipe(reader, path, options, find);
+    }
+    let reader = Tracked::new(reader);
     let at = reader.position();
-    let parse = |source| Error::Parse {
+    let r = PerfFileReader::parse_file(reader).map_err(|source| Error::Parse {
         path: path.to_owned(),
         offset: at.get(),
         source,
-    };
-    let find: FindKernel<'_> =
-        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
-    if pipe {
-        let r = PerfFileReader::parse_pipe(reader).map_err(parse)?;
-        read_records(r, path, &at, options, find)
-    } else {
-        let r = PerfFileReader::parse_file(reader).map_err(parse)?;
-        read_records(r, path, &at, options, find)
-    }
+    })?;
+    read_records(r, path, &at, options, find)
+}
+
+/// Parses and converts a perf.data stream in pipe mode.
+fn read_pipe<R: Read>(
+    reader: R,
+    path: &Path,
+    options: &ImportOptions,
+    find: FindKernel<'_>,
+) -> Result<Converted> {
+    let reader = Tracked::new(reader);
+    let at = reader.position();
+    let r = PerfFileReader::parse_pipe(reader).map_err(|source| Error::Parse {
+        path: path.to_owned(),
+        offset: at.get(),
+        source,
+    })?;
+    read_records(r, path, &at, options, find)
 }
 
 /// Imports a perf.data stream in pipe mode (`perf record -o - | …`) into `out`; `name` is
@@ -128,28 +157,21 @@ pub fn import_reader(
     options: &ImportOptions,
     out: Output,
 ) -> Result<Imported> {
-    let reader = Tracked::new(BufReader::with_capacity(1 << 16, reader));
-    let at = reader.position();
-    let find: FindKernel<'_> =
-        &|build_id, release| kernel::find(options.kallsyms.as_deref(), build_id, release);
-    let converted = PerfFileReader::parse_pipe(reader)
-        .map_err(|source| Error::Parse {
-            path: name.to_owned(),
-            offset: at.get(),
-            source,
-        })
-        .and_then(|r| read_records(r, name, &at, options, find));
-    written_or_abandoned(converted, out)
+    let find = |id: Option<&[u8]>, release: Option<&str>| {
+        kernel::find(options.kallsyms.as_deref(), id, release)
+    };
+    let reader = BufReader::with_capacity(1 << 16, reader);
+    written_or_abandoned(read_pipe(reader, name, options, &find), out)
 }
 
 /// A reader that says how far it has been read (or sought), for the byte offsets of errors.
-pub(crate) struct Tracked<R> {
+struct Tracked<R> {
     inner: R,
     at: Rc<Cell<u64>>,
 }
 
 impl<R> Tracked<R> {
-    pub(crate) fn new(inner: R) -> Tracked<R> {
+    fn new(inner: R) -> Tracked<R> {
         Tracked {
             inner,
             at: Rc::default(),
@@ -157,7 +179,7 @@ impl<R> Tracked<R> {
     }
 
     /// The offset, shared: it moves as the reader is read.
-    pub(crate) fn position(&self) -> Rc<Cell<u64>> {
+    fn position(&self) -> Rc<Cell<u64>> {
         Rc::clone(&self.at)
     }
 }
@@ -253,7 +275,7 @@ fn written_or_abandoned(converted: Result<Converted>, out: Output) -> Result<Imp
 
 /// Reads every record of `reader` into the collector's aggregator; `find` gives the kernel
 /// symbols, `at` how far the file has been read (for errors).
-pub(crate) fn read_records<R: Read>(
+fn read_records<R: Read>(
     reader: PerfFileReader<R>,
     path: &Path,
     at: &Cell<u64>,

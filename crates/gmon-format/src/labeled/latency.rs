@@ -200,6 +200,14 @@ pub struct Waker {
     pub blocked_ns: u64,
 }
 
+impl Waker {
+    /// Whether these are wake-ups the kernel counted but did not sample, fired in the idle
+    /// task (so by an interrupt): written as pid 0 with no frames.
+    pub fn unsampled_in_idle(&self) -> bool {
+        self.pid == 0 && self.frames.is_empty()
+    }
+}
+
 fn bad(offset: usize, line: usize, message: impl Into<String>) -> Error {
     Error::at(
         offset as u64,
