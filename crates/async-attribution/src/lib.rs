@@ -45,7 +45,7 @@
 //!
 //! The rules (one place each): which frames move, [`SoftirqEntries::cut`]; which objects a
 //! window served and who consumed them, the `net` module's docs (reproduced at [`Reason`]);
-//! how a window's samples are divided among several consumers, [`split`](crate::split).
+//! how a window's samples are divided among several consumers, [`split`].
 //!
 //! What it does not do: read the live machine or decode tracepoint records (collect-perf does),
 //! see what perf cannot sample (a tracepoint fired in the idle task is not sampled, so a
@@ -62,7 +62,7 @@ mod net;
 pub mod split;
 
 pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
-pub use entries::{Cut, SoftirqEntries};
+pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries};
 pub use event::{Event, NET_RX_VECTOR, What};
 
 /// A kind of asynchronous work: what a window served and how its beneficiary is found.
