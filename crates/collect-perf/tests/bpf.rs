@@ -1,6 +1,7 @@
 //! The BPF facility on the live kernel (root): a refused program's error carries the
 //! verifier's words, and the in-kernel latency collection's enters and exits match
-//! counting-mode perf events on the same process (OSprof's checksums).
+//! counting-mode perf events on the same process (OSprof's checksums) and a ring-buffer map
+//! carries one record per entry, read through its mmap consumer.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +10,30 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
 use collect_perf::LatencyOptions;
-use collect_perf::bpf::{Asm, Map, MapKind, Program, Reg, SyscallLatency};
+use collect_perf::bpf::{
+    Alu, Asm, Code, Cond, Helper, Map, MapKind, MapSlot, Program, Reg, RingBuf, Size,
+    SyscallLatency,
+};
+
+/// `bpf_ringbuf_output(ring, &pid_tgid, 8, 0)` for the tasks of process `pid`.
+fn ring_program(pid: u32) -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(Helper::GetCurrentPidTgid)
+        .store(Size::DW, Reg::R10, -8, Reg::R0)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .jmp_imm(Cond::Ne, Reg::R0, pid as i32, out)
+        .ld_map(Reg::R1, MapSlot(0))
+        .mov(Reg::R2, Reg::R10)
+        .alu_imm(Alu::Add, Reg::R2, -8)
+        .mov_imm(Reg::R3, 8)
+        .mov_imm(Reg::R4, 0)
+        .call(Helper::RingbufOutput)
+        .bind(out)
+        .mov_imm(Reg::R0, 1)
+        .exit();
+    a.finish()
+}
 
 #[test]
 fn a_refused_program_says_what_the_verifier_said() {
@@ -52,7 +76,7 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
     let mut child = Command::new("/bin/sh")
         .args([
             "-c",
-            "echo ready; read x; for i in 1 2 3 4 5 6 7 8; do /bin/true; done",
+            "echo ready; read x; i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo $i >/dev/null; done",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -72,9 +96,29 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     lat.follow(pid, true).unwrap();
+    // Beside it, a program sending each of the shell's system-call entries through a ring
+    // buffer: as many records as the in-kernel count.
+    let mut ring = RingBuf::create("pkg_test_ring", 1 << 18).unwrap();
+    let prog =
+        Program::load_tracepoint("pkg_test_ring", &ring_program(pid), &[ring.map()]).unwrap();
+    let tracefs = collect_perf::Tracefs::find_or_mount().unwrap();
+    let attached = prog
+        .attach(&tracefs.event("raw_syscalls", "sys_enter").unwrap())
+        .unwrap();
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.wait().unwrap().success());
+    drop(attached);
     let counts = lat.finish().unwrap();
+    let mut records = 0u64;
+    ring.read(|r| {
+        assert_eq!(r.len(), 8);
+        assert_eq!(
+            u64::from_ne_bytes(r.try_into().unwrap()) >> 32,
+            u64::from(pid)
+        );
+        records += 1;
+    });
+    assert_eq!(records, counts.checks[0].received);
     for c in &counts.checks {
         assert!(c.received > 100, "{c:?}");
         assert_eq!(Some(c.received), c.counted, "{c:?}");
