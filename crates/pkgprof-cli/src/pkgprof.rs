@@ -61,6 +61,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         #[cfg(not(target_os = "linux"))]
         bail!("--export and --diff are built for Linux only (they read through safe-fs)");
     }
+    if crate::apps::wanted(&o) {
+        return crate::apps::run(&o, report_options(&o), out);
+    }
     if o.seamless || o.system || o.threads {
         if !o.dump {
             refuse_unbuilt(&o)?;

@@ -38,7 +38,8 @@
 //!   application instance is `<app>#<n>`: `app` the command name, `n` its instance number,
 //!   SLEEPY's *appid*: counted from 0 per name over the directory's life; a pid reused later
 //!   is a new instance; an exec into a program of another name starts a new one; a rename by
-//!   `prctl(PR_SET_NAME)` does not. Keys: `pid`, `start` (the process's start in clock ticks
+//!   `prctl(PR_SET_NAME)` does not. A file set without a command name is the application
+//!   `[unknown]` ([`UNKNOWN_APP`]). Keys: `pid`, `start` (the process's start in clock ticks
 //!   since boot, `/proc/<pid>/stat` field 22; absent when the process was gone before it could
 //!   be read), `samples`, `cpu-ns` (user + system CPU time of the process up to the window's
 //!   end, from its exit record or its latest /proc reading; absent when neither was seen),
@@ -63,6 +64,10 @@ pub const INDEX_MAGIC: &str = "# pkgprof-continuous";
 
 /// The major version written and read.
 pub const INDEX_VERSION: u32 = 1;
+
+/// The application name of a file set whose command name was never seen (a process sampled
+/// after its exit was recorded, say); its files have an empty command name.
+pub const UNKNOWN_APP: &[u8] = b"[unknown]";
 
 /// The directory name of window `seq`.
 pub fn window_dir_name(seq: u64) -> String {
