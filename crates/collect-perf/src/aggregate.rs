@@ -263,14 +263,20 @@ impl Aggregator {
     /// An aggregator. It needs no kernel symbols while records come: how each sample entered
     /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
     pub fn new(opts: AggregateOptions) -> Aggregator {
+        let cache = opts.build_id_cache.clone();
+        Aggregator::with_images(opts, Images::with_build_id_cache(cache))
+    }
+
+    /// An aggregator that starts with the ELF files `images` already read (a continuous
+    /// run's next window).
+    pub(crate) fn with_images(opts: AggregateOptions, images: Images) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
         let syscalls = opts.latency.clone().map(SyscallTracer::new);
-        let cache = opts.build_id_cache.clone();
         Aggregator {
             syscalls,
             opts,
             replay: Replayer::default(),
-            unwinding: Unwinding::new(Images::with_build_id_cache(cache), max_frames),
+            unwinding: Unwinding::new(images, max_frames),
             unwinders: Vec::new(),
             profiled: Vec::new(),
             images: HashMap::new(),

@@ -27,6 +27,7 @@ use crate::recording::{Recording, SideBand, SideRecord};
 use crate::replay::Replay;
 use crate::sampler::RecordSink;
 use crate::snapshot::MachineSnapshot;
+use crate::unwind::Images;
 
 /// Options of a [`Continuous`] run.
 #[derive(Debug, Clone)]
@@ -58,13 +59,12 @@ impl Default for ContinuousOptions {
     }
 }
 
-/// A window whose files a thread is writing, and what naming its instances needs.
-struct Pending {
-    writer: std::thread::JoinHandle<Result<crate::WriteSummary>>,
-    seq: u64,
+/// A window handed to the writer thread: what it aggregated, its processes, and its part of
+/// the recording (counters, exits, lost samples).
+struct Job {
+    aggregate: Option<crate::Aggregate>,
     replay: Replay,
     rec: Recording,
-    offset: u64,
 }
 
 /// A live process's application instance, carried from window to window.
@@ -76,51 +76,72 @@ struct Carried {
     begin_ns: Option<u64>,
 }
 
-/// A continuous run's windows: hand it to [`Sampler::run_continuous`](crate::Sampler), then
-/// call [`Continuous::finish`].
-pub struct Continuous {
+/// The writer thread's side: the directory, its index, and the instances.
+struct Store {
     opts: ContinuousOptions,
     dir: Dir,
     index: ContinuousIndex,
     /// Window sizes in bytes, by seq, for the size limit.
     sizes: BTreeMap<u64, u64>,
     machine: MachineSnapshot,
+    next_seq: u64,
+    /// Live pid → its application instance.
+    carry: HashMap<u32, Carried>,
+    /// Application name → the next instance number (SLEEPY's `max_appid_table`).
+    numbers: HashMap<Vec<u8>, u32>,
+    written: u64,
+    errors: Vec<String>,
+}
+
+/// How a continuous run ended: the windows written and the errors met.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ContinuousSummary {
+    /// Windows this run wrote.
+    pub written: u64,
+    /// Windows that could not be written, one sentence each (the run went on).
+    pub errors: Vec<String>,
+}
+
+/// Windows handed to the writer thread and not written yet, at most: beyond, the sampling
+/// waits (and the kernel counts what it drops).
+const QUEUED: usize = 4;
+
+/// A continuous run's windows: hand it to [`Sampler::run_continuous`](crate::Sampler), then
+/// call [`Continuous::finish`]. The sampling thread only closes a window (its aggregator
+/// ends, the next one starts from the live processes); a thread of its own writes it, so the
+/// rings are drained meanwhile.
+pub struct Continuous {
+    opts: ContinuousOptions,
     ksyms: (String, KernelSymbols),
     agg: Aggregator,
     start: u64,
     end: u64,
-    next_seq: u64,
     lost_before: u64,
     lost_cpu_before: BTreeMap<u32, u64>,
     overflows_before: u64,
-    /// Live pid → its application instance.
-    carry: HashMap<u32, Carried>,
-    /// Application name → the next instance number.
-    numbers: HashMap<Vec<u8>, u32>,
-    /// The window being written by a thread of its own, so that the rings are drained
-    /// meanwhile.
-    pending: Option<Pending>,
-    /// Errors of writing windows, as sentences; the run goes on.
-    pub errors: Vec<String>,
-    /// Windows written.
-    pub written: u64,
+    jobs: Option<std::sync::mpsc::SyncSender<Job>>,
+    writer: Option<std::thread::JoinHandle<Store>>,
+    path: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Continuous {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Continuous")
-            .field("dir", &self.dir.path())
-            .field("windows", &self.index.windows.len())
+            .field("dir", &self.path)
+            .field("window", &(self.start..self.end))
             .finish_non_exhaustive()
     }
 }
 
-fn aggregator() -> Aggregator {
-    Aggregator::new(AggregateOptions {
+/// A window's aggregator, with the ELF files the windows before it read.
+fn aggregator(images: Images) -> Aggregator {
+    let opts = AggregateOptions {
         system_wide: Some(Default::default()),
         every_process: true,
         ..AggregateOptions::default()
-    })
+    };
+    Aggregator::with_images(opts, images)
 }
 
 fn dir_mode(mode: u32) -> u32 {
@@ -184,25 +205,43 @@ impl Continuous {
         let next_seq = index.windows.last().map_or(1, |w| w.seq + 1);
         let start = monotonic_ns();
         let window = opts.window.as_nanos().clamp(1_000_000, u64::MAX as u128) as u64;
-        Ok(Continuous {
+        let path = dir.path().to_path_buf();
+        let mut store = Store {
+            opts: opts.clone(),
+            dir,
             index,
             sizes,
+            machine,
+            next_seq,
+            carry: HashMap::new(),
+            numbers,
+            written: 0,
+            errors: Vec::new(),
+        };
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<Job>(QUEUED);
+        let writer = std::thread::Builder::new()
+            .name("pkgmon-windows".into())
+            .spawn(move || {
+                for job in queue {
+                    if let Err(e) = store.window(job) {
+                        store.errors.push(e.to_string());
+                    }
+                }
+                store
+            })
+            .map_err(|e| Error::io("cannot start the window writer", e))?;
+        Ok(Continuous {
             ksyms: (String::new(), KernelSymbols::default()),
-            agg: aggregator(),
+            agg: aggregator(Images::default()),
             start,
             end: start + window,
-            next_seq,
             lost_before: 0,
             lost_cpu_before: BTreeMap::new(),
             overflows_before: 0,
-            carry: HashMap::new(),
-            pending: None,
-            numbers,
-            errors: Vec::new(),
-            written: 0,
-            machine,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            path,
             opts,
-            dir,
         })
     }
 
@@ -226,34 +265,43 @@ impl Continuous {
     /// Writes the last window (up to the end of the recording `rec` returned by the run) and
     /// the index.
     ///
-    /// Returns the number of windows this run wrote, or an error if the last window cannot
-    /// be written.
-    pub fn finish(mut self, rec: &mut Recording) -> Result<u64> {
+    /// Returns what the run wrote, or an error if the writer thread failed.
+    pub fn finish(mut self, rec: &mut Recording) -> Result<ContinuousSummary> {
         let end = rec.end_time.max(self.start);
-        self.settle()?;
-        self.close_window(rec, end)?;
-        self.settle()?;
-        Ok(self.written)
+        self.close_window(rec, end);
+        drop(self.jobs.take());
+        let store = self
+            .writer
+            .take()
+            .and_then(|w| w.join().ok())
+            .ok_or_else(|| {
+                Error::io(
+                    "the window writer failed",
+                    std::io::Error::other("panicked"),
+                )
+            })?;
+        Ok(ContinuousSummary {
+            written: store.written,
+            errors: store.errors,
+        })
     }
 
-    /// Ends the current window at `end`, writes it, and starts the next one.
+    /// Ends the current window at `end`, hands it to the writer, and starts the next one.
     fn rotate(&mut self, rec: &mut Recording, end: u64) {
-        if let Err(e) = self.settle() {
-            self.errors.push(format!("{e}"));
-        }
-        if let Err(e) = self.close_window(rec, end) {
-            self.errors.push(format!("{e}"));
-        }
+        self.close_window(rec, end);
         self.start = end;
         self.end = end + self.window_ns();
     }
 
-    /// Ends the current window at `end` and starts writing it; the previous window must be
-    /// settled (naming this one's instances needs its instances).
-    fn close_window(&mut self, rec: &mut Recording, end: u64) -> Result<()> {
-        let agg = std::mem::replace(&mut self.agg, aggregator());
+    /// Ends the current window at `end` and hands it to the writer thread.
+    fn close_window(&mut self, rec: &mut Recording, end: u64) {
+        let agg = std::mem::replace(&mut self.agg, aggregator(Images::default()));
         let aggregate = agg.finish(self.kernel_symbols());
         let replay = aggregate.replay().clone();
+        // The ELF files of the processes still running are kept, not read again.
+        let mut images = aggregate.files.clone();
+        images.retain_mapped(&replay);
+        self.agg = aggregator(images);
         // The next window starts from the live processes' names and mappings.
         for kind in carried_side_band(&replay) {
             self.agg.side_band(&SideRecord {
@@ -299,64 +347,49 @@ impl Continuous {
                     || p.threads.iter().any(|t| t.samples > 0))
         });
         // A window in which nothing ran (a paused run: the events are off) is not written.
-        if !active {
+        let job = Job {
+            aggregate: active.then_some(aggregate),
+            replay,
+            rec: wrec,
+        };
+        if let Some(jobs) = &self.jobs {
+            // The writer only stops when this side hangs up.
+            let _ = jobs.send(job);
+        }
+    }
+}
+
+impl Store {
+    /// Writes one window: its measurement (as `.partial`, renamed when complete), its
+    /// instances, the index, and the retention.
+    fn window(&mut self, job: Job) -> Result<()> {
+        let Job {
+            aggregate,
+            replay,
+            rec: wrec,
+        } = job;
+        let Some(aggregate) = aggregate else {
             self.carry_on(&replay, &[]);
             return Ok(());
-        }
+        };
+        let offset = wrec.start_realtime.wrapping_sub(wrec.start_time);
         let seq = self.next_seq;
         self.next_seq += 1;
+        let partial = partial_dir_name(seq);
         let out = |e: safe_fs::Error| Error::Output(gmon_format::Error::from(e));
         let sub = self
             .dir
-            .create_subdir(partial_dir_name(seq), dir_mode(self.opts.mode))
+            .create_subdir(&partial, dir_mode(self.opts.mode))
             .map_err(out)?;
         let wopts = WriteOptions {
             machine: Some(self.machine.clone()),
             only_active: true,
             ..WriteOptions::default()
         };
-        let mode = self.opts.mode;
-        let writer_rec = wrec.clone();
-        let writer = std::thread::Builder::new()
-            .name("pkgmon-window".into())
-            .spawn(move || {
-                let output = Output::begin(sub, mode)?;
-                write_measurement_to(&writer_rec, &aggregate, &wopts, output)
-            })
-            .map_err(|e| Error::io("cannot start the window writer", e))?;
-        self.pending = Some(Pending {
-            writer,
-            seq,
-            replay,
-            rec: wrec,
-            offset,
-        });
-        Ok(())
-    }
-
-    /// Waits for the window being written, puts it in place, names its instances and
-    /// rewrites the index.
-    fn settle(&mut self) -> Result<()> {
-        let Some(Pending {
-            writer,
-            seq,
-            replay,
-            rec: wrec,
-            offset,
-        }) = self.pending.take()
-        else {
-            return Ok(());
-        };
-        let out = |e: safe_fs::Error| Error::Output(gmon_format::Error::from(e));
-        let summary = match writer.join() {
-            Ok(r) => r,
-            Err(_) => Err(Error::io(
-                "the window writer failed",
-                std::io::Error::other("panicked"),
-            )),
-        };
-        let partial = partial_dir_name(seq);
-        let summary = match summary {
+        let written = Output::begin(sub, self.opts.mode)
+            .and_then(|output| write_measurement_to(&wrec, &aggregate, &wopts, output));
+        drop(aggregate);
+        let summary = match written {
             Ok(s) => s,
             Err(e) => {
                 let _ = remove_window(&self.dir, &partial);
@@ -426,16 +459,7 @@ impl Continuous {
                 }
             };
             let last_image = fs.images.1 == p.execs.len();
-            let exits: Vec<_> = wrec
-                .task_exits
-                .iter()
-                .filter(|t| t.tgid.unwrap_or(t.tid) == fs.pid)
-                .collect();
-            let cpu_ns = if p.exit.is_some() && !exits.is_empty() {
-                Some(exits.iter().map(|t| t.user_cpu_ns + t.system_cpu_ns).sum())
-            } else {
-                reading.map(|r| (r.counters.utime_ticks + r.counters.stime_ticks) * tick)
-            };
+            let cpu_ns = fs.cpu_ns;
             instances.push(IndexInstance {
                 label: gmon_format::process_label(fs.pid, fs.instance),
                 app: c.app.clone(),
@@ -445,10 +469,13 @@ impl Continuous {
                 samples: fs.samples,
                 cpu_ns,
                 begin_ns: c.begin_ns,
-                end_ns: p
-                    .exit
-                    .filter(|_| last_image)
-                    .map(|t| t.wrapping_add(offset)),
+                // An image ends at the process's exit, or at the exec that replaced it.
+                end_ns: if last_image {
+                    p.exit
+                } else {
+                    p.execs.get(fs.images.1).copied()
+                }
+                .map(|t| t.wrapping_add(offset)),
                 cgroup: None,
                 extra: Vec::new(),
             });

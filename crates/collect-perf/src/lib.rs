@@ -122,7 +122,7 @@ pub use tracefs::{Tracefs, TracepointRequest};
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
 #[cfg(target_os = "linux")]
-pub use continuous::{Continuous, ContinuousOptions};
+pub use continuous::{Continuous, ContinuousOptions, ContinuousSummary};
 #[cfg(target_os = "linux")]
 pub use measurement::{
     FileSetSummary, WriteOptions, WriteSummary, write_measurement, write_measurement_to,

@@ -92,6 +92,9 @@ pub struct FileSetSummary {
     pub images: (usize, usize),
     /// Its samples.
     pub samples: u64,
+    /// Its user + system CPU time as its info file gives it, if known: the process's, to its
+    /// exit or to its latest reading.
+    pub cpu_ns: Option<u64>,
 }
 
 /// One segment of a process's life under one command name: from its start or an exec to the
@@ -434,6 +437,9 @@ pub fn write_measurement_to(
             }
             UnderSampled::No => {}
         }
+        let cpu_ns = counters
+            .as_ref()
+            .and_then(|c| Some(c.user_cpu_ns? + c.system_cpu_ns?));
         let mut c = counters.unwrap_or_default();
         c.source = source;
         c.taskstats_refused = rec.taskstats_refused.is_some();
@@ -508,6 +514,7 @@ pub fn write_measurement_to(
             process: p.key,
             images: (first.image, last.image),
             samples: set.samples,
+            cpu_ns,
         });
         summary.truncated_stacks += truncated;
     }

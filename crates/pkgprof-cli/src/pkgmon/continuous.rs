@@ -202,19 +202,20 @@ pub fn run(args: &Args) -> Result<u8> {
         args.dir.display()
     );
     let mut rec = sampler.run_continuous(&STOP, |_| {}, &mut windows)?;
-    for e in &windows.errors {
-        eprintln!("pkgmon: warning: a window was not written: {e}");
-    }
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: stopped; writing the last window");
     }
-    let written = windows
+    let done = windows
         .finish(&mut rec)
-        .with_context(|| format!("cannot write the last window into {}", args.dir.display()))?;
-    let lost = rec.lost_samples();
+        .with_context(|| format!("cannot write into {}", args.dir.display()))?;
+    for e in &done.errors {
+        eprintln!("pkgmon: warning: a window was not written: {e}");
+    }
     eprintln!(
         "pkgmon: {} samples, {} lost; windows written this run: {}",
-        rec.sample_count, lost, written
+        rec.sample_count,
+        rec.lost_samples(),
+        done.written
     );
     eprintln!(
         "pkgmon: report with: pkgprof --apps {}",
