@@ -1,0 +1,370 @@
+//! The attribution's state machine: windows per CPU, held samples, and the decisions made
+//! when the run ends.
+
+use std::collections::BTreeMap;
+
+use crate::Kind;
+use crate::entries::SoftirqEntries;
+use crate::event::{Event, NET_RX_VECTOR, What};
+use crate::net::NetObjects;
+use crate::split::Splitter;
+
+/// Attributes asynchronous work; see the crate docs for its use.
+#[derive(Debug)]
+pub struct Attributor {
+    entries: SoftirqEntries,
+    cpus: Vec<CpuState>,
+    windows: Vec<Window>,
+    net: NetObjects,
+    /// By ticket.
+    held: Vec<HeldSample>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuState {
+    /// The open window of a kind this crate attributes.
+    window: Option<u32>,
+    /// Hard interrupt handlers running (their samples are not the softirq's).
+    irq_depth: u32,
+}
+
+/// What `sk_data_ready` said in a window: no socket, one, or several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ready {
+    None,
+    One(u64),
+    Many,
+}
+
+#[derive(Debug)]
+struct Window {
+    kind: Kind,
+    objects: Vec<u32>,
+    ready: Ready,
+    /// Tickets of its samples, in time order.
+    samples: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HeldSample {
+    kind: Kind,
+    frames: usize,
+}
+
+/// A sample held back: keep it aside under its ticket until [`Attributor::finish`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// Index of its [`Decision`] in [`Outcome::decisions`].
+    pub ticket: u32,
+    /// The kind of work it is.
+    pub kind: Kind,
+    /// How many of its kernel frames, innermost first, are that work ([`SoftirqEntries::cut`]):
+    /// they move; the frames outside them and the user frames are the victim's and go.
+    pub frames: usize,
+}
+
+/// Where a held sample goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// The kind of work.
+    pub kind: Kind,
+    /// As in [`Held::frames`].
+    pub frames: usize,
+    /// Its beneficiary.
+    pub to: Target,
+}
+
+/// A held sample's beneficiary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The process that consumed what the work served.
+    Process {
+        /// Its pid.
+        pid: u32,
+        /// When it first consumed an object of the sample's window (which of its images,
+        /// before or after an exec, benefited).
+        time: u64,
+    },
+    /// Nobody could be found: the residue, shown as `[async unattributed <kind>]`.
+    Unattributed(Reason),
+}
+
+/// Why a held sample has no beneficiary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Its stack is softirq work but no window was recorded on its CPU: the softirq ran in
+    /// the idle task, where perf takes no tracepoint samples, or its records were lost.
+    WindowUnseen,
+    /// Its window served no object the run traced.
+    NoObject,
+    /// Its share of a window went to objects nobody consumed before the run ended.
+    NoConsumer,
+}
+
+impl Reason {
+    /// Every reason.
+    pub const ALL: [Reason; 3] = [Reason::WindowUnseen, Reason::NoObject, Reason::NoConsumer];
+
+    /// Its name in reports and files: `window-unseen`, `no-object`, `no-consumer`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::WindowUnseen => "window-unseen",
+            Reason::NoObject => "no-object",
+            Reason::NoConsumer => "no-consumer",
+        }
+    }
+}
+
+/// The counts of one kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Totals {
+    /// The kind.
+    pub kind: Kind,
+    /// Samples held back.
+    pub held: u64,
+    /// Of them, charged to a process.
+    pub attributed: u64,
+    /// Of them, unattributed, by reason.
+    pub residue: BTreeMap<Reason, u64>,
+    /// Windows recorded.
+    pub windows: u64,
+    /// Objects they served.
+    pub objects: u64,
+    /// Of those, consumed by nobody.
+    pub unconsumed: u64,
+}
+
+impl Totals {
+    fn new(kind: Kind) -> Totals {
+        Totals {
+            kind,
+            held: 0,
+            attributed: 0,
+            residue: BTreeMap::new(),
+            windows: 0,
+            objects: 0,
+            unconsumed: 0,
+        }
+    }
+
+    /// Samples unattributed, all reasons.
+    pub fn unattributed(&self) -> u64 {
+        self.residue.values().sum()
+    }
+
+    /// Conservation: every held sample was charged to a process or to the residue, once.
+    pub fn is_conserved(&self) -> bool {
+        self.held == self.attributed + self.unattributed()
+    }
+}
+
+/// What [`Attributor::finish`] decided.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Outcome {
+    /// By ticket.
+    pub decisions: Vec<Decision>,
+    /// One per kind that held samples or saw windows, in [`Kind`] order.
+    pub totals: Vec<Totals>,
+}
+
+impl Attributor {
+    /// An attributor that cuts stacks at `entries`. With no entries (kernel addresses hidden)
+    /// a sample counts as softirq work by its time alone.
+    pub fn new(entries: SoftirqEntries) -> Attributor {
+        Attributor {
+            entries,
+            cpus: Vec::new(),
+            windows: Vec::new(),
+            net: NetObjects::default(),
+            held: Vec::new(),
+        }
+    }
+
+    fn cpu(&mut self, cpu: u32) -> &mut CpuState {
+        let i = cpu as usize;
+        if self.cpus.len() <= i {
+            self.cpus.resize(i + 1, CpuState::default());
+        }
+        &mut self.cpus[i]
+    }
+
+    /// A CPU sample taken on `cpu`, its kernel frames innermost first (fed in time order
+    /// with the events). Returns its ticket when it is asynchronous work, which the
+    /// caller holds back; None when it is the running process's own.
+    ///
+    /// A sample is held when a window of a kind this crate attributes is open on its CPU, no
+    /// hard interrupt handler runs inside it, and its stack passes through a softirq entry
+    /// (when the entries are known: a stack that does not is evidence the window's exit was
+    /// lost); or, with no window open, when its stack passes through `net_rx_action` (the
+    /// window was not seen: [`Reason::WindowUnseen`]).
+    pub fn sample(&mut self, cpu: u32, kernel: &[u64]) -> Option<Held> {
+        if kernel.is_empty() {
+            return None;
+        }
+        let state = *self.cpu(cpu);
+        let cut = self.entries.cut(kernel);
+        let (kind, frames, window) = match (state.window, cut) {
+            (Some(_), _) if state.irq_depth > 0 => return None,
+            (Some(w), Some(c)) => (self.windows[w as usize].kind, c.frames, Some(w)),
+            (Some(w), None) if self.entries.is_empty() => {
+                (self.windows[w as usize].kind, kernel.len(), Some(w))
+            }
+            (None, Some(c)) if c.net_rx => (Kind::NetRx, c.frames, None),
+            _ => return None,
+        };
+        let ticket = self.held.len() as u32;
+        self.held.push(HeldSample { kind, frames });
+        if let Some(w) = window {
+            self.windows[w as usize].samples.push(ticket);
+        }
+        Some(Held {
+            ticket,
+            kind,
+            frames,
+        })
+    }
+
+    /// A tracepoint record (records fed in time order).
+    pub fn event(&mut self, e: Event) {
+        let window = self.cpu(e.cpu).window;
+        match e.what {
+            What::SoftirqEntry { vec } => {
+                // Softirqs do not nest on a CPU, and hard interrupts have returned before one
+                // starts: whatever was open had its exit lost.
+                self.close(e.cpu);
+                let state = self.cpu(e.cpu);
+                state.irq_depth = 0;
+                if vec == NET_RX_VECTOR {
+                    let id = self.windows.len() as u32;
+                    self.windows.push(Window {
+                        kind: Kind::NetRx,
+                        objects: Vec::new(),
+                        ready: Ready::None,
+                        samples: Vec::new(),
+                    });
+                    self.cpu(e.cpu).window = Some(id);
+                }
+            }
+            What::SoftirqExit { .. } => self.close(e.cpu),
+            What::IrqEntry { .. } => self.cpu(e.cpu).irq_depth += 1,
+            What::IrqExit { .. } => {
+                let state = self.cpu(e.cpu);
+                state.irq_depth = state.irq_depth.saturating_sub(1);
+            }
+            What::NetReceive { skb, len } => {
+                // Outside a window (threaded NAPI, busy polling) the work is the running
+                // task's own.
+                if let Some(w) = window {
+                    let o = self.net.received(skb, len);
+                    self.windows[w as usize].objects.push(o);
+                }
+            }
+            What::TcpProbe { skb, sk, .. } => {
+                if window.is_some() {
+                    self.net.probed(skb, sk);
+                }
+            }
+            What::DataReady { sk } => {
+                if let Some(w) = window {
+                    let r = &mut self.windows[w as usize].ready;
+                    *r = match *r {
+                        Ready::None => Ready::One(sk),
+                        Ready::One(s) if s == sk => Ready::One(s),
+                        _ => Ready::Many,
+                    };
+                }
+            }
+            What::CopyDatagram { skb, .. } => self.net.copied(skb, e.pid, e.time),
+            What::RecvLength { sk, ret } if ret > 0 => self.net.used(sk, e.pid, e.time),
+            What::SendLength { sk, ret } if ret >= 0 => self.net.used(sk, e.pid, e.time),
+            What::RecvLength { .. } | What::SendLength { .. } => {}
+        }
+    }
+
+    /// Closes the window open on `cpu`, if any.
+    fn close(&mut self, cpu: u32) {
+        let Some(w) = self.cpu(cpu).window.take() else {
+            return;
+        };
+        let window = &self.windows[w as usize];
+        if let Ready::One(sk) = window.ready {
+            self.net.guess(&window.objects, sk);
+        }
+    }
+
+    /// Ends the run: every held sample's decision, and the totals.
+    pub fn finish(mut self) -> Outcome {
+        for cpu in 0..self.cpus.len() {
+            self.close(cpu as u32);
+        }
+        // A sample no window took is one whose window was not seen.
+        let mut decisions: Vec<Decision> = self
+            .held
+            .iter()
+            .map(|h| Decision {
+                kind: h.kind,
+                frames: h.frames,
+                to: Target::Unattributed(Reason::WindowUnseen),
+            })
+            .collect();
+        let mut splitter = Splitter::<Option<u32>>::default();
+        let mut weights = Vec::new();
+        let mut times = Vec::new();
+        for window in &self.windows {
+            weights.clear();
+            times.clear();
+            for &o in &window.objects {
+                let obj = &self.net.objects[o as usize];
+                let pid = obj.consumer.map(|c| c.pid);
+                weights.push((pid, obj.bytes));
+                if let Some(c) = obj.consumer
+                    && !times.iter().any(|&(p, _)| p == c.pid)
+                {
+                    times.push((c.pid, c.time));
+                }
+            }
+            let to = splitter.split(window.samples.len(), &weights);
+            for (i, &ticket) in window.samples.iter().enumerate() {
+                decisions[ticket as usize].to = match to.get(i) {
+                    None => Target::Unattributed(Reason::NoObject),
+                    Some(None) => Target::Unattributed(Reason::NoConsumer),
+                    Some(Some(pid)) => {
+                        let time = times
+                            .iter()
+                            .find(|&&(p, _)| p == *pid)
+                            .map_or(0, |&(_, t)| t);
+                        Target::Process { pid: *pid, time }
+                    }
+                };
+            }
+        }
+        let totals = self.totals(&decisions);
+        Outcome { decisions, totals }
+    }
+
+    fn totals(&self, decisions: &[Decision]) -> Vec<Totals> {
+        let mut by_kind: BTreeMap<Kind, Totals> = BTreeMap::new();
+        for w in &self.windows {
+            let t = by_kind.entry(w.kind).or_insert_with(|| Totals::new(w.kind));
+            t.windows += 1;
+            t.objects += w.objects.len() as u64;
+            t.unconsumed += w
+                .objects
+                .iter()
+                .filter(|&&o| self.net.objects[o as usize].consumer.is_none())
+                .count() as u64;
+        }
+        for d in decisions {
+            let t = by_kind.entry(d.kind).or_insert_with(|| Totals::new(d.kind));
+            t.held += 1;
+            match d.to {
+                Target::Process { .. } => t.attributed += 1,
+                Target::Unattributed(r) => *t.residue.entry(r).or_default() += 1,
+            }
+        }
+        by_kind.into_values().collect()
+    }
+}

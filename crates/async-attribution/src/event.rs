@@ -1,0 +1,94 @@
+//! The input: what a collector saw on one CPU, besides its samples.
+
+/// The `NET_RX` softirq's vector (`NET_RX_SOFTIRQ` in `include/linux/interrupt.h`, stable since
+/// 2.6): `irq:softirq_entry`'s `vec` field.
+pub const NET_RX_VECTOR: u32 = 3;
+
+/// One tracepoint record: where and when it fired, in whose context, and what it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Event {
+    /// Nanoseconds, the same clock as the samples'.
+    pub time: u64,
+    /// The CPU it fired on.
+    pub cpu: u32,
+    /// The process (thread group id) that was running: the victim of a window, the consumer of
+    /// a consume event.
+    pub pid: u32,
+    /// The thread that was running.
+    pub tid: u32,
+    /// What it says.
+    pub what: What,
+}
+
+/// What a record says, by tracepoint. Field names are the tracepoints' own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum What {
+    /// `irq:softirq_entry`: a softirq of vector `vec` starts on this CPU.
+    SoftirqEntry {
+        /// The softirq vector ([`NET_RX_VECTOR`] for network receive).
+        vec: u32,
+    },
+    /// `irq:softirq_exit`: it ends.
+    SoftirqExit {
+        /// The softirq vector.
+        vec: u32,
+    },
+    /// `irq:irq_handler_entry`: a hard interrupt handler starts (its samples are its own, not
+    /// the softirq's it interrupted).
+    IrqEntry {
+        /// The interrupt number.
+        irq: i32,
+    },
+    /// `irq:irq_handler_exit`: it ends.
+    IrqExit {
+        /// The interrupt number.
+        irq: i32,
+    },
+    /// `net:netif_receive_skb`: a packet enters the protocol stack; one object served by the
+    /// window it fires in, weighing `len` bytes.
+    NetReceive {
+        /// The `struct sk_buff` address (valid until the packet is freed).
+        skb: u64,
+        /// Its length in bytes.
+        len: u32,
+    },
+    /// `tcp:tcp_probe`: TCP processed packet `skb` for socket `sk`.
+    TcpProbe {
+        /// The `struct sk_buff` address.
+        skb: u64,
+        /// The `struct sock` address.
+        sk: u64,
+        /// The socket's cookie (a stable id; kept for the record).
+        cookie: u64,
+    },
+    /// `sock:sk_data_ready`: socket `sk` was told data arrived.
+    DataReady {
+        /// The `struct sock` address.
+        sk: u64,
+    },
+    /// `skb:skb_copy_datagram_iovec`: the running process copies packet `skb` out (a consume
+    /// event: it fires in the reader's system call).
+    CopyDatagram {
+        /// The `struct sk_buff` address.
+        skb: u64,
+        /// Bytes copied.
+        len: i32,
+    },
+    /// `sock:sock_recv_length`: the running process received `ret` bytes from socket `sk` (a
+    /// consume event).
+    RecvLength {
+        /// The `struct sock` address.
+        sk: u64,
+        /// Bytes received, or a negative error.
+        ret: i32,
+    },
+    /// `sock:sock_send_length`: the running process sent on socket `sk` (a use of the socket:
+    /// the acknowledgements a sender's socket receives serve the sender).
+    SendLength {
+        /// The `struct sock` address.
+        sk: u64,
+        /// Bytes sent, or a negative error.
+        ret: i32,
+    },
+}

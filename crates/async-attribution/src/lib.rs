@@ -1,0 +1,99 @@
+//! Asynchronous kernel work charged to the process it serves, as pkprof did (Nishioka et al.,
+//! USENIX 1996, §4.3–4.6): work done in a softirq "in the context of a randomly chosen victim"
+//! is held back, tagged by the data objects it served, and moved to the process that later
+//! consumes them.
+//!
+//! This crate is the attribution itself, a post-processor over what a collector saw on each
+//! CPU, in time order: CPU samples (with their kernel frames), the windows in which a softirq
+//! ran (`irq:softirq_entry`/`exit`, with `irq:irq_handler_entry`/`exit` for hard interrupts
+//! nested in them), the tag events inside a window (`net:netif_receive_skb`, `tcp:tcp_probe`,
+//! `sock:sk_data_ready`) and the consume events in the consumer's own context
+//! (`skb:skb_copy_datagram_iovec`, `sock:sock_recv_length`). It knows no perf, no tracefs and
+//! no file format, so it is tested on hand-made timelines (`tests/replay.rs`).
+//!
+//! Use it in three steps:
+//!
+//! 1. Make [`SoftirqEntries`] from the kernel's symbols: they say where a sample's kernel stack
+//!    entered softirq processing (the loopback cut: see [`SoftirqEntries::cut`]).
+//! 2. Feed an [`Attributor`] every sample ([`Attributor::sample`]: those it holds back get a
+//!    [`Held`] ticket; keep them aside) and every [`Event`] ([`Attributor::event`]), in time order.
+//! 3. [`Attributor::finish`] gives each held sample its [`Decision`] (a process, or the residue
+//!    with its [`Reason`]) and the [`Totals`] per [`Kind`].
+//!
+//! ```
+//! use async_attribution::{Attributor, Event, SoftirqEntries, Target, What};
+//!
+//! // handle_softirqs at 0x1000, net_rx_action at 0x2000, udp_rcv at 0x3000.
+//! let entries = SoftirqEntries::from_symbols([
+//!     ("handle_softirqs", 0x1000, 0x1800),
+//!     ("net_rx_action", 0x2000, 0x2800),
+//! ]);
+//! let mut a = Attributor::new(entries);
+//! let at = |time, pid, what| Event { time, cpu: 0, pid, tid: pid, what };
+//! // The sender (pid 10) runs the receive softirq inside its sendmsg.
+//! a.event(at(1, 10, What::SoftirqEntry { vec: 3 }));
+//! a.event(at(2, 10, What::NetReceive { skb: 0xa0, len: 100 }));
+//! let held = a.sample(0, &[0x3000, 0x2000, 0x1000, 0x9000]).expect("held");
+//! assert_eq!(held.frames, 3); // udp_rcv, net_rx_action, handle_softirqs move; 0x9000 stays
+//! a.event(at(4, 10, What::SoftirqExit { vec: 3 }));
+//! // The receiver (pid 20) copies the datagram out.
+//! a.event(at(5, 20, What::CopyDatagram { skb: 0xa0, len: 100 }));
+//! let out = a.finish();
+//! assert_eq!(out.decisions[held.ticket as usize].to, Target::Process { pid: 20, time: 5 });
+//! assert!(out.totals.iter().all(|t| t.is_conserved()));
+//! ```
+//!
+//! The rules (one place each): which frames move, [`SoftirqEntries::cut`]; which objects a
+//! window served and who consumed them, the `net` module's docs (reproduced at [`Reason`]);
+//! how a window's samples are divided among several consumers, [`split`].
+//!
+//! What it does not do: read the live machine or decode tracepoint records (collect-perf does),
+//! see what perf cannot sample (a tracepoint fired in the idle task is not sampled, so a
+//! softirq window on an idle CPU is never seen: its samples are residue with
+//! [`Reason::WindowUnseen`]), or attribute block, workqueue or timer work yet ([`Kind`] is
+//! `#[non_exhaustive]` for them).
+
+#![deny(missing_docs)]
+
+mod attributor;
+mod entries;
+mod event;
+mod net;
+pub mod split;
+
+pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
+pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries};
+pub use event::{Event, NET_RX_VECTOR, What};
+
+/// A kind of asynchronous work: what a window served and how its beneficiary is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Kind {
+    /// Network receive processing: the `NET_RX` softirq (`net_rx_action` and what it calls),
+    /// charged to the process that reads the packets it delivered.
+    NetRx,
+}
+
+impl Kind {
+    /// Every kind.
+    pub const ALL: [Kind; 1] = [Kind::NetRx];
+
+    /// Its name in reports and files: `net-rx`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::NetRx => "net-rx",
+        }
+    }
+
+    /// The pseudo-function a beneficiary's listing shows above the moved kernel stacks:
+    /// `[async net-rx]`.
+    pub fn pseudo_parent(self) -> String {
+        format!("[async {}]", self.as_str())
+    }
+
+    /// The pseudo-function above the samples no process could be found for:
+    /// `[async unattributed net-rx]`.
+    pub fn residue_parent(self) -> String {
+        format!("[async unattributed {}]", self.as_str())
+    }
+}

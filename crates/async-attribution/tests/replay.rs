@@ -1,0 +1,585 @@
+//! Replays of hand-made per-CPU timelines: each test builds what the kernel would have emitted
+//! for a known situation and checks where every held sample went, and that each kind's
+//! samples are conserved.
+
+use async_attribution::{
+    Attributor, Decision, Event, Kind, NET_RX_VECTOR, Reason, SoftirqEntries, Target, What,
+};
+
+// A fake kernel: each function one 0x100-byte range.
+const SYSCALL: u64 = 0x1000; // entry_SYSCALL_64 … the sender's sendmsg path
+const BH_ENABLE: u64 = 0x1100; // __local_bh_enable_ip → do_softirq
+const HANDLE_SOFTIRQS: u64 = 0x2000;
+const NET_RX_ACTION: u64 = 0x2100;
+const UDP_RCV: u64 = 0x2200;
+const TCP_V4_RCV: u64 = 0x2300;
+const IRQ_HANDLER: u64 = 0x3000;
+const RUN_KSOFTIRQD: u64 = 0x4000;
+
+fn entries() -> SoftirqEntries {
+    SoftirqEntries::from_symbols([
+        ("handle_softirqs", HANDLE_SOFTIRQS, HANDLE_SOFTIRQS + 0x100),
+        ("net_rx_action", NET_RX_ACTION, NET_RX_ACTION + 0x100),
+    ])
+}
+
+/// A stack of the loopback path: receive work below the softirq entry, inside a send.
+fn loopback(leaf: u64) -> Vec<u64> {
+    vec![
+        leaf + 8,
+        NET_RX_ACTION + 8,
+        HANDLE_SOFTIRQS + 8,
+        BH_ENABLE + 8,
+        SYSCALL + 8,
+    ]
+}
+
+enum Rec {
+    Sample { pid: u32, kernel: Vec<u64> },
+    Event { pid: u32, what: What },
+}
+
+/// Per-CPU timelines of (time, record).
+#[derive(Default)]
+struct Timelines(Vec<Vec<(u64, Rec)>>);
+
+impl Timelines {
+    fn on(&mut self, cpu: usize, time: u64, rec: Rec) -> &mut Self {
+        if self.0.len() <= cpu {
+            self.0.resize_with(cpu + 1, Vec::new);
+        }
+        self.0[cpu].push((time, rec));
+        self
+    }
+    fn ev(&mut self, cpu: usize, time: u64, pid: u32, what: What) -> &mut Self {
+        self.on(cpu, time, Rec::Event { pid, what })
+    }
+    fn sample(&mut self, cpu: usize, time: u64, pid: u32, kernel: Vec<u64>) -> &mut Self {
+        self.on(cpu, time, Rec::Sample { pid, kernel })
+    }
+    /// A NET_RX window on `cpu` from `t` in `victim`'s context: `inside` are its records (at
+    /// t+1, t+2, …), then its exit.
+    fn window(&mut self, cpu: usize, t: u64, victim: u32, inside: Vec<Rec>) -> &mut Self {
+        self.ev(cpu, t, victim, What::SoftirqEntry { vec: NET_RX_VECTOR });
+        let n = inside.len() as u64;
+        for (i, r) in inside.into_iter().enumerate() {
+            self.on(cpu, t + 1 + i as u64, r);
+        }
+        self.ev(
+            cpu,
+            t + 1 + n,
+            victim,
+            What::SoftirqExit { vec: NET_RX_VECTOR },
+        )
+    }
+
+    /// Feeds every CPU's records merged in time order (ties by CPU); the decisions of the
+    /// samples, in the order they were fed (None: not held), and the totals, whose
+    /// conservation is checked here for every test.
+    fn run(&mut self) -> (Vec<(u32, Option<Decision>)>, Vec<async_attribution::Totals>) {
+        let mut all: Vec<(u64, usize, usize)> = Vec::new();
+        for (cpu, t) in self.0.iter().enumerate() {
+            for (i, (time, _)) in t.iter().enumerate() {
+                all.push((*time, cpu, i));
+            }
+        }
+        all.sort();
+        let mut a = Attributor::new(entries());
+        let mut tickets = Vec::new();
+        for (time, cpu, i) in all {
+            match &self.0[cpu][i].1 {
+                Rec::Sample { pid, kernel } => {
+                    let held = a.sample(cpu as u32, kernel);
+                    if let Some(h) = held {
+                        assert!(h.frames <= kernel.len());
+                    }
+                    tickets.push((*pid, held));
+                }
+                Rec::Event { pid, what } => a.event(Event {
+                    time,
+                    cpu: cpu as u32,
+                    pid: *pid,
+                    tid: *pid,
+                    what: *what,
+                }),
+            }
+        }
+        let out = a.finish();
+        let held = tickets.iter().filter(|t| t.1.is_some()).count() as u64;
+        assert_eq!(out.decisions.len() as u64, held);
+        for t in &out.totals {
+            assert!(t.is_conserved(), "{t:?}");
+        }
+        assert_eq!(out.totals.iter().map(|t| t.held).sum::<u64>(), held);
+        let decided = tickets
+            .into_iter()
+            .map(|(pid, h)| {
+                let d = h.map(|h| {
+                    let d = out.decisions[h.ticket as usize];
+                    assert_eq!((d.kind, d.frames), (h.kind, h.frames));
+                    d
+                });
+                (pid, d)
+            })
+            .collect();
+        (decided, out.totals)
+    }
+}
+
+fn s(pid: u32, kernel: Vec<u64>) -> Rec {
+    Rec::Sample { pid, kernel }
+}
+fn e(pid: u32, what: What) -> Rec {
+    Rec::Event { pid, what }
+}
+fn rx(skb: u64, len: u32) -> What {
+    What::NetReceive { skb, len }
+}
+
+/// Samples charged to each target.
+fn charged(d: &[(u32, Option<Decision>)], to: impl Fn(Target) -> bool) -> usize {
+    d.iter()
+        .filter(|(_, d)| d.is_some_and(|d| to(d.to)))
+        .count()
+}
+fn to_pid(pid: u32) -> impl Fn(Target) -> bool {
+    move |t| matches!(t, Target::Process { pid: p, .. } if p == pid)
+}
+fn residue(r: Reason) -> impl Fn(Target) -> bool {
+    move |t| t == Target::Unattributed(r)
+}
+
+const SENDER: u32 = 100;
+const RECEIVER: u32 = 200;
+const OTHER: u32 = 300;
+
+#[test]
+fn udp_loopback_moves_the_receive_work_from_the_sender_to_the_reader() {
+    let mut t = Timelines::default();
+    for k in 0..20u64 {
+        let at = k * 100;
+        let skb = 0xa000 + (k % 3) * 0x100; // addresses reused, each after its copy
+        // The sender's own work, then its send runs the softirq.
+        t.sample(0, at, SENDER, vec![SYSCALL + 0x10]);
+        t.window(
+            0,
+            at + 10,
+            SENDER,
+            vec![
+                e(SENDER, rx(skb, 1000)),
+                s(SENDER, loopback(UDP_RCV)),
+                s(SENDER, loopback(UDP_RCV)),
+                e(SENDER, What::DataReady { sk: 0x5000 }),
+            ],
+        );
+        // The reader, on the other CPU, copies it out.
+        t.ev(1, at + 50, RECEIVER, What::CopyDatagram { skb, len: 1000 });
+        t.ev(
+            1,
+            at + 51,
+            RECEIVER,
+            What::RecvLength {
+                sk: 0x5000,
+                ret: 1000,
+            },
+        );
+    }
+    let (d, totals) = t.run();
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 40);
+    assert_eq!(charged(&d, |_| true), 40);
+    // The sender's own samples stay: not held.
+    assert_eq!(d.iter().filter(|(_, d)| d.is_none()).count(), 20);
+    // Cut below the send: udp_rcv, net_rx_action, handle_softirqs.
+    assert!(
+        d.iter()
+            .flat_map(|x| x.1)
+            .all(|d| d.frames == 3 && d.kind == Kind::NetRx)
+    );
+    assert_eq!(
+        (totals[0].windows, totals[0].objects, totals[0].unconsumed),
+        (20, 20, 0)
+    );
+}
+
+#[test]
+fn a_gro_batch_is_split_by_bytes_not_by_event_order() {
+    // Each window: four packets received first (GRO list receive), then the TCP work of all
+    // of them; socket A's packets carry 1000 bytes, socket B's 3000. The samples all come
+    // after the receives, so slicing by time would give everything to the last packet.
+    let mut t = Timelines::default();
+    for k in 0..50u64 {
+        let at = k * 100;
+        let (a1, a2, b1, b2) = (
+            0x100 + k * 16,
+            0x200 + k * 16,
+            0x300 + k * 16,
+            0x400 + k * 16,
+        );
+        let mut inside = vec![
+            e(0, rx(a1, 500)),
+            e(0, rx(b1, 1500)),
+            e(0, rx(a2, 500)),
+            e(0, rx(b2, 1500)),
+        ];
+        for (skb, sk) in [(a1, 0xa), (b1, 0xb), (a2, 0xa), (b2, 0xb)] {
+            inside.push(e(
+                0,
+                What::TcpProbe {
+                    skb,
+                    sk,
+                    cookie: sk,
+                },
+            ));
+        }
+        inside.extend((0..4).map(|_| {
+            s(
+                OTHER,
+                vec![
+                    TCP_V4_RCV + 4,
+                    NET_RX_ACTION + 4,
+                    HANDLE_SOFTIRQS + 4,
+                    RUN_KSOFTIRQD,
+                ],
+            )
+        }));
+        t.window(0, at, OTHER, inside);
+        t.ev(
+            1,
+            at + 60,
+            RECEIVER,
+            What::RecvLength { sk: 0xa, ret: 1000 },
+        );
+        t.ev(
+            1,
+            at + 61,
+            RECEIVER + 1,
+            What::RecvLength { sk: 0xb, ret: 3000 },
+        );
+    }
+    let (d, _) = t.run();
+    let (a, b) = (
+        charged(&d, to_pid(RECEIVER)),
+        charged(&d, to_pid(RECEIVER + 1)),
+    );
+    assert_eq!((a, b), (50, 150));
+}
+
+#[test]
+fn a_reused_skb_address_is_a_new_packet() {
+    let mut t = Timelines::default();
+    // The first packet at 0xab is dropped (never copied); the address comes back for a packet
+    // the reader copies. The first window's work is not the reader's.
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![e(SENDER, rx(0xab, 100)), s(SENDER, loopback(UDP_RCV))],
+    );
+    t.window(
+        0,
+        20,
+        SENDER,
+        vec![e(SENDER, rx(0xab, 100)), s(SENDER, loopback(UDP_RCV))],
+    );
+    t.ev(
+        1,
+        30,
+        RECEIVER,
+        What::CopyDatagram {
+            skb: 0xab,
+            len: 100,
+        },
+    );
+    let (d, totals) = t.run();
+    assert_eq!(
+        d[0].1.map(|d| d.to),
+        Some(Target::Unattributed(Reason::NoConsumer))
+    );
+    assert_eq!(
+        d[1].1.map(|d| d.to),
+        Some(Target::Process {
+            pid: RECEIVER,
+            time: 30
+        })
+    );
+    assert_eq!(totals[0].unconsumed, 1);
+}
+
+#[test]
+fn rps_runs_the_window_on_another_cpu() {
+    // The sender enqueues on CPU 0; RPS steers the packet to CPU 1, whose softirq runs in
+    // whatever task was there; the reader runs on CPU 0.
+    let mut t = Timelines::default();
+    t.sample(0, 5, SENDER, vec![SYSCALL]);
+    t.window(
+        1,
+        10,
+        OTHER,
+        vec![e(OTHER, rx(0x77, 64)), s(OTHER, loopback(UDP_RCV))],
+    );
+    t.sample(0, 12, SENDER, vec![SYSCALL]);
+    t.ev(0, 40, RECEIVER, What::CopyDatagram { skb: 0x77, len: 64 });
+    let (d, _) = t.run();
+    assert_eq!(d.iter().filter(|x| x.1.is_some()).count(), 1);
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 1);
+}
+
+#[test]
+fn a_consumer_that_never_reads_leaves_residue_not_loss() {
+    let mut t = Timelines::default();
+    for k in 0..5u64 {
+        t.window(
+            0,
+            k * 10,
+            SENDER,
+            vec![e(SENDER, rx(0x10 + k, 100)), s(SENDER, loopback(UDP_RCV))],
+        );
+    }
+    // One window with no traced packet at all (its tag records were lost).
+    t.window(0, 100, SENDER, vec![s(SENDER, loopback(UDP_RCV))]);
+    let (d, totals) = t.run();
+    assert_eq!(charged(&d, residue(Reason::NoConsumer)), 5);
+    assert_eq!(charged(&d, residue(Reason::NoObject)), 1);
+    let t = &totals[0];
+    assert_eq!((t.held, t.attributed, t.unattributed()), (6, 0, 6));
+}
+
+#[test]
+fn softirq_work_without_a_recorded_window_is_residue() {
+    // The idle task ran the softirq: perf sampled the CPU but no tracepoint.
+    let mut t = Timelines::default();
+    t.sample(
+        0,
+        10,
+        0,
+        vec![UDP_RCV, NET_RX_ACTION, HANDLE_SOFTIRQS, 0x9000],
+    );
+    // A timer softirq's stack is not network work.
+    t.sample(0, 11, 0, vec![0x9100, HANDLE_SOFTIRQS, 0x9000]);
+    let (d, totals) = t.run();
+    assert_eq!(
+        d[0].1.map(|d| (d.to, d.frames)),
+        Some((Target::Unattributed(Reason::WindowUnseen), 3))
+    );
+    assert_eq!(d[1].1, None);
+    assert_eq!(totals[0].residue.get(&Reason::WindowUnseen), Some(&1));
+}
+
+#[test]
+fn hard_interrupts_and_lost_exits_are_not_the_softirq() {
+    let mut t = Timelines::default();
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0x1, 100)),
+            e(SENDER, What::IrqEntry { irq: 24 }),
+            s(SENDER, vec![IRQ_HANDLER, HANDLE_SOFTIRQS + 8, SYSCALL]),
+            e(SENDER, What::IrqExit { irq: 24 }),
+            s(SENDER, loopback(UDP_RCV)),
+        ],
+    );
+    // A window whose exit was lost: the sender's later system-call samples are its own.
+    t.ev(0, 30, SENDER, What::SoftirqEntry { vec: NET_RX_VECTOR });
+    t.ev(0, 31, SENDER, rx(0x2, 100));
+    t.sample(0, 32, SENDER, loopback(UDP_RCV));
+    t.sample(0, 40, SENDER, vec![SYSCALL + 0x20, SYSCALL]);
+    t.ev(1, 50, RECEIVER, What::CopyDatagram { skb: 0x1, len: 100 });
+    t.ev(1, 51, RECEIVER, What::CopyDatagram { skb: 0x2, len: 100 });
+    let (d, _) = t.run();
+    let held: Vec<bool> = d.iter().map(|x| x.1.is_some()).collect();
+    assert_eq!(held, [false, true, true, false]);
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 2);
+}
+
+#[test]
+fn tcp_coalescing_and_acknowledgements_follow_the_socket() {
+    let mut t = Timelines::default();
+    // Data packet 0xd2 is coalesced into 0xd1 on the receiver's socket: only 0xd1 is
+    // copied. The acknowledgement 0xac arrives at the sender's socket, which the sender
+    // uses next by sending.
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0xd1, 3000)),
+            e(
+                SENDER,
+                What::TcpProbe {
+                    skb: 0xd1,
+                    sk: 0xbeef,
+                    cookie: 1,
+                },
+            ),
+            e(SENDER, rx(0xd2, 3000)),
+            e(
+                SENDER,
+                What::TcpProbe {
+                    skb: 0xd2,
+                    sk: 0xbeef,
+                    cookie: 1,
+                },
+            ),
+            e(SENDER, rx(0xac, 0)),
+            e(
+                SENDER,
+                What::TcpProbe {
+                    skb: 0xac,
+                    sk: 0x5e,
+                    cookie: 2,
+                },
+            ),
+            s(SENDER, loopback(TCP_V4_RCV)),
+            s(SENDER, loopback(TCP_V4_RCV)),
+            s(SENDER, loopback(TCP_V4_RCV)),
+        ],
+    );
+    t.ev(
+        0,
+        30,
+        SENDER,
+        What::SendLength {
+            sk: 0x5e,
+            ret: 6000,
+        },
+    );
+    t.ev(
+        1,
+        40,
+        RECEIVER,
+        What::CopyDatagram {
+            skb: 0xd1,
+            len: 6000,
+        },
+    );
+    t.ev(
+        1,
+        41,
+        RECEIVER,
+        What::RecvLength {
+            sk: 0xbeef,
+            ret: 6000,
+        },
+    );
+    let (d, totals) = t.run();
+    // 6000 bytes to the reader, 1 (an empty packet counts as one) to the sender.
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 3);
+    assert_eq!(totals[0].unconsumed, 0);
+    // A failed receive is no use of the socket.
+    let mut t = Timelines::default();
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0xd1, 10)),
+            e(
+                SENDER,
+                What::TcpProbe {
+                    skb: 0xd1,
+                    sk: 0xbeef,
+                    cookie: 1,
+                },
+            ),
+            s(SENDER, loopback(TCP_V4_RCV)),
+        ],
+    );
+    t.ev(
+        1,
+        40,
+        OTHER,
+        What::RecvLength {
+            sk: 0xbeef,
+            ret: -11,
+        },
+    );
+    t.ev(
+        1,
+        41,
+        RECEIVER,
+        What::RecvLength {
+            sk: 0xbeef,
+            ret: 10,
+        },
+    );
+    assert_eq!(charged(&t.run().0, to_pid(RECEIVER)), 1);
+}
+
+#[test]
+fn a_guessed_socket_gives_way_to_the_copy_of_the_packet() {
+    let mut t = Timelines::default();
+    // The window told one socket (0xa) of data, but packet 0x2 was another socket's whose
+    // queue was not empty (UDP skips sk_data_ready then). 0xa's reader reads first.
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0x1, 100)),
+            e(SENDER, rx(0x2, 100)),
+            e(SENDER, What::DataReady { sk: 0xa }),
+            s(SENDER, loopback(UDP_RCV)),
+            s(SENDER, loopback(UDP_RCV)),
+        ],
+    );
+    t.ev(1, 30, RECEIVER, What::RecvLength { sk: 0xa, ret: 100 });
+    t.ev(1, 31, OTHER, What::CopyDatagram { skb: 0x2, len: 100 });
+    let (d, _) = t.run();
+    assert_eq!(
+        (charged(&d, to_pid(RECEIVER)), charged(&d, to_pid(OTHER))),
+        (1, 1)
+    );
+    // Alone, the guess stands: a packet nobody copied goes by its socket.
+    let mut t = Timelines::default();
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0x1, 100)),
+            e(SENDER, What::DataReady { sk: 0xa }),
+            s(SENDER, loopback(UDP_RCV)),
+        ],
+    );
+    t.ev(1, 30, RECEIVER, What::RecvLength { sk: 0xa, ret: 100 });
+    assert_eq!(charged(&t.run().0, to_pid(RECEIVER)), 1);
+}
+
+#[test]
+fn two_readers_fed_one_to_three_share_the_work_one_to_three() {
+    // One window per send; the sends alternate A, B, B, B with equal sizes, the windows
+    // hold 1 to 3 samples each.
+    let mut t = Timelines::default();
+    let mut next = 0u64;
+    for k in 0..400u64 {
+        let skb = 0x1000 + k;
+        let (reader, len) = if k % 4 == 0 {
+            (RECEIVER, 500)
+        } else {
+            (RECEIVER + 1, 500)
+        };
+        let n = 1 + (k * 7 % 3) as usize;
+        let mut inside = vec![e(SENDER, rx(skb, len))];
+        inside.extend((0..n).map(|_| s(SENDER, loopback(UDP_RCV))));
+        t.window(0, next, SENDER, inside);
+        next += 20;
+        t.ev(
+            1,
+            next,
+            reader,
+            What::CopyDatagram {
+                skb,
+                len: len as i32,
+            },
+        );
+    }
+    let (d, _) = t.run();
+    let (a, b) = (
+        charged(&d, to_pid(RECEIVER)),
+        charged(&d, to_pid(RECEIVER + 1)),
+    );
+    let share = a as f64 / (a + b) as f64;
+    assert!((share - 0.25).abs() < 0.05, "{a} {b}");
+}
