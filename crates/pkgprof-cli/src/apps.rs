@@ -171,6 +171,93 @@ pub(crate) fn export_model(o: &Options) -> Result<Profile> {
     Ok(callgraph::export_view(&sum(o, &dir, &windows)?.0))
 }
 
+/// Files to write: name and bytes.
+#[cfg(target_os = "linux")]
+type Files = Vec<(String, Vec<u8>)>;
+
+/// `--apps --export=FORMAT --output=DIR`: one profile per instance per window, for fleet
+/// back ends (Pyroscope, Parca), as `DIR/w<seq>.<app>#<n>.<ext>` (the name escaped as in the
+/// index, `/` as `%2F`), each sample labelled `host`, `app` and `instance` (`app#n`) beside
+/// the model's own (`pid`, `comm`); returns the files written.
+#[cfg(target_os = "linux")]
+pub(crate) fn export_instances(
+    o: &Options,
+    format: profile_export::Format,
+) -> Result<Vec<PathBuf>> {
+    let Some(dir) = o.operands.first().map(PathBuf::from) else {
+        bail!("give the continuous directory");
+    };
+    let Some(out_dir) = o.output.as_ref().map(PathBuf::from) else {
+        bail!("--apps --export writes one file per instance and window: give --output=DIRECTORY");
+    };
+    let index = read_index(&dir)?;
+    let windows = selected(o, &index)?;
+    let target = safe_fs::Dir::open_following(&out_dir).with_context(|| {
+        format!(
+            "--output {} must be an existing directory",
+            out_dir.display()
+        )
+    })?;
+    let mut options = SeamlessOptions::default();
+    options.stacks = true;
+    options.labels = ProcessLabels::Comm;
+    options.demangle = o.demangle && !o.traditional;
+    options.object_path = o.object_path.iter().map(PathBuf::from).collect();
+    let ext = match format.is_binary() {
+        true => "pb.gz",
+        false => "txt",
+    };
+    let files: Vec<Result<Files>> = windows
+        .par_iter()
+        .map(|w| -> Result<Files> {
+            let wdir = dir.join(&w.dir);
+            let m = gmon_format::scan(&wdir)
+                .with_context(|| format!("cannot read window {}", wdir.display()))?;
+            crate::seamless::check_complete(&m, o.force)?;
+            drop(m);
+            let mut done = Vec::new();
+            for i in &w.instances {
+                let Some((pid, n)) = gmon_format::parse_process_label(&i.label) else {
+                    continue;
+                };
+                let mut one = gmon_format::scan(&wdir)?;
+                one.processes
+                    .retain(|p| p.pid == pid && p.instance == n && p.comm.as_bytes() == i.app);
+                if one.processes.is_empty() {
+                    continue;
+                }
+                let s = Seamless::build(&one, &ProcessSelection::Pids(vec![(pid, n)]), &options)?;
+                let labels = vec![
+                    ("host".to_string(), index.host.clone()),
+                    (
+                        "app".to_string(),
+                        String::from_utf8_lossy(&i.app).into_owned(),
+                    ),
+                    ("instance".to_string(), i.appid()),
+                ];
+                let model = callgraph::export_view(&sum_seamless_models(&[(s.model, labels)]));
+                let mut bytes = Vec::new();
+                let mut eo = profile_export::ExportOptions::default();
+                eo.value = o.value.clone();
+                profile_export::export(&model, format, &eo, &mut bytes)?;
+                let name = format!("{}.{}.{ext}", w.dir, i.appid().replace('/', "%2F"));
+                done.push((name, bytes));
+            }
+            Ok(done)
+        })
+        .collect();
+    let mut written = Vec::new();
+    for f in files {
+        for (name, bytes) in f? {
+            let mut file = target.create(0o644)?;
+            file.write_all(&bytes)?;
+            file.persist_replacing(&name)?;
+            written.push(out_dir.join(name));
+        }
+    }
+    Ok(written)
+}
+
 /// The file sets of window `w` that `--app` picks (all with `--system`).
 fn picks<'w>(o: &Options, w: &'w IndexWindow) -> Result<Option<Vec<&'w IndexInstance>>> {
     let Some(spec) = &o.app else {

@@ -320,7 +320,7 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         calls * 10 >= sb * 9 && calls <= sb,
         "{calls} of {sb}: {listing}"
     );
-    // An export of the application (both instances) is read by go tool pprof when present.
+    // An export of the application (both instances summed) is gzip pprof.
     let pprof = scratch().join("truth.pb.gz");
     pkgprof(&[
         "--export=pprof",
@@ -328,8 +328,41 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         &format!("--output={}", pprof.display()),
         dir.to_str().unwrap(),
     ]);
-    let bytes = std::fs::read(&pprof).unwrap();
-    assert_eq!(&bytes[..2], b"\x1f\x8b", "not gzip");
+    assert_eq!(
+        &std::fs::read(&pprof).unwrap()[..2],
+        b"\x1f\x8b",
+        "not gzip"
+    );
+    // One pprof per instance per window, labelled, as go tool pprof reads it.
+    let each = scratch().join("truth-pprof");
+    std::fs::create_dir_all(&each).unwrap();
+    let listed = pkgprof(&[
+        "--apps",
+        "--export=pprof",
+        &format!("--output={}", each.display()),
+        dir.to_str().unwrap(),
+    ]);
+    let mine: Vec<&str> = listed
+        .lines()
+        .filter(|l| l.ends_with(&format!(".{kb}.pb.gz")))
+        .collect();
+    let windows_of_b = index
+        .windows
+        .iter()
+        .filter(|w| w.instances.iter().any(|i| i.appid() == kb))
+        .count();
+    assert_eq!(mine.len(), windows_of_b, "{listed}");
+    let raw = Command::new("go")
+        .args(["tool", "pprof", "-raw", mine[0]])
+        .output()
+        .expect("go tool pprof (installed by .ci/run)");
+    let raw = String::from_utf8_lossy(&raw.stdout);
+    assert!(
+        raw.contains(&format!("instance:[{kb}]"))
+            && raw.contains("host:[")
+            && raw.contains("instances/u:burn"),
+        "{raw}"
+    );
 }
 
 /// A SIGKILLed collector leaves only complete windows listed; the next run removes the
