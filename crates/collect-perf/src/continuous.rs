@@ -3,10 +3,12 @@
 //! the application instances their file sets belong to (`gmon_format::continuous`).
 //!
 //! Memory is bounded whatever the run's length: a window's records go to an [`Aggregator`]
-//! of its own, which is written and dropped when the window ends; the next one starts from
-//! the live processes' names and mappings only. What outlives a window is one entry per live
-//! process (its application instance), one counter per application name (SLEEPY's
-//! `max_appid_table`) and the index of the windows kept (see [`ContinuousOptions::keep`]).
+//! of its own, which is handed to a writer thread when the window ends (at most four
+//! windows wait there) and dropped once written; the next one starts from the live processes'
+//! names and mappings, and the ELF files they map. What outlives a window is one entry per
+//! live process (its application instance), one counter per application name (SLEEPY's
+//! `max_appid_table`) and the index of the windows kept ([`ContinuousOptions::keep_age`],
+//! [`ContinuousOptions::keep_bytes`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
