@@ -399,10 +399,11 @@ impl Store {
                 return Err(e);
             }
         };
+        let shared = self.share_kallsyms(&partial, &summary);
         let name = window_dir_name(seq);
         self.dir.rename(&partial, &name, false).map_err(out)?;
         self.dir.sync().map_err(out)?;
-        let bytes: u64 = summary.files.iter().map(|f| f.bytes).sum();
+        let bytes: u64 = summary.files.iter().map(|f| f.bytes).sum::<u64>() - shared;
         let start = wrec.start_time;
         let end = wrec.end_time;
 
@@ -478,7 +479,7 @@ impl Store {
                     p.execs.get(fs.images.1).copied()
                 }
                 .map(|t| t.wrapping_add(offset)),
-                cgroup: None,
+                container: p.exit.is_none().then(|| container_id(fs.pid)).flatten(),
                 extra: Vec::new(),
             });
             let e = last_of
@@ -518,6 +519,44 @@ impl Store {
         self.sizes.insert(seq, bytes);
         self.written += 1;
         self.retain(end.wrapping_add(offset))
+    }
+
+    /// Makes the kernel-symbol snapshot of the window being written (`partial`) a hard link to
+    /// the previous window's when the two are the same bytes (they are until a module loads):
+    /// each window stays a complete measurement, and a day of windows keeps one copy of a
+    /// snapshot of several MiB, not one per window. Returns the bytes saved.
+    fn share_kallsyms(&self, partial: &str, summary: &crate::WriteSummary) -> u64 {
+        let Some(prev) = self.index.windows.last() else {
+            return 0;
+        };
+        let Some(file) = summary.files.iter().find(|f| {
+            f.path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("kallsyms."))
+        }) else {
+            return 0;
+        };
+        let Some(name) = file.path.file_name().and_then(|n| n.to_str()) else {
+            return 0;
+        };
+        let (Ok(new), Ok(old)) = (
+            self.dir.open_subdir(partial),
+            self.dir.open_subdir(&prev.dir),
+        ) else {
+            return 0;
+        };
+        let read = |d: &Dir| {
+            d.read(name, &safe_fs::ReadOptions::untrusted(file.bytes + 1))
+                .ok()
+                .map(|c| c.into_vec())
+        };
+        match (read(&new), read(&old)) {
+            (Some(a), Some(b)) if a == b && new.link_replacing(name, &old, name).is_ok() => {
+                file.bytes
+            }
+            _ => 0,
+        }
     }
 
     /// Keeps the instances of the processes still running (`alive`, from this window's file
@@ -634,6 +673,25 @@ fn carried_side_band(replay: &Replay) -> Vec<SideBand> {
     out
 }
 
+/// The container id in the cgroup path of process `pid`: a run of 64 hex digits in its last
+/// component (`docker-<id>.scope`, `cri-containerd-<id>.scope`, `libpod-<id>`, `/docker/<id>`),
+/// as the OpenTelemetry profiler finds it.
+fn container_id(pid: u32) -> Option<String> {
+    let text = crate::procfs::text(&format!("/proc/{pid}/cgroup"), 1 << 16)?;
+    container_in(&text)
+}
+
+fn container_in(cgroup: &str) -> Option<String> {
+    cgroup.lines().find_map(|line| {
+        let path = line.splitn(3, ':').nth(2)?;
+        let last = path.rsplit('/').next()?;
+        let b = last.as_bytes();
+        (0..b.len().saturating_sub(63))
+            .find(|&i| b[i..i + 64].iter().all(u8::is_ascii_hexdigit))
+            .map(|i| last[i..i + 64].to_owned())
+    })
+}
+
 /// The bytes of the files of window directory `name`.
 fn window_bytes(dir: &Dir, name: &str) -> u64 {
     let Ok(sub) = dir.open_subdir(name) else {
@@ -658,4 +716,25 @@ fn remove_window(dir: &Dir, name: &str) -> safe_fs::Result<()> {
         sub.remove(&n, false)?;
     }
     dir.remove(name, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn container_ids_are_found_in_the_usual_cgroup_paths() {
+        let id = "4f1c2d3e".repeat(8);
+        for path in [
+            format!("0::/system.slice/docker-{id}.scope"),
+            format!("0::/kubepods/burstable/pod1/cri-containerd-{id}.scope"),
+            format!("12:cpu:/docker/{id}"),
+        ] {
+            assert_eq!(container_in(&path), Some(id.clone()), "{path}");
+        }
+        assert_eq!(
+            container_in("0::/user.slice/user-0.slice/session-3.scope"),
+            None
+        );
+    }
 }

@@ -175,10 +175,12 @@ pub(crate) fn export_model(o: &Options) -> Result<Profile> {
 #[cfg(target_os = "linux")]
 type Files = Vec<(String, Vec<u8>)>;
 
-/// `--apps --export=FORMAT --output=DIR`: one profile per instance per window, for fleet
+/// `--apps --export=FORMAT --output=DIR [--app=NAME[#N]]`: one profile per instance per
+/// window (of the application or instance `--app` names, or of all), for fleet
 /// back ends (Pyroscope, Parca), as `DIR/w<seq>.<app>#<n>.<ext>` (the name escaped as in the
-/// index, `/` as `%2F`), each sample labelled `host`, `app` and `instance` (`app#n`) beside
-/// the model's own (`pid`, `comm`); returns the files written.
+/// index, `/` as `%2F`), each sample labelled `host`, `app`, `instance` (`app#n`) and
+/// `container_id` (when the process had one) beside the model's own (`pid`, `comm`); returns
+/// the files written.
 #[cfg(target_os = "linux")]
 pub(crate) fn export_instances(
     o: &Options,
@@ -216,7 +218,9 @@ pub(crate) fn export_instances(
             crate::seamless::check_complete(&m, o.force)?;
             drop(m);
             let mut done = Vec::new();
-            for i in &w.instances {
+            let picked = picks(o, w)?;
+            let chosen = |i: &&IndexInstance| picked.as_ref().is_none_or(|p| p.contains(i));
+            for i in w.instances.iter().filter(chosen) {
                 let Some((pid, n)) = gmon_format::parse_process_label(&i.label) else {
                     continue;
                 };

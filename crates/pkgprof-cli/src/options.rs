@@ -277,6 +277,7 @@ exists, else .):
 Continuous directories (of `pkgmon --continuous -a`: a measurement per window):
   pkgprof --apps [--from=WHEN] [--to=WHEN] DIR
   pkgprof [gprof options] --app=NAME[#N] [--from=WHEN] [--to=WHEN] DIR
+  pkgprof --apps --export=FORMAT --output=OUTDIR [--app=NAME[#N]] DIR
   pkgprof [gprof options] --system [--from=WHEN] [--to=WHEN] DIR
 \t--apps               applications and their instances (NAME#N, SLEEPY's
 \t                     appid) with their share of the samples, CPU time and

@@ -338,6 +338,7 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
     std::fs::create_dir_all(&each).unwrap();
     let listed = pkgprof(&[
         "--apps",
+        &format!("--app={kb}"),
         "--export=pprof",
         &format!("--output={}", each.display()),
         dir.to_str().unwrap(),
@@ -352,6 +353,7 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         .filter(|w| w.instances.iter().any(|i| i.appid() == kb))
         .count();
     assert_eq!(mine.len(), windows_of_b, "{listed}");
+    assert_eq!(listed.lines().count(), mine.len(), "--app picks: {listed}");
     let raw = Command::new("go")
         .args(["tool", "pprof", "-raw", mine[0]])
         .output()

@@ -44,7 +44,9 @@
 //!   be read), `samples`, `cpu-ns` (user + system CPU time of the process up to the window's
 //!   end, from its exit record or its latest /proc reading; absent when neither was seen),
 //!   `begin` and `end` (CLOCK_REALTIME ns of its start and exit, when they fall in the window
-//!   or are known), `cgroup` (the cgroup id, when known). Unknown keys are kept by readers
+//!   or are known), `container` (the container id found in the process's cgroup path, when
+//!   it has one: 64 hex digits, as Docker, containerd and Podman name them). Unknown keys
+//!   are kept by readers
 //!   ([`IndexInstance::extra`]), so minor additions stay readable.
 //! * `end <windows>`: the last line, with the number of windows listed. An index without it
 //!   was cut short and is refused.
@@ -134,8 +136,8 @@ pub struct IndexInstance {
     pub begin_ns: Option<u64>,
     /// CLOCK_REALTIME ns of its exit, if it exited.
     pub end_ns: Option<u64>,
-    /// Its cgroup id, if known.
-    pub cgroup: Option<u64>,
+    /// The container id in its cgroup path, if it has one.
+    pub container: Option<String>,
     /// Keys this reader does not know, as written.
     pub extra: Vec<(String, String)>,
 }
@@ -229,12 +231,14 @@ impl ContinuousIndex {
                     ("cpu-ns", i.cpu_ns),
                     ("begin", i.begin_ns),
                     ("end", i.end_ns),
-                    ("cgroup", i.cgroup),
                 ];
                 for (k, v) in opt {
                     if let Some(v) = v {
                         let _ = write!(s, " {k}={v}");
                     }
+                }
+                if let Some(c) = &i.container {
+                    let _ = write!(s, " container={}", escape(c.as_bytes()));
                 }
                 for (k, v) in &i.extra {
                     let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v.as_bytes()));
@@ -379,7 +383,9 @@ impl ContinuousIndex {
                             "cpu-ns" => i.cpu_ns = Some(number(v, k, n, at)?),
                             "begin" => i.begin_ns = Some(number(v, k, n, at)?),
                             "end" => i.end_ns = Some(number(v, k, n, at)?),
-                            "cgroup" => i.cgroup = Some(number(v, k, n, at)?),
+                            "container" => {
+                                i.container = Some(text_of(name(Some(v), "container")?, k)?)
+                            }
                             _ => {
                                 let k = text_of(name(Some(k), "key")?, "key")?;
                                 let v = text_of(unescape(v).unwrap_or_default(), "value")?;
@@ -445,7 +451,7 @@ mod tests {
                     cpu_ns: Some(7),
                     begin_ns: None,
                     end_ns: Some(19),
-                    cgroup: None,
+                    container: Some("ab12".into()),
                     extra: vec![("later".into(), "x".into())],
                 }],
             }],
