@@ -66,6 +66,8 @@
 #[cfg(target_os = "linux")]
 mod aggregate;
 #[cfg(target_os = "linux")]
+mod asynchronous;
+#[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
 mod counters;
@@ -119,6 +121,8 @@ pub use tracefs::{Tracefs, TracepointRequest};
 
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
+#[cfg(target_os = "linux")]
+pub use asynchronous::AsyncOptions;
 #[cfg(target_os = "linux")]
 pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measurement_to};
 #[cfg(target_os = "linux")]

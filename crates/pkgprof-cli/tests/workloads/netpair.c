@@ -1,0 +1,166 @@
+/* Loopback network workloads whose receive work has a known owner, for pkgmon --async:
+ *
+ *   netpair udp  SECONDS PIDFILE   one sender, one receiver that does nothing but recv
+ *   netpair tcp  SECONDS PIDFILE   the same over a TCP connection
+ *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
+ *
+ * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
+ * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
+ * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
+ * dropped for a full receive buffer: every packet has a reader.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIZE 1000
+#define WINDOW 64
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int udp_bound(struct sockaddr_in *addr) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof *addr;
+    if (s < 0 || bind(s, (struct sockaddr *)addr, len) || getsockname(s, (struct sockaddr *)addr, &len)) {
+        perror("udp socket");
+        exit(1);
+    }
+    return s;
+}
+
+/* A UDP receiver: reads until a 1-byte datagram, acknowledging every 16 on `ack`. */
+static void udp_receiver(int s, int ack) {
+    char buf[65536];
+    for (long n = 1;; n++) {
+        ssize_t r = recv(s, buf, sizeof buf, 0);
+        if (r <= 1)
+            _exit(0);
+        if (n % 16 == 0 && write(ack, "a", 1) != 1)
+            _exit(1);
+    }
+}
+
+static void udp(int receivers, double seconds, FILE *pids) {
+    struct sockaddr_in addr[2];
+    int acks[2][2];
+    pid_t kids[2];
+    for (int i = 0; i < receivers; i++) {
+        int s = udp_bound(&addr[i]);
+        if (pipe(acks[i])) {
+            perror("pipe");
+            exit(1);
+        }
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            close(acks[i][0]);
+            udp_receiver(s, acks[i][1]);
+        }
+        close(s);
+        close(acks[i][1]);
+        fprintf(pids, "receiver %d\n", kids[i]);
+    }
+    fflush(pids);
+    int out = socket(AF_INET, SOCK_DGRAM, 0);
+    char buf[SIZE];
+    memset(buf, 'x', sizeof buf);
+    long sent[2] = {0, 0}, acked[2] = {0, 0};
+    double end = now() + seconds;
+    for (long k = 0; now() < end; k++) {
+        /* 1:3 with two receivers: every fourth datagram to the first. */
+        int i = receivers == 1 ? 0 : (k % 4 == 0 ? 0 : 1);
+        while (sent[i] - acked[i] >= WINDOW) {
+            char a[64];
+            ssize_t r = read(acks[i][0], a, sizeof a);
+            if (r <= 0)
+                exit(1);
+            acked[i] += 16 * r;
+        }
+        if (sendto(out, buf, SIZE, 0, (struct sockaddr *)&addr[i], sizeof addr[i]) != SIZE) {
+            perror("sendto");
+            exit(1);
+        }
+        sent[i]++;
+    }
+    for (int i = 0; i < receivers; i++) {
+        sendto(out, "!", 1, 0, (struct sockaddr *)&addr[i], sizeof addr[i]);
+        waitpid(kids[i], NULL, 0);
+    }
+}
+
+static void tcp(double seconds, FILE *pids) {
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0 || bind(l, (struct sockaddr *)&addr, len) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&addr, &len)) {
+        perror("tcp listen");
+        exit(1);
+    }
+    pid_t kid = fork();
+    if (kid == 0) {
+        int c = accept(l, NULL, NULL);
+        static char buf[1 << 16];
+        while (recv(c, buf, sizeof buf, 0) > 0)
+            ;
+        _exit(0);
+    }
+    close(l);
+    fprintf(pids, "receiver %d\n", kid);
+    fflush(pids);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr)) {
+        perror("connect");
+        exit(1);
+    }
+    static char buf[1 << 16];
+    memset(buf, 'x', sizeof buf);
+    double end = now() + seconds;
+    while (now() < end)
+        if (send(s, buf, sizeof buf, 0) <= 0) {
+            perror("send");
+            exit(1);
+        }
+    close(s);
+    waitpid(kid, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: netpair udp|tcp|udp2 SECONDS PIDFILE\n");
+        return 2;
+    }
+    double seconds = atof(argv[2]);
+    FILE *pids = fopen(argv[3], "w");
+    if (!pids) {
+        perror(argv[3]);
+        return 1;
+    }
+    fprintf(pids, "sender %d\n", getpid());
+    if (!strcmp(argv[1], "udp"))
+        udp(1, seconds, pids);
+    else if (!strcmp(argv[1], "udp2"))
+        udp(2, seconds, pids);
+    else if (!strcmp(argv[1], "tcp"))
+        tcp(seconds, pids);
+    else
+        return 2;
+    fclose(pids);
+    return 0;
+}
