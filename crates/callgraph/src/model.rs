@@ -46,7 +46,8 @@ pub const UNKNOWN_FUNCTION: &str = "[unknown]";
 
 /// The profile model of a summed gmon profile `sum` of the image whose symbols are `table`.
 ///
-/// Each non-zero histogram bin becomes one sample of value type [`ValueKind::SAMPLES`] with a
+/// Each function of a symbol carries the symbol's address, and is an entry if the symbol is a
+/// function (not a label or an object in code). Each non-zero histogram bin becomes one sample of value type [`ValueKind::SAMPLES`] with a
 /// one-frame stack: the function whose symbol holds the bin's first address, at that address.
 /// The period says how much CPU time a sample stands for (`1/hz` seconds). Each arc becomes an
 /// [`Arc`] from the caller at the call site to the callee at its entry, resolved as gprof
@@ -200,7 +201,8 @@ impl<'t> Model<'t> {
         if self.repeated[i] {
             function = function.with_label(self.b.string(&format!("{:#x}", symbol.address)));
         }
-        self.b.function(function)
+        self.b
+            .function(function.at(symbol.address, symbol.is_function))
     }
 
     /// A function named `name` in the image.
@@ -313,6 +315,13 @@ mod tests {
                 ("f", Some(0x1004), "g(int)", 3),
                 (UNKNOWN_FUNCTION, Some(0x9000), "f", 1)
             ]
+        );
+        // Each function starts where its symbol does; `[unknown]` is nowhere.
+        let starts: Vec<(Option<u64>, bool)> =
+            p.functions().map(|(_, f)| (f.address, f.entry)).collect();
+        assert_eq!(
+            starts,
+            [(Some(0x1000), true), (Some(0x100f), true), (None, true)]
         );
         assert_eq!(p.period().map(|p| p.value), Some(10_000_000));
         let (_, object) = p.objects().next().unwrap();

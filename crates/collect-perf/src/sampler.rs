@@ -1,4 +1,10 @@
 //! The public sampling API: launch or attach, drain the rings, return a [`Recording`].
+//!
+//! Longer than 800 lines because it is one state machine: opening the events, the drain loop
+//! and the stop and exit handling all work on the [`Sampler`]'s private state (rings, pid set,
+//! child, counters). What does not need that state lives beside it: the checks before
+//! opening (`preflight`), the child's launch (`spawn`), the clocks (`clock`) and the decoding
+//! of records (`recording`).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;

@@ -5,6 +5,9 @@
 //!
 //! The consumers come from `.ci/run`; a missing one fails the test with what to install, or
 //! with `PKGPROF_NO_CONSUMERS=1` prints a notice instead. The diff test needs gcc.
+//!
+//! Longer than 800 lines because every export is checked here against the same profiled
+//! programs (built once per run) and the same flat listing; one file keeps one build of them.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]

@@ -8,6 +8,9 @@
 //! sparse counts, arcs, random rates), runs gprof and compares its stdout with ours byte for
 //! byte.
 //!
+//! Longer than 800 lines because a case is one sequence of random draws (`run_case`): the
+//! order of the draws is what a seed reproduces, so the generator is kept in one place.
+//!
 //! In [`Mode::Flat`] arcs only go from non-callees into leaf functions and `gprof -b -p [-z]`
 //! is compared. In [`Mode::Report`] the whole `gprof -b [-z] [-a] [-D] [-T]` report is compared
 //! (flat profile, call graph, index), and arcs join any two blocks: forward edges of a random

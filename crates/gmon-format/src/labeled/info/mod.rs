@@ -190,6 +190,7 @@ use super::boundary::BoundaryKind;
 use super::name::Comm;
 use crate::error::Result;
 
+mod keys;
 mod parse;
 mod values;
 mod write;
@@ -554,77 +555,6 @@ const BOUNDARY: &str = "boundary";
 const RENAME: &str = "rename";
 /// The section-like line that ends a file.
 const END: &str = "end";
-
-const PROCESS_KEYS: &[&str] = &[
-    "pid",
-    "ppid",
-    "comm",
-    "instances",
-    "argv",
-    "exe",
-    "exe-build-id",
-    "start-realtime-ns",
-    "start-monotonic-ns",
-    "end-realtime-ns",
-    "end-monotonic-ns",
-];
-const SAMPLING_KEYS: &[&str] = &[
-    "event",
-    "frequency",
-    "period",
-    "period-unit",
-    "arcs",
-    "lost-samples",
-    "throttled",
-    "truncated-stacks",
-    "truncated-stack-copy",
-    "truncated-callchain-limit",
-    "truncated-unwind-info",
-    "stack-size",
-    "max-stack",
-];
-/// The prefix of the per-CPU `lost-samples-cpu<N>` keys of `[sampling]`.
-const LOST_SAMPLES_CPU: &str = "lost-samples-cpu";
-const KERNEL_KEYS: &[&str] = &["release", "build-id", "symbols-file"];
-const COUNTER_KEYS: &[&str] = &[
-    "user-cpu-ns",
-    "system-cpu-ns",
-    "minor-faults",
-    "major-faults",
-    "voluntary-switches",
-    "involuntary-switches",
-    "read-bytes",
-    "written-bytes",
-    "source",
-    "taskstats",
-    "perf-page-faults",
-    "perf-context-switches",
-    "perf-cpu-migrations",
-];
-/// The keys of `[boundary]` after one per boundary kind.
-const BOUNDARY_KEYS: &[&str] = &["user-only", "kernel-only", "stacks-file"];
-const RENAME_KEYS: &[&str] = &["monotonic-ns", "tid", "comm"];
-/// The word of `taskstats = refused`.
-const REFUSED: &str = "refused";
-
-/// The keys of `[boundary]`: one per boundary kind, then [`BOUNDARY_KEYS`].
-fn boundary_keys() -> Vec<&'static str> {
-    BoundaryKind::ALL
-        .iter()
-        .map(|k| k.as_str())
-        .chain(BOUNDARY_KEYS.iter().copied())
-        .collect()
-}
-const MAPPING_KEYS: &[&str] = &[
-    "start",
-    "end",
-    "offset",
-    "bias",
-    "path",
-    "build-id",
-    "mapped-ns",
-    "unmapped-ns",
-];
 
 impl MeasurementInfo {
     /// The version the file declared (or ours, if newer): `(major, minor)`.

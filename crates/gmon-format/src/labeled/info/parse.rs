@@ -1,9 +1,10 @@
 //! Reading a measurement-info file, line by line, into a [`MeasurementInfo`].
 
-use super::values::{
-    ValueError, check_file_name, excerpt, hex_bytes, is_name, is_name_char, number, number_u32,
-    string, string_list, text,
+use super::keys::{
+    BOUNDARY_KEYS, COUNTER_KEYS, KERNEL_KEYS, Key, LOST_SAMPLES_CPU, MAPPING_KEYS, PROCESS_KEYS,
+    PendingRename, RENAME_KEYS, SAMPLING_KEYS, names, position,
 };
+use super::values::{excerpt, is_name, is_name_char, number};
 use super::*;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -184,11 +185,18 @@ impl<'a> Parser<'a> {
         let Some(process) = self.process else {
             return Err(error(end.0, end.1, "missing [process] section"));
         };
+        // `pid`, the first key, is required.
         if process.keys & 1 == 0 {
-            return Err(error(process.line, process.offset, "[process] has no pid"));
+            let pid = PROCESS_KEYS[0].name;
+            return Err(error(
+                process.line,
+                process.offset,
+                format!("[process] has no {pid}"),
+            ));
         }
         for seen in &self.mappings {
-            for (bit, key) in [(0, "start"), (1, "end")] {
+            // `start` and `end`, the first two keys, are required.
+            for (bit, key) in names(MAPPING_KEYS).take(2).enumerate() {
                 if seen.keys & (1 << bit) == 0 {
                     return Err(error(
                         seen.line,
@@ -202,11 +210,10 @@ impl<'a> Parser<'a> {
             let (Some(monotonic_ns), Some(tid), Some(comm)) =
                 (pending.monotonic_ns, pending.tid, pending.comm)
             else {
-                let missing = RENAME_KEYS
-                    .iter()
+                let missing = names(RENAME_KEYS)
                     .enumerate()
                     .filter(|&(bit, _)| seen.keys & (1 << bit) == 0)
-                    .map(|(_, key)| *key)
+                    .map(|(_, key)| key)
                     .collect::<Vec<_>>()
                     .join(", ");
                 return Err(error(
@@ -359,85 +366,116 @@ impl<'a> Parser<'a> {
         {
             return lost_samples_on(&mut self.info.sampling, cpu, value);
         }
-        let kind_keys: Vec<&str>;
-        let (known, seen, section): (&[&str], _, _) = match self.current {
-            Current::None => return Ok(()),
+        let info = &mut self.info;
+        match self.current {
+            Current::None => Ok(()),
             Current::Extra => {
-                if let Some(section) = self.info.extra_sections.last_mut() {
+                if let Some(section) = info.extra_sections.last_mut() {
                     section.fields.push(Field::new(key, value));
                 }
-                return Ok(());
+                Ok(())
             }
-            Current::Process => (PROCESS_KEYS, self.process.as_mut(), PROCESS),
-            Current::Sampling => (SAMPLING_KEYS, self.sampling.as_mut(), SAMPLING),
-            Current::Kernel => (KERNEL_KEYS, self.kernel.as_mut(), KERNEL),
-            Current::Counters => (COUNTER_KEYS, self.counters.as_mut(), COUNTERS),
-            Current::Mapping => (MAPPING_KEYS, self.mappings.last_mut(), MAPPING),
+            Current::Process => {
+                let at = Known::new(PROCESS_KEYS, self.process.as_mut(), PROCESS, 0);
+                at.store(&mut info.process, |p| &mut p.extra, key, value)
+            }
+            Current::Sampling => {
+                let at = Known::new(SAMPLING_KEYS, self.sampling.as_mut(), SAMPLING, 0);
+                at.store(&mut info.sampling, |s| &mut s.extra, key, value)
+            }
+            Current::Kernel => {
+                let at = Known::new(KERNEL_KEYS, self.kernel.as_mut(), KERNEL, 0);
+                at.store(&mut info.kernel, |k| &mut k.extra, key, value)
+            }
+            Current::Counters => {
+                let at = Known::new(COUNTER_KEYS, self.counters.as_mut(), COUNTERS, 0);
+                at.store(&mut info.counters, |c| &mut c.extra, key, value)
+            }
+            Current::Mapping => match info.mappings.last_mut() {
+                Some(m) => {
+                    let at = Known::new(MAPPING_KEYS, self.mappings.last_mut(), MAPPING, 0);
+                    at.store(m, |m| &mut m.extra, key, value)
+                }
+                None => Ok(()),
+            },
             Current::Boundary => {
-                kind_keys = boundary_keys();
-                (&kind_keys[..], self.boundary.as_mut(), BOUNDARY)
-            }
-            Current::Rename => (
-                RENAME_KEYS,
-                self.renames.last_mut().map(|(seen, _)| seen),
-                RENAME,
-            ),
-        };
-        let Some(index) = known.iter().position(|&k| k == key) else {
-            let field = Field::new(key, value);
-            match self.current {
-                Current::Process => self.info.process.extra.push(field),
-                Current::Sampling => self.info.sampling.extra.push(field),
-                Current::Kernel => self.info.kernel.extra.push(field),
-                Current::Counters => self.info.counters.extra.push(field),
-                Current::Mapping => {
-                    if let Some(m) = self.info.mappings.last_mut() {
-                        m.extra.push(field);
-                    }
+                // One key per boundary kind first, then the table's.
+                let kinds = BoundaryKind::ALL.len();
+                if let Some(index) = BoundaryKind::ALL.iter().position(|k| k.as_str() == key) {
+                    mark(self.boundary.as_mut(), index, BOUNDARY)?;
+                    let n = number(value).map_err(|(at, m)| KeyError::Value(at, m))?;
+                    info.boundary.entries.insert(BoundaryKind::ALL[index], n);
+                    return Ok(());
                 }
-                Current::Boundary => self.info.boundary.extra.push(field),
-                Current::Rename => {
-                    if let Some((_, r)) = self.renames.last_mut() {
-                        r.extra.push(field);
-                    }
-                }
-                Current::None | Current::Extra => {}
+                let at = Known::new(BOUNDARY_KEYS, self.boundary.as_mut(), BOUNDARY, kinds);
+                at.store(&mut info.boundary, |b| &mut b.extra, key, value)
             }
-            return Ok(());
-        };
-        if let Some(seen) = seen {
-            if seen.keys & (1 << index) != 0 {
-                return Err(KeyError::Again(section));
-            }
-            seen.keys |= 1 << index;
-        }
-        let stored = match self.current {
-            Current::Process => set_process(&mut self.info.process, key, value),
-            Current::Sampling => set_sampling(&mut self.info.sampling, key, value),
-            Current::Kernel => set_kernel(&mut self.info.kernel, key, value),
-            Current::Counters => set_counter(&mut self.info.counters, key, value),
-            Current::Mapping => match self.info.mappings.last_mut() {
-                Some(m) => set_mapping(m, key, value),
-                None => Ok(()),
-            },
-            Current::Boundary => set_boundary(&mut self.info.boundary, key, value),
             Current::Rename => match self.renames.last_mut() {
-                Some((_, r)) => set_rename(r, key, value),
+                Some((seen, r)) => {
+                    let at = Known::new(RENAME_KEYS, Some(seen), RENAME, 0);
+                    at.store(r, |r| &mut r.extra, key, value)
+                }
                 None => Ok(()),
             },
-            Current::None | Current::Extra => Ok(()),
-        };
-        stored.map_err(|(at, message)| KeyError::Value(at, message))
+        }
     }
 }
 
-/// A `[rename]` section being read: its required keys may still be missing.
-#[derive(Default)]
-struct PendingRename {
-    monotonic_ns: Option<u64>,
-    tid: Option<u32>,
-    comm: Option<Comm>,
-    extra: Vec<Field>,
+/// The known keys of the section being read, and which of them it has had.
+struct Known<'k, 's, T: 'static> {
+    keys: &'k [Key<T>],
+    seen: Option<&'s mut Seen>,
+    section: &'static str,
+    /// The bit of the first key in `seen`'s keys.
+    first_bit: usize,
+}
+
+impl<'k, 's, T> Known<'k, 's, T> {
+    fn new(
+        keys: &'k [Key<T>],
+        seen: Option<&'s mut Seen>,
+        section: &'static str,
+        first_bit: usize,
+    ) -> Self {
+        Known {
+            keys,
+            seen,
+            section,
+            first_bit,
+        }
+    }
+
+    /// Stores `key = value` in `t` if the key is known (once per section), else keeps it
+    /// among the section's unknown fields.
+    fn store(
+        self,
+        t: &mut T,
+        extra: fn(&mut T) -> &mut Vec<Field>,
+        key: &str,
+        value: &str,
+    ) -> std::result::Result<(), KeyError> {
+        let Some(index) = position(self.keys, key) else {
+            extra(t).push(Field::new(key, value));
+            return Ok(());
+        };
+        mark(self.seen, self.first_bit + index, self.section)?;
+        (self.keys[index].read(t, value)).map_err(|(at, message)| KeyError::Value(at, message))
+    }
+}
+
+/// Records that the key of bit `bit` was given in `section`; refuses it the second time.
+fn mark(
+    seen: Option<&mut Seen>,
+    bit: usize,
+    section: &'static str,
+) -> std::result::Result<(), KeyError> {
+    if let Some(seen) = seen {
+        if seen.keys & (1 << bit) != 0 {
+            return Err(KeyError::Again(section));
+        }
+        seen.keys |= 1 << bit;
+    }
+    Ok(())
 }
 
 /// Stores `lost-samples-cpu<cpu> = value`: `cpu` must be a CPU number written as the writer
@@ -472,202 +510,4 @@ enum KeyError {
     Value(usize, String),
     /// The key is malformed.
     Key(String),
-}
-
-fn set_process(p: &mut ProcessInfo, key: &str, value: &str) -> std::result::Result<(), ValueError> {
-    match key {
-        "pid" => p.pid = number_u32(value)?,
-        "ppid" => p.ppid = Some(number_u32(value)?),
-        "comm" => p.comm = Some(comm(value)?),
-        "instances" => p.instances = Some(number(value)?),
-        "argv" => p.argv = Some(string_list(value)?),
-        "exe" => p.exe = Some(string(value)?),
-        "exe-build-id" => p.exe_build_id = Some(hex_bytes(value)?),
-        "start-realtime-ns" => p.start_realtime_ns = Some(number(value)?),
-        "start-monotonic-ns" => p.start_monotonic_ns = Some(number(value)?),
-        "end-realtime-ns" => p.end_realtime_ns = Some(number(value)?),
-        "end-monotonic-ns" => p.end_monotonic_ns = Some(number(value)?),
-        _ => {}
-    }
-    Ok(())
-}
-
-fn set_sampling(
-    s: &mut SamplingInfo,
-    key: &str,
-    value: &str,
-) -> std::result::Result<(), ValueError> {
-    match key {
-        "event" => s.event = Some(text(value)?),
-        "frequency" | "period" => {
-            if s.rate.is_some() {
-                return Err((0, "[sampling] has both frequency and period".to_owned()));
-            }
-            let n = number(value)?;
-            s.rate = Some(if key == "frequency" {
-                SampleRate::Frequency(n)
-            } else {
-                SampleRate::Period(n)
-            });
-        }
-        "period-unit" => s.period_unit = Some(text(value)?),
-        "arcs" => {
-            s.arcs = Some(match value {
-                "calls" => ArcCounts::Calls,
-                "sampled-edges" => ArcCounts::SampledEdges,
-                _ => {
-                    return Err((
-                        0,
-                        format!(
-                            "arcs must be `calls` or `sampled-edges`, not `{}`",
-                            excerpt(value.as_bytes(), 40)
-                        ),
-                    ));
-                }
-            });
-        }
-        "lost-samples" => s.lost_samples = Some(number(value)?),
-        "throttled" => s.throttled = Some(number(value)?),
-        "truncated-stacks" => s.truncated_stacks = Some(number(value)?),
-        "truncated-stack-copy" => s.truncated_stack_copy = Some(number(value)?),
-        "truncated-callchain-limit" => s.truncated_callchain_limit = Some(number(value)?),
-        "truncated-unwind-info" => s.truncated_unwind_info = Some(number(value)?),
-        "stack-size" => s.stack_size = Some(number(value)?),
-        "max-stack" => s.max_stack = Some(number(value)?),
-        _ => {}
-    }
-    Ok(())
-}
-
-fn set_kernel(k: &mut KernelInfo, key: &str, value: &str) -> std::result::Result<(), ValueError> {
-    match key {
-        "release" => k.release = Some(text(value)?),
-        "build-id" => k.build_id = Some(hex_bytes(value)?),
-        "symbols-file" => {
-            let name = text(value)?;
-            check_file_name(&name).map_err(|why| (0, format!("symbols-file {why}")))?;
-            k.symbols_file = Some(name);
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-fn set_counter(
-    c: &mut ProcessCounters,
-    key: &str,
-    value: &str,
-) -> std::result::Result<(), ValueError> {
-    match key {
-        "source" => {
-            let name = text(value)?;
-            let source = CounterSource::ALL.into_iter().find(|s| s.as_str() == name);
-            c.source = Some(source.ok_or_else(|| {
-                (
-                    0,
-                    format!(
-                        "source must be \"taskstats\" or \"proc\", not `{}`",
-                        excerpt(value.as_bytes(), 40)
-                    ),
-                )
-            })?);
-            return Ok(());
-        }
-        "taskstats" => {
-            if value != REFUSED {
-                return Err((
-                    0,
-                    format!(
-                        "taskstats must be `{REFUSED}`, not `{}`",
-                        excerpt(value.as_bytes(), 40)
-                    ),
-                ));
-            }
-            c.taskstats_refused = true;
-            return Ok(());
-        }
-        _ => {}
-    }
-    let n = Some(number(value)?);
-    match key {
-        "user-cpu-ns" => c.user_cpu_ns = n,
-        "system-cpu-ns" => c.system_cpu_ns = n,
-        "minor-faults" => c.minor_faults = n,
-        "major-faults" => c.major_faults = n,
-        "voluntary-switches" => c.voluntary_switches = n,
-        "involuntary-switches" => c.involuntary_switches = n,
-        "read-bytes" => c.read_bytes = n,
-        "written-bytes" => c.written_bytes = n,
-        "perf-page-faults" => c.perf_page_faults = n,
-        "perf-context-switches" => c.perf_context_switches = n,
-        "perf-cpu-migrations" => c.perf_cpu_migrations = n,
-        _ => {}
-    }
-    Ok(())
-}
-
-fn set_boundary(
-    b: &mut BoundaryCounts,
-    key: &str,
-    value: &str,
-) -> std::result::Result<(), ValueError> {
-    match key {
-        "user-only" => b.user_only = Some(number(value)?),
-        "kernel-only" => b.kernel_only = Some(number(value)?),
-        "stacks-file" => {
-            let name = text(value)?;
-            check_file_name(&name).map_err(|why| (0, format!("stacks-file {why}")))?;
-            b.stacks_file = Some(name);
-        }
-        _ => {
-            if let Some(kind) = BoundaryKind::from_key(key) {
-                b.entries.insert(kind, number(value)?);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// A command name: a string of at most [`Comm::MAX_LEN`] bytes.
-fn comm(value: &str) -> std::result::Result<Comm, ValueError> {
-    let bytes = string(value)?;
-    let len = bytes.len();
-    Comm::new(bytes).map_err(|_| {
-        (
-            0,
-            format!(
-                "command name of {len} bytes is longer than {}",
-                Comm::MAX_LEN
-            ),
-        )
-    })
-}
-
-fn set_rename(
-    r: &mut PendingRename,
-    key: &str,
-    value: &str,
-) -> std::result::Result<(), ValueError> {
-    match key {
-        "monotonic-ns" => r.monotonic_ns = Some(number(value)?),
-        "tid" => r.tid = Some(number_u32(value)?),
-        "comm" => r.comm = Some(comm(value)?),
-        _ => {}
-    }
-    Ok(())
-}
-
-fn set_mapping(m: &mut Mapping, key: &str, value: &str) -> std::result::Result<(), ValueError> {
-    match key {
-        "start" => m.start = number(value)?,
-        "end" => m.end = number(value)?,
-        "offset" => m.file_offset = Some(number(value)?),
-        "bias" => m.load_bias = Some(number(value)?),
-        "path" => m.path = Some(string(value)?),
-        "build-id" => m.build_id = Some(hex_bytes(value)?),
-        "mapped-ns" => m.mapped_ns = Some(number(value)?),
-        "unmapped-ns" => m.unmapped_ns = Some(number(value)?),
-        _ => {}
-    }
-    Ok(())
 }
