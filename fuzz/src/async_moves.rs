@@ -9,9 +9,14 @@ pub fn run(data: &[u8]) {
         return;
     };
     let mut text = Vec::new();
-    moves.write(&mut text).expect("what was read can be written");
+    moves
+        .write(&mut text)
+        .expect("what was read can be written");
     let again = AsyncMoves::parse(&text).expect("what was written can be read");
     let mut twice = Vec::new();
     again.write(&mut twice).expect("written again");
-    assert!(twice == text, "write then parse then write changed the text");
+    assert!(
+        twice == text,
+        "write then parse then write changed the text"
+    );
 }

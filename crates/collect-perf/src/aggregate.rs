@@ -11,8 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_attribution::{SoftirqEntries, Target};
+use gmon_format::async_moves::KindTotals;
 use gmon_format::kallsyms::{Kallsyms, KallsymsOptions};
-use gmon_format::{AsyncMoves, BoundaryKind, KindTotals};
+use gmon_format::{AsyncMoves, BoundaryKind};
 
 use crate::asynchronous::{AsyncCollector, AsyncOptions};
 use crate::recording::{

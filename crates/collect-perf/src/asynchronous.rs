@@ -20,22 +20,29 @@ pub struct AsyncOptions {
     pub entries: SoftirqEntries,
 }
 
-/// The tracepoints of network-receive attribution, with the decoding of each record (fields
-/// by name, from the format read at run time): the `NET_RX` window (filtered in the kernel
-/// to vector 3 and counted by a twin, so windows run in the idle task, which perf does not
-/// sample, are known by number), hard interrupts inside it, the tag events and the consume
-/// events.
-const NET: [(&str, &str); 10] = [
-    ("irq", "softirq_entry"),
-    ("irq", "softirq_exit"),
-    ("irq", "irq_handler_entry"),
-    ("irq", "irq_handler_exit"),
-    ("net", "netif_receive_skb"),
-    ("tcp", "tcp_probe"),
-    ("sock", "sk_data_ready"),
-    ("skb", "skb_copy_datagram_iovec"),
-    ("sock", "sock_recv_length"),
-    ("sock", "sock_send_length"),
+/// The tracepoints of network-receive attribution, each with its kernel-side filter (records
+/// that do not match are never written: at tens of thousands of packets a second every
+/// record costs), decoded by field name from the format read at run time: the `NET_RX`
+/// window (vector 3 only, counted by a twin, so windows run in the idle task, which perf
+/// does not sample, are known by number), hard interrupts inside it, the tag events and the
+/// consume events. UDP reads a linear packet without `skb_copy_datagram_iovec`, so its
+/// packets are linked to their socket by `sock:sk_data_ready` in the window; sending is a use
+/// of the socket only for TCP (its acknowledgements), so `sock_send_length` is TCP's only.
+const NET: [(&str, &str, Option<&str>); 10] = [
+    ("irq", "softirq_entry", Some("vec == 3")),
+    ("irq", "softirq_exit", Some("vec == 3")),
+    ("irq", "irq_handler_entry", None),
+    ("irq", "irq_handler_exit", None),
+    ("net", "netif_receive_skb", None),
+    ("tcp", "tcp_probe", None),
+    ("sock", "sk_data_ready", None),
+    ("skb", "skb_copy_datagram_iovec", None),
+    ("sock", "sock_recv_length", Some("ret > 0")),
+    (
+        "sock",
+        "sock_send_length",
+        Some("protocol == 6 && ret >= 0"),
+    ),
 ];
 
 /// The window tracepoint whose counting twin counts every window.
@@ -46,13 +53,11 @@ impl AsyncOptions {
     /// whatever task the CPU was running; the consumer is another process), no callchains.
     pub fn tracepoints(&self) -> Vec<TracepointRequest> {
         NET.iter()
-            .map(|&(system, name)| {
+            .map(|&(system, name, filter)| {
                 let mut r = TracepointRequest::new(system, name);
                 r.all_tasks = true;
-                if system == "irq" && name.starts_with("softirq") {
-                    r.filter = Some(format!("vec == {}", async_attribution::NET_RX_VECTOR));
-                    r.count = name == "softirq_entry";
-                }
+                r.filter = filter.map(str::to_owned);
+                r.count = format!("{system}:{name}") == WINDOW_EVENT;
                 r
             })
             .collect()
@@ -64,8 +69,12 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
     let u = |f: &str| raw.u64(f);
     let i = |f: &str| raw.i64(f).map(|v| v as i32);
     Some(match name {
-        "irq:softirq_entry" => What::SoftirqEntry { vec: u("vec")? as u32 },
-        "irq:softirq_exit" => What::SoftirqExit { vec: u("vec")? as u32 },
+        "irq:softirq_entry" => What::SoftirqEntry {
+            vec: u("vec")? as u32,
+        },
+        "irq:softirq_exit" => What::SoftirqExit {
+            vec: u("vec")? as u32,
+        },
         "irq:irq_handler_entry" => What::IrqEntry { irq: i("irq")? },
         "irq:irq_handler_exit" => What::IrqExit { irq: i("irq")? },
         "net:netif_receive_skb" => What::NetReceive {
@@ -148,7 +157,8 @@ impl AsyncCollector {
         let event = t.event as usize;
         while self.ours.len() < rec.tracepoints.len() {
             let name = &rec.tracepoints[self.ours.len()].format.name;
-            self.ours.push(NET.iter().any(|(s, n)| *name == format!("{s}:{n}")));
+            self.ours
+                .push(NET.iter().any(|(s, n, _)| *name == format!("{s}:{n}")));
         }
         if !self.ours.get(event).copied().unwrap_or(false) {
             return false;

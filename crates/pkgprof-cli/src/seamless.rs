@@ -35,7 +35,11 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if let Some(path) = &o.merge_out {
         write_merged(Path::new(path), &view)?;
     }
-    write_process_header(&mut *out, &seamless.processes, seamless.async_moves.as_ref())?;
+    write_process_header(
+        &mut *out,
+        &seamless.processes,
+        seamless.async_moves.as_ref(),
+    )?;
     if let (true, Some(moves)) = (o.system, &seamless.async_moves) {
         write_async_matrix(&mut *out, moves)?;
     }

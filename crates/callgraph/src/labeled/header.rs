@@ -22,8 +22,8 @@
 //!     async net-rx:     received 380 (370 from 4241, 10 from -), gave 0
 //! ```
 //!
-//! `kernel entries` lists the ways a process entered the kernel itself; the asynchronous
-//! kinds are on their own lines.
+//! `kernel entries` lists the ways a process entered the kernel itself, then the asynchronous
+//! work charged to it (`async-net-rx`) when there is some.
 //!
 //! A process that reused a pid is written with its instance number (`Process 4242_1 (cmd)`).
 //! The block of a file set that is not its process's last (an image the process replaced by
@@ -61,7 +61,9 @@ fn write_async_lines(mut out: impl Write, moves: &AsyncMoves, pid: u32) -> io::R
         for m in moves.moves().filter(|m| m.kind == k.kind) {
             if m.beneficiary == Some(pid) {
                 received.0 += m.samples;
-                received.1.push(format!("{} from {}", m.samples, pid_or_dash(m.victim)));
+                received
+                    .1
+                    .push(format!("{} from {}", m.samples, pid_or_dash(m.victim)));
             }
             if m.victim == Some(pid) && m.beneficiary != Some(pid) {
                 given.0 += m.samples;
@@ -98,14 +100,19 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
             "Asynchronous work {} moved, victim (the process it ran in) -> beneficiary:\n",
             k.kind
         )?;
-        writeln!(out, "  {:>10}  {:>12}  {:>10}  {:>12}", "victim", "beneficiary", "samples", "seconds")?;
+        writeln!(
+            out,
+            "  {:>10}  {:>12}  {:>10}  {:>12}",
+            "victim", "beneficiary", "samples", "seconds"
+        )?;
         for m in moves.moves().filter(|m| m.kind == k.kind) {
             let ns = m.nanoseconds;
             writeln!(
                 out,
                 "  {:>10}  {:>12}  {:>10}  {:>12}",
                 pid_or_dash(m.victim),
-                m.beneficiary.map_or_else(|| "unattributed".to_owned(), |b| b.to_string()),
+                m.beneficiary
+                    .map_or_else(|| "unattributed".to_owned(), |b| b.to_string()),
                 m.samples,
                 format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
             )?;
@@ -117,9 +124,14 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
             k.held,
             k.attributed,
             k.unattributed(),
-            if residue.is_empty() { String::new() } else { format!(" ({})", residue.join(", ")) },
+            if residue.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", residue.join(", "))
+            },
             k.windows,
-            k.counted.map_or_else(String::new, |c| format!(" of {c} the kernel counted")),
+            k.counted
+                .map_or_else(String::new, |c| format!(" of {c} the kernel counted")),
             k.objects,
             k.unconsumed
         )?;
@@ -273,13 +285,16 @@ pub fn write_process_header<W: Write>(
             num(s.and_then(|s| s.lost_samples)),
             num(s.and_then(|s| s.throttled))
         )?;
+        // Asynchronous work moved to the process is listed when there is some, so the line
+        // of a measurement made without `--async` reads as it always did.
         let entries: Vec<String> = BoundaryKind::ALL
             .iter()
-            .filter(|k| !k.is_asynchronous())
-            .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
+            .map(|k| (k, p.entries.get(k).copied().unwrap_or(0)))
+            .filter(|&(k, n)| !k.is_asynchronous() || n > 0)
+            .map(|(k, n)| format!("{n} {}", k.as_str()))
             .collect();
         writeln!(out, "    kernel entries:   {}", entries.join(", "))?;
-        if let (Some(moves), None) = (moves, files.instance) {
+        if let (Some(moves), 0) = (moves, files.instance) {
             write_async_lines(&mut out, moves, files.pid)?;
         }
         // The perf-event counts of measurements written before November 2026, then what this

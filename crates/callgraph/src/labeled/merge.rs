@@ -276,7 +276,8 @@ impl Builder {
             let kind = BoundaryKind::classify([Some(&*String::from_utf8_lossy(&name))]);
             *summary.entries.entry(kind).or_default() += a.count;
             // From 0: asynchronous work moved here, which no user code called.
-            let user = self.options.user && !self.spaces[space].mappings.is_empty() && a.from_pc != 0;
+            let user =
+                self.options.user && !self.spaces[space].mappings.is_empty() && a.from_pc != 0;
             if let Some(pseudo) = self.pseudo_parent(space, kind) {
                 self.arc(pseudo, to, a.count);
                 if user {

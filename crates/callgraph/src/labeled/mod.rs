@@ -433,7 +433,8 @@ fn read_async_moves(dir: &Path) -> Result<Option<gmon_format::AsyncMoves>> {
         return Ok(None);
     }
     let data = read_file(&path, crate::input::TEXT_MAX_BYTES)?;
-    let moves = gmon_format::AsyncMoves::parse(&data).map_err(|e| Error::from(e.with_path(&path)))?;
+    let moves =
+        gmon_format::AsyncMoves::parse(&data).map_err(|e| Error::from(e.with_path(&path)))?;
     Ok(Some(moves))
 }
 

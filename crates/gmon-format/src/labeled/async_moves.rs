@@ -130,7 +130,11 @@ impl AsyncMoves {
             Error::at(
                 e.valid_up_to() as u64,
                 ErrorKind::InvalidAsyncMoves {
-                    line: data[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1,
+                    line: data[..e.valid_up_to()]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count()
+                        + 1,
                     message: "not UTF-8".into(),
                 },
             )
@@ -155,7 +159,10 @@ impl AsyncMoves {
                     [MAGIC, v] => *v,
                     _ => return Err(fail(format!("not an async.moves file (no `{MAGIC}` line)"))),
                 };
-                let major = version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+                let major = version
+                    .split('.')
+                    .next()
+                    .and_then(|m| m.parse::<u32>().ok());
                 match major {
                     Some(ASYNC_MOVES_MAJOR) => continue,
                     Some(m) if m > ASYNC_MOVES_MAJOR => {

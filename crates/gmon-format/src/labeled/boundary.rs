@@ -286,17 +286,33 @@ mod tests {
     fn softirq_work_inside_an_entry_is_not_asynchronous() {
         let classify = |names: &[&str]| BoundaryKind::classify(names.iter().map(|n| Some(*n)));
         assert_eq!(
-            classify(&["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto"]),
+            classify(&[
+                "entry_SYSCALL_64_after_hwframe",
+                "do_syscall_64",
+                "__x64_sys_sendto"
+            ]),
             BoundaryKind::Syscall
         );
         assert_eq!(
-            classify(&["asm_sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "irq_exit_rcu"]),
+            classify(&[
+                "asm_sysvec_apic_timer_interrupt",
+                "sysvec_apic_timer_interrupt",
+                "irq_exit_rcu"
+            ]),
             BoundaryKind::Interrupt
         );
         assert_eq!(
-            classify(&["ret_from_fork_asm", "ret_from_fork", "kthread", "smpboot_thread_fn"]),
+            classify(&[
+                "ret_from_fork_asm",
+                "ret_from_fork",
+                "kthread",
+                "smpboot_thread_fn"
+            ]),
             BoundaryKind::Other
         );
-        assert_eq!(classify(&["handle_softirqs", "net_rx_action"]), BoundaryKind::AsyncNetRx);
+        assert_eq!(
+            classify(&["handle_softirqs", "net_rx_action"]),
+            BoundaryKind::AsyncNetRx
+        );
     }
 }

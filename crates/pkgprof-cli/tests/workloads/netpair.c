@@ -3,15 +3,18 @@
  *   netpair udp  SECONDS PIDFILE   one sender, one receiver that does nothing but recv
  *   netpair tcp  SECONDS PIDFILE   the same over a TCP connection
  *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
- *
  * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
  * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
  * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
- * dropped for a full receive buffer: every packet has a reader.
+ * dropped for a full receive buffer: every packet has a reader. The two receivers of udp2
+ * poll without sleeping, so that a packet costs the kernel the same whichever it is for (a
+ * receiver fed less often would otherwise be asleep more often, and each of its packets
+ * would cost a wake-up the other's do not): the work is then 1:3 by construction.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <signal.h>
+#include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +45,14 @@ static int udp_bound(struct sockaddr_in *addr) {
     return s;
 }
 
-/* A UDP receiver: reads until a 1-byte datagram, acknowledging every 16 on `ack`. */
-static void udp_receiver(int s, int ack) {
+/* A UDP receiver: reads until a 1-byte datagram, acknowledging every 16 on `ack`; `poll`:
+ * without sleeping. */
+static void udp_receiver(int s, int ack, int poll) {
     char buf[65536];
     for (long n = 1;; n++) {
-        ssize_t r = recv(s, buf, sizeof buf, 0);
+        ssize_t r;
+        while ((r = recv(s, buf, sizeof buf, poll ? MSG_DONTWAIT : 0)) < 0 && poll)
+            sched_yield();
         if (r <= 1)
             _exit(0);
         if (n % 16 == 0 && write(ack, "a", 1) != 1)
@@ -67,7 +73,7 @@ static void udp(int receivers, double seconds, FILE *pids) {
         kids[i] = fork();
         if (kids[i] == 0) {
             close(acks[i][0]);
-            udp_receiver(s, acks[i][1]);
+            udp_receiver(s, acks[i][1], receivers > 1);
         }
         close(s);
         close(acks[i][1]);
@@ -125,11 +131,16 @@ static void tcp(double seconds, FILE *pids) {
     fprintf(pids, "receiver %d\n", kid);
     fflush(pids);
     int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(s, (struct sockaddr *)&addr, sizeof addr)) {
+    int one = 1;
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) ||
+        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)) {
         perror("connect");
         exit(1);
     }
-    static char buf[1 << 16];
+    /* Small segments sent at once: each is received in the softirq of the sender's own send
+     * (large writes would be sent from the receiver's softirq instead, as its window updates
+     * arrive: its own work, already). */
+    char buf[SIZE];
     memset(buf, 'x', sizeof buf);
     double end = now() + seconds;
     while (now() < end)
