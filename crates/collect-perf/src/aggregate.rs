@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use async_attribution::{SoftirqEntries, Target};
-use gmon_format::async_moves::KindTotals;
+use gmon_format::async_moves::{KindTotals, Move};
 use gmon_format::kallsyms::{Kallsyms, KallsymsOptions};
 use gmon_format::{AsyncMoves, BoundaryKind};
 
@@ -566,7 +566,9 @@ impl Aggregator {
     /// are counted for `async.moves`.
     fn attribute(&mut self) -> Option<AsyncMoves> {
         let (outcome, held) = self.asynchronous.take()?.finish();
-        let mut moves: BTreeMap<(&str, Option<u32>, Option<u32>), (u64, u64)> = BTreeMap::new();
+        // (kind, victim, beneficiary) → (samples, nanoseconds).
+        type Cell<'a> = (&'a str, Option<u32>, Option<u32>);
+        let mut moves: BTreeMap<Cell<'_>, (u64, u64)> = BTreeMap::new();
         for (d, h) in outcome.decisions.iter().zip(&held) {
             let beneficiary = match d.to {
                 Target::Process { pid, time } => {
@@ -610,7 +612,15 @@ impl Aggregator {
         }
         out.moves = moves
             .into_iter()
-            .map(|((kind, v, b), (n, ns))| (kind.to_string(), v, b, n, ns))
+            .map(
+                |((kind, victim, beneficiary), (samples, nanoseconds))| Move {
+                    kind: kind.to_string(),
+                    victim,
+                    beneficiary,
+                    samples,
+                    nanoseconds,
+                },
+            )
             .collect();
         Some(out)
     }

@@ -112,10 +112,13 @@ fn run(mode: &str, seconds: &str, with_async: bool) -> Run {
     let mut receivers = Vec::new();
     for line in std::fs::read_to_string(&pidfile).unwrap().lines() {
         let (what, pid) = line.split_once(' ').unwrap();
-        let pid: u32 = pid.parse().unwrap();
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
         match what {
             "sender" => sender = pid,
-            _ => receivers.push(pid),
+            "receiver" => receivers.push(pid),
+            _ => {}
         }
     }
     std::fs::remove_file(&pidfile).unwrap();
@@ -181,11 +184,7 @@ impl Run {
         // and the matrix holds them all.
         for k in &moves.kinds {
             assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
-            let cells: u64 = moves
-                .moves()
-                .filter(|m| m.kind == k.kind)
-                .map(|m| m.samples)
-                .sum();
+            let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
             assert_eq!(cells, k.held, "{k:?}");
         }
         moves
@@ -194,8 +193,8 @@ impl Run {
     /// Residue samples of network receive whose victim was one of ours or the idle task.
     fn residue(&self, moves: &AsyncMoves) -> u64 {
         moves
-            .moves()
-            .filter(|m| m.kind == "net-rx" && m.beneficiary.is_none())
+            .moves_of("net-rx")
+            .filter(|m| m.beneficiary.is_none())
             .filter(|m| {
                 m.victim
                     .is_none_or(|v| v == self.sender || self.receivers.contains(&v))

@@ -58,7 +58,7 @@ fn write_async_lines(mut out: impl Write, moves: &AsyncMoves, pid: u32) -> io::R
     for k in &moves.kinds {
         let mut received = (0, Vec::new());
         let mut given = (0, Vec::new());
-        for m in moves.moves().filter(|m| m.kind == k.kind) {
+        for m in moves.moves_of(&k.kind) {
             if m.beneficiary == Some(pid) {
                 received.0 += m.samples;
                 received
@@ -105,7 +105,7 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
             "  {:>10}  {:>12}  {:>10}  {:>12}",
             "victim", "beneficiary", "samples", "seconds"
         )?;
-        for m in moves.moves().filter(|m| m.kind == k.kind) {
+        for m in moves.moves_of(&k.kind) {
             let ns = m.nanoseconds;
             writeln!(
                 out,

@@ -82,10 +82,10 @@ impl KindTotals {
 }
 
 /// One cell of the victim → beneficiary matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Move<'a> {
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Move {
     /// The kind's name.
-    pub kind: &'a str,
+    pub kind: String,
     /// The process the work ran in, None for the idle task or a context with no process.
     pub victim: Option<u32>,
     /// The process it was charged to, None for the residue.
@@ -102,22 +102,14 @@ pub struct Move<'a> {
 pub struct AsyncMoves {
     /// Per kind.
     pub kinds: Vec<KindTotals>,
-    /// The matrix: (kind, victim, beneficiary) → (samples, nanoseconds).
-    pub moves: Vec<(String, Option<u32>, Option<u32>, u64, u64)>,
+    /// The matrix, one cell per (kind, victim, beneficiary).
+    pub moves: Vec<Move>,
 }
 
 impl AsyncMoves {
-    /// The moves, borrowed.
-    pub fn moves(&self) -> impl Iterator<Item = Move<'_>> {
-        self.moves
-            .iter()
-            .map(|(kind, victim, beneficiary, samples, nanoseconds)| Move {
-                kind,
-                victim: *victim,
-                beneficiary: *beneficiary,
-                samples: *samples,
-                nanoseconds: *nanoseconds,
-            })
+    /// The cells of kind `kind`.
+    pub fn moves_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Move> {
+        self.moves.iter().filter(move |m| m.kind == kind)
     }
 
     /// Parses a file's bytes.
@@ -222,10 +214,13 @@ impl AsyncMoves {
                     let (reason, n) = (name(reason)?, num(n)?);
                     out.kind(&name(k)?).residue.push((reason, n));
                 }
-                ["move", k, v, b, s, ns] => {
-                    out.moves
-                        .push((name(k)?, pid(v)?, pid(b)?, num(s)?, num(ns)?));
-                }
+                ["move", k, v, b, s, ns] => out.moves.push(Move {
+                    kind: name(k)?,
+                    victim: pid(v)?,
+                    beneficiary: pid(b)?,
+                    samples: num(s)?,
+                    nanoseconds: num(ns)?,
+                }),
                 ["kind" | "counted" | "residue" | "move", ..] => {
                     return Err(fail(format!("malformed `{}` line", f[0])));
                 }
@@ -291,10 +286,10 @@ impl AsyncMoves {
                 lines.push(format!("residue {} {reason} {n}", k.kind));
             }
         }
-        let mut moves: Vec<Move<'_>> = self.moves().collect();
+        let mut moves: Vec<&Move> = self.moves.iter().collect();
         moves.sort();
         for m in moves {
-            check(m.kind)?;
+            check(&m.kind)?;
             lines.push(format!(
                 "move {} {} {} {} {}",
                 m.kind,
@@ -328,10 +323,17 @@ mod tests {
         k.counted = Some(7);
         k.residue = vec![("window-unseen".into(), 2), ("no-consumer".into(), 1)];
         m.kinds.push(k);
+        let cell = |victim, beneficiary, samples| Move {
+            kind: "net-rx".into(),
+            victim,
+            beneficiary,
+            samples,
+            nanoseconds: samples * 1_000_000,
+        };
         m.moves = vec![
-            ("net-rx".into(), Some(100), Some(200), 9, 9_000_000),
-            ("net-rx".into(), None, None, 2, 2_000_000),
-            ("net-rx".into(), Some(100), None, 1, 1_000_000),
+            cell(Some(100), Some(200), 9),
+            cell(None, None, 2),
+            cell(Some(100), None, 1),
         ];
         m
     }

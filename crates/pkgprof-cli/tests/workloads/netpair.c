@@ -3,6 +3,8 @@
  *   netpair udp  SECONDS PIDFILE   one sender, one receiver that does nothing but recv
  *   netpair tcp  SECONDS PIDFILE   the same over a TCP connection
  *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
+ *   netpair stream SECONDS PIDFILE a TCP stream of 64 KiB writes (benches/async-overhead.sh);
+ *                                  PIDFILE also gets "bytes N", the bytes sent
  * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
  * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
  * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
@@ -107,7 +109,8 @@ static void udp(int receivers, double seconds, FILE *pids) {
     }
 }
 
-static void tcp(double seconds, FILE *pids) {
+/* `size`: bytes per send; small ones go out at once (TCP_NODELAY). */
+static void tcp(double seconds, FILE *pids, size_t size) {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
     addr.sin_family = AF_INET;
@@ -133,28 +136,33 @@ static void tcp(double seconds, FILE *pids) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     if (connect(s, (struct sockaddr *)&addr, sizeof addr) ||
-        setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)) {
+        (size == SIZE && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))) {
         perror("connect");
         exit(1);
     }
-    /* Small segments sent at once: each is received in the softirq of the sender's own send
-     * (large writes would be sent from the receiver's softirq instead, as its window updates
-     * arrive: its own work, already). */
-    char buf[SIZE];
+    /* In tcp mode, small segments sent at once: each is received in the softirq of the
+     * sender's own send (large writes would be sent from the receiver's softirq instead, as
+     * its window updates arrive: its own work, already). */
+    static char buf[1 << 16];
     memset(buf, 'x', sizeof buf);
+    long long bytes = 0;
     double end = now() + seconds;
-    while (now() < end)
-        if (send(s, buf, sizeof buf, 0) <= 0) {
+    while (now() < end) {
+        ssize_t n = send(s, buf, size, 0);
+        if (n <= 0) {
             perror("send");
             exit(1);
         }
+        bytes += n;
+    }
+    fprintf(pids, "bytes %lld\n", bytes);
     close(s);
     waitpid(kid, NULL, 0);
 }
 
 int main(int argc, char **argv) {
     if (argc != 4) {
-        fprintf(stderr, "usage: netpair udp|tcp|udp2 SECONDS PIDFILE\n");
+        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE\n");
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -169,7 +177,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "udp2"))
         udp(2, seconds, pids);
     else if (!strcmp(argv[1], "tcp"))
-        tcp(seconds, pids);
+        tcp(seconds, pids, SIZE);
+    else if (!strcmp(argv[1], "stream"))
+        tcp(seconds, pids, sizeof(char[1 << 16]));
     else
         return 2;
     fclose(pids);
