@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The cost of system-call tracing, side by side: pkgmon --latency and --blocking against
-# `perf trace -s` and `strace -c -w` (the tools that give per-call latency tables), pkgmon
-# sampling alone, and the bare workload, on
+# The cost of system-call tracing, side by side: pkgmon --latency (counted in the kernel by its
+# BPF programs, the default, and through the perf rings, --latency-path=ring) and --blocking
+# against `perf trace -s` and `strace -c -w` (the tools that give per-call latency tables),
+# pkgmon sampling alone, and the bare workload, on
 #   - getpid: N getpid calls, nothing else (the worst case: the call costs ~100 ns), and
 #   - postmark: N Postmark-like transactions on small files (create, write 4 KiB, read, delete:
 #     7 system calls each), the workload OSprof measured its overhead on.
 # Each workload times its own loop (benches/workloads/*.c print it), so the figures are the
 # traced program's slowdown, without the tools' start-up and file writing; the whole run's
 # wall time is printed beside. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
-# the median of RUNS is taken. pkgmon's lost records and checksum mismatches are counted.
+# the median of RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
+# (BPF path) and checksum mismatches are counted.
 #
 #   bash benches/compare-latency.sh          (RUNS=5 GETPID_N=200000 POSTMARK_N=5000)
 #
@@ -34,7 +36,8 @@ out = os.path.join(work, "pk.data")
 tools = [
     ("bare", []),
     ("pkgmon (sampling only)", [pkgmon, "-o", out, "--"]),
-    ("pkgmon --latency", [pkgmon, "-o", out, "--latency", "--"]),
+    ("pkgmon --latency (bpf)", [pkgmon, "-o", out, "--latency", "--latency-path=bpf", "--"]),
+    ("pkgmon --latency (ring)", [pkgmon, "-o", out, "--latency", "--latency-path=ring", "--"]),
     ("pkgmon --blocking", [pkgmon, "-o", out, "--blocking", "--"]),
     ("perf trace -s", ["perf", "trace", "-s", "-o", os.path.join(work, "trace.txt"), "--"]),
     ("strace -c -w", ["strace", "-c", "-w", "-o", os.path.join(work, "strace.txt"), "--"]),
@@ -77,6 +80,9 @@ for name, cmd, n, calls_per_op in workloads:
                 lm = lost_re.search(p.stderr)
                 lost[tool] = max(lost[tool], int(lm.group(1)) if lm else 0)
                 mismatch[tool] += p.stderr.count("records received but the kernel counted")
+                mismatch[tool] += p.stderr.count("calls counted in the kernel, but")
+                left = re.search(r"([0-9]+) calls were left out", p.stderr)
+                lost[tool] = max(lost[tool], int(left.group(1)) if left else 0)
             if tool.startswith("perf"):
                 lost[tool] = max(lost[tool], sum(int(x) for x in re.findall(r"LOST ([0-9]+) events", p.stderr)))
     bare = statistics.median(per_op["bare"])
@@ -84,7 +90,7 @@ for name, cmd, n, calls_per_op in workloads:
         med = statistics.median(per_op[tool])
         ns = (med - bare) * (1000 if unit == "us" else 1) / calls_per_op
         checks = "-"
-        if tool in ("pkgmon --latency", "pkgmon --blocking"):
+        if tool.startswith("pkgmon --"):
             checks = "all match" if mismatch[tool] == 0 else f"{mismatch[tool]} mismatched"
         lost_s = "-" if tool in ("bare", "strace -c -w") else str(lost[tool])
         print(f"| {name} ({n}) | {tool} | {med:.2f} {unit} | {100 * (med / bare - 1):+.1f}% "

@@ -531,6 +531,41 @@ impl Aggregator {
         self.syscalls = Some(tracer);
     }
 
+    /// Adds the system calls counted in the kernel ([`crate::bpf::SyscallLatency::finish`])
+    /// to the latency collection, each to its process image: the programs count a process's
+    /// execs as the replay does, so generation g is image g.
+    pub fn kernel_latency(&mut self, counts: crate::bpf::LatencyCounts) {
+        let Some(mut tracer) = self.syscalls.take() else {
+            return;
+        };
+        for ((pid, generation), img) in counts.images {
+            // The last process of that pid: the programs do not tell a reused pid's
+            // processes apart (their maps forget a pid when its task exits).
+            let Some(pi) = self
+                .replay
+                .processes()
+                .iter()
+                .rposition(|p| p.key.pid == pid)
+            else {
+                continue;
+            };
+            if !self.is_profiled(pi) {
+                continue;
+            }
+            let key = (pi, generation as usize);
+            tracer.add_unpaired(key, img.unpaired_enters, img.unpaired_exits);
+            for (k, c) in img.buckets {
+                tracer.add_counted(key, k, &c);
+            }
+        }
+        tracer.set_kernel_run(crate::syscalls::KernelRun {
+            checks: counts.checks,
+            dropped: counts.dropped,
+            start: counts.start,
+        });
+        self.syscalls = Some(tracer);
+    }
+
     /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
     /// each sample entered the kernel and are saved with the measurement.
     pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {

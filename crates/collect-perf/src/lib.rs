@@ -80,6 +80,8 @@ mod recording;
 mod replay;
 
 #[cfg(target_os = "linux")]
+pub mod bpf;
+#[cfg(target_os = "linux")]
 mod elf;
 #[cfg(target_os = "linux")]
 #[doc(hidden)]

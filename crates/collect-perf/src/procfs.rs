@@ -8,7 +8,7 @@ use safe_fs::ReadOptions;
 use crate::recording::ProcCounters;
 
 /// Most bytes read of a small `/proc` or `/sys` text file (stat, status, io, a sysctl).
-const SMALL: u64 = 1 << 20;
+pub(crate) const SMALL: u64 = 1 << 20;
 
 /// Most bytes read of a large one: a process's memory map or command line (`ARG_MAX` is
 /// 2 MiB by default), the kernel's symbols (a few MiB).

@@ -336,6 +336,17 @@ impl Sampler {
     /// it. Returns an error if the command cannot be run (errno from `execvp`) or the events
     /// cannot be opened (see [`preflight`](crate::preflight()) for the messages).
     pub fn launch(argv: &[OsString], config: &Config) -> Result<Sampler> {
+        Sampler::launch_with(argv, config, |_| Ok(()))
+    }
+
+    /// Like [`Sampler::launch`], calling `before_exec` with the command's pid once its events
+    /// are open and before it runs: to follow it by other means too (the in-kernel latency
+    /// collection's map of followed processes). An error from it kills the command.
+    pub fn launch_with(
+        argv: &[OsString],
+        config: &Config,
+        before_exec: impl FnOnce(u32) -> Result<()>,
+    ) -> Result<Sampler> {
         let child = StoppedChild::fork(argv, !config.keep_running)?;
         let pid = child.pid();
         let opened = if config.system_wide {
@@ -355,6 +366,8 @@ impl Sampler {
             }
         };
         sampler.child = Some(pid as u32);
+        // On error the sampler's drop kills and reaps the held command.
+        before_exec(pid as u32)?;
         if let Err(e) = child.release() {
             sampler.child = None;
             return Err(e);

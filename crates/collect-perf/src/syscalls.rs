@@ -196,6 +196,17 @@ pub(crate) struct SyscallTracer {
     pub(crate) start: u64,
     /// Sleeps of counted calls whose wake-up was not sampled, over the whole run.
     unseen: u64,
+    /// Set when the calls were counted in the kernel ([`crate::bpf::SyscallLatency`]).
+    kernel: Option<KernelRun>,
+}
+
+/// What a run counted in the kernel adds to each file: its checksums, the calls that did not
+/// fit its maps (run-wide, like lost records), and where slice 0 began.
+#[derive(Debug)]
+pub(crate) struct KernelRun {
+    pub checks: Vec<gmon_format::latency::EventCheck>,
+    pub dropped: u64,
+    pub start: u64,
 }
 
 /// A record for the tracer, with what the aggregator knows of it.
@@ -231,7 +242,49 @@ impl SyscallTracer {
             images: HashMap::new(),
             start: 0,
             unseen: 0,
+            kernel: None,
         }
+    }
+
+    /// Calls counted in the kernel: `n` calls of `nr` from `site` in image `key`, in
+    /// (`slice`, `bucket`), with their sums.
+    pub(crate) fn add_counted(
+        &mut self,
+        key: (usize, usize),
+        (nr, site, slice, bucket): (u64, Vec<u64>, u64, u32),
+        c: &crate::bpf::Counted,
+    ) {
+        let op = self
+            .images
+            .entry(key)
+            .or_default()
+            .ops
+            .entry((nr, site))
+            .or_default();
+        op.min = if op.calls == 0 {
+            c.min
+        } else {
+            op.min.min(c.min)
+        };
+        op.calls += c.count;
+        op.total = op.total.saturating_add(c.total);
+        op.max = op.max.max(c.max);
+        op.faults += c.faults;
+        let b = op.buckets.entry((slice, bucket)).or_default();
+        b.0 += c.count;
+        b.1 = b.1.saturating_add(c.total);
+    }
+
+    /// Calls of image `key` the kernel saw enter and never leave, or leave without entering.
+    pub(crate) fn add_unpaired(&mut self, key: (usize, usize), enters: u64, exits: u64) {
+        let img = self.images.entry(key).or_default();
+        img.unpaired_enters += enters;
+        img.unpaired_exits += exits;
+    }
+
+    /// The run was counted in the kernel: its files carry `run`'s checksums and drops.
+    pub(crate) fn set_kernel_run(&mut self, run: KernelRun) {
+        self.kernel = Some(run);
     }
 
     /// What tracepoint `event` of `rec` is to us.
@@ -419,6 +472,11 @@ impl SyscallTracer {
         f.slices = self.opts.slice_ns.map(|l| (l, rec.start_time));
         f.checks = rec.tracepoints.iter().map(TracepointInfo::check).collect();
         f.lost = rec.lost_samples();
+        if let Some(k) = &self.kernel {
+            f.slices = self.opts.slice_ns.map(|l| (l, k.start));
+            f.checks = k.checks.clone();
+            f.dropped = k.dropped;
+        }
         let idle = self.idle_wakeups(rec);
         let mut any = false;
         for key in keys {

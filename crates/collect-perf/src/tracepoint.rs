@@ -171,13 +171,14 @@ fn parse_field(line: &str) -> Result<TraceField, String> {
             "field `{decl}` ends beyond a record's 64 KiB (offset {offset}, size {size})"
         ));
     }
-    // The name is the last identifier of the declaration, before any `[N]`.
+    // The name is the last identifier of the declaration, before any `[N]` (`char comm[16]`);
+    // a `__data_loc char[] name` has its brackets on the type.
     let (head, array_len) = match decl.split_once('[') {
-        Some((head, rest)) => {
-            let n = rest.trim_end_matches(']').trim();
+        Some((head, rest)) if rest.trim_end().ends_with(']') => {
+            let n = rest.trim_end().trim_end_matches(']').trim();
             (head.trim_end(), n.parse::<usize>().ok())
         }
-        None => (decl, None),
+        _ => (decl, None),
     };
     let split = head
         .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -407,6 +408,21 @@ impl ExprParser<'_> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn data_loc_fields_are_named_after_their_brackets() {
+        let text = "name: sched_process_fork\nID: 366\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:__data_loc char[] parent_comm;\toffset:8;\tsize:4;\tsigned:0;\n\
+            \tfield:pid_t parent_pid;\toffset:12;\tsize:4;\tsigned:1;\n\
+            \tfield:__data_loc char[] child_comm;\toffset:16;\tsize:4;\tsigned:0;\n\
+            \tfield:pid_t child_pid;\toffset:20;\tsize:4;\tsigned:1;\n";
+        let f = EventFormat::parse("sched", text).expect("parses");
+        let child = f.field("child_comm").expect("named");
+        assert!(child.data_loc);
+        assert_eq!((child.offset, child.array_len), (16, None));
+        assert_eq!(f.field("child_pid").map(|t| t.offset), Some(20));
+    }
 
     /// `sched/sched_switch/format` of Linux 6.18, as read on the project's machine.
     pub(crate) const SCHED_SWITCH: &str = "name: sched_switch

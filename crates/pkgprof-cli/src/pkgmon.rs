@@ -125,6 +125,14 @@ struct Args {
     /// implies --latency. Report with `pkgprof --blocking`.
     #[arg(long)]
     blocking: bool,
+    /// How --latency counts: `bpf` aggregates in the kernel (a few hundred ns per call, no
+    /// record to lose), `ring` records every entry and exit through the perf rings and
+    /// unwinds each call site from a stack copy (exact call sites in code without frame
+    /// pointers, but microseconds per call); `auto` is bpf when the kernel allows it, else
+    /// ring with a note. --blocking always records through the rings.
+    #[arg(long = "latency-path", value_name = "PATH", default_value = "auto",
+          value_parser = ["auto", "bpf", "ring"])]
+    latency_path: String,
     /// Latency buckets per power of two (1 to 64; OSprof's r).
     #[arg(long, value_name = "R", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -395,9 +403,13 @@ fn run(args: Args) -> anyhow::Result<u8> {
         l.blocking = args.blocking;
         l
     });
+    let mut in_kernel = None;
     if let Some(l) = &latency {
-        config.tracepoints = l.tracepoints()?;
-        config.context_switches = l.blocking;
+        in_kernel = kernel_latency(l, &args)?;
+        if in_kernel.is_none() {
+            config.tracepoints = l.tracepoints()?;
+            config.context_switches = l.blocking;
+        }
     }
     // The work runs in whatever task a CPU was running: every CPU is sampled.
     let asynchronous = args.asynchronous.as_ref().map(|_| {
@@ -425,9 +437,19 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot write into {}", args.dir.display()))?;
     catch_signals();
     let started = if !args.command.is_empty() {
-        Sampler::launch(&args.command, &config)
+        Sampler::launch_with(&args.command, &config, |pid| match &mut in_kernel {
+            Some(k) => k.follow(pid, false),
+            None => Ok(()),
+        })
     } else {
-        Sampler::attach(&args.pids, &config)
+        Sampler::attach(&args.pids, &config).and_then(|s| {
+            if let Some(k) = &mut in_kernel {
+                for &pid in &args.pids {
+                    k.follow(pid as u32, true)?;
+                }
+            }
+            Ok(s)
+        })
     };
     let sampler = match started {
         Ok(s) => s,
@@ -458,7 +480,45 @@ fn run(args: Args) -> anyhow::Result<u8> {
         aggregate.system_wide = Some(asked);
     }
     let mut agg = Aggregator::new(aggregate);
-    let rec = sampler.run_aggregating(&STOP, |p| status.update(p), &mut agg)?;
+    let mut drain_error = None;
+    let rec = sampler.run_aggregating(
+        &STOP,
+        |p| {
+            status.update(p);
+            // The kernel's histogram map is emptied at each drain, so it holds only what
+            // came since the last one.
+            if let Some(k) = &mut in_kernel
+                && let Err(e) = k.drain()
+            {
+                drain_error.get_or_insert(e);
+            }
+        },
+        &mut agg,
+    )?;
+    if let Some(e) = drain_error {
+        return Err(e.into());
+    }
+    if let Some(k) = in_kernel {
+        let counts = k.finish()?;
+        for note in &counts.notes {
+            eprintln!("pkgmon: warning: {note}");
+        }
+        for c in &counts.checks {
+            match c.counted {
+                Some(n) if n != c.received => eprintln!(
+                    "pkgmon: warning: {}: {} calls counted in the kernel, but its counting \
+                     event saw {n}",
+                    c.event, c.received
+                ),
+                Some(_) if args.verbose => eprintln!(
+                    "pkgmon: {}: {} calls counted in the kernel, checksum matches",
+                    c.event, c.received
+                ),
+                _ => {}
+            }
+        }
+        agg.kernel_latency(counts);
+    }
     let agg = agg.finish(KernelSymbols::live());
     status.clear();
     if STOP.load(Ordering::Relaxed) {
@@ -552,6 +612,39 @@ fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
         rec.sample_count,
         rec.lost_samples()
     );
+}
+
+/// The in-kernel latency collection for `l`, loaded, if `--latency-path` allows it and the
+/// kernel takes it; None for the ring path (said in a note when it was not asked for).
+fn kernel_latency(
+    l: &collect_perf::LatencyOptions,
+    args: &Args,
+) -> anyhow::Result<Option<collect_perf::bpf::SyscallLatency>> {
+    let why_not = if args.latency_path == "ring" {
+        return Ok(None);
+    } else if l.blocking {
+        "--blocking records each call's sleeps through the perf rings"
+    } else if args.all {
+        "system-wide runs (-a) record through the perf rings"
+    } else {
+        match collect_perf::bpf::SyscallLatency::load(l) {
+            Ok(k) => return Ok(Some(k)),
+            Err(e) if args.latency_path == "bpf" => {
+                return Err(anyhow::Error::new(e).context("--latency-path bpf"));
+            }
+            Err(e) => {
+                eprintln!(
+                    "pkgmon: note: system calls are recorded through the perf rings (costlier \
+                     per call): in-kernel counting is unavailable: {e}"
+                );
+                return Ok(None);
+            }
+        }
+    };
+    if args.latency_path == "bpf" {
+        bail!("--latency-path bpf: {why_not}; use --latency-path ring or auto");
+    }
+    Ok(None)
 }
 
 /// One line on truncated stacks, if any: what they cost and how to have fewer.

@@ -99,13 +99,26 @@ impl Drop for Run {
 
 /// `pkgmon -o DIR --latency|--blocking -- workload ARGS... OUT` to the end.
 fn record(tag: &str, blocking: bool, args: &[&str]) -> Run {
+    record_via(tag, if blocking { "--blocking" } else { "--latency" }, args)
+}
+
+/// How `--latency` counts: in the kernel (BPF) or through the perf rings.
+const LATENCY_PATHS: [&str; 2] = ["--latency-path=bpf", "--latency-path=ring"];
+
+/// `pkgmon -o DIR --latency|--blocking|--latency-path=P -- workload ARGS... OUT`.
+fn record_via(tag: &str, how: &str, args: &[&str]) -> Run {
     let dir = scratch().join(format!("latency-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let own_path = scratch().join(format!("latency-{tag}.own"));
     let out = Command::new(PKGMON)
         .arg("-o")
         .arg(&dir)
-        .arg(if blocking { "--blocking" } else { "--latency" })
+        .arg(if how == "--blocking" {
+            "--blocking"
+        } else {
+            "--latency"
+        })
+        .args(how.starts_with("--latency-path").then_some(how))
         .arg("--")
         .arg(workload())
         .args(args)
@@ -264,8 +277,14 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
 
 #[test]
 fn getpid_has_one_peak_where_the_program_measured_it() {
+    for how in LATENCY_PATHS {
+        getpid_via(how);
+    }
+}
+
+fn getpid_via(how: &str) {
     let _g = serial();
-    let mut run = record("getpid", false, &["getpid", "20000"]);
+    let mut run = record_via("getpid", how, &["getpid", "20000"]);
     let own = run.own.mode();
     let p = &mut run.procs[0];
     let ops = p.ops("getpid", "ask_pid");
@@ -276,7 +295,7 @@ fn getpid_has_one_peak_where_the_program_measured_it() {
     // The kernel's interval is inside the program's: the same bucket or one below.
     assert!(
         pk[0].mode == own || pk[0].mode + 1 == own,
-        "{pk:?} vs {own}"
+        "{how}: {pk:?} vs {own}"
     );
     assert!(ops.iter().all(|o| o.blocking.is_none()));
     assert_eq!(p.file.dropped, 0);
@@ -352,15 +371,21 @@ fn pipe_reads_block_in_pipe_read_and_are_woken_by_the_writer() {
 
 #[test]
 fn page_faults_of_each_call_are_counted_exactly() {
+    for how in LATENCY_PATHS {
+        faults_via(how);
+    }
+}
+
+fn faults_via(how: &str) {
     let _g = serial();
     let (n, pages) = (20u64, 64u64);
-    let mut run = record("fault", false, &["fault", "20", "64"]);
+    let mut run = record_via("fault", how, &["fault", "20", "64"]);
     let own = run.own.faults;
     let p = &mut run.procs[0];
     let ops = p.ops("read", "fill");
     assert_eq!(sum(&ops, |o| o.calls), n);
     // One fault per fresh page the kernel writes into, no more.
-    assert_eq!(sum(&ops, |o| o.faults), n * pages);
+    assert_eq!(sum(&ops, |o| o.faults), n * pages, "{how}");
     // The program's count (getrusage around each call) also holds the faults of its own
     // stack and data touched while measuring.
     assert!((n * pages..=n * pages + 4).contains(&own), "{own}");

@@ -1,0 +1,465 @@
+//! System-call latencies aggregated in the kernel (`pkgmon --latency`'s BPF path): OSprof's
+//! log2 histograms per (process image, system call, user call site) counted by BPF programs,
+//! so a call costs a few hundred nanoseconds and no record crosses to user space.
+//!
+//! Five short programs share six maps:
+//! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
+//!   launched command's exec too) and counts its execs (`gen`: which image runs);
+//!   `sched_process_fork` follows the children of followed processes (inherit semantics);
+//!   `sched_process_exit` forgets a task's pid.
+//! - `raw_syscalls:sys_enter` keeps, per thread of an armed process, the entry time, the system
+//!   call, its user call site and the image.
+//! - the software page-fault event of the followed tasks (the event the ring path counts,
+//!   so both paths count the same faults) counts the faults taken during a call.
+//! - `raw_syscalls:sys_exit` computes the latency, its bucket at resolution r (the paper's
+//!   formula, the same bounds as [`latency::Resolution`]), its time slice, and adds it to a
+//!   per-CPU hash map read at drains ([`SyscallLatency::drain`]) and at the end.
+//!
+//! The call site is `bpf_get_stackid(BPF_F_USER_STACK)`: the kernel's frame-pointer walk from
+//! the user registers, plus the word at the user stack pointer, which is the return address
+//! into the caller when the system-call wrapper is a leaf without a frame (libc's are): the
+//! frame-pointer walk alone skips that caller, as the wrapper never sets up `rbp`. What this
+//! loses against the ring path's unwinder (`.eh_frame` over a stack copy): callers in code
+//! built without frame pointers (the walk stops or goes wrong there), and the caller of a
+//! wrapper that pushes before its `syscall` instruction (the word at the stack pointer is then
+//! not a return address).
+//!
+//! Every program returns 1: a tracepoint's programs decide whether its perf events see the
+//! hit, and the collection must not hide hits from anyone's events (its own counting events,
+//! another tool's recording).
+//!
+//! Nothing is hidden: enters and exits are counted beside counting-mode perf events on the
+//! same tasks (OSprof's checksums); calls whose entry was not seen, calls never left, and
+//! what did not fit a map (start times, histogram entries, stacks) are counted and reported.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+
+use gmon_format::latency::EventCheck;
+use latency::Resolution;
+
+use super::map::{Map, MapKind, u32_at, u64_at};
+use super::prog::{Attachment, Program};
+use crate::syscalls::LatencyOptions;
+use crate::tracefs::Tracefs;
+use crate::tracepoint::EventFormat;
+use crate::{Error, Result};
+
+mod programs;
+
+use programs::{
+    COUNTS, ENTERS, EXITS, HIST, HIST_FULL, HIST_KEY, HIST_VALUE, N_COUNTS, Offsets, PIDS,
+    PIDS_FULL, S_GEN, S_TGID, STACK_DEPTH, STACK_LOST, STACKS, START, START_FULL, START_VALUE,
+    Shape, UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program,
+    exit_task_program, fault_program, fork_program,
+};
+
+/// One histogram entry, as read from the kernel (summed over CPUs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counted {
+    /// Calls.
+    pub count: u64,
+    /// Their summed latency, ns.
+    pub total: u64,
+    /// The shortest, ns.
+    pub min: u64,
+    /// The longest, ns.
+    pub max: u64,
+    /// Page faults taken during them.
+    pub faults: u64,
+}
+
+/// What the in-kernel collection counted of one process image.
+#[derive(Debug, Default)]
+pub(crate) struct ImageCounts {
+    /// (system call, user frames, slice, bucket) → sums.
+    pub buckets: HashMap<(u64, Vec<u64>, u64, u32), Counted>,
+    pub unpaired_enters: u64,
+    pub unpaired_exits: u64,
+}
+
+/// What the in-kernel collection counted, for the aggregator.
+#[derive(Debug, Default)]
+pub struct LatencyCounts {
+    /// (pid, image generation) → its counts.
+    pub(crate) images: HashMap<(u32, u32), ImageCounts>,
+    /// OSprof's checksums: enters and exits counted by the programs beside the counting-mode
+    /// events on the same tasks.
+    pub checks: Vec<EventCheck>,
+    /// Calls left out: their histogram entry did not fit (`hist` map full).
+    pub dropped: u64,
+    /// Notes for the user (map-full counts, stacks that did not fit).
+    pub notes: Vec<String>,
+    /// Where slice 0 began (ns, CLOCK_MONOTONIC).
+    pub(crate) start: u64,
+}
+
+/// One counted histogram bucket: (pid, image generation), (system call, call site, slice,
+/// bucket) and its sums.
+pub type CountedBucket<'a> = ((u32, u32), &'a (u64, Vec<u64>, u64, u32), &'a Counted);
+
+impl LatencyCounts {
+    /// Every bucket counted, in no particular order.
+    pub fn buckets(&self) -> impl Iterator<Item = CountedBucket<'_>> {
+        self.images
+            .iter()
+            .flat_map(|(img, c)| c.buckets.iter().map(move |(k, v)| (*img, k, v)))
+    }
+}
+
+/// The in-kernel system-call latency collection: programs attached, maps read at drains.
+#[derive(Debug)]
+pub struct SyscallLatency {
+    maps: Vec<Map>,
+    _programs: Vec<Program>,
+    attachments: Vec<Attachment>,
+    fault: Program,
+    /// The page-fault events running `fault` on the followed tasks.
+    fault_events: Vec<OwnedFd>,
+    /// Counting-mode `sys_enter`, `sys_exit` events on the followed tasks.
+    counting: Vec<(OwnedFd, OwnedFd)>,
+    enter_format: EventFormat,
+    exit_format: EventFormat,
+    site_frames: usize,
+    start: u64,
+    /// Sums drained so far: histogram key bytes → sums.
+    drained: HashMap<Vec<u8>, Counted>,
+}
+
+fn hist_key(b: &[u8]) -> (u32, u32, u32, i32, u64, u32, u32) {
+    (
+        u32_at(b, 0),
+        u32_at(b, 4),
+        u32_at(b, 8),
+        u32_at(b, 12) as i32,
+        u64_at(b, 16),
+        u32_at(b, 24),
+        u32_at(b, 28),
+    )
+}
+
+impl SyscallLatency {
+    /// Creates the maps, loads the programs for `opts` and attaches them; nothing is counted
+    /// until a process is followed ([`SyscallLatency::follow`]). Time slices start now.
+    ///
+    /// Returns an error if BPF is not permitted or a program is refused (with the verifier's
+    /// words), or a tracepoint is missing.
+    pub fn load(opts: &LatencyOptions) -> Result<SyscallLatency> {
+        // Slice 0 starts now (ktime_get_ns is CLOCK_MONOTONIC).
+        let start_ns = crate::clock::monotonic_ns();
+        let tracefs = Tracefs::find_or_mount()?;
+        let enter = tracefs.event("raw_syscalls", "sys_enter")?;
+        let exit = tracefs.event("raw_syscalls", "sys_exit")?;
+        let fork = tracefs.event("sched", "sched_process_fork")?;
+        let exec = tracefs.event("sched", "sched_process_exec")?;
+        let gone = tracefs.event("sched", "sched_process_exit")?;
+        let off = Offsets::read(&enter, &exit, &fork, &gone)?;
+        let resolution = Resolution::new(opts.resolution).unwrap_or(Resolution::ONE);
+        let r = resolution.get();
+        let shape = Shape {
+            resolution: r,
+            slices: opts.slice_ns.map(|l| (start_ns, l)),
+        };
+        let maps = vec![
+            Map::create(MapKind::Hash, "pkg_pids", 4, 8, 16384)?,
+            Map::create(MapKind::Hash, "pkg_start", 4, START_VALUE, 65536)?,
+            Map::create(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
+            Map::create(MapKind::StackTrace, "pkg_stacks", 4, 8 * STACK_DEPTH, 16384)?,
+            Map::create(MapKind::PercpuArray, "pkg_counts", 4, 8, N_COUNTS)?,
+            Map::create(MapKind::Array, "pkg_bounds", 4, 8, 64 * r)?,
+        ];
+        for b in 0..64 * r {
+            maps[programs::BOUNDS.0]
+                .update(&b.to_ne_bytes(), &resolution.lower_bound(b).to_ne_bytes())
+                .map_err(|e| Error::io("cannot fill the BPF bucket bounds", e))?;
+        }
+        let refs: Vec<&Map> = maps.iter().collect();
+        let programs = vec![
+            (
+                Program::load_tracepoint("pkg_exec", &exec_program(), &refs)?,
+                exec,
+            ),
+            (
+                Program::load_tracepoint("pkg_fork", &fork_program(&off), &refs)?,
+                fork,
+            ),
+            (
+                Program::load_tracepoint("pkg_gone", &exit_task_program(&off), &refs)?,
+                gone,
+            ),
+            (
+                Program::load_tracepoint("pkg_sys_exit", &exit_program(&off, &shape), &refs)?,
+                exit.clone(),
+            ),
+            (
+                Program::load_tracepoint("pkg_sys_enter", &enter_program(&off), &refs)?,
+                enter.clone(),
+            ),
+        ];
+        let fault = Program::load_perf_event("pkg_fault", &fault_program(), &refs)?;
+        let mut attachments = Vec::new();
+        for (p, f) in &programs {
+            attachments.push(p.attach(f)?);
+        }
+        Ok(SyscallLatency {
+            maps,
+            _programs: programs.into_iter().map(|(p, _)| p).collect(),
+            fault,
+            fault_events: Vec::new(),
+            attachments,
+            counting: Vec::new(),
+            enter_format: enter,
+            exit_format: exit,
+            site_frames: opts.site_frames,
+            start: start_ns,
+            drained: HashMap::new(),
+        })
+    }
+
+    /// Follows process `pid` and the processes it starts: from now if `now` (a running
+    /// process), else from its next exec (a launched command, held before its exec). Opens
+    /// the counting-mode events for the checksums on it (inherited by the threads and
+    /// children it starts, from its exec if not `now`) and, if `now`, on each of its threads.
+    ///
+    /// Returns an error if the map is full or the counting events cannot be opened.
+    pub fn follow(&mut self, pid: u32, now: bool) -> Result<()> {
+        let threads = if now {
+            crate::procfs::threads(pid as i32)
+                .map_err(|_| Error::NoSuchProcess { pid: pid as i32 })?
+        } else {
+            Vec::new()
+        };
+        let mut v = [0u8; 8];
+        v[0] = u8::from(now);
+        self.maps[PIDS.0]
+            .update(&pid.to_ne_bytes(), &v)
+            .map_err(|e| Error::io(format!("cannot follow pid {pid} in the BPF map"), e))?;
+        let spec = crate::sys::EventSpec {
+            freq: 0,
+            stack_user: 0,
+            max_stack: 0,
+            user_only: false,
+            enable_on_exec: !now,
+            inherit: true,
+            wakeup_watermark: 0,
+        };
+        let chain = crate::sys::ChainParts {
+            kernel: false,
+            user: false,
+        };
+        let tids: Vec<i32> = if threads.is_empty() {
+            vec![pid as i32]
+        } else {
+            threads.to_vec()
+        };
+        for tid in tids {
+            let open = |f: &EventFormat| {
+                let mut attr = crate::sys::tracepoint_attr(f.id, chain, 0, true, &spec);
+                let fd = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
+                    what: format!("cannot count {} of pid {tid}", f.name),
+                    source: Some(e),
+                })?;
+                if now {
+                    crate::sys::set_enabled(&fd, true)
+                        .map_err(|e| Error::io("cannot enable a counting event", e))?;
+                }
+                Ok::<_, Error>(fd)
+            };
+            let pair = (open(&self.enter_format)?, open(&self.exit_format)?);
+            self.counting.push(pair);
+            let mut attr = crate::sys::counter_attr(crate::sys::PERF_COUNT_SW_PAGE_FAULTS, &spec);
+            let faults = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
+                what: format!("cannot count the page faults of pid {tid}"),
+                source: Some(e),
+            })?;
+            self.fault.attach_to_event(&faults)?;
+            if now {
+                crate::sys::set_enabled(&faults, true)
+                    .map_err(|e| Error::io("cannot enable a page-fault event", e))?;
+            }
+            self.fault_events.push(faults);
+        }
+        Ok(())
+    }
+
+    /// Moves the histogram's entries to user space, so the map holds only what came since.
+    ///
+    /// Returns an error if the map cannot be read.
+    pub fn drain(&mut self) -> Result<()> {
+        let hist = &self.maps[HIST.0];
+        let stride = hist.value_stride();
+        let keys = hist
+            .keys()
+            .map_err(|e| Error::io("cannot read the BPF latency map", e))?;
+        for k in keys {
+            let Some(v) = hist
+                .take(&k)
+                .map_err(|e| Error::io("cannot read the BPF latency map", e))?
+            else {
+                continue;
+            };
+            let e = self.drained.entry(k).or_insert(Counted {
+                min: u64::MAX,
+                ..Counted::default()
+            });
+            for cpu in v.chunks(stride) {
+                let c = Counted {
+                    count: u64_at(cpu, 0),
+                    total: u64_at(cpu, 8),
+                    min: u64_at(cpu, 16),
+                    max: u64_at(cpu, 24),
+                    faults: u64_at(cpu, 32),
+                };
+                if c.count == 0 {
+                    continue;
+                }
+                e.count += c.count;
+                e.total = e.total.saturating_add(c.total);
+                e.min = e.min.min(c.min);
+                e.max = e.max.max(c.max);
+                e.faults += c.faults;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the collection: detaches the programs, drains the maps, reads the counters, and
+    /// resolves each call site's stack.
+    ///
+    /// Returns an error if a map cannot be read.
+    pub fn finish(mut self) -> Result<LatencyCounts> {
+        self.attachments.clear();
+        self.fault_events.clear();
+        self.drain()?;
+        let mut out = LatencyCounts {
+            start: self.start,
+            ..LatencyCounts::default()
+        };
+        let counts = &self.maps[COUNTS.0];
+        let mut totals = [0u64; N_COUNTS as usize];
+        for (i, t) in totals.iter_mut().enumerate() {
+            if let Ok(Some(v)) = counts.lookup(&(i as u32).to_ne_bytes()) {
+                *t = v.chunks(counts.value_stride()).map(|c| u64_at(c, 0)).sum();
+            }
+        }
+        let (mut enters, mut exits) = (0, 0);
+        for (e, x) in &self.counting {
+            enters += crate::sys::read_count(e).unwrap_or(0);
+            exits += crate::sys::read_count(x).unwrap_or(0);
+        }
+        out.checks = vec![
+            EventCheck {
+                event: self.enter_format.name.clone(),
+                received: totals[ENTERS as usize],
+                counted: Some(enters),
+            },
+            EventCheck {
+                event: self.exit_format.name.clone(),
+                received: totals[EXITS as usize],
+                counted: Some(exits),
+            },
+        ];
+        let stacks = &self.maps[STACKS.0];
+        let mut frames_of: HashMap<i32, Vec<u64>> = HashMap::new();
+        for (k, c) in &self.drained {
+            let (tgid, generation, nr, stackid, ret, slice, bucket) = hist_key(k);
+            let img = out.images.entry((tgid, generation)).or_default();
+            match nr {
+                UNPAIRED_ENTER => img.unpaired_enters += c.count,
+                UNPAIRED_EXIT => img.unpaired_exits += c.count,
+                _ => {
+                    let fp = frames_of.entry(stackid).or_insert_with(|| {
+                        if stackid < 0 {
+                            return Vec::new();
+                        }
+                        stacks
+                            .lookup(&stackid.to_ne_bytes())
+                            .ok()
+                            .flatten()
+                            .map(|v| {
+                                v.chunks(8)
+                                    .map(|w| u64_at(w, 0))
+                                    .take_while(|&a| a != 0)
+                                    .collect()
+                            })
+                            .unwrap_or_default()
+                    });
+                    let site = site(fp, ret, self.site_frames);
+                    let e = img
+                        .buckets
+                        .entry((u64::from(nr), site, u64::from(slice), bucket))
+                        .or_insert(Counted {
+                            min: u64::MAX,
+                            ..Counted::default()
+                        });
+                    e.count += c.count;
+                    e.total = e.total.saturating_add(c.total);
+                    e.min = e.min.min(c.min);
+                    e.max = e.max.max(c.max);
+                    e.faults += c.faults;
+                }
+            }
+        }
+        // Calls entered and never left (the thread exited, or the run ended first).
+        let start = &self.maps[START.0];
+        for k in start.keys().unwrap_or_default() {
+            if let Ok(Some(v)) = start.lookup(&k) {
+                let img = (u32_at(&v, S_TGID as usize), u32_at(&v, S_GEN as usize));
+                out.images.entry(img).or_default().unpaired_enters += 1;
+            }
+        }
+        out.dropped = totals[HIST_FULL as usize];
+        for (i, what) in [
+            (
+                HIST_FULL,
+                "calls were left out: the in-kernel histogram map was full",
+            ),
+            (
+                START_FULL,
+                "calls had no start time: the in-kernel map of open calls was full (counted as exits without entry)",
+            ),
+            (
+                STACK_LOST,
+                "call sites were not recorded: a user stack could not be read, or the in-kernel stack map was full",
+            ),
+            (
+                PIDS_FULL,
+                "processes were not followed: the in-kernel map of followed processes was full",
+            ),
+        ] {
+            let n = totals[i as usize];
+            if n > 0 {
+                out.notes.push(format!("{n} {what}"));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The call site of a stack id's frames and the word at the user stack pointer: the
+/// wrapper's pc, its caller (the word, when it is a return address: not the pc itself and
+/// not 0), then the frame-pointer walk above the caller.
+fn site(fp: &[u64], ret: u64, keep: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(keep);
+    out.extend(fp.first());
+    if ret != 0 && fp.get(1) != Some(&ret) {
+        out.push(ret);
+    }
+    out.extend(fp.iter().skip(1));
+    out.truncate(keep.max(1));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_puts_the_return_address_between_the_pc_and_the_frame_walk() {
+        assert_eq!(site(&[0x10, 0x30, 0x40], 0x20, 3), vec![0x10, 0x20, 0x30]);
+        // A wrapper with a frame: the walk already has its caller.
+        assert_eq!(site(&[0x10, 0x20, 0x40], 0x20, 3), vec![0x10, 0x20, 0x40]);
+        assert_eq!(site(&[0x10], 0, 3), vec![0x10]);
+        assert_eq!(site(&[], 0, 3), Vec::<u64>::new());
+    }
+}

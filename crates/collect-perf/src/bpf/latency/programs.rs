@@ -1,0 +1,546 @@
+//! The in-kernel latency collection's programs, assembled with [`crate::bpf::Asm`]: the maps'
+//! layouts they share with the collector, their stack frames, and one builder per
+//! tracepoint. Each program's bytes are pinned by the tests below.
+
+use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
+use crate::tracepoint::EventFormat;
+use crate::{Error, Result};
+
+pub(super) const PIDS: MapSlot = MapSlot(0);
+pub(super) const START: MapSlot = MapSlot(1);
+pub(super) const HIST: MapSlot = MapSlot(2);
+pub(super) const STACKS: MapSlot = MapSlot(3);
+pub(super) const COUNTS: MapSlot = MapSlot(4);
+pub(super) const BOUNDS: MapSlot = MapSlot(5);
+
+/// Entries of the counters map.
+pub(super) const ENTERS: i32 = 0;
+pub(super) const EXITS: i32 = 1;
+pub(super) const START_FULL: i32 = 2;
+pub(super) const HIST_FULL: i32 = 3;
+pub(super) const STACK_LOST: i32 = 4;
+pub(super) const PIDS_FULL: i32 = 5;
+pub(super) const N_COUNTS: u32 = 6;
+
+/// Histogram keys with these system-call numbers count unpaired calls of an image.
+pub(super) const UNPAIRED_ENTER: u32 = 0xffff_fff0;
+pub(super) const UNPAIRED_EXIT: u32 = 0xffff_fff1;
+
+/// `BPF_F_USER_STACK`.
+pub(super) const F_USER_STACK: i32 = 1 << 8;
+/// `BPF_NOEXIST`.
+pub(super) const NOEXIST: i32 = 1;
+/// `offsetof(struct pt_regs, sp)` on x86_64 (`arch/x86/include/uapi/asm/ptrace.h`: the
+/// layout user space sees through ptrace, fixed by the ABI).
+pub(super) const PT_REGS_SP: i32 = 19 * 8;
+
+/// Frames kept per stack id: the wrapper's pc and two frame-pointer frames above its caller.
+pub(super) const STACK_DEPTH: u32 = 3;
+
+// The programs' stack frame (offsets from R10).
+pub(super) const KEY32: i16 = -4;
+pub(super) const TID: i16 = -8;
+/// The start value: t0, ret, faults, nr, stackid, tgid, gen, pad.
+pub(super) const SV: i16 = -56;
+pub(super) const SCRATCH: i16 = -64;
+pub(super) const CKEY: i16 = -68;
+/// The histogram key: tgid, gen, nr, stackid, ret, slice, bucket.
+pub(super) const HK: i16 = -104;
+pub(super) const NS: i16 = -112;
+pub(super) const FAULTS: i16 = -120;
+pub(super) const BKEY: i16 = -124;
+/// The histogram value: count, total, min, max, faults.
+pub(super) const HV: i16 = -168;
+
+// The start value's fields.
+pub(super) const S_T0: i16 = 0;
+pub(super) const S_RET: i16 = 8;
+pub(super) const S_FAULTS: i16 = 16;
+pub(super) const S_NR: i16 = 24;
+pub(super) const S_STACK: i16 = 28;
+pub(super) const S_TGID: i16 = 32;
+pub(super) const S_GEN: i16 = 36;
+pub(super) const START_VALUE: u32 = 48;
+
+// The histogram key's fields.
+pub(super) const K_TGID: i16 = 0;
+pub(super) const K_GEN: i16 = 4;
+pub(super) const K_NR: i16 = 8;
+pub(super) const K_STACK: i16 = 12;
+pub(super) const K_RET: i16 = 16;
+pub(super) const K_SLICE: i16 = 24;
+pub(super) const K_BUCKET: i16 = 28;
+pub(super) const HIST_KEY: u32 = 32;
+pub(super) const HIST_VALUE: u32 = 40;
+
+/// Where the programs read the tracepoints' fields: from tracefs at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Offsets {
+    /// `sys_enter.id`.
+    pub enter_id: i16,
+    /// `sys_exit.id`.
+    pub exit_id: i16,
+    /// `sched_process_fork.child_pid`.
+    pub child_pid: i16,
+    /// `sched_process_exit.pid`.
+    pub exit_pid: i16,
+}
+
+/// What the histogram program computes beside the latency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    /// OSprof's r.
+    pub resolution: u32,
+    /// (start of slice 0, slice length), both ns on CLOCK_MONOTONIC.
+    pub slices: Option<(u64, u64)>,
+}
+
+pub(super) fn field(f: &EventFormat, name: &str, size: usize) -> Result<i16> {
+    f.field(name)
+        .filter(|t| t.size == size && !t.data_loc)
+        .and_then(|t| i16::try_from(t.offset).ok())
+        .ok_or_else(|| Error::Tracing {
+            what: format!(
+                "tracepoint {} has no {size}-byte field {name}: this kernel's format differs \
+                 from what the BPF programs read; use `--latency-path ring`",
+                f.name
+            ),
+            source: None,
+        })
+}
+
+impl Offsets {
+    pub(super) fn read(
+        enter: &EventFormat,
+        exit: &EventFormat,
+        fork: &EventFormat,
+        gone: &EventFormat,
+    ) -> Result<Offsets> {
+        Ok(Offsets {
+            enter_id: field(enter, "id", 8)?,
+            exit_id: field(exit, "id", 8)?,
+            child_pid: field(fork, "child_pid", 4)?,
+            exit_pid: field(gone, "pid", 4)?,
+        })
+    }
+}
+
+/// `R2 = R10 + off` (a pointer into the frame, for a helper's argument).
+fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
+    a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
+}
+
+/// Counters[idx] += 1 (a per-CPU array: no atomics).
+fn count(a: &mut Asm, idx: i32) {
+    let skip = a.label();
+    a.store_imm(Size::W, Reg::R10, CKEY, idx)
+        .ld_map(Reg::R1, COUNTS);
+    frame_ptr(a, Reg::R2, CKEY);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, skip)
+        .load(Size::DW, Reg::R1, Reg::R0, 0)
+        .alu_imm(Alu::Add, Reg::R1, 1)
+        .store(Size::DW, Reg::R0, 0, Reg::R1)
+        .bind(skip);
+}
+
+/// Looks the current process up in PIDS: jumps to `out` unless it is followed and armed;
+/// leaves `R7` = pid_tgid, `R8` = its image generation.
+fn followed(a: &mut Asm, out: crate::bpf::insn::Label) {
+    a.call(Helper::GetCurrentPidTgid)
+        .mov(Reg::R7, Reg::R0)
+        .mov(Reg::R1, Reg::R0)
+        .alu_imm(Alu::Rsh, Reg::R1, 32)
+        .store(Size::W, Reg::R10, KEY32, Reg::R1)
+        .ld_map(Reg::R1, PIDS);
+    frame_ptr(a, Reg::R2, KEY32);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .load(Size::W, Reg::R1, Reg::R0, 0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, out)
+        .load(Size::W, Reg::R8, Reg::R0, 4);
+}
+
+/// Adds one call of NS ns and FAULTS faults to the histogram entry at HK (created if new;
+/// a full map is counted).
+fn hist_add(a: &mut Asm) {
+    let new = a.label();
+    let done = a.label();
+    let (set_min, no_min, no_max) = (a.label(), a.label(), a.label());
+    a.ld_map(Reg::R1, HIST);
+    frame_ptr(a, Reg::R2, HK);
+    // A key another CPU created has this CPU's value zeroed: its first call sets the min.
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, new)
+        .load(Size::DW, Reg::R1, Reg::R0, 0)
+        .mov(Reg::R3, Reg::R1)
+        .alu_imm(Alu::Add, Reg::R1, 1)
+        .store(Size::DW, Reg::R0, 0, Reg::R1)
+        .load(Size::DW, Reg::R2, Reg::R10, NS)
+        .load(Size::DW, Reg::R1, Reg::R0, 8)
+        .alu_reg(Alu::Add, Reg::R1, Reg::R2)
+        .store(Size::DW, Reg::R0, 8, Reg::R1)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, set_min)
+        .load(Size::DW, Reg::R1, Reg::R0, 16)
+        .jmp_reg(Cond::Le, Reg::R1, Reg::R2, no_min)
+        .bind(set_min)
+        .store(Size::DW, Reg::R0, 16, Reg::R2)
+        .bind(no_min)
+        .load(Size::DW, Reg::R1, Reg::R0, 24)
+        .jmp_reg(Cond::Ge, Reg::R1, Reg::R2, no_max)
+        .store(Size::DW, Reg::R0, 24, Reg::R2)
+        .bind(no_max)
+        .load(Size::DW, Reg::R2, Reg::R10, FAULTS)
+        .load(Size::DW, Reg::R1, Reg::R0, 32)
+        .alu_reg(Alu::Add, Reg::R1, Reg::R2)
+        .store(Size::DW, Reg::R0, 32, Reg::R1)
+        .ja(done)
+        .bind(new)
+        .store_imm(Size::DW, Reg::R10, HV, 1)
+        .load(Size::DW, Reg::R2, Reg::R10, NS)
+        .store(Size::DW, Reg::R10, HV + 8, Reg::R2)
+        .store(Size::DW, Reg::R10, HV + 16, Reg::R2)
+        .store(Size::DW, Reg::R10, HV + 24, Reg::R2)
+        .load(Size::DW, Reg::R2, Reg::R10, FAULTS)
+        .store(Size::DW, Reg::R10, HV + 32, Reg::R2)
+        .ld_map(Reg::R1, HIST);
+    frame_ptr(a, Reg::R2, HK);
+    frame_ptr(a, Reg::R3, HV);
+    a.mov_imm(Reg::R4, NOEXIST)
+        .call(Helper::MapUpdateElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, done);
+    count(a, HIST_FULL);
+    a.bind(done);
+}
+
+/// Counts an unpaired call (`marker`) against the image whose tgid and gen are at HK.
+fn unpaired(a: &mut Asm, marker: u32) {
+    a.store_imm(Size::W, Reg::R10, HK + K_NR, marker as i32)
+        .store_imm(Size::W, Reg::R10, HK + K_STACK, -1)
+        .store_imm(Size::DW, Reg::R10, HK + K_RET, 0)
+        .store_imm(Size::W, Reg::R10, HK + K_SLICE, 0)
+        .store_imm(Size::W, Reg::R10, HK + K_BUCKET, 0)
+        .store_imm(Size::DW, Reg::R10, NS, 0)
+        .store_imm(Size::DW, Reg::R10, FAULTS, 0);
+    hist_add(a);
+}
+
+/// `raw_syscalls:sys_enter`: the start of a call of a followed, armed process.
+pub(super) fn enter_program(off: &Offsets) -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    let (stack_ok, no_ret, insert) = (a.label(), a.label(), a.label());
+    a.mov(Reg::R6, Reg::R1);
+    followed(&mut a, out);
+    count(&mut a, ENTERS);
+    a.call(Helper::KtimeGetNs)
+        .store(Size::DW, Reg::R10, SV + S_T0, Reg::R0)
+        .load(Size::DW, Reg::R1, Reg::R6, off.enter_id)
+        .store(Size::W, Reg::R10, SV + S_NR, Reg::R1)
+        .mov(Reg::R1, Reg::R6)
+        .ld_map(Reg::R2, STACKS)
+        .mov_imm(Reg::R3, F_USER_STACK)
+        .call(Helper::GetStackid)
+        .store(Size::W, Reg::R10, SV + S_STACK, Reg::R0)
+        .jmp_imm(Cond::SGe, Reg::R0, 0, stack_ok);
+    count(&mut a, STACK_LOST);
+    // The word at the user stack pointer: the return address into the wrapper's caller.
+    a.bind(stack_ok)
+        .store_imm(Size::DW, Reg::R10, SV + S_RET, 0)
+        .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R1, Reg::R0)
+        .call(Helper::TaskPtRegs)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, no_ret)
+        .mov(Reg::R3, Reg::R0)
+        .alu_imm(Alu::Add, Reg::R3, PT_REGS_SP);
+    frame_ptr(&mut a, Reg::R1, SCRATCH);
+    a.mov_imm(Reg::R2, 8)
+        .call(Helper::ProbeReadKernel)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, no_ret)
+        .load(Size::DW, Reg::R3, Reg::R10, SCRATCH);
+    frame_ptr(&mut a, Reg::R1, SV + S_RET);
+    a.mov_imm(Reg::R2, 8)
+        .call(Helper::ProbeReadUser)
+        .bind(no_ret)
+        .store_imm(Size::DW, Reg::R10, SV + S_FAULTS, 0)
+        .mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::Rsh, Reg::R1, 32)
+        .store(Size::W, Reg::R10, SV + S_TGID, Reg::R1)
+        .store(Size::W, Reg::R10, SV + S_GEN, Reg::R8)
+        .store_imm(Size::DW, Reg::R10, SV + 40, 0)
+        .store(Size::W, Reg::R10, TID, Reg::R7)
+        .ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    // A call still open on this thread never returned (a restarted or abandoned call).
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
+        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
+    unpaired(&mut a, UNPAIRED_ENTER);
+    a.bind(insert).ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    frame_ptr(&mut a, Reg::R3, SV);
+    a.mov_imm(Reg::R4, 0)
+        .call(Helper::MapUpdateElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+    count(&mut a, START_FULL);
+    a.bind(out).mov_imm(Reg::R0, 1).exit();
+    a.finish()
+}
+
+/// `R9 = bucket of the latency at NS`, by [`latency::Resolution::bucket`]'s rule: the octave from
+/// the highest bit, then, for r > 1, a binary search of the octave's r lower bounds (the
+/// BOUNDS array, filled from [`latency::Resolution::lower_bound`]) in a fixed number of steps.
+fn bucket(a: &mut Asm, r: u32) {
+    a.load(Size::DW, Reg::R1, Reg::R10, NS).mov_imm(Reg::R9, 0);
+    for s in [32, 16, 8, 4, 2, 1] {
+        let skip = a.label();
+        a.mov(Reg::R3, Reg::R1)
+            .alu_imm(Alu::Rsh, Reg::R3, s)
+            .jmp_imm(Cond::Eq, Reg::R3, 0, skip)
+            .mov(Reg::R1, Reg::R3)
+            .alu_imm(Alu::Add, Reg::R9, s)
+            .bind(skip);
+    }
+    if r <= 1 {
+        return;
+    }
+    a.alu_imm(Alu::Mul, Reg::R9, r as i32).mov_imm(Reg::R8, 0);
+    let mut n = r;
+    while n > 1 {
+        let half = n / 2;
+        let no = a.label();
+        a.mov(Reg::R1, Reg::R9)
+            .alu_reg(Alu::Add, Reg::R1, Reg::R8)
+            .alu_imm(Alu::Add, Reg::R1, half as i32)
+            .store(Size::W, Reg::R10, BKEY, Reg::R1)
+            .ld_map(Reg::R1, BOUNDS);
+        frame_ptr(a, Reg::R2, BKEY);
+        a.call(Helper::MapLookupElem)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, no)
+            .load(Size::DW, Reg::R1, Reg::R0, 0)
+            .load(Size::DW, Reg::R2, Reg::R10, NS)
+            .jmp_reg(Cond::Gt, Reg::R1, Reg::R2, no)
+            .alu_imm(Alu::Add, Reg::R8, half as i32)
+            .bind(no);
+        n -= half;
+    }
+    a.alu_reg(Alu::Add, Reg::R9, Reg::R8);
+}
+
+/// `raw_syscalls:sys_exit`: the latency of the call into the histogram.
+pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
+    let mut a = Asm::new();
+    let (out, no_start, mismatch, sliced) = (a.label(), a.label(), a.label(), a.label());
+    a.mov(Reg::R6, Reg::R1);
+    followed(&mut a, out);
+    count(&mut a, EXITS);
+    a.call(Helper::KtimeGetNs)
+        .mov(Reg::R9, Reg::R0)
+        .store(Size::W, Reg::R10, TID, Reg::R7)
+        .ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, no_start)
+        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_NR)
+        .store(Size::W, Reg::R10, HK + K_NR, Reg::R1)
+        .load(Size::DW, Reg::R2, Reg::R6, off.exit_id)
+        .jmp_reg(Cond::Ne, Reg::R1, Reg::R2, mismatch)
+        .load(Size::W, Reg::R1, Reg::R0, S_STACK)
+        .store(Size::W, Reg::R10, HK + K_STACK, Reg::R1)
+        .load(Size::DW, Reg::R1, Reg::R0, S_RET)
+        .store(Size::DW, Reg::R10, HK + K_RET, Reg::R1)
+        .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
+        .store(Size::DW, Reg::R10, FAULTS, Reg::R1)
+        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
+        .mov(Reg::R2, Reg::R9)
+        .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+        .store(Size::DW, Reg::R10, NS, Reg::R2)
+        .ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    a.call(Helper::MapDeleteElem)
+        .store_imm(Size::W, Reg::R10, HK + K_SLICE, 0);
+    if let Some((start, len)) = shape.slices {
+        a.ld_imm64(Reg::R1, start)
+            .jmp_reg(Cond::Lt, Reg::R9, Reg::R1, sliced)
+            .mov(Reg::R2, Reg::R9)
+            .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+            .ld_imm64(Reg::R1, len.max(1))
+            .alu_reg(Alu::Div, Reg::R2, Reg::R1)
+            .store(Size::W, Reg::R10, HK + K_SLICE, Reg::R2);
+    }
+    a.bind(sliced);
+    bucket(&mut a, shape.resolution);
+    a.store(Size::W, Reg::R10, HK + K_BUCKET, Reg::R9);
+    hist_add(&mut a);
+    a.ja(out);
+    // Entered as another call: that one never returned, and this exit has no entry.
+    a.bind(mismatch);
+    unpaired(&mut a, UNPAIRED_ENTER);
+    a.ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    a.call(Helper::MapDeleteElem);
+    a.bind(no_start)
+        .mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::Rsh, Reg::R1, 32)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R8);
+    unpaired(&mut a, UNPAIRED_EXIT);
+    a.bind(out).mov_imm(Reg::R0, 1).exit();
+    a.finish()
+}
+
+/// A page fault (the software event the ring path counts, with period 1, on the followed
+/// tasks): one more fault for the call the thread is in. Returns 0: the event writes no
+/// sample (it has no ring).
+pub(super) fn fault_program() -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(Helper::GetCurrentPidTgid)
+        .store(Size::W, Reg::R10, TID, Reg::R0)
+        .ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
+        .alu_imm(Alu::Add, Reg::R1, 1)
+        .store(Size::DW, Reg::R0, S_FAULTS, Reg::R1)
+        .bind(out)
+        .mov_imm(Reg::R0, 0)
+        .exit();
+    a.finish()
+}
+
+/// `sched:sched_process_exec`: a followed process runs its next image, and is armed.
+pub(super) fn exec_program() -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(Helper::GetCurrentPidTgid)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .store(Size::W, Reg::R10, KEY32, Reg::R0)
+        .ld_map(Reg::R1, PIDS);
+    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .store_imm(Size::W, Reg::R0, 0, 1)
+        .load(Size::W, Reg::R1, Reg::R0, 4)
+        .alu_imm(Alu::Add, Reg::R1, 1)
+        .store(Size::W, Reg::R0, 4, Reg::R1)
+        .bind(out)
+        .mov_imm(Reg::R0, 1)
+        .exit();
+    a.finish()
+}
+
+/// `sched:sched_process_fork`: the child of a followed process is followed, armed as its
+/// parent, at its first image.
+pub(super) fn fork_program(off: &Offsets) -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.mov(Reg::R6, Reg::R1)
+        .call(Helper::GetCurrentPidTgid)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .store(Size::W, Reg::R10, KEY32, Reg::R0)
+        .ld_map(Reg::R1, PIDS);
+    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .load(Size::W, Reg::R1, Reg::R0, 0)
+        .store(Size::W, Reg::R10, SCRATCH, Reg::R1)
+        .store_imm(Size::W, Reg::R10, SCRATCH + 4, 0)
+        .load(Size::W, Reg::R1, Reg::R6, off.child_pid)
+        .store(Size::W, Reg::R10, KEY32, Reg::R1)
+        .ld_map(Reg::R1, PIDS);
+    frame_ptr(&mut a, Reg::R2, KEY32);
+    frame_ptr(&mut a, Reg::R3, SCRATCH);
+    a.mov_imm(Reg::R4, 0)
+        .call(Helper::MapUpdateElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+    count(&mut a, PIDS_FULL);
+    a.bind(out).mov_imm(Reg::R0, 1).exit();
+    a.finish()
+}
+
+/// `sched:sched_process_exit`: a task is gone; its pid may be reused by anyone.
+pub(super) fn exit_task_program(off: &Offsets) -> Code {
+    let mut a = Asm::new();
+    a.load(Size::W, Reg::R1, Reg::R1, off.exit_pid)
+        .store(Size::W, Reg::R10, KEY32, Reg::R1)
+        .ld_map(Reg::R1, PIDS);
+    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 1).exit();
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OFF: Offsets = Offsets {
+        enter_id: 8,
+        exit_id: 8,
+        child_pid: 20,
+        exit_pid: 24,
+    };
+
+    fn digest(c: &Code) -> String {
+        // FNV-1a over the bytes: the test pins every byte without a page of hex.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in c.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("{} insns {h:016x}", c.insns.len())
+    }
+
+    #[test]
+    fn the_programs_are_the_same_bytes_on_every_build() {
+        let shape = Shape {
+            resolution: 1,
+            slices: None,
+        };
+        let sliced = Shape {
+            resolution: 4,
+            slices: Some((1_000, 1_000_000_000)),
+        };
+        let got = [
+            digest(&enter_program(&OFF)),
+            digest(&exit_program(&OFF, &shape)),
+            digest(&exit_program(&OFF, &sliced)),
+            digest(&fault_program()),
+            digest(&exec_program()),
+            digest(&fork_program(&OFF)),
+            digest(&exit_task_program(&OFF)),
+        ];
+        let want = [
+            "160 insns 2605100bcef98df7",
+            "273 insns edc43e27872ca76a",
+            "313 insns 86118994096318ac",
+            "13 insns f5c054bc7d07563a",
+            "15 insns 161bd0814b7c02d0",
+            "36 insns 3198218e2f3b6fd1",
+            "9 insns 1861ead76c64afc2",
+        ];
+        assert_eq!(got, want.map(String::from), "{got:#?}");
+    }
+
+    #[test]
+    fn field_offsets_are_written_into_the_instructions() {
+        let moved = Offsets {
+            enter_id: 16,
+            ..OFF
+        };
+        let a = enter_program(&OFF);
+        let b = enter_program(&moved);
+        let diff: Vec<usize> = (0..a.insns.len())
+            .filter(|&i| a.insns[i] != b.insns[i])
+            .collect();
+        assert_eq!(diff.len(), 1);
+        assert_eq!(b.insns[diff[0]].off, 16);
+    }
+}

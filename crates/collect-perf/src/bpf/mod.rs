@@ -1,0 +1,26 @@
+//! A small BPF facility: programs assembled in Rust ([`Asm`], no clang and no object files),
+//! maps ([`Map`], [`RingBuf`]), loading with the verifier's log in the error
+//! ([`Program::load_tracepoint`]) and attaching to tracepoints through perf events
+//! ([`Program::attach`]). Tracepoint field offsets come from tracefs at run time
+//! ([`crate::Tracefs::event`]) and are written into the instructions, never hard-coded.
+//!
+//! Use it in three steps: create the maps; build a program with [`Asm`] (maps referred to by
+//! [`MapSlot`], patched at load) and load it; attach it to a tracepoint and read the maps (or
+//! drain the ring buffer) while it runs. Everything is owned: dropping the [`Attachment`]
+//! detaches, dropping the last handle frees the program or map.
+//!
+//! Its first user is the in-kernel system-call latency collection
+//! ([`SyscallLatency`], `pkgmon --latency`).
+
+mod insn;
+mod latency;
+mod map;
+mod prog;
+mod ringbuf;
+mod sys;
+
+pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
+pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
+pub use map::{Map, MapKind};
+pub use prog::{Attachment, LICENSE, Program};
+pub use ringbuf::RingBuf;

@@ -1,0 +1,149 @@
+//! The BPF facility on the live kernel (root): a refused program's error carries the
+//! verifier's words, and the in-kernel latency collection's enters and exits match
+//! counting-mode perf events on the same process (OSprof's checksums) and a ring-buffer map
+//! carries one record per entry, read through its mmap consumer.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+use collect_perf::LatencyOptions;
+use collect_perf::bpf::{
+    Alu, Asm, Code, Cond, Helper, Map, MapKind, MapSlot, Program, Reg, RingBuf, Size,
+    SyscallLatency,
+};
+
+/// `bpf_ringbuf_output(ring, &pid_tgid, 8, 0)` for the tasks of process `pid`.
+fn ring_program(pid: u32) -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(Helper::GetCurrentPidTgid)
+        .store(Size::DW, Reg::R10, -8, Reg::R0)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .jmp_imm(Cond::Ne, Reg::R0, pid as i32, out)
+        .ld_map(Reg::R1, MapSlot(0))
+        .mov(Reg::R2, Reg::R10)
+        .alu_imm(Alu::Add, Reg::R2, -8)
+        .mov_imm(Reg::R3, 8)
+        .mov_imm(Reg::R4, 0)
+        .call(Helper::RingbufOutput)
+        .bind(out)
+        .mov_imm(Reg::R0, 1)
+        .exit();
+    a.finish()
+}
+
+#[test]
+fn a_refused_program_says_what_the_verifier_said() {
+    let mut a = Asm::new();
+    // R0 is never set: the verifier refuses to return it.
+    a.mov_imm(Reg::R1, 0).exit();
+    let err = Program::load_tracepoint("pkg_bad", &a.finish(), &[]).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("R0 !read_ok"), "{text}");
+    assert!(text.contains("pkg_bad"), "{text}");
+}
+
+#[test]
+fn maps_read_back_what_was_written() {
+    let m = Map::create(MapKind::Hash, "pkg_test", 4, 8, 16).unwrap();
+    m.update(&7u32.to_ne_bytes(), &42u64.to_ne_bytes()).unwrap();
+    assert_eq!(
+        m.lookup(&7u32.to_ne_bytes()).unwrap(),
+        Some(42u64.to_ne_bytes().to_vec())
+    );
+    assert_eq!(m.keys().unwrap(), vec![7u32.to_ne_bytes().to_vec()]);
+    assert_eq!(
+        m.take(&7u32.to_ne_bytes()).unwrap(),
+        Some(42u64.to_ne_bytes().to_vec())
+    );
+    assert_eq!(m.lookup(&7u32.to_ne_bytes()).unwrap(), None);
+}
+
+#[test]
+fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
+    // Three buckets per power of two: bounds that are not bits, searched in the kernel.
+    let mut opts = LatencyOptions::default();
+    opts.resolution = 3;
+    let r = latency::Resolution::new(3).unwrap();
+    let mut lat = SyscallLatency::load(&opts).unwrap();
+    // A shell that says it is ready, waits for a line, then makes a few hundred system
+    // calls. It is followed once it sleeps in its read: a running process is followed by the
+    // programs and the counting events one after the other, so a call made in between would
+    // be counted by one side only.
+    let mut child = Command::new("/bin/sh")
+        .args([
+            "-c",
+            "echo ready; read x; i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo $i >/dev/null; done",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap()
+        .rsplit(')')
+        .next()
+        .is_some_and(|rest| rest.trim_start().starts_with('S'))
+    {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    lat.follow(pid, true).unwrap();
+    // Beside it, a program sending each of the shell's system-call entries through a ring
+    // buffer: as many records as the in-kernel count.
+    let mut ring = RingBuf::create("pkg_test_ring", 1 << 18).unwrap();
+    let prog =
+        Program::load_tracepoint("pkg_test_ring", &ring_program(pid), &[ring.map()]).unwrap();
+    let tracefs = collect_perf::Tracefs::find_or_mount().unwrap();
+    let attached = prog
+        .attach(&tracefs.event("raw_syscalls", "sys_enter").unwrap())
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    drop(attached);
+    let counts = lat.finish().unwrap();
+    let mut records = 0u64;
+    ring.read(|r| {
+        assert_eq!(r.len(), 8);
+        assert_eq!(
+            u64::from_ne_bytes(r.try_into().unwrap()) >> 32,
+            u64::from(pid)
+        );
+        records += 1;
+    });
+    assert_eq!(records, counts.checks[0].received);
+    for c in &counts.checks {
+        assert!(c.received > 100, "{c:?}");
+        assert_eq!(Some(c.received), c.counted, "{c:?}");
+    }
+    assert_eq!(counts.dropped, 0);
+    // Each bucket holds only latencies between its bounds (Resolution's rule, in the kernel).
+    let mut calls = 0;
+    for (_, (_, _, _, b), c) in counts.buckets() {
+        calls += c.count;
+        assert!(
+            c.min >= r.lower_bound(*b) && c.max < r.lower_bound(b + 1),
+            "{b}: {c:?}"
+        );
+        assert!(
+            c.total >= c.count * c.min && c.total <= c.count * c.max,
+            "{c:?}"
+        );
+    }
+    assert!(calls > 100 && calls <= counts.checks[1].received, "{calls}");
+    assert!(
+        counts
+            .notes
+            .iter()
+            .all(|n| !n.contains("left out") && !n.contains("no start time")),
+        "{:?}",
+        counts.notes
+    );
+}
