@@ -326,7 +326,15 @@ fn tcp_over_loopback_is_charged_to_the_reader() {
     sender_pays_then_reader_does("tcp", TCP_DATA, &[]);
 }
 
+/// Not run by default: the kernel's work per datagram is not the same for the two readers on
+/// this machine (which CPU each reader wakes on, whether it is still running when the next
+/// datagram comes), so the work itself is not 1:3 and the check fails one run in three: the
+/// first reader's share of all the moved samples measured 0.256, 0.319 and 0.288 in three
+/// 2-second runs at load 3-5 (06:45 UTC, 2026-11-24). The split rule itself is checked
+/// exactly on recorded timelines (`crates/async-attribution/tests/replay.rs`,
+/// `two_readers_fed_one_to_three_share_the_work_one_to_three`). Run with `--ignored`.
 #[test]
+#[ignore = "kernel cost per datagram differs between the readers; see the doc comment"]
 fn two_readers_fed_one_to_three_get_the_work_one_to_three() {
     let _g = serial();
     // Two seconds: the share is judged to 5 points, so it needs about a thousand samples.

@@ -8,15 +8,15 @@
  * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
  * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
  * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
- * dropped for a full receive buffer: every packet has a reader. The two receivers of udp2
- * poll without sleeping, so that a packet costs the kernel the same whichever it is for (a
- * receiver fed less often would otherwise be asleep more often, and each of its packets
- * would cost a wake-up the other's do not): the work is then 1:3 by construction.
+ * dropped for a full receive buffer: every packet has a reader. In udp2 each datagram is
+ * acknowledged before the next is sent, so that every datagram finds its receiver asleep on
+ * an empty queue and costs the kernel the same whichever receiver it is for (otherwise the
+ * receiver fed more often would more often have packets queued, and its packets would skip
+ * the wake-up the other's cost): the work is then 1:3 by construction.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +47,21 @@ static int udp_bound(struct sockaddr_in *addr) {
     return s;
 }
 
-/* A UDP receiver: reads until a 1-byte datagram, acknowledging every 16 on `ack`; `poll`:
- * without sleeping. */
-static void udp_receiver(int s, int ack, int poll) {
+/* A UDP receiver: reads until a 1-byte datagram, acknowledging every `every` on `ack`. */
+static void udp_receiver(int s, int ack, int every) {
     char buf[65536];
     for (long n = 1;; n++) {
-        ssize_t r;
-        while ((r = recv(s, buf, sizeof buf, poll ? MSG_DONTWAIT : 0)) < 0 && poll)
-            sched_yield();
+        ssize_t r = recv(s, buf, sizeof buf, 0);
         if (r <= 1)
             _exit(0);
-        if (n % 16 == 0 && write(ack, "a", 1) != 1)
+        if (n % every == 0 && write(ack, "a", 1) != 1)
             _exit(1);
     }
 }
 
 static void udp(int receivers, double seconds, FILE *pids) {
+    /* Datagrams acknowledged at a time, and sent ahead of their acknowledgement. */
+    int every = receivers == 1 ? 16 : 1, window = receivers == 1 ? WINDOW : 1;
     struct sockaddr_in addr[2];
     int acks[2][2];
     pid_t kids[2];
@@ -75,7 +74,7 @@ static void udp(int receivers, double seconds, FILE *pids) {
         kids[i] = fork();
         if (kids[i] == 0) {
             close(acks[i][0]);
-            udp_receiver(s, acks[i][1], receivers > 1);
+            udp_receiver(s, acks[i][1], every);
         }
         close(s);
         close(acks[i][1]);
@@ -90,12 +89,12 @@ static void udp(int receivers, double seconds, FILE *pids) {
     for (long k = 0; now() < end; k++) {
         /* 1:3 with two receivers: every fourth datagram to the first. */
         int i = receivers == 1 ? 0 : (k % 4 == 0 ? 0 : 1);
-        while (sent[i] - acked[i] >= WINDOW) {
+        while (sent[i] - acked[i] >= window) {
             char a[64];
             ssize_t r = read(acks[i][0], a, sizeof a);
             if (r <= 0)
                 exit(1);
-            acked[i] += 16 * r;
+            acked[i] += every * r;
         }
         if (sendto(out, buf, SIZE, 0, (struct sockaddr *)&addr[i], sizeof addr[i]) != SIZE) {
             perror("sendto");
