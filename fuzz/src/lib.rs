@@ -4,6 +4,7 @@
 pub mod async_moves;
 pub mod cmdline;
 pub mod collector;
+pub mod continuous_index;
 pub mod demangle;
 pub mod gmon;
 pub mod image;

@@ -47,6 +47,9 @@ pub struct AggregateOptions {
     /// the run's tracepoint records, which the sampler must have been asked for
     /// ([`AsyncOptions::tracepoints`]). Default is None.
     pub asynchronous: Option<AsyncOptions>,
+    /// System-wide mode: profile every process, not only those asked for; the idle task's
+    /// samples (pid 0) still go to the system-wide kernel profile. Default is false.
+    pub every_process: bool,
 }
 
 impl Default for AggregateOptions {
@@ -58,6 +61,7 @@ impl Default for AggregateOptions {
             latency: None,
             build_id_cache: None,
             asynchronous: None,
+            every_process: false,
         }
     }
 }
@@ -297,15 +301,21 @@ impl Aggregator {
     /// An aggregator. It needs no kernel symbols while records come: how each sample entered
     /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
     pub fn new(opts: AggregateOptions) -> Aggregator {
+        let cache = opts.build_id_cache.clone();
+        Aggregator::with_images(opts, Images::with_build_id_cache(cache))
+    }
+
+    /// An aggregator that starts with the ELF files `images` already read (a continuous
+    /// run's next window).
+    pub(crate) fn with_images(opts: AggregateOptions, images: Images) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
         let syscalls = opts.latency.clone().map(SyscallTracer::new);
-        let cache = opts.build_id_cache.clone();
         Aggregator {
             syscalls,
             asynchronous: opts.asynchronous.as_ref().map(AsyncCollector::new),
             opts,
             replay: Replayer::default(),
-            unwinding: Unwinding::new(Images::with_build_id_cache(cache), max_frames),
+            unwinding: Unwinding::new(images, max_frames),
             unwinders: Vec::new(),
             profiled: Vec::new(),
             images: HashMap::new(),
@@ -384,7 +394,8 @@ impl Aggregator {
             None => true,
             Some(pids) => {
                 p.key.pid != 0
-                    && (pids.contains(&p.key.pid)
+                    && (self.opts.every_process
+                        || pids.contains(&p.key.pid)
                         || p.parent.is_some_and(|k| {
                             self.replay
                                 .processes()
@@ -577,10 +588,18 @@ impl Aggregator {
         let n = replay.processes.len();
         self.profiled.resize(n, None);
         Aggregate {
+            // A process never sampled is profiled as a sampled one would have been: its
+            // counters still say what it cost.
             profiled: self
                 .profiled
                 .iter()
-                .map(|p| p.unwrap_or(self.opts.system_wide.is_none()))
+                .zip(&replay.processes)
+                .map(|(p, q)| {
+                    p.unwrap_or(
+                        self.opts.system_wide.is_none()
+                            || (self.opts.every_process && q.key.pid != 0),
+                    )
+                })
                 .collect(),
             replay,
             images: self.images,

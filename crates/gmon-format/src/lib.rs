@@ -88,7 +88,7 @@ pub use labeled::{
     MeasurementWriter, NAME_PREFIX, ProcessCounters, ProcessFiles, ProcessInfo, ProfileName,
     Rename, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo, Section, Skipped,
     Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter, Verification,
-    async_moves, info as measurement_info, is_measurement_file, latency, manifest,
+    async_moves, continuous, info as measurement_info, is_measurement_file, latency, manifest,
     parse_process_label, process_label, sampled_sum, scan, stacks, vdso_file_name,
     write_sampled_profile,
 };

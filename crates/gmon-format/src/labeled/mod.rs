@@ -194,6 +194,7 @@ mod sampled;
 mod scan;
 
 pub mod async_moves;
+pub mod continuous;
 pub mod info;
 pub mod latency;
 pub mod manifest;
