@@ -5,6 +5,7 @@
 #   bash benches/compare-perf.sh            (everything, about 15 minutes)
 #   MEMORY_SECONDS=10 RUNS=3 bash benches/compare-perf.sh     (shorter)
 #   PKGMON=path/to/pkgmon bash benches/compare-perf.sh       (a pkgmon already built)
+#   PARTS="cpu" bash benches/compare-perf.sh                  (some of the parts below only)
 #
 # 1. CPU per sample at 1, 4 and 10 kHz. The workload is a fixed amount of CPU work (work.c) in
 #    two sizes, about 1 and 4 s. A profiler's cost per sample is its extra CPU time (user +
@@ -24,6 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 memory_seconds="${MEMORY_SECONDS:-60}"
+parts="${PARTS:-cpu memory stack}"
 for tool in hyperfine perf cc /usr/bin/time python3; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -55,6 +57,7 @@ for r in json.load(open(sys.argv[1]))["results"]:
 PY
 }
 
+if [[ " $parts " == *" cpu "* ]]; then
 echo
 echo "## CPU per sample (marginal: large run minus small run), load average before: $(load)"
 echo
@@ -126,8 +129,10 @@ for hz in (1000, 4000, 10000):
 if retries:
     print(f"\n({retries} runs aborted by perf and run again)")
 PY
+fi
 rm -rf pk.run perf.run perf.data
 
+if [[ " $parts " == *" memory "* ]]; then
 echo
 echo "## Peak memory at 4 kHz: 10 s and ${memory_seconds} s of CPU work, load average before: $(load)"
 echo
@@ -139,7 +144,9 @@ for seconds in 10 "$memory_seconds"; do
   rm -rf pk.mem perf.mem
   python3 -c "import sys; s,a,b=sys.argv[1],float(sys.argv[2])/1024,float(sys.argv[3])/1024; print(f'| {s} | {a:.1f} | {b:.1f} | {a/b:.2f} |')" "$seconds" "$pk_peak" "$perf_peak"
 done
+fi
 
+if [[ " $parts " == *" stack "* ]]; then
 echo
 echo "## The user stack copy: recursion (200 levels) at 4 kHz, load average before: $(load)"
 echo
@@ -158,5 +165,6 @@ for size in 0 8192 65528; do
   c=$(cpu_of stack.json | awk -v s="$size" '$1 == "stack" && $2 == s {print $3}')
   python3 -c "import sys; b,c,n=map(float,sys.argv[1:4]); print(f'| --stack-size {sys.argv[4]} | {c-b:.3f} | {int(n)} | {(c-b)/n*1e6:.1f} | {sys.argv[5]} |')" "$bare" "$c" "$n" "$size" "$t"
 done
+fi
 echo
 echo "load average after: $(load)"
