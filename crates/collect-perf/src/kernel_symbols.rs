@@ -1,6 +1,7 @@
 //! The kernel's text symbols of a `/proc/kallsyms` snapshot, as the collector classifies kernel
 //! entries with them: portable (parsed from text); [`KernelSymbols::live`] reads this machine's.
 
+use async_attribution::SoftirqEntries;
 use gmon_format::BoundaryKind;
 use gmon_format::kallsyms::{Kallsyms, KallsymsOptions};
 
@@ -40,6 +41,21 @@ impl KernelSymbols {
     pub(crate) fn name(&self, addr: u64) -> Option<&str> {
         let i = self.syms.last_at_or_below(addr)?;
         std::str::from_utf8(self.syms.symbol(i).name).ok()
+    }
+
+    /// Where kernel stacks enter softirq processing, for [`AsyncOptions::entries`](crate::AsyncOptions::entries): the
+    /// functions `async_attribution::SoftirqEntries` names, each up to the next symbol.
+    pub fn softirq_entries(&self) -> SoftirqEntries {
+        let n = self.syms.len();
+        SoftirqEntries::from_symbols((0..n).filter_map(|i| {
+            let s = self.syms.symbol(i);
+            let end = if i + 1 < n {
+                self.syms.symbol(i + 1).address
+            } else {
+                s.address.saturating_add(1)
+            };
+            Some((std::str::from_utf8(s.name).ok()?, s.address, end))
+        }))
     }
 
     /// The boundary kind of a kernel chain (innermost first), by gmon-format's one rule

@@ -66,6 +66,8 @@
 #[cfg(target_os = "linux")]
 mod aggregate;
 #[cfg(target_os = "linux")]
+mod asynchronous;
+#[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
 mod config;
@@ -127,6 +129,8 @@ pub use tracefs::Tracefs;
 
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, aggregate};
+#[cfg(target_os = "linux")]
+pub use asynchronous::AsyncOptions;
 #[cfg(target_os = "linux")]
 pub use config::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, TracepointRequest};
 #[cfg(target_os = "linux")]
