@@ -206,7 +206,10 @@ pub(crate) fn export_instances(
             let mut done = Vec::new();
             let picked = picks(o, w)?;
             let chosen = |i: &&IndexInstance| picked.as_ref().is_none_or(|p| p.contains(i));
-            for i in w.instances.iter().filter(chosen) {
+            for i in (w.instances.iter())
+                .filter(|i| i.samples > 0)
+                .filter(chosen)
+            {
                 let Some((pid, n)) = gmon_format::parse_process_label(&i.label) else {
                     continue;
                 };
@@ -256,7 +259,8 @@ fn picks<'w>(o: &Options, w: &'w IndexWindow) -> Result<Option<Vec<&'w IndexInst
     let (name, number) = app_spec(spec)?;
     Ok(Some(
         (w.instances.iter())
-            .filter(|i| i.app == name && number.is_none_or(|n| n == i.number))
+            // An instance without samples in a window has no files there.
+            .filter(|i| i.samples > 0 && i.app == name && number.is_none_or(|n| n == i.number))
             .collect(),
     ))
 }
