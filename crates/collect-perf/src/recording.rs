@@ -1,4 +1,7 @@
 //! The owned result of a run: samples and side-band records in a compact layout.
+//!
+//! Longer than 800 lines only by its unit tests (the last fifth), which build records byte by
+//! byte as the kernel writes them; the code itself is under 700 lines.
 
 use std::ops::Range;
 
