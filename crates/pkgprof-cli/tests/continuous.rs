@@ -147,6 +147,7 @@ fn a_soak_keeps_every_instance_once_through_reuse_renames_and_execs() {
 D={dir} BIN={bin} CHAIN={chained} OUT={out}
 {pkgmon} --continuous -a -o $D --window 3s 2>$OUT.err &
 M=$!
+S=$(date +%s)
 sleep 1.5
 i=0; while [ $i -lt 150 ]; do /bin/true; i=$((i+1)); done
 $BIN spin 0.3 $OUT.reuse
@@ -156,6 +157,9 @@ $BIN spin 0.3 $OUT.reuse
 $BIN rename 0.5 $OUT.rename
 $BIN exec $CHAIN 0.5 $OUT.chain
 i=0; while [ $i -lt 4 ]; do $BIN spin 0.2 $OUT.more; sleep 1; i=$((i+1)); done
+# At least four whole windows, however fast the work above went (on a quiet machine it
+# takes about 8 s: three windows).
+while [ $(($(date +%s) - S)) -lt 13 ]; do sleep 0.5; done
 kill -INT $M
 wait $M
 "#,
