@@ -1,28 +1,30 @@
 //! System-call latencies aggregated in the kernel (`pkgmon --latency`'s BPF path): OSprof's
 //! log2 histograms per (process image, system call, user call site) counted by BPF programs,
-//! so a call costs a few hundred nanoseconds and no record crosses to user space.
+//! so no record crosses to user space and none can be lost.
 //!
-//! Five short programs share six maps:
+//! Six short programs (`programs.rs`) share five maps:
 //! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
 //!   launched command's exec too) and counts its execs (`gen`: which image runs);
 //!   `sched_process_fork` follows the children of followed processes (inherit semantics);
-//!   `sched_process_exit` forgets a task's pid.
+//!   `sched_process_exit` counts a call its task never returned from and forgets the task.
 //! - `raw_syscalls:sys_enter` keeps, per thread of an armed process, the entry time, the system
-//!   call, its user call site and the image.
+//!   call, its user call site and the image, in an entry written in place at each call.
 //! - the software page-fault event of the followed tasks (the event the ring path counts,
 //!   so both paths count the same faults) counts the faults taken during a call.
 //! - `raw_syscalls:sys_exit` computes the latency, its bucket at resolution r (the paper's
 //!   formula, the same bounds as [`latency::Resolution`]), its time slice, and adds it to a
 //!   per-CPU hash map read at drains ([`SyscallLatency::drain`]) and at the end.
 //!
-//! The call site is `bpf_get_stackid(BPF_F_USER_STACK)`: the kernel's frame-pointer walk from
-//! the user registers, plus the word at the user stack pointer, which is the return address
-//! into the caller when the system-call wrapper is a leaf without a frame (libc's are): the
-//! frame-pointer walk alone skips that caller, as the wrapper never sets up `rbp`. What this
-//! loses against the ring path's unwinder (`.eh_frame` over a stack copy): callers in code
-//! built without frame pointers (the walk stops or goes wrong there), and the caller of a
-//! wrapper that pushes before its `syscall` instruction (the word at the stack pointer is then
-//! not a return address).
+//! The call site is read from the user registers at entry (`bpf_task_pt_regs`): the pc (in
+//! the system-call wrapper), the word at the stack pointer (the return address into the
+//! wrapper's caller, as libc's wrappers are leaves without a frame), and the return address
+//! of the frame `rbp` points to (the caller's caller, when the caller keeps frame pointers).
+//! Three reads, cheaper than `bpf_get_stackid`'s walk (which would also skip the caller, the
+//! wrapper never setting up `rbp`). What this loses against the ring path's unwinder
+//! (`.eh_frame` over a stack copy): the third frame in code built without frame pointers
+//! (`rbp` is then any value: a wrong or unreadable frame), and the caller of a wrapper that
+//! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
+//! return address). Deeper frames than three are not kept on either path by default.
 //!
 //! Every program returns 1: a tracepoint's programs decide whether its perf events see the
 //! hit, and the collection must not hide hits from anyone's events (its own counting events,
@@ -30,7 +32,8 @@
 //!
 //! Nothing is hidden: enters and exits are counted beside counting-mode perf events on the
 //! same tasks (OSprof's checksums); calls whose entry was not seen, calls never left, and
-//! what did not fit a map (start times, histogram entries, stacks) are counted and reported.
+//! what did not fit a map (open calls, histogram entries, followed processes) are counted and
+//! reported. A reused pid's processes are not told apart (the last one gets the calls).
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;

@@ -2,7 +2,7 @@
 //! layouts they share with the collector, their stack frames, and one builder per
 //! tracepoint. Each program's bytes are pinned by the tests below.
 
-use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
+use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, Label, MapSlot, Reg, Size};
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
@@ -146,7 +146,7 @@ fn count(a: &mut Asm, idx: i32) {
 
 /// Looks the current process up in PIDS: jumps to `out` unless it is followed and armed;
 /// leaves `R7` = pid_tgid, `R8` = its image generation.
-fn followed(a: &mut Asm, out: crate::bpf::insn::Label) {
+fn followed(a: &mut Asm, out: Label) {
     a.call(Helper::GetCurrentPidTgid)
         .mov(Reg::R7, Reg::R0)
         .mov(Reg::R1, Reg::R0)
@@ -226,6 +226,23 @@ fn unpaired(a: &mut Asm, marker: u32) {
     hist_add(a);
 }
 
+/// Looks up the thread's entry (TID) in START: jumps to `none` if it has none, to `closed` if
+/// its last call returned; else counts that call as entered and never returned, against its
+/// image, and falls through.
+fn count_open_call(a: &mut Asm, none: Label, closed: Label) {
+    a.ld_map(Reg::R1, START);
+    frame_ptr(a, Reg::R2, TID);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, none)
+        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, closed)
+        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
+    unpaired(a, UNPAIRED_ENTER);
+}
+
 /// `raw_syscalls:sys_enter`: the start of a call of a followed, armed process.
 pub(super) fn enter_program(off: &Offsets) -> Code {
     let mut a = Asm::new();
@@ -274,22 +291,12 @@ pub(super) fn enter_program(off: &Offsets) -> Code {
         .store(Size::W, Reg::R10, SV + S_TGID, Reg::R1)
         .store(Size::W, Reg::R10, SV + S_GEN, Reg::R8)
         .store_imm(Size::W, Reg::R10, SV + 52, 0)
-        .store(Size::W, Reg::R10, TID, Reg::R7)
-        .ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
+        .store(Size::W, Reg::R10, TID, Reg::R7);
     // The thread's entry is kept between calls (t0 = 0 when closed) and written in place, so a
     // call costs no allocation. One still open never returned (a restarted or abandoned call).
-    let (copy, again) = (a.label(), a.label());
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
-        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
-        .jmp_imm(Cond::Eq, Reg::R1, 0, copy)
-        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
-        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
-    unpaired(&mut a, UNPAIRED_ENTER);
-    a.bind(again).ld_map(Reg::R1, START);
+    let copy = a.label();
+    count_open_call(&mut a, insert, copy);
+    a.ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
@@ -498,18 +505,8 @@ pub(super) fn exit_task_program(off: &Offsets) -> Code {
     let (drop_entry, forget) = (a.label(), a.label());
     a.load(Size::W, Reg::R1, Reg::R1, off.exit_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
-        .store(Size::W, Reg::R10, TID, Reg::R1)
-        .ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, forget)
-        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
-        .jmp_imm(Cond::Eq, Reg::R1, 0, drop_entry)
-        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
-        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
-    unpaired(&mut a, UNPAIRED_ENTER);
+        .store(Size::W, Reg::R10, TID, Reg::R1);
+    count_open_call(&mut a, forget, drop_entry);
     a.bind(drop_entry).ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
     a.call(Helper::MapDeleteElem)
