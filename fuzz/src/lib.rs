@@ -3,6 +3,7 @@
 
 pub mod cmdline;
 pub mod collector;
+pub mod continuous_index;
 pub mod demangle;
 pub mod gmon;
 pub mod image;

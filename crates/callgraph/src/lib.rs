@@ -139,6 +139,7 @@ mod symspec;
 #[cfg(test)]
 mod test_util;
 mod text;
+mod windows;
 
 pub use analysis::{Analysis, ReportError, ReportOptions, SourceNames, write_report};
 pub use annotate::{
@@ -167,7 +168,7 @@ pub use latency::{
 };
 pub use line_symbols::{LineTable, line_table, name_suffix};
 pub use lines::{NearestLine, SourceInfo, SourceLines, symbol_sources};
-pub use measurement_model::measurement_model;
+pub use measurement_model::{export_view, measurement_model};
 pub use model::{ModelOptions, UNKNOWN_FUNCTION, gmon_model};
 pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
@@ -175,3 +176,4 @@ pub use static_calls::static_arcs;
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
 pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
 pub use text::TextSection;
+pub use windows::sum_seamless_models;

@@ -20,7 +20,12 @@ use crate::labeled::Seamless;
 /// already hold) are left out. Without stacks (a measurement that has no stacks files), the
 /// histograms and arcs are the model, as [`crate::gmon_model`] has them.
 pub fn measurement_model(seamless: &Seamless) -> Profile {
-    let model = &seamless.model;
+    export_view(&seamless.model)
+}
+
+/// A seamless model (one measurement's, or a sum of several: [`crate::sum_seamless_models`])
+/// as exports see it; see [`measurement_model`].
+pub fn export_view(model: &Profile) -> Profile {
     let Some(histogram) = model.find_value_type(HISTOGRAM) else {
         return model.clone();
     };

@@ -40,6 +40,9 @@ pub struct AggregateOptions {
     /// is looked for by build-id to unwind its stacks: for recordings made elsewhere or
     /// earlier (perf.data import). Default is None (pkgmon reads the files that are running).
     pub build_id_cache: Option<std::path::PathBuf>,
+    /// System-wide mode: profile every process, not only those asked for; the idle task's
+    /// samples (pid 0) still go to the system-wide kernel profile. Default is false.
+    pub every_process: bool,
 }
 
 impl Default for AggregateOptions {
@@ -50,6 +53,7 @@ impl Default for AggregateOptions {
             launched: None,
             latency: None,
             build_id_cache: None,
+            every_process: false,
         }
     }
 }
@@ -259,14 +263,20 @@ impl Aggregator {
     /// An aggregator. It needs no kernel symbols while records come: how each sample entered
     /// the kernel is classified at the end ([`Aggregator::finish`]), from its interned stack.
     pub fn new(opts: AggregateOptions) -> Aggregator {
+        let cache = opts.build_id_cache.clone();
+        Aggregator::with_images(opts, Images::with_build_id_cache(cache))
+    }
+
+    /// An aggregator that starts with the ELF files `images` already read (a continuous
+    /// run's next window).
+    pub(crate) fn with_images(opts: AggregateOptions, images: Images) -> Aggregator {
         let max_frames = opts.max_frames.max(1);
         let syscalls = opts.latency.clone().map(SyscallTracer::new);
-        let cache = opts.build_id_cache.clone();
         Aggregator {
             syscalls,
             opts,
             replay: Replayer::default(),
-            unwinding: Unwinding::new(Images::with_build_id_cache(cache), max_frames),
+            unwinding: Unwinding::new(images, max_frames),
             unwinders: Vec::new(),
             profiled: Vec::new(),
             images: HashMap::new(),
@@ -345,7 +355,8 @@ impl Aggregator {
             None => true,
             Some(pids) => {
                 p.key.pid != 0
-                    && (pids.contains(&p.key.pid)
+                    && (self.opts.every_process
+                        || pids.contains(&p.key.pid)
                         || p.parent.is_some_and(|k| {
                             self.replay
                                 .processes()
@@ -526,10 +537,18 @@ impl Aggregator {
         let n = replay.processes.len();
         self.profiled.resize(n, None);
         Aggregate {
+            // A process never sampled is profiled as a sampled one would have been: its
+            // counters still say what it cost.
             profiled: self
                 .profiled
                 .iter()
-                .map(|p| p.unwrap_or(self.opts.system_wide.is_none()))
+                .zip(&replay.processes)
+                .map(|(p, q)| {
+                    p.unwrap_or(
+                        self.opts.system_wide.is_none()
+                            || (self.opts.every_process && q.key.pid != 0),
+                    )
+                })
                 .collect(),
             replay,
             images: self.images,

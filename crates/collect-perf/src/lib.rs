@@ -68,6 +68,8 @@ mod aggregate;
 #[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
+mod continuous;
+#[cfg(target_os = "linux")]
 mod counters;
 mod error;
 #[cfg(target_os = "linux")]
@@ -122,7 +124,11 @@ pub use tracefs::{Tracefs, TracepointRequest};
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
 #[cfg(target_os = "linux")]
-pub use measurement::{WriteOptions, WriteSummary, write_measurement, write_measurement_to};
+pub use continuous::{Continuous, ContinuousOptions, ContinuousSummary};
+#[cfg(target_os = "linux")]
+pub use measurement::{
+    FileSetSummary, WriteOptions, WriteSummary, write_measurement, write_measurement_to,
+};
 #[cfg(target_os = "linux")]
 pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]

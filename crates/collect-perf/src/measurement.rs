@@ -35,6 +35,10 @@ pub struct WriteOptions {
     /// What to record of the machine the recording was made on. Default is None: the running
     /// machine's ([`MachineSnapshot::live`]).
     pub machine: Option<MachineSnapshot>,
+    /// Leave out the processes that neither had a sample nor started or ended during the
+    /// recording: a time window of a continuous run writes only what happened in it. Default
+    /// is false (every process appears).
+    pub only_active: bool,
 }
 
 impl Default for WriteOptions {
@@ -43,6 +47,7 @@ impl Default for WriteOptions {
             dir: PathBuf::from("."),
             argv: None,
             machine: None,
+            only_active: false,
         }
     }
 }
@@ -66,6 +71,30 @@ pub struct WriteSummary {
     pub unwind: UnwindStats,
     /// Problems that did not stop the writing, as sentences for the user.
     pub warnings: Vec<String>,
+    /// The file sets written, in the order of their names.
+    pub file_sets: Vec<FileSetSummary>,
+}
+
+/// One file set a measurement holds: one process (pid and instance number) under one command
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FileSetSummary {
+    /// The pid.
+    pub pid: u32,
+    /// Which process with this pid in the measurement (the `_N` of its files' names).
+    pub instance: u32,
+    /// The command name of its files.
+    pub comm: Vec<u8>,
+    /// The process in [`Aggregate::replay`].
+    pub process: crate::ProcessKey,
+    /// Its first and last image (execs before them).
+    pub images: (usize, usize),
+    /// Its samples.
+    pub samples: u64,
+    /// Its user + system CPU time as its info file gives it, if known: the process's, to its
+    /// exit or to its latest reading.
+    pub cpu_ns: Option<u64>,
 }
 
 /// One segment of a process's life under one command name: from its start or an exec to the
@@ -214,11 +243,25 @@ pub fn write_measurement(
 /// The file sets of the aggregate: for each profiled process (in order of appearance) and
 /// command name, keyed by pid, instance number and command name. The first process with a pid
 /// is its instance 0; later ones that reused it count on from 1.
-fn file_sets(agg: &Aggregate, rec: &Recording) -> BTreeMap<(u32, u32, Vec<u8>), (usize, FileSet)> {
+fn file_sets(
+    agg: &Aggregate,
+    rec: &Recording,
+    only_active: bool,
+) -> BTreeMap<(u32, u32, Vec<u8>), (usize, FileSet)> {
     let mut sets: BTreeMap<(u32, u32, Vec<u8>), (usize, FileSet)> = BTreeMap::new();
     let mut instances: HashMap<u32, u32> = HashMap::new();
     for (pi, p) in agg.replay.processes.iter().enumerate() {
         if !agg.profiled[pi] {
+            continue;
+        }
+        let idle = || {
+            p.start.is_none()
+                && p.exit.is_none()
+                && p.execs.is_empty()
+                && !(0..=p.execs.len())
+                    .any(|k| agg.images.get(&(pi, k)).is_some_and(|a| a.samples > 0))
+        };
+        if only_active && idle() {
             continue;
         }
         let segs = segments(agg, pi, rec);
@@ -273,7 +316,7 @@ pub fn write_measurement_to(
         );
     }
     summary.unwind = agg.unwind_stats();
-    let sets = file_sets(agg, rec);
+    let sets = file_sets(agg, rec, opts.only_active);
 
     let realtime_offset = rec.start_realtime.wrapping_sub(rec.start_time);
     let tick_ns = machine.tick_ns();
@@ -394,6 +437,9 @@ pub fn write_measurement_to(
             }
             UnderSampled::No => {}
         }
+        let cpu_ns = counters
+            .as_ref()
+            .and_then(|c| Some(c.user_cpu_ns? + c.system_cpu_ns?));
         let mut c = counters.unwrap_or_default();
         c.source = source;
         c.taskstats_refused = rec.taskstats_refused.is_some();
@@ -461,6 +507,15 @@ pub fn write_measurement_to(
         }
         summary.processes += 1;
         summary.samples += set.samples;
+        summary.file_sets.push(FileSetSummary {
+            pid: *pid,
+            instance: *instance,
+            comm: comm_bytes.clone(),
+            process: p.key,
+            images: (first.image, last.image),
+            samples: set.samples,
+            cpu_ns,
+        });
         summary.truncated_stacks += truncated;
     }
     let period_ns = 1_000_000_000 / rec.frequency.max(1);

@@ -77,6 +77,10 @@ pub struct Config {
     /// Record when each followed thread leaves a CPU (blocked or preempted) and gets it back
     /// ([`SideBand::Switch`]). Default is false.
     pub context_switches: bool,
+    /// Shortest time between two readings of a process's /proc counters. Default is None:
+    /// the poll interval. A continuous run reads them less often, since the kernel's exit
+    /// records (taskstats) give the counters of processes that end.
+    pub proc_poll_interval: Option<Duration>,
 }
 
 impl Default for Config {
@@ -93,7 +97,25 @@ impl Default for Config {
             keep_running: false,
             tracepoints: Vec::new(),
             context_switches: false,
+            proc_poll_interval: None,
         }
+    }
+}
+
+/// Where a streaming run hands its records: an [`Aggregator`], or a continuous run's windows
+/// ([`crate::Continuous`]).
+pub(crate) trait RecordSink {
+    /// Takes the records of `rec` stamped at most `upto`, in time order, and removes them.
+    fn release(&mut self, rec: &mut Recording, upto: u64);
+    /// Whether the events should be off for now (a paused continuous run).
+    fn paused(&self) -> bool {
+        false
+    }
+}
+
+impl RecordSink for Aggregator {
+    fn release(&mut self, rec: &mut Recording, upto: u64) {
+        rec.release(upto, |r, e| self.feed(r, e));
     }
 }
 
@@ -398,6 +420,34 @@ impl Sampler {
         s.enable()?;
         // Read /proc only after enabling, so a mapping made meanwhile shows up in at least one
         // of the two; records from the rings override these snapshots (time 0) in replay.
+        s.synthesize(pids);
+        Ok(s)
+    }
+
+    /// Samples every CPU and follows every process ([`Config::system_wide`] is implied): what
+    /// a continuous run profiles. The names and executable mappings of the processes running
+    /// now are synthesized from /proc (time 0), as [`Sampler::attach`] does for its pids, so
+    /// their user stacks unwind from the first sample.
+    ///
+    /// Returns an error if the events cannot be opened.
+    pub fn system(config: &Config) -> Result<Sampler> {
+        let config = Config {
+            system_wide: true,
+            ..config.clone()
+        };
+        let s = Sampler::open_events(&[-1], &config, false)?;
+        s.enable()?;
+        let pids: Vec<i32> = std::fs::read_dir("/proc")
+            .map_err(|e| Error::io("cannot list /proc", e))?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        let mut s = s;
+        s.synthesize(&pids);
+        Ok(s)
+    }
+
+    /// Adds the names and executable mappings /proc shows of `pids`, at time 0.
+    fn synthesize(&mut self, pids: &[i32]) {
         let mut synth = Vec::new();
         for &pid in pids {
             for tid in procfs::threads(pid).unwrap_or_default() {
@@ -414,14 +464,13 @@ impl Sampler {
                 procfs::text(&format!("/proc/{pid}/maps"), procfs::LARGE).unwrap_or_default();
             synth.extend(parse_maps(pid as u32, &maps));
         }
-        s.recording
+        self.recording
             .side_band
             .extend(synth.into_iter().map(|kind| SideRecord {
                 time: 0,
                 cpu: 0,
                 kind,
             }));
-        Ok(s)
     }
 
     fn enable(&self) -> Result<()> {
@@ -469,17 +518,22 @@ impl Sampler {
     /// keeping the latest reading of each: processes other than the launched command are reaped
     /// by their own parents, so this is the last chance to see their counters.
     fn poll_proc(&mut self) {
-        if self
-            .last_proc_poll
-            .is_some_and(|t| t.elapsed() < self.config.poll_interval)
-        {
+        let every = (self.config.proc_poll_interval).unwrap_or(self.config.poll_interval);
+        if self.last_proc_poll.is_some_and(|t| t.elapsed() < every) {
             return;
         }
         self.last_proc_poll = Some(Instant::now());
         let rec = &mut self.recording;
         let now = monotonic_ns();
+        let ever_seen = &mut self.ever_seen;
+        let forget = self.config.proc_poll_interval.is_some();
         self.watched.retain(|&pid| {
             let Some(reading) = procfs::reading(pid, now) else {
+                // A continuous run forgets a pid once it is gone, so that what it keeps does
+                // not grow with the processes of its whole life; a reuse is reported again.
+                if forget {
+                    ever_seen.remove(&pid);
+                }
                 return false;
             };
             // A zombie's /proc entry is still readable; a pid seen exiting stays watched until
@@ -645,10 +699,22 @@ impl Sampler {
         self.run_into(stop, progress, Some(agg))
     }
 
+    /// Like [`Sampler::run_aggregating`], handing the records to a continuous run, which
+    /// writes a measurement per time window as the run goes (and pauses the events while
+    /// asked to). Call [`crate::Continuous::finish`] afterwards to write the last window.
+    pub fn run_continuous(
+        self,
+        stop: &AtomicBool,
+        progress: impl FnMut(&Progress<'_>),
+        windows: &mut crate::Continuous,
+    ) -> Result<Recording> {
+        self.run_into(stop, progress, Some(windows))
+    }
+
     /// Passes on the records stamped before `upto` (all with `u64::MAX`).
-    fn release(&mut self, upto: u64, agg: &mut Option<&mut Aggregator>) {
+    fn release(&mut self, upto: u64, agg: &mut Option<&mut dyn RecordSink>) {
         if let Some(agg) = agg {
-            self.recording.release(upto, |r, e| agg.feed(r, e));
+            agg.release(&mut self.recording, upto);
             self.seen_samples = self.recording.samples.len();
             self.seen_side_band = self.recording.side_band.len();
         }
@@ -658,8 +724,9 @@ impl Sampler {
         mut self,
         stop: &AtomicBool,
         mut progress: impl FnMut(&Progress<'_>),
-        mut agg: Option<&mut Aggregator>,
+        mut agg: Option<&mut dyn RecordSink>,
     ) -> Result<Recording> {
+        let mut paused = false;
         /// How long before the previous round of draining a record must be stamped to be
         /// passed on: the kernel writes a record within microseconds of stamping it.
         const SETTLE_NS: u64 = 5_000_000;
@@ -691,6 +758,13 @@ impl Sampler {
             self.release(previous_round.saturating_sub(SETTLE_NS), &mut agg);
             previous_round = round;
             self.poll_proc();
+            let pause = agg.as_ref().is_some_and(|a| a.paused());
+            if pause != paused {
+                paused = pause;
+                for fd in self.all_events() {
+                    let _ = sys::set_enabled(fd, !pause);
+                }
+            }
             let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
             // CPU-wide events never hang up: a system-wide run of a command ends with it.
             let command_done = self.config.system_wide && self.recording.child.is_some();

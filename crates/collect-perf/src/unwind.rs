@@ -79,6 +79,18 @@ impl Images {
         }
     }
 
+    /// Forgets the files no live process of `replay` maps any more: what a continuous run
+    /// keeps from one window to the next.
+    pub(crate) fn retain_mapped(&mut self, replay: &crate::Replay) {
+        let mapped: std::collections::HashSet<(&str, Option<&[u8]>)> = (replay.processes.iter())
+            .filter(|p| p.exit.is_none())
+            .flat_map(|p| p.mappings.iter().filter(|m| m.to.is_none()))
+            .map(|m| (m.filename.as_str(), m.build_id.as_deref()))
+            .collect();
+        self.files
+            .retain(|(path, id), _| mapped.contains(&(path.as_str(), id.as_deref())));
+    }
+
     /// The ELF file behind a mapping: read from its path (or this process's own vDSO for
     /// `[vdso]`), else from the build-id cache. None if neither can be read as ELF with the
     /// build-id the kernel recorded (the file was replaced since, and no copy was kept).

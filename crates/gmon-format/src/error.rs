@@ -141,6 +141,13 @@ pub enum ErrorKind {
         /// What is wrong.
         message: String,
     },
+    /// A malformed line in a continuous directory's index ([`crate::continuous`]).
+    Index {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl Error {
@@ -275,6 +282,7 @@ impl fmt::Display for Error {
             }
             ErrorKind::Manifest { line, message } => write!(f, "line {line}: {message}"),
             ErrorKind::Kallsyms { line, message } => write!(f, "line {line}: {message}"),
+            ErrorKind::Index { line, message } => write!(f, "index line {line}: {message}"),
             ErrorKind::File(e) => write!(f, "{e}"),
         }?;
         if let Some(offset) = self.offset {

@@ -87,7 +87,7 @@ pub use labeled::{
     Manifest, ManifestEntry, Mapping, Measurement, MeasurementInfo, MeasurementWriter, NAME_PREFIX,
     ProcessCounters, ProcessFiles, ProcessInfo, ProfileName, Rename, STACKS_MAGIC, STACKS_MAJOR,
     STACKS_MINOR, SampleRate, SamplingInfo, Section, Skipped, Stack, StackRecord, StackRecords,
-    Stacks, StacksHeader, StacksWriter, Verification, info as measurement_info,
+    Stacks, StacksHeader, StacksWriter, Verification, continuous, info as measurement_info,
     is_measurement_file, latency, manifest, parse_process_label, process_label, sampled_sum, scan,
     stacks, vdso_file_name, write_sampled_profile,
 };

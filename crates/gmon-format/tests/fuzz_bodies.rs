@@ -5,6 +5,8 @@
 
 mod common;
 
+#[path = "../../../fuzz/src/continuous_index.rs"]
+mod continuous_index;
 #[path = "../../../fuzz/src/gmon.rs"]
 mod gmon;
 #[path = "../../../fuzz/src/manifest.rs"]
@@ -63,4 +65,20 @@ fn manifests_of_the_fixture_measurement_and_their_cuts() {
         manifest_target::run(&damaged);
     }
     manifest_target::run(&Manifest::placeholder());
+}
+
+#[test]
+fn continuous_indexes_and_their_damaged_forms() {
+    let text = b"# pkgprof-continuous 1\nhost h\nfrequency 19\n\
+window 1 w00000001 10 20 samples=3 lost=0 rss-kib=5\n\
+instance 7 sh#0 pid=7 start=9 samples=2 cpu-ns=4 later=x\n\
+instance 7_1 a%20b#2 pid=7 samples=1 end=15\nend 1\n";
+    assert!(gmon_format::continuous::ContinuousIndex::parse(text).is_ok());
+    continuous_index::run(text);
+    for cut in 0..text.len() {
+        continuous_index::run(&text[..cut]);
+        let mut damaged = text.to_vec();
+        damaged[cut] ^= 0x41;
+        continuous_index::run(&damaged);
+    }
 }

@@ -60,7 +60,9 @@ pub(crate) fn run(o: &Options, format_choice: FormatChoice, out: &mut dyn Write)
         let Some(format) = format else {
             bail!("--output, --value, --title and --inverted go with --export or --diff");
         };
-        let profile = if measurement {
+        let profile = if crate::apps::wanted(o) {
+            crate::apps::export_model(o)?
+        } else if measurement {
             callgraph::measurement_model(&crate::seamless::build(o, true)?)
         } else {
             let mut operands = o.operands.iter().map(PathBuf::from);

@@ -3,6 +3,7 @@
 //!
 //! The binaries are thin; everything they do lives here so that tests can call it.
 
+mod apps;
 #[cfg(target_os = "linux")]
 mod export;
 mod getopt;

@@ -75,6 +75,10 @@ pub enum Opt {
     LatencyDiff,
     Plot,
     Operation,
+    Apps,
+    App,
+    From,
+    To,
 }
 
 const fn o(id: Opt, short: Option<char>, long: Option<&'static str>, arg: HasArg) -> Spec<Opt> {
@@ -214,6 +218,10 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::LatencyDiff, "latency-diff", No),
     ours(Opt::Plot, "plot", Required),
     ours(Opt::Operation, "operation", Required),
+    ours(Opt::Apps, "apps", No),
+    ours(Opt::App, "app", Required),
+    ours(Opt::From, "from", Required),
+    ours(Opt::To, "to", Required),
 ];
 
 /// gprof's usage text (the option summary), printed for `-h` and after a usage error.
@@ -266,6 +274,20 @@ exists, else .):
 \t                     read as the measurement `pkgmon --import` makes of it;
 \t                     its kernel symbols are FILE, else perf's build-id cache,
 \t                     else /proc/kallsyms if this kernel's release is the file's
+Continuous directories (of `pkgmon --continuous -a`: a measurement per window):
+  pkgprof --apps [--from=WHEN] [--to=WHEN] DIR
+  pkgprof [gprof options] --app=NAME[#N] [--from=WHEN] [--to=WHEN] DIR
+  pkgprof --apps --export=FORMAT --output=OUTDIR [--app=NAME[#N]] DIR
+  pkgprof [gprof options] --system [--from=WHEN] [--to=WHEN] DIR
+\t--apps               applications and their instances (NAME#N, SLEEPY's
+\t                     appid) with their share of the samples, CPU time and
+\t                     lifetime over the windows selected
+\t--app=NAME[#N]       the seamless listing of one application, all its
+\t                     instances summed, or of instance N; functions labelled
+\t                     NAME/u: and NAME/k:; every --export works on it
+\t--from, --to=WHEN    the windows to read: a window number (12 or w12), a
+\t                     time before the last window's end (-30m, -2h), or
+\t                     seconds since the epoch (@1732426000); default all
 Latency and blocking reports (of `pkgmon --latency` / `--blocking`):
   pkgprof --latency [--pid=PID[,PID...]] [DIR]
   pkgprof --blocking [--pid=PID[,PID...]] [DIR]
@@ -501,6 +523,14 @@ pub struct Options {
     pub plot: Option<OsString>,
     /// `--operation=NAME`: the system call `--plot` draws.
     pub operation: Option<String>,
+    /// `--apps`: the applications and instances of a continuous directory.
+    pub apps: bool,
+    /// `--app=NAME[#N]`: one application (or instance) of a continuous directory.
+    pub app: Option<String>,
+    /// `--from=WHEN`: the first window of a continuous directory to read.
+    pub from: Option<String>,
+    /// `--to=WHEN`: the last window of a continuous directory to read.
+    pub to: Option<String>,
     /// Image and profile files.
     pub operands: Vec<OsString>,
 }
@@ -654,6 +684,10 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::LatencyDiff => o.latency_diff = true,
             Opt::Plot => o.plot = arg.clone(),
             Opt::Operation => o.operation = text,
+            Opt::Apps => o.apps = true,
+            Opt::App => o.app = text,
+            Opt::From => o.from = text,
+            Opt::To => o.to = text,
         }
     }
     Ok(o)

@@ -15,6 +15,7 @@ use collect_perf::{
     WriteOptions, preflight,
 };
 
+mod continuous;
 mod import;
 mod output;
 
@@ -53,6 +54,19 @@ Examples:
   pkgmon --blocking -- ./server        system-call latencies, sleeps and wakers
   pkgprof -b --pid 1234               report on one process (from pkgmon.data)
   pkgmon --import perf.data -o prof   a `perf record -g` file as a measurement
+  pkgmon --continuous -a -o /var/lib/pkgmon --window 60s --keep 24h,2G
+                                      always-on: a measurement per minute
+  pkgprof --apps /var/lib/pkgmon      applications and instances over the windows
+
+Continuous profiling (--continuous -a): every CPU is sampled at 19 Hz (-F),
+kernel and user stacks, until SIGINT or SIGTERM, which finish the current
+window. DIR/wNNNNNNNN is one complete measurement per window (written as
+.wNNNNNNNN.partial and renamed when complete, so a killed pkgmon leaves only
+complete windows); DIR/index lists the windows and, for each file set, its
+application instance APP#N (SLEEPY's appid: the command name and its
+instance number; a reused pid is a new instance). SIGUSR1 pauses sampling,
+SIGUSR2 resumes it. Memory stays bounded: one window's distinct stacks plus
+the live processes' mappings, whatever the run's length.
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
@@ -83,10 +97,10 @@ struct Args {
     #[arg(long)]
     keep_running: bool,
     /// Samples per second of CPU time, per thread (at most
-    /// kernel.perf_event_max_sample_rate).
-    #[arg(short = 'F', long = "freq", value_name = "HZ", default_value_t = 1000,
+    /// kernel.perf_event_max_sample_rate) [default: 1000; 19 per CPU with --continuous].
+    #[arg(short = 'F', long = "freq", value_name = "HZ",
           allow_negative_numbers = true, value_parser = parse_freq)]
-    freq: u64,
+    freq: Option<u64>,
     /// List every file written (by default only the directory and the command to run next).
     #[arg(short = 'v', long)]
     verbose: bool,
@@ -159,6 +173,20 @@ struct Args {
     /// perf's build-id cache, else this machine's if it runs the same kernel release).
     #[arg(long, value_name = "FILE", requires = "import")]
     kallsyms: Option<PathBuf>,
+    /// Profile the whole machine until stopped, writing a complete measurement per time
+    /// window into DIR with an index of windows and application instances (see
+    /// "Continuous profiling" below); needs -a.
+    #[arg(long, requires = "all", conflicts_with_all = ["command", "pids", "duration"])]
+    continuous: bool,
+    /// With --continuous: the length of a window (e.g. 60s, 10m).
+    #[arg(long, value_name = "DURATION", default_value = "60s", requires = "continuous",
+          value_parser = continuous::parse_window)]
+    window: std::time::Duration,
+    /// With --continuous: remove windows older than AGE (e.g. 24h, 7d) and/or the oldest
+    /// while the windows take more than SIZE (e.g. 2G, 500M); comma-separated.
+    #[arg(long, value_name = "AGE|SIZE", default_value = "24h", requires = "continuous",
+          value_parser = continuous::parse_keep)]
+    keep: continuous::Keep,
 }
 
 /// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
@@ -360,11 +388,14 @@ fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(perf_data) = &args.import {
         return import::run(perf_data, &args);
     }
+    if args.continuous {
+        return continuous::run(&args);
+    }
     if args.all && args.command.is_empty() && args.pids.is_empty() && args.duration.is_none() {
         eprintln!("pkgmon: profiling the whole system until Ctrl-C");
     }
     let mut config = Config::default();
-    config.frequency = args.freq;
+    config.frequency = args.freq.unwrap_or(1000);
     config.system_wide = args.all;
     config.user_only = args.user_only;
     config.user_stack_bytes = args.stack_size;
@@ -735,7 +766,7 @@ mod tests {
         let a = Args::try_parse_from(["pkgmon", "-o", "d", "-F", "99", "--", "ls", "-l"])
             .expect("parses");
         assert_eq!(a.dir, PathBuf::from("d"));
-        assert_eq!(a.freq, 99);
+        assert_eq!(a.freq, Some(99));
         assert_eq!(a.command, ["ls", "-l"]);
         let a = Args::try_parse_from(["pkgmon", "-p", "3,4", "--duration", "1.5"]).expect("pids");
         assert_eq!(a.pids, [3, 4]);

@@ -55,11 +55,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
         return crate::latency::run(&o, out);
     }
     let export_options = o.output.is_some() || o.value.is_some() || o.inverted;
+    #[cfg(target_os = "linux")]
+    if o.apps && o.export.is_some() {
+        let format = o.export.as_deref().unwrap_or("").parse()?;
+        for f in crate::apps::export_instances(&o, format)? {
+            writeln!(out, "{}", f.display())?;
+        }
+        return Ok(());
+    }
     if o.export.is_some() || o.diff || export_options || o.title.is_some() {
         #[cfg(target_os = "linux")]
         return crate::export::run(&o, file_format(&o)?, out);
         #[cfg(not(target_os = "linux"))]
         bail!("--export and --diff are built for Linux only (they read through safe-fs)");
+    }
+    if crate::apps::wanted(&o) {
+        return crate::apps::run(&o, report_options(&o), out);
     }
     if o.seamless || o.system || o.threads {
         if !o.dump {

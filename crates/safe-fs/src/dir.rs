@@ -273,6 +273,25 @@ impl Dir {
         }
     }
 
+    /// Replaces the entry `name` by a hard link to `from_name` in the directory `from` (a
+    /// link `from_name` is linked as the link, never followed): two identical files kept
+    /// once on disk. The link is made under a temporary name and renamed over `name`.
+    ///
+    /// Returns an error if the link cannot be made (another file system, say); `name` is then
+    /// left as it was.
+    pub fn link_replacing(&self, name: &str, from: &Dir, from_name: &str) -> Result<()> {
+        let to = component(&self.path, OsStr::new(name))?;
+        let src = component(&from.path, OsStr::new(from_name))?;
+        let temp = format!("{TEMP_PREFIX}{:016x}", sys::random_u64());
+        let t = CString::new(temp.clone()).expect("no NUL in a hex name");
+        sys::link_at(from.fd.as_raw_fd(), &src, self.fd.as_raw_fd(), &t)
+            .map_err(|e| Error::io(self.path.join(name), "cannot link", e))?;
+        sys::rename_replacing(self.fd.as_raw_fd(), &t, &to).map_err(|e| {
+            let _ = sys::unlink_at(self.fd.as_raw_fd(), &t, false);
+            Error::io(self.path.join(name), "cannot rename to", e)
+        })
+    }
+
     /// Removes the entry `name` (a file or symbolic link, not followed; with `is_dir`, an empty
     /// directory).
     pub fn remove(&self, name: impl AsRef<OsStr>, is_dir: bool) -> Result<()> {

@@ -170,6 +170,16 @@ pub(crate) fn rename_replacing(dir: RawFd, from: &CStr, to: &CStr) -> io::Result
     Ok(())
 }
 
+/// `linkat` from `from` in `from_dir` to the new entry `to` in `to_dir`, not following a
+/// symbolic link `from`.
+pub(crate) fn link_at(from_dir: RawFd, from: &CStr, to_dir: RawFd, to: &CStr) -> io::Result<()> {
+    // Safety: valid NUL-terminated names relative to open directories.
+    check(
+        unsafe { libc::linkat(from_dir, from.as_ptr(), to_dir, to.as_ptr(), 0) } as libc::c_long,
+    )?;
+    Ok(())
+}
+
 /// `unlinkat`, of a directory entry that is not a directory, or of an empty directory.
 pub(crate) fn unlink_at(dir: RawFd, name: &CStr, is_dir: bool) -> io::Result<()> {
     let flags = if is_dir { libc::AT_REMOVEDIR } else { 0 };

@@ -182,6 +182,7 @@ mod name;
 mod sampled;
 mod scan;
 
+pub mod continuous;
 pub mod info;
 pub mod latency;
 pub mod manifest;

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# What always-on profiling costs: the throughput a CPU benchmark loses while the whole machine
+# is sampled, side by side with perf at the same rate.
+#
+#   bash benches/compare-continuous.sh                 (about 6 minutes)
+#   SECONDS_PER_RUN=5 RUNS=2 bash benches/compare-continuous.sh     (shorter)
+#   PKGMON=path/to/pkgmon bash benches/compare-continuous.sh       (a pkgmon already built)
+#
+# 1. Overhead. One copy of throughput.c per CPU keeps every CPU busy for SECONDS_PER_RUN
+#    seconds and counts its units of work. Modes, interleaved RUNS times (so that a change in
+#    the machine's other load hits every mode alike): bare; `pkgmon --continuous -a` at its
+#    default 19 Hz per CPU (kernel and user stacks, 64 KiB stack copies, 10 s windows written
+#    as it goes); `perf record -a -g -F 19` (frame-pointer callchains, the same rate); `perf
+#    record -a -g -F 20` (the OpenTelemetry profiler's 20 Hz). Overhead is the loss of the
+#    summed throughput against the median bare run, per mode, median of the runs.
+# 2. Memory. pkgmon's resident memory (VmRSS, from the index: read at the end of each window)
+#    over a MEMORY_SECONDS run (default 120) with a short-lived process started every 10 ms
+#    beside the load.
+#
+# Needs root, perf and cc. On a shared machine the figures move with the load: the load
+# average is printed beside them.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${RUNS:-5}"
+secs="${SECONDS_PER_RUN:-10}"
+memory_seconds="${MEMORY_SECONDS:-120}"
+for tool in perf cc python3; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+if [ -n "${PKGMON:-}" ]; then
+  pkgmon="$(realpath "$PKGMON")"
+else
+  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+  pkgmon="$root/target/release/pkgmon"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -o "$work/throughput" "$root/benches/workloads/throughput.c"
+cpus="$(nproc)"
+
+# Runs the benchmark on every CPU; prints the summed units.
+bench() {
+  local pids=() total=0
+  for i in $(seq "$cpus"); do
+    "$work/throughput" "$secs" >"$work/out.$i" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for f in "$work"/out.*; do total=$((total + $(cat "$f"))); done
+  rm -f "$work"/out.*
+  echo "$total"
+}
+
+# Runs the benchmark under mode $1; prints the summed units.
+under() {
+  local p units
+  case "$1" in
+    bare) bench; return ;;
+    pkgmon) rm -rf "$work/cont"
+            "$pkgmon" --continuous -a -o "$work/cont" --window 10s 2>"$work/pkgmon.err" & p=$! ;;
+    perf19) perf record -q -a -g -F 19 -o "$work/perf.data" 2>/dev/null & p=$! ;;
+    perf20) perf record -q -a -g -F 20 -o "$work/perf.data" 2>/dev/null & p=$! ;;
+  esac
+  sleep 2
+  units="$(bench)"
+  kill -INT "$p"
+  wait "$p" || true
+  echo "$units"
+}
+
+modes=(bare pkgmon perf19 perf20)
+declare -A results
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq "$runs"); do
+  for m in "${modes[@]}"; do
+    results[$m]+="$(under "$m") "
+  done
+  echo "run $r done (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+done
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$cpus" "$secs" "${results[bare]}" "${results[pkgmon]}" "${results[perf19]}" "${results[perf20]}" <<'EOF'
+import statistics, sys
+cpus, secs = sys.argv[1], sys.argv[2]
+names = ["bare", "pkgmon --continuous -a (19 Hz)", "perf record -a -g -F 19", "perf record -a -g -F 20"]
+runs = [[int(x) for x in a.split()] for a in sys.argv[3:]]
+bare = statistics.median(runs[0])
+print(f"| mode ({cpus} CPUs busy, {secs} s runs) | units per run (median) | runs | throughput lost vs bare (median) |")
+print("|---|---|---|---|")
+for name, r in zip(names, runs):
+    lost = statistics.median([100.0 * (1 - x / bare) for x in r])
+    print(f"| {name} | {statistics.median(r):.0f} | {' '.join(str(x) for x in r)} | {lost:+.2f}% |")
+EOF
+
+# Memory over a longer run with process churn.
+rm -rf "$work/mem"
+"$pkgmon" --continuous -a -o "$work/mem" --window 10s 2>"$work/mem.err" & p=$!
+( end=$((SECONDS + memory_seconds)); n=0
+  while [ "$SECONDS" -lt "$end" ]; do /bin/true; n=$((n + 1)); sleep 0.01; done
+  echo "$n" >"$work/churn" ) &
+churn=$!
+"$work/throughput" "$memory_seconds" >/dev/null &
+wait "$churn"
+kill -INT "$p"; wait "$p" || true
+echo "memory: $(cat "$work/churn") short-lived processes in ${memory_seconds} s; pkgmon VmRSS (KiB) at each window's end:"
+grep '^window' "$work/mem/index" | sed 's/.*rss-kib=//' | tr '\n' ' '; echo
+echo "instances of true: $(grep -c ' true#' "$work/mem/index")"
