@@ -5,13 +5,14 @@
 #   bash benches/compare-perf.sh            (everything, about 15 minutes)
 #   MEMORY_SECONDS=10 RUNS=3 bash benches/compare-perf.sh     (shorter)
 #   PKGMON=path/to/pkgmon bash benches/compare-perf.sh       (a pkgmon already built)
+#   PARTS="cpu" bash benches/compare-perf.sh                  (some of the parts below only)
 #
 # 1. CPU per sample at 1, 4 and 10 kHz. The workload is a fixed amount of CPU work (work.c) in
 #    two sizes, about 1 and 4 s. A profiler's cost per sample is its extra CPU time (user +
 #    system of the whole process tree, over the bare workload) on the large run minus that on
 #    the small one, divided by the extra samples: the fixed cost of starting and stopping
-#    (perf's is about half a second) cancels out. Each figure is the mean of RUNS runs
-#    (hyperfine).
+#    (perf's is about half a second) cancels out. RUNS rounds, each running every tool once
+#    in turn; the figures are medians over the rounds.
 # 2. Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run (default
 #    60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that does
 #    not grow with time shows the same peak for both lengths.
@@ -24,6 +25,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 memory_seconds="${MEMORY_SECONDS:-60}"
+parts="${PARTS:-cpu memory stack}"
 for tool in hyperfine perf cc /usr/bin/time python3; do
   command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
 done
@@ -46,17 +48,6 @@ cc -O2 -fno-omit-frame-pointer -o recursion "$root/crates/pkgprof-cli/tests/trut
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "work dir: $work_dir; $(nproc) cpus; $(uname -r); load average: $(load)"
 
-# Samples a profiler took: pkgmon prints them; perf counts them in its data file.
-samples() {
-  case "$1" in
-    pkgmon) "$pkgmon" -o pk.out -F "$2" ${3:+--stack-size "$3"} -- ${@:4} 2>&1 >/dev/null |
-              sed -n 's/.* \([0-9]*\) samples, .*/\1/p'; rm -rf pk.out ;;
-    perf*) perf record -q -F "$2" $3 -o perf.data -- ${@:4} >/dev/null 2>&1
-           perf report -i perf.data --stats 2>/dev/null |
-             awk '/SAMPLE events:/ {for (i = 1; i < NF; i++) if ($i == "events:") {print $(i + 1); exit}}' ;;
-  esac
-}
-
 # hyperfine's mean user + system seconds of each command, by name, from its JSON.
 cpu_of() {
   python3 - "$1" <<'PY'
@@ -66,50 +57,82 @@ for r in json.load(open(sys.argv[1]))["results"]:
 PY
 }
 
+if [[ " $parts " == *" cpu "* ]]; then
 echo
 echo "## CPU per sample (marginal: large run minus small run), load average before: $(load)"
 echo
-printf '| Hz | tool | extra CPU, small run (s) | extra CPU, large run (s) | extra samples | CPU per sample (us) | vs perf -g |\n'
-printf '|---|---|---|---|---|---|---|\n'
-small=700; large=2800
-for hz in 1000 4000 10000; do
-  declare -A cpu
-  for size in $small $large; do
-    hyperfine -N -w 1 -r "$runs" --export-json "cpu-$hz-$size.json" \
-      -n bare "./work $size" \
-      -n pkgmon "$pkgmon -o pk.run -F $hz -- ./work $size" \
-      -n "perf -g" "perf record -q -F $hz -g -o perf.run -- ./work $size" \
-      -n "perf dwarf" "perf record -q -F $hz --call-graph dwarf -o perf.run -- ./work $size" \
-      --prepare 'rm -rf pk.run perf.run' >/dev/null 2>&1
-    while read -r name seconds; do cpu["$name $size"]=$seconds; done < <(cpu_of "cpu-$hz-$size.json" | sed 's/^perf /perf_/')
-  done
-  rows=()
-  for tool in pkgmon "perf -g" "perf dwarf"; do
-    key=${tool/perf /perf_}
-    case "$tool" in
-      pkgmon) s_small=$(samples pkgmon $hz "" ./work $small); s_large=$(samples pkgmon $hz "" ./work $large) ;;
-      "perf -g") s_small=$(samples perf $hz -g ./work $small); s_large=$(samples perf $hz -g ./work $large) ;;
-      "perf dwarf") s_small=$(samples perf $hz "--call-graph dwarf" ./work $small); s_large=$(samples perf $hz "--call-graph dwarf" ./work $large) ;;
-    esac
-    rows+=("$tool|${cpu[bare $small]}|${cpu[bare $large]}|${cpu[$key $small]}|${cpu[$key $large]}|$s_small|$s_large")
-  done
-  python3 - "$hz" "${rows[@]}" <<'PY'
-import sys
-hz, rows = sys.argv[1], [r.split("|") for r in sys.argv[2:]]
-per = {}
-for tool, *v in rows:
-    bs, bl, ts, tl, ss, sl = map(float, v)
-    es, el = ts - bs, tl - bl
-    per[tool] = ((el - es) / max(sl - ss, 1) * 1e6, es, el, int(sl - ss))
-for tool, (p, es, el, n) in per.items():
-    base = per["perf -g"][0]
-    ratio = f"{p / base:.2f}x" if base > 0 else "-"
-    print(f"| {hz} | {tool} | {es:.3f} | {el:.3f} | {n} | {p:.1f} | {ratio} |")
+# Rounds interleave the tools (bare, pkgmon, perf -g, perf dwarf; small then large), so a change
+# of load during the run falls on all of them alike; each round gives each tool one marginal
+# cost, and the table shows their median and range over RUNS rounds, and the median of the
+# per-round ratios to perf -g.
+python3 - "$pkgmon" "$runs" <<'PY'
+import re, resource, statistics, subprocess, sys
+pkgmon, rounds = sys.argv[1], int(sys.argv[2])
+small, large = 700, 2800
+retries = 0
+def cpu_run(cmd):
+    """CPU seconds (user + system) of `cmd` and the processes it waited for; its stderr.
+    perf 6.1 here aborts now and then in its build-id code ("assertion failed at
+    util/build-id.c:1010") after recording: such a run is run again, and counted."""
+    global retries
+    for attempt in range(5):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode == 0:
+            return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, done.stderr
+        retries += 1
+    sys.exit(f"failed 5 times: {' '.join(cmd)}\n{done.stderr}")
+def samples(tool, stderr):
+    """Samples the profiler took: pkgmon prints them; perf counts them in its data file."""
+    if tool == "pkgmon":
+        subprocess.run(["rm", "-rf", "pk.run"])
+        return int(re.search(r" (\d+) samples, ", stderr).group(1))
+    for attempt in range(3):
+        stats = subprocess.run(["perf", "report", "-i", "perf.run", "--stats"],
+                               capture_output=True, text=True).stdout
+        found = re.search(r"SAMPLE events:\s*(\d+)", stats)
+        if found:
+            return int(found.group(1))
+    sys.exit("perf report --stats gave no sample count")
+def command(tool, hz, size):
+    work = ["./work", str(size)]
+    return {
+        "bare": work,
+        "pkgmon": [pkgmon, "-o", "pk.run", "-F", str(hz), "--"] + work,
+        "perf -g": ["perf", "record", "-q", "-F", str(hz), "-g", "-o", "perf.run", "--"] + work,
+        "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.run", "--"] + work,
+    }[tool]
+tools = ["pkgmon", "perf -g", "perf dwarf"]
+print("| Hz | tool | CPU per sample (us): median | min - max | extra samples (median) | vs perf -g (median of rounds) |")
+print("|---|---|---|---|---|---|")
+for hz in (1000, 4000, 10000):
+    per = {t: [] for t in tools}
+    extra = {t: [] for t in tools}
+    for _ in range(rounds):
+        cpu, n = {}, {}
+        for size in (small, large):
+            cpu["bare", size], _ = cpu_run(command("bare", hz, size))
+            for t in tools:
+                cpu[t, size], err = cpu_run(command(t, hz, size))
+                n[t, size] = samples(t, err)
+        for t in tools:
+            more = max(n[t, large] - n[t, small], 1)
+            cost = (cpu[t, large] - cpu["bare", large]) - (cpu[t, small] - cpu["bare", small])
+            per[t].append(cost / more * 1e6)
+            extra[t].append(more)
+    for t in tools:
+        ratios = [a / b for a, b in zip(per[t], per["perf -g"]) if b > 0]
+        ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
+        print(f"| {hz} | {t} | {statistics.median(per[t]):.1f} | {min(per[t]):.1f} - {max(per[t]):.1f} "
+              f"| {int(statistics.median(extra[t]))} | {ratio} |")
+if retries:
+    print(f"\n({retries} runs aborted by perf and run again)")
 PY
-  unset cpu
-done
+fi
 rm -rf pk.run perf.run perf.data
 
+if [[ " $parts " == *" memory "* ]]; then
 echo
 echo "## Peak memory at 4 kHz: 10 s and ${memory_seconds} s of CPU work, load average before: $(load)"
 echo
@@ -121,7 +144,9 @@ for seconds in 10 "$memory_seconds"; do
   rm -rf pk.mem perf.mem
   python3 -c "import sys; s,a,b=sys.argv[1],float(sys.argv[2])/1024,float(sys.argv[3])/1024; print(f'| {s} | {a:.1f} | {b:.1f} | {a/b:.2f} |')" "$seconds" "$pk_peak" "$perf_peak"
 done
+fi
 
+if [[ " $parts " == *" stack "* ]]; then
 echo
 echo "## The user stack copy: recursion (200 levels) at 4 kHz, load average before: $(load)"
 echo
@@ -140,5 +165,6 @@ for size in 0 8192 65528; do
   c=$(cpu_of stack.json | awk -v s="$size" '$1 == "stack" && $2 == s {print $3}')
   python3 -c "import sys; b,c,n=map(float,sys.argv[1:4]); print(f'| --stack-size {sys.argv[4]} | {c-b:.3f} | {int(n)} | {(c-b)/n*1e6:.1f} | {sys.argv[5]} |')" "$bare" "$c" "$n" "$size" "$t"
 done
+fi
 echo
 echo "load average after: $(load)"
