@@ -1,6 +1,7 @@
 //! The bodies of the fuzz targets. Each `run` is also called by ordinary tests over the
 //! fixtures (they include these files by path), so a crash found by fuzzing becomes a test.
 
+pub mod async_moves;
 pub mod cmdline;
 pub mod collector;
 pub mod continuous_index;

@@ -40,6 +40,8 @@ enum Ready {
 struct Window {
     kind: Kind,
     objects: Vec<u32>,
+    /// How many of `objects` an `sk_data_ready` has claimed.
+    claimed: usize,
     ready: Ready,
     /// Tickets of its samples, in time order.
     samples: Vec<u32>,
@@ -242,6 +244,7 @@ impl Attributor {
                     self.windows.push(Window {
                         kind: Kind::NetRx,
                         objects: Vec::new(),
+                        claimed: 0,
                         ready: Ready::None,
                         samples: Vec::new(),
                     });
@@ -262,19 +265,21 @@ impl Attributor {
                     self.windows[w as usize].objects.push(o);
                 }
             }
-            What::TcpProbe { skb, sk, .. } => {
-                if window.is_some() {
-                    self.net.probed(skb, sk);
-                }
-            }
+            // Also outside a window: a packet for a socket its owner held locked was put on
+            // the socket's backlog in the window and reaches TCP (and this event) later, in
+            // the owner's context.
+            What::TcpProbe { skb, sk, .. } => self.net.probed(skb, sk, window.is_none()),
             What::DataReady { sk } => {
                 if let Some(w) = window {
-                    let r = &mut self.windows[w as usize].ready;
-                    *r = match *r {
+                    let window = &mut self.windows[w as usize];
+                    window.ready = match window.ready {
                         Ready::None => Ready::One(sk),
                         Ready::One(s) if s == sk => Ready::One(s),
                         _ => Ready::Many,
                     };
+                    let since = window.claimed;
+                    window.claimed = window.objects.len();
+                    self.net.guess(&window.objects[since..], sk);
                 }
             }
             What::CopyDatagram { skb, .. } => self.net.copied(skb, e.pid, e.time),
@@ -291,8 +296,9 @@ impl Attributor {
         };
         let window = &self.windows[w as usize];
         if let Ready::One(sk) = window.ready {
-            self.net.guess(&window.objects, sk);
+            self.net.guess(&window.objects[window.claimed..], sk);
         }
+        self.net.prune_unlinked();
     }
 
     /// Ends the run: every held sample's decision, and the totals.

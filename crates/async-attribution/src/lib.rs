@@ -84,16 +84,4 @@ impl Kind {
             Kind::NetRx => "net-rx",
         }
     }
-
-    /// The pseudo-function a beneficiary's listing shows above the moved kernel stacks:
-    /// `[async net-rx]`.
-    pub fn pseudo_parent(self) -> String {
-        format!("[async {}]", self.as_str())
-    }
-
-    /// The pseudo-function above the samples no process could be found for:
-    /// `[async unattributed net-rx]`.
-    pub fn residue_parent(self) -> String {
-        format!("[async unattributed {}]", self.as_str())
-    }
 }

@@ -11,8 +11,16 @@
 //!   This is exact, and wins over every other link (UDP takes this path).
 //! - **Consumer by the socket.** `tcp_probe` in the window links the packet to its socket
 //!   exactly (TCP may coalesce the packet into another before it is copied, so its own
-//!   address may never be copied); failing that, when every `sk_data_ready` of the window
-//!   names one socket, the window's unlinked packets are guessed to be that socket's. The
+//!   address may never be copied). Failing that, an `sk_data_ready` claims the packets
+//!   received in its window since the previous one (a guess: exact when each packet's
+//!   protocol work runs before the next packet is received, as on loopback and without GRO
+//!   batching; UDP reads linear packets without `skb_copy_datagram_iovec`, so this is its
+//!   usual link), and packets after the window's last `sk_data_ready` are guessed to be its
+//!   socket's when every `sk_data_ready` of the window named that one. A TCP packet that
+//!   arrives while its socket's owner holds the socket waits on the socket's backlog, where
+//!   TCP may merge it into the packet before it, leaving no event of its own; the owner
+//!   drains the backlog, and that packet's `tcp_probe` comes outside any window: the
+//!   packets still unlinked then are guessed to be that socket's. The
 //!   next process to use the socket after the window — `sock_recv_length` with a positive
 //!   length, or `sock_send_length` (acknowledgements arriving at a sender's socket serve the
 //!   sender) — consumed the packets linked to it; a guessed link gives way to a later copy of
@@ -48,7 +56,13 @@ pub(crate) struct NetObjects {
     live_skb: HashMap<u64, u32>,
     /// Socket → its objects not yet consumed through it.
     waiting_sk: HashMap<u64, Vec<u32>>,
+    /// Objects received with no link yet, oldest first (at most [`UNLINKED_KEPT`]).
+    unlinked: std::collections::VecDeque<u32>,
 }
+
+/// How many unlinked objects a backlog drain may claim: a packet unlinked for longer than
+/// that many later ones is left to the residue.
+const UNLINKED_KEPT: usize = 4096;
 
 impl NetObjects {
     /// A packet received; its id.
@@ -60,14 +74,34 @@ impl NetObjects {
             consumer: None,
         });
         self.live_skb.insert(skb, id);
+        if self.unlinked.len() == UNLINKED_KEPT {
+            self.unlinked.pop_front();
+        }
+        self.unlinked.push_back(id);
         id
     }
 
-    /// `tcp_probe`: the packet at `skb` is socket `sk`'s.
-    pub fn probed(&mut self, skb: u64, sk: u64) {
+    /// `tcp_probe`: the packet at `skb` is socket `sk`'s; `drained` when it came outside a
+    /// window (the socket's backlog being drained by its owner), which claims the packets
+    /// still unlinked.
+    pub fn probed(&mut self, skb: u64, sk: u64, drained: bool) {
         if let Some(&o) = self.live_skb.get(&skb) {
             self.link(o, sk, false);
         }
+        if drained {
+            let unlinked: Vec<u32> = self.unlinked.drain(..).collect();
+            for o in unlinked {
+                if self.objects[o as usize].sk.is_none() {
+                    self.link(o, sk, true);
+                }
+            }
+        }
+    }
+
+    /// Forgets the unlinked objects that were linked since (keeps the list short).
+    pub fn prune_unlinked(&mut self) {
+        let objects = &self.objects;
+        self.unlinked.retain(|&o| objects[o as usize].sk.is_none());
     }
 
     /// The window's `sk_data_ready` events named one socket: its packets without a socket are

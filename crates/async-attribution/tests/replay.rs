@@ -583,3 +583,86 @@ fn two_readers_fed_one_to_three_share_the_work_one_to_three() {
     let share = a as f64 / (a + b) as f64;
     assert!((share - 0.25).abs() < 0.05, "{a} {b}");
 }
+
+#[test]
+fn a_packet_merged_on_a_held_sockets_backlog_goes_with_the_backlog() {
+    // The reader holds its socket (inside recv) when two segments arrive: the second is
+    // merged into the first on the socket's backlog and has no event of its own; the reader
+    // drains the backlog on release, where the first's tcp_probe fires, outside any window.
+    let mut t = Timelines::default();
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![e(SENDER, rx(0xd1, 1000)), s(SENDER, loopback(TCP_V4_RCV))],
+    );
+    t.window(
+        0,
+        20,
+        SENDER,
+        vec![e(SENDER, rx(0xd2, 1000)), s(SENDER, loopback(TCP_V4_RCV))],
+    );
+    t.ev(
+        1,
+        30,
+        RECEIVER,
+        What::TcpProbe {
+            skb: 0xd1,
+            sk: 0xbeef,
+            cookie: 1,
+        },
+    );
+    t.ev(
+        1,
+        31,
+        RECEIVER,
+        What::RecvLength {
+            sk: 0xbeef,
+            ret: 2000,
+        },
+    );
+    let (d, totals) = t.run();
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 2);
+    assert_eq!(totals[0].unconsumed, 0);
+}
+
+#[test]
+fn each_data_ready_claims_the_packets_received_before_it() {
+    // Loopback: each packet's protocol work (ending in sk_data_ready) runs before the next
+    // packet is received, so in one window A's packet, then B's, each claimed by its own.
+    let mut t = Timelines::default();
+    for k in 0..4u64 {
+        t.window(
+            0,
+            k * 20,
+            SENDER,
+            vec![
+                e(SENDER, rx(0x100 + k, 100)),
+                s(SENDER, loopback(UDP_RCV)),
+                e(SENDER, What::DataReady { sk: 0xa }),
+                e(SENDER, rx(0x200 + k, 300)),
+                s(SENDER, loopback(UDP_RCV)),
+                s(SENDER, loopback(UDP_RCV)),
+                s(SENDER, loopback(UDP_RCV)),
+                e(SENDER, What::DataReady { sk: 0xb }),
+            ],
+        );
+        t.ev(
+            1,
+            k * 20 + 15,
+            RECEIVER,
+            What::RecvLength { sk: 0xa, ret: 100 },
+        );
+        t.ev(
+            1,
+            k * 20 + 16,
+            OTHER,
+            What::RecvLength { sk: 0xb, ret: 300 },
+        );
+    }
+    let (d, _) = t.run();
+    assert_eq!(
+        (charged(&d, to_pid(RECEIVER)), charged(&d, to_pid(OTHER))),
+        (4, 12)
+    );
+}

@@ -10,9 +10,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use gmon_format::BoundaryKind;
+use async_attribution::{SoftirqEntries, Target};
+use gmon_format::async_moves::{KindTotals, Move};
 use gmon_format::kallsyms::{Kallsyms, KallsymsOptions};
+use gmon_format::{AsyncMoves, BoundaryKind};
 
+use crate::asynchronous::{AsyncCollector, AsyncOptions};
 use crate::recording::{
     CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
 };
@@ -40,6 +43,10 @@ pub struct AggregateOptions {
     /// is looked for by build-id to unwind its stacks: for recordings made elsewhere or
     /// earlier (perf.data import). Default is None (pkgmon reads the files that are running).
     pub build_id_cache: Option<std::path::PathBuf>,
+    /// Charge asynchronous kernel work (the `NET_RX` softirq) to the process it served, from
+    /// the run's tracepoint records, which the sampler must have been asked for
+    /// ([`AsyncOptions::tracepoints`]). Default is None.
+    pub asynchronous: Option<AsyncOptions>,
     /// System-wide mode: profile every process, not only those asked for; the idle task's
     /// samples (pid 0) still go to the system-wide kernel profile. Default is false.
     pub every_process: bool,
@@ -53,6 +60,7 @@ impl Default for AggregateOptions {
             launched: None,
             latency: None,
             build_id_cache: None,
+            asynchronous: None,
             every_process: false,
         }
     }
@@ -96,6 +104,21 @@ impl KernelSymbols {
         std::str::from_utf8(self.syms.symbol(i).name).ok()
     }
 
+    /// Where kernel stacks enter softirq processing, for [`AsyncOptions::entries`]: the
+    /// functions `async_attribution::SoftirqEntries` names, each up to the next symbol.
+    pub fn softirq_entries(&self) -> SoftirqEntries {
+        let n = self.syms.len();
+        SoftirqEntries::from_symbols((0..n).filter_map(|i| {
+            let s = self.syms.symbol(i);
+            let end = if i + 1 < n {
+                self.syms.symbol(i + 1).address
+            } else {
+                s.address.saturating_add(1)
+            };
+            Some((std::str::from_utf8(s.name).ok()?, s.address, end))
+        }))
+    }
+
     /// The boundary kind of a kernel chain (innermost first), by gmon-format's one rule
     /// ([`BoundaryKind::classify`]) on the names of its outermost frames.
     fn boundary(&self, kernel: &[u64]) -> BoundaryKind {
@@ -123,6 +146,17 @@ impl Side {
         for e in edges.iter() {
             *self.arcs.entry(*e).or_default() += 1;
         }
+    }
+
+    /// Counts a moved stack of asynchronous work (kernel frames only, innermost first): its
+    /// hit, its arcs, and the boundary arc from 0 (no user caller) to its outermost frame.
+    pub(crate) fn add_moved(&mut self, kernel: &[u64], edges: &mut Vec<(u64, u64)>) {
+        let (Some(&pc), Some(&entry)) = (kernel.first(), kernel.last()) else {
+            return;
+        };
+        *self.hist.entry(pc & !1).or_default() += 1;
+        self.add_stack(kernel, edges);
+        *self.arcs.entry((0, entry)).or_default() += 1;
     }
 
     /// Adds `other`'s counts.
@@ -200,8 +234,11 @@ impl StackTable {
             let split = path.iter().position(|&a| a == KERNEL_PART).unwrap_or(0);
             let kernel = path[..split].to_vec();
             let user = path[split + 1..].to_vec();
-            let boundary =
-                (!kernel.is_empty() && !user.is_empty()).then(|| ksyms.boundary(&kernel));
+            // A stack with no user frames has a boundary only when it is asynchronous work
+            // moved to this process.
+            let boundary = (!kernel.is_empty())
+                .then(|| ksyms.boundary(&kernel))
+                .filter(|k| !user.is_empty() || k.is_asynchronous());
             let e = out.entry((kernel, user, boundary, truncated)).or_default();
             e.0 += samples;
             e.1 += ns;
@@ -239,6 +276,7 @@ pub struct Aggregator {
     frames: Vec<u64>,
     edges: Vec<(u64, u64)>,
     syscalls: Option<SyscallTracer>,
+    asynchronous: Option<AsyncCollector>,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -274,6 +312,7 @@ impl Aggregator {
         let syscalls = opts.latency.clone().map(SyscallTracer::new);
         Aggregator {
             syscalls,
+            asynchronous: opts.asynchronous.as_ref().map(AsyncCollector::new),
             opts,
             replay: Replayer::default(),
             unwinding: Unwinding::new(images, max_frames),
@@ -374,6 +413,12 @@ impl Aggregator {
     pub fn sample(&mut self, rec: &Recording, s: &Sample) {
         let pi = self.replay.sample(s.pid, s.tid, s.time);
         let kernel = rec.kernel_chain(s);
+        // Asynchronous work is held back until its beneficiary is known (`finish`).
+        if let Some(a) = &mut self.asynchronous
+            && a.sample(s, kernel)
+        {
+            return;
+        }
         if !self.is_profiled(pi) {
             // System-wide mode only: the kernel part goes to -k.kernel (pid 0 and kernel
             // threads, which have no user context) or -k.other.
@@ -434,6 +479,11 @@ impl Aggregator {
     /// Feeds a tracepoint record of `rec` to the latency collection, if there is one: a
     /// system-call entry gets its process image and its unwound user call site.
     pub fn trace(&mut self, rec: &Recording, t: &TraceSample) {
+        if let Some(a) = &mut self.asynchronous
+            && a.trace(rec, t)
+        {
+            return;
+        }
         let Some(mut tracer) = self.syscalls.take() else {
             return;
         };
@@ -530,6 +580,7 @@ impl Aggregator {
     /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
     /// each sample entered the kernel and are saved with the measurement.
     pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
+        let asynchronous = self.attribute();
         let replay = self.replay.finish();
         if let Some(t) = &mut self.syscalls {
             t.finish();
@@ -560,7 +611,72 @@ impl Aggregator {
             files: self.unwinding.into_images(),
             stats: self.stats,
             syscalls: self.syscalls,
+            asynchronous,
         }
+    }
+
+    /// Ends the attribution: each held sample's cut kernel stack goes to its beneficiary's
+    /// image (a process not profiled: `-k.other`; the residue: `-k.kernel`), and the moves
+    /// are counted for `async.moves`.
+    fn attribute(&mut self) -> Option<AsyncMoves> {
+        let (outcome, held) = self.asynchronous.take()?.finish();
+        // (kind, victim, beneficiary) → (samples, nanoseconds).
+        type Cell<'a> = (&'a str, Option<u32>, Option<u32>);
+        let mut moves: BTreeMap<Cell<'_>, (u64, u64)> = BTreeMap::new();
+        for (d, h) in outcome.decisions.iter().zip(&held) {
+            let beneficiary = match d.to {
+                Target::Process { pid, time } => {
+                    let pi = self.replay.owner(pid, time);
+                    if self.is_profiled(pi) {
+                        let image = self.image_of(pi, time);
+                        let acc = self.images.entry((pi, image)).or_default();
+                        acc.samples += 1;
+                        acc.kernel.add_moved(&h.kernel, &mut self.edges);
+                        acc.stacks.add(&h.kernel, &[], false, h.period);
+                    } else {
+                        self.other.add_moved(&h.kernel, &mut self.edges);
+                    }
+                    Some(pid)
+                }
+                Target::Unattributed(_) => {
+                    self.system.add_moved(&h.kernel, &mut self.edges);
+                    None
+                }
+            };
+            let m = moves
+                .entry((d.kind.as_str(), h.victim, beneficiary))
+                .or_default();
+            m.0 += 1;
+            m.1 += h.period;
+        }
+        let mut out = AsyncMoves::default();
+        for t in &outcome.totals {
+            let mut k = KindTotals::new(t.kind.as_str());
+            k.held = t.held;
+            k.attributed = t.attributed;
+            k.windows = t.windows;
+            k.objects = t.objects;
+            k.unconsumed = t.unconsumed;
+            k.residue = t
+                .residue
+                .iter()
+                .map(|(r, &n)| (r.as_str().to_string(), n))
+                .collect();
+            out.kinds.push(k);
+        }
+        out.moves = moves
+            .into_iter()
+            .map(
+                |((kind, victim, beneficiary), (samples, nanoseconds))| Move {
+                    kind: kind.to_string(),
+                    victim,
+                    beneficiary,
+                    samples,
+                    nanoseconds,
+                },
+            )
+            .collect();
+        Some(out)
     }
 }
 
@@ -583,6 +699,9 @@ pub struct Aggregate {
     stats: UnwindStats,
     /// Per-system-call latencies, when asked for.
     pub(crate) syscalls: Option<SyscallTracer>,
+    /// The asynchronous-event attribution's moves and totals, when asked for (the counts of
+    /// windows the kernel counted are added by the writer, from the recording).
+    pub(crate) asynchronous: Option<AsyncMoves>,
 }
 
 impl Aggregate {
@@ -594,6 +713,11 @@ impl Aggregate {
     /// How the user stacks were unwound.
     pub fn unwind_stats(&self) -> UnwindStats {
         self.stats
+    }
+
+    /// The asynchronous-event attribution's moves and totals, when it was asked for.
+    pub fn async_moves(&self) -> Option<&AsyncMoves> {
+        self.asynchronous.as_ref()
     }
 }
 

@@ -16,7 +16,11 @@ use crate::unwind::{FhUnwinder, section_info};
 /// misc, size), laid out as this crate's events make them, into a recording. A header whose
 /// size is under 8 bytes or past the end stops the stream, as it would stop the ring reader.
 pub fn decode_records(data: &[u8]) -> Recording {
-    let mut rec = Recording::default();
+    // As a task-following run decodes them: MMAP2 records under the flag carry a build-id.
+    let mut rec = Recording {
+        mmap_build_ids: true,
+        ..Recording::default()
+    };
     let mut rest = data;
     while let Some(size) = rest.get(6..8) {
         let size = usize::from(u16::from_ne_bytes([size[0], size[1]]));

@@ -66,6 +66,8 @@
 #[cfg(target_os = "linux")]
 mod aggregate;
 #[cfg(target_os = "linux")]
+mod asynchronous;
+#[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
 mod continuous;
@@ -123,6 +125,8 @@ pub use tracefs::{Tracefs, TracepointRequest};
 
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
+#[cfg(target_os = "linux")]
+pub use asynchronous::AsyncOptions;
 #[cfg(target_os = "linux")]
 pub use continuous::{Continuous, ContinuousOptions, ContinuousSummary};
 #[cfg(target_os = "linux")]

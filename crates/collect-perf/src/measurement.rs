@@ -71,6 +71,8 @@ pub struct WriteSummary {
     pub unwind: UnwindStats,
     /// Problems that did not stop the writing, as sentences for the user.
     pub warnings: Vec<String>,
+    /// What `async.moves` says, when the asynchronous-event attribution ran.
+    pub async_moves: Option<gmon_format::AsyncMoves>,
     /// The file sets written, in the order of their names.
     pub file_sets: Vec<FileSetSummary>,
 }
@@ -531,7 +533,9 @@ pub fn write_measurement_to(
             rec.frequency
         ));
     }
-    if agg.system_wide {
+    // The attribution's residue is in the system-wide kernel profile, so it is written with
+    // `--async` whatever the mode.
+    if agg.system_wide || agg.asynchronous.is_some() {
         summary.system_samples = (
             agg.system.hist.values().sum(),
             agg.other.hist.values().sum(),
@@ -543,6 +547,23 @@ pub fn write_measurement_to(
             let bytes = gmon_bytes(side, rate)?;
             out.write(&name.file_name(), &bytes)?;
         }
+    }
+    if let Some(moves) = &agg.asynchronous {
+        let mut moves = moves.clone();
+        let counted = rec
+            .tracepoints
+            .iter()
+            .find(|t| t.format.name == crate::asynchronous::WINDOW_EVENT)
+            .and_then(|t| t.counted);
+        for k in &mut moves.kinds {
+            k.counted = counted;
+        }
+        let mut text = Vec::new();
+        moves
+            .write(&mut text)
+            .map_err(|e| gmon_error("the async.moves file", e))?;
+        out.write(gmon_format::ASYNC_MOVES_FILE, &text)?;
+        summary.async_moves = Some(moves);
     }
     out.write_kallsyms(&symbols_file, ksyms.text().as_bytes())?;
     if vdso_used && let Some((id, bytes)) = &own_vdso {

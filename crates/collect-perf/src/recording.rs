@@ -339,6 +339,11 @@ pub struct Recording {
     pub user_stack_bytes: u32,
     /// The callchain depth limit asked of the kernel (`sample_max_stack`).
     pub max_stack: u16,
+    /// Whether the events asked for build-ids in their MMAP2 records (they do when they
+    /// follow tasks, not when CPU-wide). A record of events that did not ask has a device and
+    /// inode, whatever its build-id flag says: another session's event can set that flag on
+    /// the header the kernel shares between sessions.
+    pub mmap_build_ids: bool,
     /// CLOCK_MONOTONIC ns when the events were set up.
     pub start_time: u64,
     /// CLOCK_REALTIME ns at the same moment as `start_time`, to convert times to wall-clock.
@@ -748,6 +753,38 @@ mod tests {
         assert_eq!(r.user_stack(s), &[1; 8]);
     }
 
+    /// Events that did not ask for build-ids get a device and inode in their MMAP2 records,
+    /// even under the build-id flag that another session's event set on the shared header.
+    #[test]
+    fn a_build_id_flag_our_events_did_not_ask_for_is_ignored() {
+        // maj 0, min 0x3c831, ino 0x5, ino_generation 0xfe: what the kernel wrote.
+        let body = B::default().u32(0).u32(0x3c831).u64(5).u64(0xfe).0;
+        let mmap = B::default()
+            .u32(7)
+            .u32(7)
+            .u64(0x400000)
+            .u64(0x1000)
+            .u64(0)
+            .bytes(&body)
+            .u32(5)
+            .u32(2)
+            .bytes(b"/bin/x\0\0")
+            .finish(RECORD_MMAP2, MISC_MMAP_BUILD_ID, true);
+        for asked in [false, true] {
+            let mut r = Recording {
+                mmap_build_ids: asked,
+                ..Recording::default()
+            };
+            r.push_raw(&mmap);
+            let SideBand::Mmap { build_id, .. } = &r.side_band[0].kind else {
+                panic!("not a mapping: {:?}", r.side_band[0].kind);
+            };
+            // Had the events asked, the kernel would have written a build-id there.
+            let expected = asked.then(Vec::new);
+            assert_eq!(build_id, &expected, "asked: {asked}");
+        }
+    }
+
     #[test]
     fn side_band_records_take_time_and_cpu_from_the_trailer() {
         let mut build_id = [0u8; 24];
@@ -770,7 +807,10 @@ mod tests {
             true,
         );
         let lost = B::default().u64(99).u64(42).finish(RECORD_LOST, 0, true);
-        let mut r = Recording::default();
+        let mut r = Recording {
+            mmap_build_ids: true,
+            ..Recording::default()
+        };
         for rec in [&mmap, &comm, &lost] {
             r.push_raw(rec);
         }

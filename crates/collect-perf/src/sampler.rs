@@ -189,6 +189,7 @@ impl Sampler {
             enable_on_exec: on_exec,
             inherit: !config.system_wide,
             wakeup_watermark: (pages * page_size() / 4) as u32,
+            mmap_build_ids: !config.system_wide,
         };
         let mut events = Vec::new();
         let mut event_cpus = Vec::new();
@@ -325,6 +326,7 @@ impl Sampler {
             frequency: config.frequency,
             user_stack_bytes: spec.stack_user,
             max_stack: spec.max_stack,
+            mmap_build_ids: spec.mmap_build_ids,
             start_time: monotonic_ns(),
             start_realtime: realtime_ns(),
             counter_ids,

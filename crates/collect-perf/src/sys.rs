@@ -65,6 +65,12 @@ pub(crate) struct EventSpec {
     /// Follow new threads and children (task events); off for CPU-wide events.
     pub inherit: bool,
     pub wakeup_watermark: u32,
+    /// Ask for each mapping's build-id in its MMAP2 record. Only for events that follow
+    /// tasks: the kernel sets the build-id flag on the header it shares with every other
+    /// session watching the same mapping, and a session that did not ask reads a device/inode
+    /// body as a build-id (perf 6.1 aborts). A CPU-wide event sees every mapping of the
+    /// machine, so it would damage every other perf session's records.
+    pub mmap_build_ids: bool,
 }
 
 /// The sample_type every event uses; `ring`/`recording` parse exactly this layout.
@@ -105,7 +111,7 @@ pub(crate) fn cpu_clock_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr 
     a.set_inherit(u64::from(spec.inherit));
     a.set_mmap(1);
     a.set_mmap2(1);
-    a.set_build_id(1);
+    a.set_build_id(u64::from(spec.mmap_build_ids));
     a.set_comm(1);
     a.set_comm_exec(1);
     a.set_task(1);

@@ -134,6 +134,14 @@ pub enum ErrorKind {
         /// What is wrong.
         message: String,
     },
+    /// A malformed `async.moves` file, or one that cannot be written so that it reads back
+    /// the same (line 0).
+    InvalidAsyncMoves {
+        /// 1-based line number (0 when writing).
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// A malformed line in a kallsyms snapshot ([`crate::kallsyms`]).
     Kallsyms {
         /// 1-based line number.
@@ -279,6 +287,12 @@ impl fmt::Display for Error {
             ErrorKind::Latency { line: 0, message } => write!(f, "invalid latency file: {message}"),
             ErrorKind::Latency { line, message } => {
                 write!(f, "latency file line {line}: {message}")
+            }
+            ErrorKind::InvalidAsyncMoves { line: 0, message } => {
+                write!(f, "invalid async.moves file: {message}")
+            }
+            ErrorKind::InvalidAsyncMoves { line, message } => {
+                write!(f, "async.moves line {line}: {message}")
             }
             ErrorKind::Manifest { line, message } => write!(f, "line {line}: {message}"),
             ErrorKind::Kallsyms { line, message } => write!(f, "line {line}: {message}"),

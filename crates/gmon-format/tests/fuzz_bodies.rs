@@ -5,6 +5,8 @@
 
 mod common;
 
+#[path = "../../../fuzz/src/async_moves.rs"]
+mod async_moves_target;
 #[path = "../../../fuzz/src/continuous_index.rs"]
 mod continuous_index;
 #[path = "../../../fuzz/src/gmon.rs"]
@@ -65,6 +67,28 @@ fn manifests_of_the_fixture_measurement_and_their_cuts() {
         manifest_target::run(&damaged);
     }
     manifest_target::run(&Manifest::placeholder());
+}
+
+#[test]
+fn async_moves_and_their_cuts_and_flips() {
+    let text = b"pkgasync 1.0\n\
+        kind net-rx held 12 attributed 9 windows 5 objects 6 unconsumed 1\n\
+        counted net-rx 7\n\
+        residue net-rx no-consumer 1\n\
+        residue net-rx window-unseen 2\n\
+        move net-rx - - 2 2000000\n\
+        move net-rx 100 200 9 9000000\n";
+    assert!(gmon_format::AsyncMoves::parse(text).is_ok());
+    for cut in 0..=text.len() {
+        async_moves_target::run(&text[..cut]);
+    }
+    for i in 0..text.len() {
+        for bit in [0x01, 0x20, 0x80] {
+            let mut t = text.to_vec();
+            t[i] ^= bit;
+            async_moves_target::run(&t);
+        }
+    }
 }
 
 #[test]

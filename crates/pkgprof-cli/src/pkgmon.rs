@@ -30,7 +30,9 @@ Files (in DIR, default pkgmon.data; per process PID with command name COMM):
   kallsyms.BOOTID      kernel symbols at record time
   vdso.BUILDID         the vDSO image (it exists only in memory)
   gmon.out.-k.kernel, gmon.out.-k.other   kernel work for no process and for
-                       other processes (with -a)
+                       other processes (with -a or --async)
+  async.moves          asynchronous kernel work moved to the process it served:
+                       who gave how much to whom (--async)
   manifest.sha256      every file's size and SHA-256, written last: until it
                        is complete, pkgprof refuses the measurement
 A pid reused during the run gets its own files: PID_1, PID_2, ... in place of
@@ -52,6 +54,7 @@ Examples:
   pkgmon -p 1234,1240 --duration 10    attach to running processes for 10 s
   pkgmon -a --duration 5 -- ./client   system-wide, labelling the client's work
   pkgmon --blocking -- ./server        system-call latencies, sleeps and wakers
+  pkgmon --async -- ./udp-pair         packet receive work charged to the reader
   pkgprof -b --pid 1234               report on one process (from pkgmon.data)
   pkgmon --import perf.data -o prof   a `perf record -g` file as a measurement
   pkgmon --continuous -a -o /var/lib/pkgmon --window 60s --keep 24h,2G
@@ -152,6 +155,16 @@ struct Args {
     /// profile sampling, for behaviour that changes over time.
     #[arg(long, value_name = "DURATION", value_parser = parse_slice)]
     slice: Option<u64>,
+    /// Charge asynchronous kernel work to the process it served, as pkprof did: the network
+    /// receive processing a softirq does in whatever process it interrupted (on loopback, the
+    /// sender's own send) moves to the process that reads the packets, under
+    /// `PIDk:[async net-rx]`; what no reader is found for stays in gmon.out.-k.kernel as
+    /// `[async unattributed net-rx]`. KINDS: `net` (the only kind yet, and the default).
+    /// Samples every CPU and traces the softirq, packet and socket tracepoints; the cost is
+    /// printed.
+    #[arg(long = "async", value_name = "KINDS", num_args = 0..=1, require_equals = true,
+          default_missing_value = "net", value_delimiter = ',', conflicts_with = "continuous")]
+    asynchronous: Option<Vec<AsyncKind>>,
     /// Attach to running processes (and what they start from now on).
     #[arg(
         short = 'p',
@@ -187,6 +200,13 @@ struct Args {
     #[arg(long, value_name = "AGE|SIZE", default_value = "24h", requires = "continuous",
           value_parser = continuous::parse_keep)]
     keep: continuous::Keep,
+}
+
+/// A kind of asynchronous work `--async` attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AsyncKind {
+    /// Network receive (the NET_RX softirq).
+    Net,
 }
 
 /// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
@@ -422,6 +442,23 @@ fn run(args: Args) -> anyhow::Result<u8> {
             config.context_switches = l.blocking;
         }
     }
+    // The work runs in whatever task a CPU was running: every CPU is sampled.
+    let asynchronous = args.asynchronous.as_ref().map(|_| {
+        let mut a = collect_perf::AsyncOptions::default();
+        a.entries = KernelSymbols::live().softirq_entries();
+        a
+    });
+    if let Some(a) = &asynchronous {
+        if a.entries.is_empty() {
+            eprintln!(
+                "pkgmon: warning: --async: the kernel's softirq entry functions are not in \
+                 /proc/kallsyms (addresses hidden?): samples count as softirq work by their \
+                 time alone and their stacks are not cut"
+            );
+        }
+        config.tracepoints.extend(a.tracepoints());
+        config.system_wide = true;
+    }
     let perms = preflight(&config)?;
     for w in &perms.warnings {
         eprintln!("pkgmon: warning: {w}");
@@ -466,7 +503,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
     let mut aggregate = AggregateOptions::default();
     aggregate.launched = sampler.child_pid();
     aggregate.latency = latency;
-    if args.all {
+    aggregate.asynchronous = asynchronous;
+    if args.all || args.asynchronous.is_some() {
         let mut asked: std::collections::BTreeSet<u32> =
             args.pids.iter().map(|&p| p as u32).collect();
         asked.extend(sampler.child_pid());
@@ -530,6 +568,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         eprintln!("pkgmon: warning: {w}");
     }
     print_summary(&rec, &summary, &args, main_pid(&rec, &args));
+    if let Some(moves) = &summary.async_moves {
+        print_async(&rec, moves);
+    }
     for t in &rec.tracepoints {
         let idle = t.check().unsampled_in_idle();
         match t.counted {
@@ -558,6 +599,50 @@ fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     Ok(exit_status(&rec, args.command.is_empty()))
+}
+
+/// What the attribution did and what it cost: per kind, the samples held and where they
+/// went, the windows seen against those the kernel counted, and the records traced.
+fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
+    let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
+    for k in &moves.kinds {
+        let residue: Vec<String> = k.residue.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        eprintln!(
+            "pkgmon: async {}: {} samples of softirq work, {} charged to the processes that \
+             read the packets, {} unattributed{}",
+            k.kind,
+            k.held,
+            k.attributed,
+            k.unattributed(),
+            if residue.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", residue.join(", "))
+            }
+        );
+        let unseen = k.counted.map_or(0, |c| c.saturating_sub(k.windows));
+        eprintln!(
+            "pkgmon: async {}: {} windows seen{}, {} packets, {} never read",
+            k.kind,
+            k.windows,
+            if unseen > 0 {
+                format!(
+                    " of {} the kernel ran ({unseen} ran in the idle task, where perf samples no \
+                     tracepoint: their samples are unattributed as window-unseen)",
+                    k.counted.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            },
+            k.objects,
+            k.unconsumed
+        );
+    }
+    eprintln!(
+        "pkgmon: async cost: {traced} tracepoint records beside {} samples, {} records lost",
+        rec.sample_count,
+        rec.lost_samples()
+    );
 }
 
 /// The in-kernel latency collection for `l`, loaded, if `--latency-path` allows it and the

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use callgraph::{
     Analysis, GprofView, ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, apply_stacks,
-    relabel_symspecs, write_process_header, write_report, write_symbol_image,
+    relabel_symspecs, write_async_matrix, write_process_header, write_report, write_symbol_image,
 };
 
 use crate::options::Options;
@@ -35,7 +35,14 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if let Some(path) = &o.merge_out {
         write_merged(Path::new(path), &view)?;
     }
-    write_process_header(&mut *out, &seamless.processes)?;
+    write_process_header(
+        &mut *out,
+        &seamless.processes,
+        seamless.async_moves.as_ref(),
+    )?;
+    if let (true, Some(moves)) = (o.system, &seamless.async_moves) {
+        write_async_matrix(&mut *out, moves)?;
+    }
     let mut specs = crate::listing::symspecs(o);
     relabel_symspecs(&mut specs);
     let mut analysis = Analysis::with_symspecs(view.table, &view.sum, &specs);

@@ -1039,3 +1039,74 @@ fn a_program_gone_since_perf_recorded_it_is_found_in_perfs_build_id_cache() {
     assert!(vdso_saved, "no vDSO image saved from the cache");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A system-wide pkgmon leaves the records of a `perf record` running beside it intact: the
+/// kernel shares one MMAP2 header between the sessions watching a mapping, and the build-id flag
+/// it set there for pkgmon's events reached perf's records over a device/inode body (perf 6.1
+/// aborted, "assertion failed at util/build-id.c:1010"). CPU-wide events no longer ask for
+/// build-ids.
+#[test]
+fn perf_record_beside_a_system_wide_pkgmon_keeps_its_mmap_records() {
+    let dir = scratch("beside-system-wide");
+    let run = dir.join("sw.run");
+    let mut pkgmon = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
+        .args(["-a", "-o", run.to_str().unwrap(), "--", "sleep", "3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command starts once every event is open.
+    let started = std::time::Instant::now();
+    while !std::fs::read_dir("/proc").unwrap().any(|e| {
+        let e = e.unwrap().path();
+        let cmdline = std::fs::read(e.join("cmdline")).unwrap_or_default();
+        let ppid_is_pkgmon = std::fs::read_to_string(e.join("stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(str::to_owned))
+            .and_then(|s| s.split_whitespace().nth(1).map(str::to_owned))
+            == Some(pkgmon.id().to_string());
+        ppid_is_pkgmon && cmdline.starts_with(b"sleep\0")
+    }) {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "pkgmon -a did not start sleep"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let data = dir.join("beside.data");
+    let perf = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-o",
+            data.to_str().unwrap(),
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .expect("perf is needed as the reference recorder (apt-get install linux-perf)");
+    let dump = Command::new("perf")
+        .args(["report", "-D", "-i", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let status = pkgmon.wait().unwrap();
+    assert!(
+        perf.status.success(),
+        "perf record beside pkgmon -a: {}",
+        String::from_utf8_lossy(&perf.stderr)
+    );
+    assert!(status.success(), "pkgmon -a failed");
+    // Each mapping of /bin/true is recorded with its device and inode, as perf asked.
+    let dump = String::from_utf8_lossy(&dump.stdout);
+    let mmaps: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.contains("PERF_RECORD_MMAP2"))
+        .collect();
+    assert!(!mmaps.is_empty(), "no MMAP2 record in perf's file:\n{dump}");
+    assert!(
+        mmaps.iter().all(|l| !l.contains(" <")),
+        "perf's MMAP2 records carry build-ids it did not ask for:\n{}",
+        mmaps.join("\n")
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,6 +14,17 @@
 //!     other counters:   perf-context-switches 7, perf-cpu-migrations 0
 //! ```
 //!
+//! A measurement made with `pkgmon --async` adds, per kind of asynchronous work, what the
+//! process received (charged to it, by the process it ran in; `-` the idle task) and gave
+//! (taken from it, by beneficiary), in samples:
+//!
+//! ```text
+//!     async net-rx:     received 380 (370 from 4241, 10 from -), gave 0
+//! ```
+//!
+//! `kernel entries` lists the ways a process entered the kernel itself, then the asynchronous
+//! work charged to it (`async-net-rx`) when there is some.
+//!
 //! A process that reused a pid is written with its instance number (`Process 4242_1 (cmd)`).
 //! The block of a file set that is not its process's last (an image the process replaced by
 //! `exec`), whose names carry the command name, has a `labels` line after the first:
@@ -32,7 +43,101 @@
 
 use std::io::{self, Write};
 
+use gmon_format::AsyncMoves;
+
 use super::{BoundaryKind, ProcessSummary};
+
+/// A pid of `async.moves`, `-` for none.
+fn pid_or_dash(p: Option<u32>) -> String {
+    p.map_or_else(|| "-".to_owned(), |p| p.to_string())
+}
+
+/// The `async <kind>:` lines of process `pid`: per kind, what it received and from whom, what
+/// it gave and to whom (samples; a kind listed even when the process has no share of it).
+fn write_async_lines(mut out: impl Write, moves: &AsyncMoves, pid: u32) -> io::Result<()> {
+    for k in &moves.kinds {
+        let mut received = (0, Vec::new());
+        let mut given = (0, Vec::new());
+        for m in moves.moves_of(&k.kind) {
+            if m.beneficiary == Some(pid) {
+                received.0 += m.samples;
+                received
+                    .1
+                    .push(format!("{} from {}", m.samples, pid_or_dash(m.victim)));
+            }
+            if m.victim == Some(pid) && m.beneficiary != Some(pid) {
+                given.0 += m.samples;
+                given.1.push(match m.beneficiary {
+                    Some(b) => format!("{} to {b}", m.samples),
+                    None => format!("{} unattributed", m.samples),
+                });
+            }
+        }
+        let part = |(n, list): (u64, Vec<String>)| match list.is_empty() {
+            true => n.to_string(),
+            false => format!("{n} ({})", list.join(", ")),
+        };
+        let label = format!("async {}:", k.kind);
+        writeln!(
+            out,
+            "    {label:<18}received {}, gave {}",
+            part(received),
+            part(given)
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes the victim → beneficiary matrix of each kind of asynchronous work (`pkgprof
+/// --system` on a measurement made with `pkgmon --async`): who ran the work, who it was
+/// charged to, samples and seconds, then the kind's totals and residue by reason.
+///
+/// Returns an error if writing fails.
+pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Result<()> {
+    for k in &moves.kinds {
+        writeln!(
+            out,
+            "Asynchronous work {} moved, victim (the process it ran in) -> beneficiary:\n",
+            k.kind
+        )?;
+        writeln!(
+            out,
+            "  {:>10}  {:>12}  {:>10}  {:>12}",
+            "victim", "beneficiary", "samples", "seconds"
+        )?;
+        for m in moves.moves_of(&k.kind) {
+            let ns = m.nanoseconds;
+            writeln!(
+                out,
+                "  {:>10}  {:>12}  {:>10}  {:>12}",
+                pid_or_dash(m.victim),
+                m.beneficiary
+                    .map_or_else(|| "unattributed".to_owned(), |b| b.to_string()),
+                m.samples,
+                format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
+            )?;
+        }
+        let residue: Vec<String> = k.residue.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        writeln!(
+            out,
+            "\n  {} samples: {} charged to a process, {} unattributed{}; {} windows{}, {} packets, {} never read\n",
+            k.held,
+            k.attributed,
+            k.unattributed(),
+            if residue.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", residue.join(", "))
+            },
+            k.windows,
+            k.counted
+                .map_or_else(String::new, |c| format!(" of {c} the kernel counted")),
+            k.objects,
+            k.unconsumed
+        )?;
+    }
+    Ok(())
+}
 
 fn num(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_owned(), |v| v.to_string())
@@ -62,7 +167,11 @@ fn shell_word(arg: &[u8]) -> String {
 /// Writes one header block per process (see the module docs).
 ///
 /// Returns an error if writing fails.
-pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) -> io::Result<()> {
+pub fn write_process_header<W: Write>(
+    mut out: W,
+    processes: &[ProcessSummary],
+    moves: Option<&AsyncMoves>,
+) -> io::Result<()> {
     for p in processes {
         let Some(files) = &p.files else {
             writeln!(
@@ -176,11 +285,18 @@ pub fn write_process_header<W: Write>(mut out: W, processes: &[ProcessSummary]) 
             num(s.and_then(|s| s.lost_samples)),
             num(s.and_then(|s| s.throttled))
         )?;
+        // Asynchronous work moved to the process is listed when there is some, so the line
+        // of a measurement made without `--async` reads as it always did.
         let entries: Vec<String> = BoundaryKind::ALL
             .iter()
-            .map(|k| format!("{} {}", p.entries.get(k).copied().unwrap_or(0), k.as_str()))
+            .map(|k| (k, p.entries.get(k).copied().unwrap_or(0)))
+            .filter(|&(k, n)| !k.is_asynchronous() || n > 0)
+            .map(|(k, n)| format!("{n} {}", k.as_str()))
             .collect();
         writeln!(out, "    kernel entries:   {}", entries.join(", "))?;
+        if let (Some(moves), 0) = (moves, files.instance) {
+            write_async_lines(&mut out, moves, files.pid)?;
+        }
         // The perf-event counts of measurements written before November 2026, then what this
         // version does not know.
         let fields: Vec<String> = c

@@ -275,9 +275,10 @@ impl Builder {
             // A gmon file keeps only the outermost kernel frame of a boundary.
             let kind = BoundaryKind::classify([Some(&*String::from_utf8_lossy(&name))]);
             *summary.entries.entry(kind).or_default() += a.count;
-            let user = self.options.user && !self.spaces[space].mappings.is_empty();
-            if kind == BoundaryKind::Interrupt {
-                let pseudo = self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX);
+            // From 0: asynchronous work moved here, which no user code called.
+            let user =
+                self.options.user && !self.spaces[space].mappings.is_empty() && a.from_pc != 0;
+            if let Some(pseudo) = self.pseudo_parent(space, kind) {
                 self.arc(pseudo, to, a.count);
                 if user {
                     let from = self.user_loc(space, a.from_pc, false);
@@ -293,8 +294,20 @@ impl Builder {
         Ok(())
     }
 
+    /// The pseudo-function above the kernel frames of a boundary of `kind`, if it has one
+    /// (`[interrupt]`, `[async net-rx]`); for asynchronous work in a space of no process
+    /// (the attribution's residue) the residue's (`[async unattributed net-rx]`).
+    fn pseudo_parent(&mut self, space: usize, kind: BoundaryKind) -> Option<Loc> {
+        let name = match (self.spaces[space].process.is_some(), kind.residue_parent()) {
+            (false, Some(residue)) => residue,
+            _ => kind.pseudo_parent()?,
+        };
+        Some(self.pseudo_loc(space, Side::Kernel, name.as_bytes(), u64::MAX))
+    }
+
     /// Adds one record of a stacks file: kernel frames then user frames, each innermost
-    /// first, with `[interrupt]` between them for an interrupt, as its arcs have it, and
+    /// first, with `[interrupt]` (or the kind's other pseudo-function) between them for an
+    /// interrupt, as its arcs have it, and
     /// `[truncated]` beyond the user frames of a stack cut short, so that its outermost frame
     /// found is not taken for a root.
     #[allow(clippy::too_many_arguments)]
@@ -347,8 +360,10 @@ impl Builder {
                 locs.push(self.kernel_loc(space, a));
             }
         }
-        if boundary == Some(BoundaryKind::Interrupt) && !kernel.is_empty() && self.options.kernel {
-            locs.push(self.pseudo_loc(space, Side::Kernel, b"[interrupt]", u64::MAX));
+        if let (Some(kind), false, true) = (boundary, kernel.is_empty(), self.options.kernel)
+            && let Some(pseudo) = self.pseudo_parent(space, kind)
+        {
+            locs.push(pseudo);
         }
         if self.options.user {
             for &a in user {

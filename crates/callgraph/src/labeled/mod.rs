@@ -101,7 +101,7 @@ use crate::error::{Error, Result};
 use crate::gprof_view::{GprofView, gprof_view};
 
 pub use elf_out::write_symbol_image;
-pub use header::write_process_header;
+pub use header::{write_async_matrix, write_process_header};
 pub use symspecs::relabel_symspecs;
 
 use state::{Builder, Loc};
@@ -244,6 +244,10 @@ pub struct Seamless {
     pub unit: Option<HistogramUnit>,
     /// The processes merged, in order.
     pub processes: Vec<ProcessSummary>,
+    /// The asynchronous-event attribution's moves (`async.moves`), when the measurement was
+    /// made with `pkgmon --async`: its files hold the work charged to the beneficiaries, and
+    /// this says from whom it came.
+    pub async_moves: Option<gmon_format::AsyncMoves>,
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
@@ -301,11 +305,13 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
+        let async_moves = read_async_moves(&measurement.dir)?;
         let model = b.finish();
         Ok(Seamless {
             model,
             unit: b.unit,
             processes,
+            async_moves,
             warnings: b.warnings,
         })
     }
@@ -418,6 +424,20 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
 }
 
 /// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
+/// The measurement's `async.moves`, if it has one.
+///
+/// Returns an error if it cannot be read or is damaged.
+fn read_async_moves(dir: &Path) -> Result<Option<gmon_format::AsyncMoves>> {
+    let path = dir.join(gmon_format::ASYNC_MOVES_FILE);
+    if path.symlink_metadata().is_err() {
+        return Ok(None);
+    }
+    let data = read_file(&path, crate::input::TEXT_MAX_BYTES)?;
+    let moves =
+        gmon_format::AsyncMoves::parse(&data).map_err(|e| Error::from(e.with_path(&path)))?;
+    Ok(Some(moves))
+}
+
 fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
     crate::input::read_input(path, limit).map_err(|e| {
         crate::input::error(e, |source| Error::ReadFile {
@@ -690,7 +710,7 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
         let mut out = Vec::new();
-        crate::write_process_header(&mut out, &s.unwrap().processes).unwrap();
+        crate::write_process_header(&mut out, &s.unwrap().processes, None).unwrap();
         let out = String::from_utf8(out).unwrap();
         let entries: Vec<String> = BoundaryKind::ALL
             .into_iter()

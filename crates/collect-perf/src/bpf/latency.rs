@@ -244,6 +244,7 @@ impl SyscallLatency {
             enable_on_exec: !now,
             inherit: true,
             wakeup_watermark: 0,
+            mmap_build_ids: false,
         };
         let chain = crate::sys::ChainParts {
             kernel: false,

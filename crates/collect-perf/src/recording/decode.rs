@@ -75,7 +75,8 @@ pub(super) mod parse {
                 let len = c.u64()?;
                 let pgoff = c.u64()?;
                 let id = c.bytes(24)?;
-                let build_id = (misc & MISC_MMAP_BUILD_ID != 0).then(|| {
+                let asked = r.mmap_build_ids;
+                let build_id = (asked && misc & MISC_MMAP_BUILD_ID != 0).then(|| {
                     let n = usize::from(id[0]).min(20);
                     id[4..4 + n].to_vec()
                 });

@@ -19,13 +19,15 @@ use crate::error::{Error, ErrorKind, Result};
 pub const ENTRY_FRAMES: usize = 3;
 
 /// Defines [`BoundaryKind`] and every list of its kinds from one table. Each row: the doc, the
-/// variant, its code in a stacks file, its key in the info file's `[boundary]` section, and
-/// the prefixes and suffixes of the kernel entry symbols that classify as it (checked in the
-/// table's order; the last kind takes whatever no other does).
+/// variant, its code in a stacks file, its key in the info file's `[boundary]` section, the
+/// pseudo-functions a listing shows above its kernel frames (for work of a process, and for
+/// the residue of no process), and the prefixes and suffixes of the kernel entry symbols
+/// that classify as it (checked in the table's order; `Other` takes whatever no other does).
 macro_rules! boundary_kinds {
     ($(
         $(#[$doc:meta])*
         $variant:ident = $code:literal, $key:literal,
+            pseudo $pseudo:expr, residue $residue:expr,
             prefixes [$($prefix:literal),* $(,)?], suffixes [$($suffix:literal),* $(,)?];
     )*) => {
         /// How the kernel part of a sample's stack was entered from user space.
@@ -53,6 +55,25 @@ macro_rules! boundary_kinds {
                 }
             }
 
+            /// The pseudo-function a listing shows as the parent of this kind's kernel
+            /// frames in a process's profile, when they are not drawn as a call from its user
+            /// code: `[interrupt]`, `[async net-rx]`; None for `syscall`, `fault`, `other`.
+            pub fn pseudo_parent(self) -> Option<&'static str> {
+                match self {
+                    $(BoundaryKind::$variant => $pseudo,)*
+                }
+            }
+
+            /// For asynchronous work charged to the process it served, the pseudo-function
+            /// above the part no process could be charged (in the system-wide kernel
+            /// profile): `[async unattributed net-rx]`. None for the kinds of work a process
+            /// entered itself.
+            pub fn residue_parent(self) -> Option<&'static str> {
+                match self {
+                    $(BoundaryKind::$variant => $residue,)*
+                }
+            }
+
             /// Its code in a stacks file (1 for the first kind, then one more for each).
             pub fn code(self) -> u8 {
                 match self {
@@ -72,7 +93,7 @@ macro_rules! boundary_kinds {
 
 boundary_kinds! {
     /// A system call: `entry_SYSCALL_64*`, `entry_SYSENTER*`, `entry_INT80*`, `do_syscall_*`.
-    Syscall = 1, "syscall",
+    Syscall = 1, "syscall", pseudo None, residue None,
         prefixes [
             "entry_SYSCALL",
             "entry_SYSENTER",
@@ -84,12 +105,21 @@ boundary_kinds! {
         ],
         suffixes [];
     /// An exception raised by the user code, such as a page fault: `asm_exc_*`, `exc_*`.
-    Fault = 2, "fault", prefixes ["asm_exc_", "exc_"], suffixes [];
+    Fault = 2, "fault", pseudo None, residue None, prefixes ["asm_exc_", "exc_"], suffixes [];
     /// An asynchronous interrupt (timer, IPI, device): `asm_sysvec_*`, `sysvec_*`,
     /// `asm_common_interrupt`, `common_interrupt` and other `*_interrupt` entries.
-    Interrupt = 3, "interrupt", prefixes ["asm_sysvec_", "sysvec_"], suffixes ["_interrupt"];
+    Interrupt = 3, "interrupt", pseudo Some("[interrupt]"), residue None,
+        prefixes ["asm_sysvec_", "sysvec_"], suffixes ["_interrupt"];
     /// Anything else, such as `ret_from_fork*` (the first run of a new thread).
-    Other = 4, "other", prefixes [], suffixes [];
+    Other = 4, "other", pseudo None, residue None, prefixes [], suffixes [];
+    /// Network receive work (the `NET_RX` softirq) charged to the process that consumed the
+    /// packets, by `pkgmon --async`: a kernel stack cut at the softirq entry
+    /// (`handle_softirqs`, `__do_softirq`) or at `net_rx_action`, with no user frames. Only
+    /// moved stacks start there: a stack recorded as it ran has its real entry outermost.
+    /// (Other softirq kinds will be told apart by the frame inside the entry.)
+    AsyncNetRx = 5, "async-net-rx", pseudo Some("[async net-rx]"),
+        residue Some("[async unattributed net-rx]"),
+        prefixes ["handle_softirqs", "__do_softirq", "net_rx_action"], suffixes [];
 }
 
 impl BoundaryKind {
@@ -121,6 +151,12 @@ impl BoundaryKind {
             .unwrap_or(BoundaryKind::Other)
     }
 
+    /// Whether it is asynchronous work charged to the process it served (it has a residue
+    /// pseudo-function), rather than a way a process entered the kernel itself.
+    pub fn is_asynchronous(self) -> bool {
+        self.residue_parent().is_some()
+    }
+
     /// Classifies one kernel entry symbol by the table of prefixes and suffixes (see each
     /// kind's doc); [`BoundaryKind::Other`] when no kind claims it.
     ///
@@ -148,7 +184,8 @@ impl BoundaryKind {
     }
 
     /// The kind of a stacks-file code, None for 0 (no boundary). Returns an error, at
-    /// `offset`, for a code no kind has.
+    /// `offset`, for a code no kind has: a file from a newer collector with a kind this
+    /// reader does not know is refused, never read with that kind's samples misplaced.
     pub(crate) fn from_code(code: u8, offset: u64) -> Result<Option<Self>> {
         if code == 0 {
             return Ok(None);
@@ -157,7 +194,10 @@ impl BoundaryKind {
             Some(k) => Ok(Some(k)),
             None => Err(Error::at(
                 offset,
-                ErrorKind::InvalidStacks(format!("unknown boundary kind {code}")),
+                ErrorKind::InvalidStacks(format!(
+                    "unknown boundary kind {code} (a kind added after this reader; \
+                     read the measurement with a newer pkgprof)"
+                )),
             )),
         }
     }
@@ -185,6 +225,8 @@ mod tests {
             ("ret_from_fork_asm", BoundaryKind::Other),
             ("ret_from_fork", BoundaryKind::Other),
             ("__x86_indirect_thunk_rax", BoundaryKind::Other),
+            ("handle_softirqs", BoundaryKind::AsyncNetRx),
+            ("net_rx_action", BoundaryKind::AsyncNetRx),
         ] {
             assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
             assert_eq!(BoundaryKind::classify([Some(name)]), kind, "{name}");
@@ -232,5 +274,45 @@ mod tests {
         assert!(BoundaryKind::from_code(past, 7).is_err());
         // The catch-all claims no symbol of its own.
         assert_eq!(BoundaryKind::Other.entry_patterns(), (&[][..], &[][..]));
+        // Asynchronous kinds have both pseudo-functions; the others no residue.
+        for k in BoundaryKind::ALL {
+            assert!(!k.is_asynchronous() || k.pseudo_parent().is_some(), "{k:?}");
+        }
+    }
+
+    /// A stack as it ran, with softirq work inside a system call or an interrupt, keeps its
+    /// real entry: only a moved stack (cut at the softirq entry) is asynchronous.
+    #[test]
+    fn softirq_work_inside_an_entry_is_not_asynchronous() {
+        let classify = |names: &[&str]| BoundaryKind::classify(names.iter().map(|n| Some(*n)));
+        assert_eq!(
+            classify(&[
+                "entry_SYSCALL_64_after_hwframe",
+                "do_syscall_64",
+                "__x64_sys_sendto"
+            ]),
+            BoundaryKind::Syscall
+        );
+        assert_eq!(
+            classify(&[
+                "asm_sysvec_apic_timer_interrupt",
+                "sysvec_apic_timer_interrupt",
+                "irq_exit_rcu"
+            ]),
+            BoundaryKind::Interrupt
+        );
+        assert_eq!(
+            classify(&[
+                "ret_from_fork_asm",
+                "ret_from_fork",
+                "kthread",
+                "smpboot_thread_fn"
+            ]),
+            BoundaryKind::Other
+        );
+        assert_eq!(
+            classify(&["handle_softirqs", "net_rx_action"]),
+            BoundaryKind::AsyncNetRx
+        );
     }
 }

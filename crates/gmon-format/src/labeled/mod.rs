@@ -26,6 +26,7 @@
 //! | `gmon.out.-k.kernel`, `gmon.out.-k.other` | system-wide kernel profiles, `pkgmon -a` only (6) |
 //! | `vdso.<build-id>` | the vDSO image the processes ran (7) |
 //! | `gmon.out.<pid>l.<comm>` | system-call latencies and blocking, `pkgmon --latency`/`--blocking` only (8) |
+//! | `async.moves` | asynchronous-event attribution: who gave kernel work to whom, `pkgmon --async` only (9, [`async_moves`]) |
 //! | `manifest.sha256` | every file's size and SHA-256, written last ([`manifest`]) |
 //!
 //! Names are built and parsed by [`ProfileName`], which also says how a
@@ -145,7 +146,7 @@
 //!    for no process — samples of pid 0 (the idle task and interrupts that hit it) and of kernel
 //!    threads (tasks without a user context, e.g. `kworker`, `ksoftirqd`) — and
 //!    `gmon.out.-k.other` the kernel part of the samples of user processes that were not asked
-//!    for. Same kernel layout, without boundary arcs.
+//!    for. Same kernel layout, without boundary arcs (except the residue of `--async`, 9).
 //! 7. **The vDSO**: `vdso.<build-id>` ([`vdso_file_name`]), a copy of the kernel's vDSO
 //!    image (an ELF shared object that exists only in memory), with its GNU build-id in
 //!    lower-case hex. The collector saves the copy mapped into itself, the one every 64-bit
@@ -158,6 +159,16 @@
 //!    optionally per time slice, page faults per call, and with `--blocking` the DeBox
 //!    summary: time blocked and runnable, sleeps by kernel site, wakers; with OSprof's
 //!    checksums (records received against counting-mode twins, lost records, unpaired calls).
+//! 9. **Asynchronous-event attribution** (`pkgmon --async`), [`async_moves`]: kernel work done
+//!    asynchronously (today the `NET_RX` softirq) is in the files of the process that consumed
+//!    what it served, not of the process it interrupted. Such a sample's kernel frames are cut
+//!    at the softirq entry (its user frames and the frames outside the entry are the victim's
+//!    and are dropped); its kernel profile counts its hit and arcs as for any kernel stack,
+//!    plus one boundary arc from `from_pc` **0** (no user caller) to its outermost frame,
+//!    and its stacks record has no user frames and the boundary kind of the work
+//!    (`async-net-rx`, classified from the entry symbols by the one rule). The residue (work
+//!    no consumer was found for) is in `gmon.out.-k.kernel` in the same form. `async.moves`
+//!    says who gave how much to whom.
 //!
 //! **Boundary kinds.** A sample's kernel chain is classified by the kernel symbols of its
 //! outermost frames with [`BoundaryKind::classify`], the one rule (the collector applies it
@@ -182,12 +193,14 @@ mod name;
 mod sampled;
 mod scan;
 
+pub mod async_moves;
 pub mod continuous;
 pub mod info;
 pub mod latency;
 pub mod manifest;
 pub mod stacks;
 
+pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move};
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
     ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,

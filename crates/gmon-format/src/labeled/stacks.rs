@@ -33,7 +33,7 @@
 //! | 8 | 8 | nanoseconds: the CPU time those samples stand for (sum of their periods) |
 //! | 16 | 2 | kernel frame count *k* |
 //! | 18 | 2 | user frame count *u* |
-//! | 20 | 1 | boundary kind: 0 none (only one side has frames), 1 `syscall`, 2 `fault`, 3 `interrupt`, 4 `other` (see [`BoundaryKind`]) |
+//! | 20 | 1 | boundary kind: 0 none (only one side has frames), 1 `syscall`, 2 `fault`, 3 `interrupt`, 4 `other`, 5 `async-net-rx` (kernel frames only: asynchronous work moved to this process, see [`BoundaryKind`]) |
 //! | 21 | 1 | flags: bit 0 set when the user frames may lack outer frames (unwinding stopped early) |
 //! | 22 | 2 | reserved, 0 |
 //! | 24 | 8 × (*k* + *u*) | the *k* kernel frames, then the *u* user frames |
@@ -53,6 +53,11 @@
 //! A new minor version may lengthen the header or the record header (their sizes are in the
 //! header) and define flags; a reader skips bytes it does not know and ignores unknown flag
 //! bits. A reader refuses a newer major version.
+//!
+//! New boundary kinds take the next code without a version change (the version describes
+//! the layout, not the kinds), so a file without them stays readable by every reader. A
+//! reader refuses a record whose code it does not know, naming the code and its offset,
+//! rather than read the file with those samples misplaced.
 
 use std::io::Write;
 

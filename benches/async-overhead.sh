@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# What `pkgmon --async` costs on a loopback TCP stream, beside the same tracepoints recorded
+# by `perf record -e` and beside sampling alone:
+#
+#   bash benches/async-overhead.sh              (RUNS=3 runs of SECONDS=3 s each, interleaved)
+#   PKGMON=target/release/pkgmon bash benches/async-overhead.sh
+#
+# The workload is crates/pkgprof-cli/tests/workloads/netpair.c in `stream` mode: a sender
+# writes 64 KiB at a time to a reader over loopback TCP for SECONDS and says how many bytes
+# went through. Each configuration runs it RUNS times, the configurations interleaved; the
+# table gives the median throughput, the median CPU time of the whole command (profiler and
+# workload, user + system, /usr/bin/time), and the records lost (pkgmon's count; perf's
+# "lost" chunks). The configurations:
+#
+#   bare            the workload alone
+#   pkgmon -a       CPU-wide sampling (what --async samples), no tracepoints
+#   pkgmon --async  sampling plus the attribution's tracepoints
+#   perf -e TPs     perf record -a with the same tracepoints and filters, no sampling
+#
+# Needs root, perf and cc. The machine is shared: the load average is printed with the table.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+runs="${RUNS:-3}"
+seconds="${SECONDS_PER_RUN:-3}"
+stack="${STACK_SIZE:-8192}"
+for tool in perf cc /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+if [ -n "${PKGMON:-}" ]; then
+  pkgmon="$(realpath "$PKGMON")"
+else
+  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+  pkgmon="$root/target/release/pkgmon"
+fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -fno-omit-frame-pointer -o "$work/netpair" "$root/crates/pkgprof-cli/tests/workloads/netpair.c"
+
+# The tracepoints of collect-perf's asynchronous.rs, with its filters.
+tps=(-e irq:softirq_entry --filter 'vec == 3' -e irq:softirq_exit --filter 'vec == 3'
+     -e irq:irq_handler_entry -e irq:irq_handler_exit -e net:netif_receive_skb -e tcp:tcp_probe
+     -e sock:sk_data_ready -e skb:skb_copy_datagram_iovec
+     -e sock:sock_recv_length --filter 'ret > 0'
+     -e sock:sock_send_length --filter 'protocol == 6 && ret >= 0')
+
+# run NAME COMMAND...: one run; appends "NAME bytes/s cpu-s lost" to $work/results.
+run() {
+  local name="$1"; shift
+  rm -rf "$work/m" "$work/m.old" "$work/perf.data"
+  /usr/bin/time -f "%U %S" -o "$work/time" "$@" >/dev/null 2>"$work/err" || {
+    cat "$work/err" >&2; exit 1; }
+  local bytes cpu lost
+  bytes=$(awk '$1 == "bytes" {print $2}' "$work/pids")
+  cpu=$(awk '{print $1 + $2}' "$work/time")
+  lost=$(grep -oE '([0-9]+) records lost|lost ([0-9]+) chunks|, ([0-9]+) lost,' "$work/err" \
+    | grep -oE '[0-9]+' | head -1 || true)
+  echo "$name $(awk -v b="$bytes" -v s="$seconds" 'BEGIN {printf "%.0f", b / s}') $cpu ${lost:-0}" \
+    >>"$work/results"
+}
+
+workload=("$work/netpair" stream "$seconds" "$work/pids")
+for _ in $(seq "$runs"); do
+  run bare "${workload[@]}"
+  run "pkgmon -a" "$pkgmon" -a --stack-size "$stack" -o "$work/m" -- "${workload[@]}"
+  run "pkgmon --async" "$pkgmon" --async --stack-size "$stack" -o "$work/m" -- "${workload[@]}"
+  run "perf -e TPs" perf record -q -a -o "$work/perf.data" "${tps[@]}" -- "${workload[@]}"
+done
+
+echo "loopback TCP stream, $seconds s per run, median of $runs; pkgmon --stack-size $stack; $(uptime | sed 's/.*load/load/')"
+echo
+echo "| configuration | MB/s | vs bare | CPU s (command, user+sys) | records lost |"
+echo "|---|---|---|---|---|"
+python3 - "$work/results" <<'EOF'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    *name, rate, cpu, lost = line.split()
+    rows.setdefault(" ".join(name), []).append((float(rate), float(cpu), int(lost)))
+bare = statistics.median(r[0] for r in rows["bare"])
+for name, rs in rows.items():
+    rate = statistics.median(r[0] for r in rs)
+    cpu = statistics.median(r[1] for r in rs)
+    lost = max(r[2] for r in rs)
+    print(f"| {name} | {rate / 1e6:.0f} | {rate / bare:.2f}x | {cpu:.2f} | {lost} |")
+EOF

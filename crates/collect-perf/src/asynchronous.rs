@@ -1,0 +1,185 @@
+//! Asynchronous-event attribution while aggregating (`pkgmon --async`): the tracepoints it
+//! needs, their records decoded into [`async_attribution`] events by field name, and the
+//! samples it holds back until the run ends. The attribution itself (windows, objects,
+//! consumers, the split and the residue) is the `async-attribution` crate's; this module
+//! only feeds it and keeps what a held sample will need once its beneficiary is known (its
+//! cut kernel frames and its period: the user frames are the victim's and never move).
+
+use async_attribution::{Attributor, Event, Outcome, SoftirqEntries, What};
+
+use crate::recording::{Recording, Sample, TraceSample};
+use crate::tracefs::TracepointRequest;
+
+/// What `pkgmon --async` attributes.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct AsyncOptions {
+    /// Where kernel stacks enter softirq processing, from the kernel's symbols
+    /// ([`KernelSymbols::softirq_entries`](crate::KernelSymbols::softirq_entries)). Default
+    /// is empty: samples count as softirq work by their time alone.
+    pub entries: SoftirqEntries,
+}
+
+/// The tracepoints of network-receive attribution, each with its kernel-side filter (records
+/// that do not match are never written: at tens of thousands of packets a second every
+/// record costs), decoded by field name from the format read at run time: the `NET_RX`
+/// window (vector 3 only, counted by a twin, so windows run in the idle task, which perf
+/// does not sample, are known by number), hard interrupts inside it, the tag events and the
+/// consume events. UDP reads a linear packet without `skb_copy_datagram_iovec`, so its
+/// packets are linked to their socket by `sock:sk_data_ready` in the window; sending is a use
+/// of the socket only for TCP (its acknowledgements), so `sock_send_length` is TCP's only.
+const NET: [(&str, &str, Option<&str>); 10] = [
+    ("irq", "softirq_entry", Some("vec == 3")),
+    ("irq", "softirq_exit", Some("vec == 3")),
+    ("irq", "irq_handler_entry", None),
+    ("irq", "irq_handler_exit", None),
+    ("net", "netif_receive_skb", None),
+    ("tcp", "tcp_probe", None),
+    ("sock", "sk_data_ready", None),
+    ("skb", "skb_copy_datagram_iovec", None),
+    ("sock", "sock_recv_length", Some("ret > 0")),
+    (
+        "sock",
+        "sock_send_length",
+        Some("protocol == 6 && ret >= 0"),
+    ),
+];
+
+/// The window tracepoint whose counting twin counts every window.
+pub(crate) const WINDOW_EVENT: &str = "irq:softirq_entry";
+
+impl AsyncOptions {
+    /// The tracepoint requests for the sampler: every task on every CPU (the window runs in
+    /// whatever task the CPU was running; the consumer is another process), no callchains.
+    pub fn tracepoints(&self) -> Vec<TracepointRequest> {
+        NET.iter()
+            .map(|&(system, name, filter)| {
+                let mut r = TracepointRequest::new(system, name);
+                r.all_tasks = true;
+                r.filter = filter.map(str::to_owned);
+                r.count = format!("{system}:{name}") == WINDOW_EVENT;
+                r
+            })
+            .collect()
+    }
+}
+
+/// Decodes a record of tracepoint `name` (`system:name`) into an attribution event.
+fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
+    let u = |f: &str| raw.u64(f);
+    let i = |f: &str| raw.i64(f).map(|v| v as i32);
+    Some(match name {
+        "irq:softirq_entry" => What::SoftirqEntry {
+            vec: u("vec")? as u32,
+        },
+        "irq:softirq_exit" => What::SoftirqExit {
+            vec: u("vec")? as u32,
+        },
+        "irq:irq_handler_entry" => What::IrqEntry { irq: i("irq")? },
+        "irq:irq_handler_exit" => What::IrqExit { irq: i("irq")? },
+        "net:netif_receive_skb" => What::NetReceive {
+            skb: u("skbaddr")?,
+            len: u("len")? as u32,
+        },
+        "tcp:tcp_probe" => What::TcpProbe {
+            skb: u("skbaddr")?,
+            sk: u("skaddr")?,
+            cookie: u("sock_cookie").unwrap_or(0),
+        },
+        "sock:sk_data_ready" => What::DataReady { sk: u("skaddr")? },
+        "skb:skb_copy_datagram_iovec" => What::CopyDatagram {
+            skb: u("skbaddr")?,
+            len: i("len")?,
+        },
+        "sock:sock_recv_length" => What::RecvLength {
+            sk: u("sk")?,
+            ret: i("ret")?,
+        },
+        "sock:sock_send_length" => What::SendLength {
+            sk: u("sk")?,
+            ret: i("ret")?,
+        },
+        _ => return None,
+    })
+}
+
+/// A held sample: what it will give its beneficiary.
+#[derive(Debug, Clone)]
+pub(crate) struct HeldSample {
+    /// The process it was taken in (its victim), None for the idle task.
+    pub victim: Option<u32>,
+    /// Its kernel frames from the softirq entry in, innermost first.
+    pub kernel: Vec<u64>,
+    /// The CPU time it stands for.
+    pub period: u64,
+}
+
+/// The attribution being fed.
+#[derive(Debug)]
+pub(crate) struct AsyncCollector {
+    attributor: Attributor,
+    /// By tracepoint index: whether it is one of ours (decided when first seen).
+    ours: Vec<bool>,
+    held: Vec<HeldSample>,
+    /// Tag records whose fields could not be read (a format without them).
+    pub undecodable: u64,
+}
+
+impl AsyncCollector {
+    pub fn new(opts: &AsyncOptions) -> AsyncCollector {
+        AsyncCollector {
+            attributor: Attributor::new(opts.entries.clone()),
+            ours: Vec::new(),
+            held: Vec::new(),
+            undecodable: 0,
+        }
+    }
+
+    /// Offers a sample; true when it was held back (the caller must not count it).
+    pub fn sample(&mut self, s: &Sample, kernel: &[u64]) -> bool {
+        if s.user_mode {
+            return false;
+        }
+        let Some(h) = self.attributor.sample(s.cpu, kernel) else {
+            return false;
+        };
+        debug_assert_eq!(h.ticket as usize, self.held.len());
+        self.held.push(HeldSample {
+            victim: (s.pid != 0).then_some(s.pid),
+            kernel: kernel[..h.frames].to_vec(),
+            period: s.period,
+        });
+        true
+    }
+
+    /// Offers a tracepoint record; true when it was one of the attribution's.
+    pub fn trace(&mut self, rec: &Recording, t: &TraceSample) -> bool {
+        let event = t.event as usize;
+        while self.ours.len() < rec.tracepoints.len() {
+            let name = &rec.tracepoints[self.ours.len()].format.name;
+            self.ours
+                .push(NET.iter().any(|(s, n, _)| *name == format!("{s}:{n}")));
+        }
+        if !self.ours.get(event).copied().unwrap_or(false) {
+            return false;
+        }
+        let info = &rec.tracepoints[event];
+        let raw = info.format.decode(rec.raw(t));
+        match decode(&info.format.name, &raw) {
+            Some(what) => self.attributor.event(Event {
+                time: t.sample.time,
+                cpu: t.sample.cpu,
+                pid: t.sample.pid,
+                tid: t.sample.tid,
+                what,
+            }),
+            None => self.undecodable += 1,
+        }
+        true
+    }
+
+    /// Ends the attribution: the decisions and the held samples, by ticket.
+    pub fn finish(self) -> (Outcome, Vec<HeldSample>) {
+        (self.attributor.finish(), self.held)
+    }
+}

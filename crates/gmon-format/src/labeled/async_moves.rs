@@ -1,0 +1,385 @@
+//! The asynchronous-event attribution's results, `async.moves` (`pkgmon --async` only): how
+//! many samples of asynchronous kernel work moved from which process to which, per kind, and
+//! the counts behind them.
+//!
+//! The per-process gmon and stacks files of a measurement made with `--async` hold the view
+//! charged to the beneficiary: the moved kernel stacks are in the consumer's files, under the
+//! boundary kind of their work ([`BoundaryKind`](super::BoundaryKind), e.g. `async-net-rx`), the
+//! residue in `gmon.out.-k.kernel`. This file says where they came from: the victim → beneficiary
+//! matrix, each process's received and given totals, the residue by reason, and the windows
+//! and objects the collector saw — all a report needs, without the raw event stream.
+//!
+//! # Format, version 1.0
+//!
+//! Text, UTF-8, one record per line, fields separated by one space; the first line is
+//! `pkgasync <major>.<minor>`. Then, in any order:
+//!
+//! | line | meaning |
+//! |---|---|
+//! | `kind <kind> held <n> attributed <n> windows <n> objects <n> unconsumed <n>` | per kind: samples held back, of them charged to a process, windows recorded, objects they served, objects nobody consumed |
+//! | `counted <kind> <n>` | windows the kernel counted (a counting twin of the window tracepoint): more than `windows` when windows ran in the idle task, where perf samples no tracepoint |
+//! | `residue <kind> <reason> <n>` | samples unattributed for `reason` (`window-unseen`, `no-object`, `no-consumer`) |
+//! | `move <kind> <victim> <beneficiary> <samples> <nanoseconds>` | samples (and the CPU time they stand for) of `kind` taken in process `victim` and charged to `beneficiary`; pids, `-` for no process (the idle task, or the residue as beneficiary) |
+//!
+//! `<kind>` is a kind's name without its `async-` prefix (`net-rx`). Numbers are decimal.
+//! The writer sorts the lines (kinds, then counts, residue and moves, each by its fields) so
+//! files are reproducible.
+//!
+//! ## Growth
+//!
+//! A new minor version may add line keywords and kinds; a reader skips lines whose keyword
+//! it does not know. A reader refuses a newer major version.
+
+use std::io::Write;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// The name of the file in a measurement directory.
+pub const ASYNC_MOVES_FILE: &str = "async.moves";
+
+/// The major version this crate reads and writes.
+pub const ASYNC_MOVES_MAJOR: u32 = 1;
+/// The minor version this crate writes.
+pub const ASYNC_MOVES_MINOR: u32 = 0;
+
+const MAGIC: &str = "pkgasync";
+
+/// The counts of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Default, PartialOrd, Ord)]
+#[non_exhaustive]
+pub struct KindTotals {
+    /// The kind's name (`net-rx`).
+    pub kind: String,
+    /// Samples held back.
+    pub held: u64,
+    /// Of them, charged to a process.
+    pub attributed: u64,
+    /// Windows recorded.
+    pub windows: u64,
+    /// Objects they served.
+    pub objects: u64,
+    /// Of those, consumed by nobody.
+    pub unconsumed: u64,
+    /// Windows the kernel counted, when it was asked to.
+    pub counted: Option<u64>,
+    /// Unattributed samples by reason.
+    pub residue: Vec<(String, u64)>,
+}
+
+impl KindTotals {
+    /// Totals of `kind`, all zero.
+    pub fn new(kind: &str) -> KindTotals {
+        KindTotals {
+            kind: kind.into(),
+            ..KindTotals::default()
+        }
+    }
+
+    /// Samples unattributed, all reasons.
+    pub fn unattributed(&self) -> u64 {
+        self.residue.iter().map(|r| r.1).sum()
+    }
+}
+
+/// One cell of the victim → beneficiary matrix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Move {
+    /// The kind's name.
+    pub kind: String,
+    /// The process the work ran in, None for the idle task or a context with no process.
+    pub victim: Option<u32>,
+    /// The process it was charged to, None for the residue.
+    pub beneficiary: Option<u32>,
+    /// Samples.
+    pub samples: u64,
+    /// The CPU time they stand for.
+    pub nanoseconds: u64,
+}
+
+/// The contents of `async.moves`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct AsyncMoves {
+    /// Per kind.
+    pub kinds: Vec<KindTotals>,
+    /// The matrix, one cell per (kind, victim, beneficiary).
+    pub moves: Vec<Move>,
+}
+
+impl AsyncMoves {
+    /// The cells of kind `kind`.
+    pub fn moves_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Move> {
+        self.moves.iter().filter(move |m| m.kind == kind)
+    }
+
+    /// Parses a file's bytes.
+    ///
+    /// Returns an error, with its line and byte offset, for a first line that is not
+    /// `pkgasync 1.x`, a known line with missing or non-numeric fields, or text that is not
+    /// UTF-8.
+    pub fn parse(data: &[u8]) -> Result<AsyncMoves> {
+        let text = std::str::from_utf8(data).map_err(|e| {
+            Error::at(
+                e.valid_up_to() as u64,
+                ErrorKind::InvalidAsyncMoves {
+                    line: data[..e.valid_up_to()]
+                        .iter()
+                        .filter(|&&b| b == b'\n')
+                        .count()
+                        + 1,
+                    message: "not UTF-8".into(),
+                },
+            )
+        })?;
+        let mut out = AsyncMoves::default();
+        let mut offset = 0usize;
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            let at = offset;
+            offset += line.len();
+            let fail = |message: String| {
+                Error::at(
+                    at as u64,
+                    ErrorKind::InvalidAsyncMoves {
+                        line: i + 1,
+                        message,
+                    },
+                )
+            };
+            let f: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
+            if i == 0 {
+                let version = match f.as_slice() {
+                    [MAGIC, v] => *v,
+                    _ => return Err(fail(format!("not an async.moves file (no `{MAGIC}` line)"))),
+                };
+                let major = version
+                    .split('.')
+                    .next()
+                    .and_then(|m| m.parse::<u32>().ok());
+                match major {
+                    Some(ASYNC_MOVES_MAJOR) => continue,
+                    Some(m) if m > ASYNC_MOVES_MAJOR => {
+                        return Err(fail(format!(
+                            "version {version} is newer than this reader's {ASYNC_MOVES_MAJOR}.x; \
+                             use a newer pkgprof"
+                        )));
+                    }
+                    _ => return Err(fail(format!("unsupported version `{version}`"))),
+                }
+            }
+            let num = |s: &str| {
+                s.parse::<u64>()
+                    .map_err(|_| fail(format!("`{s}` is not a count")))
+            };
+            let pid = |s: &str| match s {
+                "-" => Ok(None),
+                _ => s
+                    .parse::<u32>()
+                    .map(Some)
+                    .map_err(|_| fail(format!("`{s}` is not a pid or `-`"))),
+            };
+            let name = |s: &str| {
+                if s.is_empty() || s.contains(|c: char| c.is_control()) {
+                    Err(fail(format!("`{s}` is not a kind")))
+                } else {
+                    Ok(s.to_string())
+                }
+            };
+            match f.as_slice() {
+                [
+                    "kind",
+                    k,
+                    "held",
+                    h,
+                    "attributed",
+                    a,
+                    "windows",
+                    w,
+                    "objects",
+                    o,
+                    "unconsumed",
+                    u,
+                ] => {
+                    let t = out.kind(&name(k)?);
+                    t.held = num(h)?;
+                    t.attributed = num(a)?;
+                    t.windows = num(w)?;
+                    t.objects = num(o)?;
+                    t.unconsumed = num(u)?;
+                }
+                ["counted", k, n] => {
+                    let n = num(n)?;
+                    out.kind(&name(k)?).counted = Some(n);
+                }
+                ["residue", k, reason, n] => {
+                    let (reason, n) = (name(reason)?, num(n)?);
+                    out.kind(&name(k)?).residue.push((reason, n));
+                }
+                ["move", k, v, b, s, ns] => out.moves.push(Move {
+                    kind: name(k)?,
+                    victim: pid(v)?,
+                    beneficiary: pid(b)?,
+                    samples: num(s)?,
+                    nanoseconds: num(ns)?,
+                }),
+                ["kind" | "counted" | "residue" | "move", ..] => {
+                    return Err(fail(format!("malformed `{}` line", f[0])));
+                }
+                [""] if line.trim().is_empty() => {}
+                // A keyword of a newer minor version.
+                _ => {}
+            }
+        }
+        if offset == 0 {
+            return Err(Error::at(
+                0,
+                ErrorKind::InvalidAsyncMoves {
+                    line: 1,
+                    message: "empty file".into(),
+                },
+            ));
+        }
+        Ok(out)
+    }
+
+    fn kind(&mut self, kind: &str) -> &mut KindTotals {
+        match self.kinds.iter().position(|k| k.kind == kind) {
+            Some(i) => &mut self.kinds[i],
+            None => {
+                self.kinds.push(KindTotals::new(kind));
+                self.kinds.last_mut().expect("pushed")
+            }
+        }
+    }
+
+    /// Writes the file, its lines sorted.
+    ///
+    /// Returns an error if a kind or reason name is empty or holds a space or control
+    /// character (it would not read back), or if writing fails.
+    pub fn write(&self, mut out: impl Write) -> Result<()> {
+        let check = |s: &str| {
+            if s.is_empty() || s.contains(|c: char| c == ' ' || c.is_control()) {
+                Err(Error::new(ErrorKind::InvalidAsyncMoves {
+                    line: 0,
+                    message: format!("`{s}` cannot be written as a name"),
+                }))
+            } else {
+                Ok(())
+            }
+        };
+        let pid = |p: Option<u32>| p.map_or("-".to_string(), |p| p.to_string());
+        let mut lines = Vec::new();
+        let mut kinds = self.kinds.clone();
+        kinds.sort();
+        for k in &kinds {
+            check(&k.kind)?;
+            lines.push(format!(
+                "kind {} held {} attributed {} windows {} objects {} unconsumed {}",
+                k.kind, k.held, k.attributed, k.windows, k.objects, k.unconsumed
+            ));
+            if let Some(n) = k.counted {
+                lines.push(format!("counted {} {n}", k.kind));
+            }
+            let mut residue = k.residue.clone();
+            residue.sort();
+            for (reason, n) in residue {
+                check(&reason)?;
+                lines.push(format!("residue {} {reason} {n}", k.kind));
+            }
+        }
+        let mut moves: Vec<&Move> = self.moves.iter().collect();
+        moves.sort();
+        for m in moves {
+            check(&m.kind)?;
+            lines.push(format!(
+                "move {} {} {} {} {}",
+                m.kind,
+                pid(m.victim),
+                pid(m.beneficiary),
+                m.samples,
+                m.nanoseconds
+            ));
+        }
+        let mut text = format!("{MAGIC} {ASYNC_MOVES_MAJOR}.{ASYNC_MOVES_MINOR}\n");
+        for l in lines {
+            text.push_str(&l);
+            text.push('\n');
+        }
+        out.write_all(text.as_bytes()).map_err(Error::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> AsyncMoves {
+        let mut m = AsyncMoves::default();
+        let mut k = KindTotals::new("net-rx");
+        k.held = 12;
+        k.attributed = 9;
+        k.windows = 5;
+        k.objects = 6;
+        k.unconsumed = 1;
+        k.counted = Some(7);
+        k.residue = vec![("window-unseen".into(), 2), ("no-consumer".into(), 1)];
+        m.kinds.push(k);
+        let cell = |victim, beneficiary, samples| Move {
+            kind: "net-rx".into(),
+            victim,
+            beneficiary,
+            samples,
+            nanoseconds: samples * 1_000_000,
+        };
+        m.moves = vec![
+            cell(Some(100), Some(200), 9),
+            cell(None, None, 2),
+            cell(Some(100), None, 1),
+        ];
+        m
+    }
+
+    #[test]
+    fn round_trip_and_text() {
+        let mut out = Vec::new();
+        sample().write(&mut out).expect("write");
+        let text = String::from_utf8(out.clone()).expect("utf-8");
+        assert_eq!(
+            text,
+            "pkgasync 1.0\n\
+             kind net-rx held 12 attributed 9 windows 5 objects 6 unconsumed 1\n\
+             counted net-rx 7\n\
+             residue net-rx no-consumer 1\n\
+             residue net-rx window-unseen 2\n\
+             move net-rx - - 2 2000000\n\
+             move net-rx 100 - 1 1000000\n\
+             move net-rx 100 200 9 9000000\n"
+        );
+        let back = AsyncMoves::parse(&out).expect("parse");
+        let mut again = Vec::new();
+        back.write(&mut again).expect("write");
+        assert_eq!(again, out);
+        assert_eq!(back.kinds[0].unattributed(), 3);
+    }
+
+    #[test]
+    fn growth_and_refusals() {
+        // A newer minor version's line is skipped.
+        let m = AsyncMoves::parse(b"pkgasync 1.3\nfuture x y\nmove net-rx 1 2 3 4\n").expect("1.3");
+        assert_eq!(m.moves.len(), 1);
+        for (bad, what) in [
+            (&b"pkgasync 2.0\n"[..], "newer"),
+            (b"pkgstack 1.0\n", "not an async.moves"),
+            (b"", "empty"),
+            (b"pkgasync 1.0\nmove net-rx 1 2 x 4\n", "line 2"),
+            (b"pkgasync 1.0\nmove net-rx 1\n", "malformed"),
+            (b"pkgasync 1.0\nkind net-rx held 1\n", "malformed"),
+            (b"pkgasync 1.0\n\xff\n", "UTF-8"),
+        ] {
+            let e = AsyncMoves::parse(bad).expect_err(what).to_string();
+            assert!(e.contains(what), "{e}");
+        }
+        let mut m = sample();
+        m.kinds[0].kind = "net rx".into();
+        assert!(m.write(Vec::new()).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! `pkgmon --async` on loopback workloads whose receive work has a known owner
+//! (tests/workloads/netpair.c: a sender and receivers that only read): the receive path runs
+//! in a softirq inside the *sender's* send, and the attribution must charge it to the reader.
+//! Ground truth by construction: every datagram (every TCP data segment) has exactly one
+//! reader, and the functions counted below run only for data arriving at a reader's socket.
+//!
+//! These need root (CPU-wide sampling and tracepoints); if perf_event_open is refused they
+//! fail with pkgmon's message, they never skip. Samples are counted only in the processes the
+//! test started (other sessions may use the network at the same time).
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use gmon_format::{AsyncMoves, Kallsyms, KallsymsOptions, Stacks};
+
+mod common;
+
+use common::{PKGMON, scratch, serial};
+
+const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+
+/// UDP's receive path, from the device to the socket queue.
+const UDP_RX: &[&str] = &[
+    "udp_rcv",
+    "__udp4_lib_rcv",
+    "udp_queue_rcv_one_skb",
+    "udp_queue_rcv_skb",
+    "__udp_enqueue_schedule_skb",
+    "ip_rcv",
+    "ip_local_deliver",
+    "ip_local_deliver_finish",
+];
+
+/// TCP's processing of a data segment — queueing it, waking the reader, acknowledging it —
+/// which only the reader's socket receives (the sender's gets acknowledgements only), in the
+/// softirq (`net_rx_action`: not the owner's draining of its socket's backlog, which is its
+/// own work already).
+const TCP_DATA: &[&[&str]] = &[
+    &[
+        "tcp_queue_rcv",
+        "tcp_data_queue",
+        "tcp_event_data_recv",
+        "tcp_data_ready",
+        "sock_def_readable",
+        "__tcp_ack_snd_check",
+    ],
+    &["net_rx_action"],
+];
+
+fn netpair() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/netpair.c");
+        let out = scratch().join("netpair");
+        let tmp = scratch().join("netpair.tmp");
+        let st = Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-o"])
+            .arg(&tmp)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc failed for {}", src.display());
+        std::fs::rename(&tmp, &out).unwrap();
+        out
+    })
+}
+
+/// One run of the workload under pkgmon: the measurement, the sender's pid, the receivers'
+/// and pkgmon's standard error.
+struct Run {
+    dir: PathBuf,
+    sender: u32,
+    receivers: Vec<u32>,
+    stderr: String,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn run(mode: &str, seconds: &str, with_async: bool) -> Run {
+    let name = format!("{mode}-{}", if with_async { "async" } else { "plain" });
+    let dir = scratch().join(&name);
+    let pidfile = scratch().join(format!("{name}.pids"));
+    let _ = std::fs::remove_dir_all(&dir);
+    // 4000 Hz for enough samples of a second's receive work; a small stack copy (the
+    // workload's stacks are shallow) so that the rings, which also carry a few hundred
+    // thousand tracepoint records, are read in time on a loaded machine.
+    let out = Command::new(PKGMON)
+        .arg(if with_async { "--async" } else { "-a" })
+        .args(["-F", "4000", "--stack-size", "512"])
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(netpair())
+        .args([mode, seconds])
+        .arg(&pidfile)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "pkgmon failed: {stderr}");
+    let mut sender = 0;
+    let mut receivers = Vec::new();
+    for line in std::fs::read_to_string(&pidfile).unwrap().lines() {
+        let (what, pid) = line.split_once(' ').unwrap();
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        match what {
+            "sender" => sender = pid,
+            "receiver" => receivers.push(pid),
+            _ => {}
+        }
+    }
+    std::fs::remove_file(&pidfile).unwrap();
+    Run {
+        dir,
+        sender,
+        receivers,
+        stderr,
+    }
+}
+
+impl Run {
+    /// Per process of the run: samples whose kernel stack holds one function of each list of
+    /// `functions` and none of `except`.
+    fn samples_in(&self, functions: &[&[&str]], except: &[&str]) -> BTreeMap<u32, u64> {
+        let m = gmon_format::scan(&self.dir).unwrap();
+        let ksyms = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("kallsyms.")
+            })
+            .unwrap();
+        let mut syms = Kallsyms::parse(
+            &std::fs::read(ksyms).unwrap(),
+            &KallsymsOptions::entry_code(),
+        )
+        .unwrap();
+        syms.sort_by_key(|s| s.address);
+        let is = |a: &u64, set: &[&str]| {
+            syms.last_at_or_below(*a).is_some_and(|i| {
+                let name = String::from_utf8_lossy(syms.symbol(i).name);
+                let base = name.split('.').next().unwrap_or("");
+                set.contains(&base)
+            })
+        };
+        let mut out = BTreeMap::new();
+        for f in &m.processes {
+            if f.pid != self.sender && !self.receivers.contains(&f.pid) {
+                continue;
+            }
+            let data = std::fs::read(f.stacks.as_ref().unwrap()).unwrap();
+            let stacks = Stacks::parse(&data).unwrap();
+            for r in stacks.records() {
+                let (_, r) = r.unwrap();
+                let kernel = r.kernel.to_vec();
+                let holds = |set: &[&str]| kernel.iter().any(|a| is(a, set));
+                if functions.iter().all(|set| holds(set)) && !holds(except) {
+                    *out.entry(f.pid).or_default() += r.samples;
+                }
+            }
+        }
+        out
+    }
+
+    fn moves(&self) -> AsyncMoves {
+        let data = std::fs::read(self.dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
+        let moves = AsyncMoves::parse(&data).unwrap();
+        // Conservation: every held sample was charged once, to a process or to the residue,
+        // and the matrix holds them all.
+        for k in &moves.kinds {
+            assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
+            let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
+            assert_eq!(cells, k.held, "{k:?}");
+        }
+        moves
+    }
+
+    /// Residue samples of network receive whose victim was one of ours or the idle task.
+    fn residue(&self, moves: &AsyncMoves) -> u64 {
+        moves
+            .moves_of("net-rx")
+            .filter(|m| m.beneficiary.is_none())
+            .filter(|m| {
+                m.victim
+                    .is_none_or(|v| v == self.sender || self.receivers.contains(&v))
+            })
+            .map(|m| m.samples)
+            .sum()
+    }
+
+    fn pkgprof(&self, args: &[&str]) -> String {
+        let out = Command::new(PKGPROF)
+            .args(args)
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pkgprof {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// The baseline and the attributed run of one mode: without attribution at least half the
+/// receive work sits in the sender; with it at least 90% is the reader's, at most 10% is
+/// unattributed, and the sender keeps at most 5%.
+fn sender_pays_then_reader_does(mode: &str, functions: &[&[&str]], except: &[&str]) -> Run {
+    let _g = serial();
+    let plain = run(mode, "1", false);
+    let rx = plain.samples_in(functions, except);
+    let (s, r) = (
+        rx.get(&plain.sender).copied().unwrap_or(0),
+        rx.get(&plain.receivers[0]).copied().unwrap_or(0),
+    );
+    assert!(
+        s + r >= 50,
+        "too few receive-path samples to judge: {rx:?}\n{}",
+        plain.stderr
+    );
+    assert!(
+        s * 2 >= s + r,
+        "without attribution the sender had {s} of {}: {rx:?}",
+        s + r
+    );
+
+    let attributed = run(mode, "1", true);
+    let rx = attributed.samples_in(functions, except);
+    let moves = attributed.moves();
+    let u = attributed.residue(&moves);
+    let (s, r) = (
+        rx.get(&attributed.sender).copied().unwrap_or(0),
+        rx.get(&attributed.receivers[0]).copied().unwrap_or(0),
+    );
+    let total = s + r + u;
+    assert!(
+        total >= 50,
+        "too few receive-path samples: {rx:?}, residue {u}\n{}",
+        attributed.stderr
+    );
+    let report = format!(
+        "sender {s}, receiver {r}, unattributed {u}\n{}",
+        attributed.stderr
+    );
+    assert!(
+        r * 10 >= total * 9,
+        "the reader got less than 90%: {report}"
+    );
+    assert!(u * 10 <= total, "more than 10% unattributed: {report}");
+    assert!(s * 20 <= total, "the sender kept more than 5%: {report}");
+    assert!(
+        attributed.stderr.contains("pkgmon: async net-rx: "),
+        "{}",
+        attributed.stderr
+    );
+    attributed
+}
+
+#[test]
+fn udp_over_loopback_is_charged_to_the_reader() {
+    let run = sender_pays_then_reader_does("udp", &[UDP_RX], &[]);
+    let (s, r) = (run.sender.to_string(), run.receivers[0].to_string());
+    // The reader's listing shows the work under its pseudo-function, with the kernel stacks
+    // below it; its header says from whom it came.
+    let listing = run.pkgprof(&["-b", "--pid", &r]);
+    let pseudo = format!("{r}k:[async net-rx]");
+    let entry = listing
+        .lines()
+        .position(|l| l.starts_with('[') && l.contains(&pseudo))
+        .unwrap_or_else(|| panic!("no entry for {pseudo}: {listing}"));
+    let child = listing.lines().nth(entry + 1).unwrap();
+    assert!(
+        child.contains(&format!("{r}k:handle_softirqs"))
+            || child.contains(&format!("{r}k:net_rx_action")),
+        "{pseudo} calls no softirq entry: {child}"
+    );
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with("    async net-rx:"))
+        .unwrap();
+    assert!(line.contains(&format!(" from {s}")), "{line}");
+    // The sender's listing no longer has the reader's receive work; its header says it gave.
+    let listing = run.pkgprof(&["-b", "--pid", &s]);
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with("    async net-rx:"))
+        .unwrap();
+    assert!(line.contains(&format!(" to {r}")), "{line}");
+    assert!(
+        !listing.contains(&format!("{s}k:[async net-rx]")),
+        "{listing}"
+    );
+    // The system view has the matrix, with this flow's cell.
+    let system = run.pkgprof(&["-b", "--system"]);
+    assert!(
+        system.contains("Asynchronous work net-rx moved"),
+        "{system}"
+    );
+    assert!(
+        system.lines().any(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.len() == 4 && w[0] == s && w[1] == r
+        }),
+        "{system}"
+    );
+}
+
+#[test]
+fn tcp_over_loopback_is_charged_to_the_reader() {
+    sender_pays_then_reader_does("tcp", TCP_DATA, &[]);
+}
+
+/// Not run by default: the kernel's work per datagram is not the same for the two readers on
+/// this machine (which CPU each reader wakes on, whether it is still running when the next
+/// datagram comes), so the work itself is not 1:3 and the check fails one run in three: the
+/// first reader's share of all the moved samples measured 0.256, 0.319 and 0.288 in three
+/// 2-second runs at load 3-5 (06:45 UTC, 2026-11-24). The split rule itself is checked
+/// exactly on recorded timelines (`crates/async-attribution/tests/replay.rs`,
+/// `two_readers_fed_one_to_three_share_the_work_one_to_three`). Run with `--ignored`.
+#[test]
+#[ignore = "kernel cost per datagram differs between the readers; see the doc comment"]
+fn two_readers_fed_one_to_three_get_the_work_one_to_three() {
+    let _g = serial();
+    // Two seconds: the share is judged to 5 points, so it needs about a thousand samples.
+    let run = run("udp2", "2", true);
+    run.moves();
+    let rx = run.samples_in(&[UDP_RX], &[]);
+    let a = rx.get(&run.receivers[0]).copied().unwrap_or(0);
+    let b = rx.get(&run.receivers[1]).copied().unwrap_or(0);
+    assert!(a + b >= 80, "too few samples: {rx:?}\n{}", run.stderr);
+    let share = a as f64 / (a + b) as f64;
+    assert!(
+        (share - 0.25).abs() <= 0.05,
+        "first reader's share {share:.3} ({a} of {}), expected 0.25",
+        a + b
+    );
+}

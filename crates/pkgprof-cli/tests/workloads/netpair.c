@@ -1,0 +1,186 @@
+/* Loopback network workloads whose receive work has a known owner, for pkgmon --async:
+ *
+ *   netpair udp  SECONDS PIDFILE   one sender, one receiver that does nothing but recv
+ *   netpair tcp  SECONDS PIDFILE   the same over a TCP connection
+ *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
+ *   netpair stream SECONDS PIDFILE a TCP stream of 64 KiB writes (benches/async-overhead.sh);
+ *                                  PIDFILE also gets "bytes N", the bytes sent
+ * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
+ * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
+ * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
+ * dropped for a full receive buffer: every packet has a reader. In udp2 each datagram is
+ * acknowledged before the next is sent, so that every datagram finds its receiver asleep on
+ * an empty queue and costs the kernel the same whichever receiver it is for (otherwise the
+ * receiver fed more often would more often have packets queued, and its packets would skip
+ * the wake-up the other's cost): the work is then 1:3 by construction.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SIZE 1000
+#define WINDOW 64
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int udp_bound(struct sockaddr_in *addr) {
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof *addr;
+    if (s < 0 || bind(s, (struct sockaddr *)addr, len) || getsockname(s, (struct sockaddr *)addr, &len)) {
+        perror("udp socket");
+        exit(1);
+    }
+    return s;
+}
+
+/* A UDP receiver: reads until a 1-byte datagram, acknowledging every `every` on `ack`. */
+static void udp_receiver(int s, int ack, int every) {
+    char buf[65536];
+    for (long n = 1;; n++) {
+        ssize_t r = recv(s, buf, sizeof buf, 0);
+        if (r <= 1)
+            _exit(0);
+        if (n % every == 0 && write(ack, "a", 1) != 1)
+            _exit(1);
+    }
+}
+
+static void udp(int receivers, double seconds, FILE *pids) {
+    /* Datagrams acknowledged at a time, and sent ahead of their acknowledgement. */
+    int every = receivers == 1 ? 16 : 1, window = receivers == 1 ? WINDOW : 1;
+    struct sockaddr_in addr[2];
+    int acks[2][2];
+    pid_t kids[2];
+    for (int i = 0; i < receivers; i++) {
+        int s = udp_bound(&addr[i]);
+        if (pipe(acks[i])) {
+            perror("pipe");
+            exit(1);
+        }
+        kids[i] = fork();
+        if (kids[i] == 0) {
+            close(acks[i][0]);
+            udp_receiver(s, acks[i][1], every);
+        }
+        close(s);
+        close(acks[i][1]);
+        fprintf(pids, "receiver %d\n", kids[i]);
+    }
+    fflush(pids);
+    int out = socket(AF_INET, SOCK_DGRAM, 0);
+    char buf[SIZE];
+    memset(buf, 'x', sizeof buf);
+    long sent[2] = {0, 0}, acked[2] = {0, 0};
+    double end = now() + seconds;
+    for (long k = 0; now() < end; k++) {
+        /* 1:3 with two receivers: every fourth datagram to the first. */
+        int i = receivers == 1 ? 0 : (k % 4 == 0 ? 0 : 1);
+        while (sent[i] - acked[i] >= window) {
+            char a[64];
+            ssize_t r = read(acks[i][0], a, sizeof a);
+            if (r <= 0)
+                exit(1);
+            acked[i] += every * r;
+        }
+        if (sendto(out, buf, SIZE, 0, (struct sockaddr *)&addr[i], sizeof addr[i]) != SIZE) {
+            perror("sendto");
+            exit(1);
+        }
+        sent[i]++;
+    }
+    for (int i = 0; i < receivers; i++) {
+        sendto(out, "!", 1, 0, (struct sockaddr *)&addr[i], sizeof addr[i]);
+        waitpid(kids[i], NULL, 0);
+    }
+}
+
+/* `size`: bytes per send; small ones go out at once (TCP_NODELAY). */
+static void tcp(double seconds, FILE *pids, size_t size) {
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    if (l < 0 || bind(l, (struct sockaddr *)&addr, len) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&addr, &len)) {
+        perror("tcp listen");
+        exit(1);
+    }
+    pid_t kid = fork();
+    if (kid == 0) {
+        int c = accept(l, NULL, NULL);
+        static char buf[1 << 16];
+        while (recv(c, buf, sizeof buf, 0) > 0)
+            ;
+        _exit(0);
+    }
+    close(l);
+    fprintf(pids, "receiver %d\n", kid);
+    fflush(pids);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    if (connect(s, (struct sockaddr *)&addr, sizeof addr) ||
+        (size == SIZE && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))) {
+        perror("connect");
+        exit(1);
+    }
+    /* In tcp mode, small segments sent at once: each is received in the softirq of the
+     * sender's own send (large writes would be sent from the receiver's softirq instead, as
+     * its window updates arrive: its own work, already). */
+    static char buf[1 << 16];
+    memset(buf, 'x', sizeof buf);
+    long long bytes = 0;
+    double end = now() + seconds;
+    while (now() < end) {
+        ssize_t n = send(s, buf, size, 0);
+        if (n <= 0) {
+            perror("send");
+            exit(1);
+        }
+        bytes += n;
+    }
+    fprintf(pids, "bytes %lld\n", bytes);
+    close(s);
+    waitpid(kid, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE\n");
+        return 2;
+    }
+    double seconds = atof(argv[2]);
+    FILE *pids = fopen(argv[3], "w");
+    if (!pids) {
+        perror(argv[3]);
+        return 1;
+    }
+    fprintf(pids, "sender %d\n", getpid());
+    if (!strcmp(argv[1], "udp"))
+        udp(1, seconds, pids);
+    else if (!strcmp(argv[1], "udp2"))
+        udp(2, seconds, pids);
+    else if (!strcmp(argv[1], "tcp"))
+        tcp(seconds, pids, SIZE);
+    else if (!strcmp(argv[1], "stream"))
+        tcp(seconds, pids, sizeof(char[1 << 16]));
+    else
+        return 2;
+    fclose(pids);
+    return 0;
+}
