@@ -35,9 +35,10 @@ pub struct WriteOptions {
     /// What to record of the machine the recording was made on. Default is None: the running
     /// machine's ([`MachineSnapshot::live`]).
     pub machine: Option<MachineSnapshot>,
-    /// Leave out the processes that neither had a sample nor started or ended during the
-    /// recording: a time window of a continuous run writes only what happened in it. Default
-    /// is false (every process appears).
+    /// Write files only for the processes that had samples: the others that started or ended
+    /// during the recording are only summarized ([`WriteSummary::file_sets`], with their CPU
+    /// time), and those that did neither are left out. A time window of a continuous run
+    /// writes so, its index naming them all. Default is false (every process appears).
     pub only_active: bool,
 }
 
@@ -97,6 +98,9 @@ pub struct FileSetSummary {
     /// Its user + system CPU time as its info file gives it, if known: the process's, to its
     /// exit or to its latest reading.
     pub cpu_ns: Option<u64>,
+    /// Whether its files were written ([`WriteOptions::only_active`] writes none for a file
+    /// set without samples).
+    pub files: bool,
 }
 
 /// One segment of a process's life under one command name: from its start or an exec to the
@@ -442,6 +446,21 @@ pub fn write_measurement_to(
         let cpu_ns = counters
             .as_ref()
             .and_then(|c| Some(c.user_cpu_ns? + c.system_cpu_ns?));
+        if opts.only_active && set.samples == 0 {
+            // Counted, not written: a continuous window names it in its index, with its CPU
+            // time, rather than keep four files of headers for each short process.
+            summary.file_sets.push(FileSetSummary {
+                pid: *pid,
+                instance: *instance,
+                comm: comm_bytes.clone(),
+                process: p.key,
+                images: (first.image, last.image),
+                samples: 0,
+                cpu_ns,
+                files: false,
+            });
+            continue;
+        }
         let mut c = counters.unwrap_or_default();
         c.source = source;
         c.taskstats_refused = rec.taskstats_refused.is_some();
@@ -517,6 +536,7 @@ pub fn write_measurement_to(
             images: (first.image, last.image),
             samples: set.samples,
             cpu_ns,
+            files: true,
         });
         summary.truncated_stacks += truncated;
     }

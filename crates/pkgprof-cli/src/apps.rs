@@ -10,10 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{
-    Analysis, ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, apply_stacks,
-    relabel_symspecs, sum_seamless_models, write_report,
-};
+use callgraph::{ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, sum_seamless_models};
 use gmon_format::continuous::{ContinuousIndex, INDEX_NAME, IndexInstance, IndexWindow, unescape};
 use profile_model::Profile;
 use rayon::prelude::*;
@@ -144,21 +141,10 @@ pub(crate) fn run(
     if o.apps {
         return write_apps(&dir, &index, &windows, out);
     }
+    let exact = crate::seamless::exact_inclusive(o)?;
     let (seamless, unit) = sum(o, &dir, &windows)?;
     let view = callgraph::gprof_view(&seamless, unit);
-    let mut specs = crate::listing::symspecs(o);
-    relabel_symspecs(&mut specs);
-    let exact = o.inclusive.as_deref() == Some("stacks");
-    let mut analysis = Analysis::with_symspecs(view.table, &view.sum, &specs);
-    if exact {
-        apply_stacks(&mut analysis, &view.stacks);
-    }
-    let mut report = report;
-    report.after_other_output = true;
-    report.sampled_arcs = true;
-    report.no_demangle = true;
-    write_report(out, &analysis, &report)?;
-    Ok(())
+    crate::seamless::write_listing(o, report, view, exact, out)
 }
 
 /// The profile model of `--app`/`--system` over the selected windows, as exports see it.
@@ -220,7 +206,10 @@ pub(crate) fn export_instances(
             let mut done = Vec::new();
             let picked = picks(o, w)?;
             let chosen = |i: &&IndexInstance| picked.as_ref().is_none_or(|p| p.contains(i));
-            for i in w.instances.iter().filter(chosen) {
+            for i in (w.instances.iter())
+                .filter(|i| i.samples > 0)
+                .filter(chosen)
+            {
                 let Some((pid, n)) = gmon_format::parse_process_label(&i.label) else {
                     continue;
                 };
@@ -270,7 +259,8 @@ fn picks<'w>(o: &Options, w: &'w IndexWindow) -> Result<Option<Vec<&'w IndexInst
     let (name, number) = app_spec(spec)?;
     Ok(Some(
         (w.instances.iter())
-            .filter(|i| i.app == name && number.is_none_or(|n| n == i.number))
+            // An instance without samples in a window has no files there.
+            .filter(|i| i.samples > 0 && i.app == name && number.is_none_or(|n| n == i.number))
             .collect(),
     ))
 }

@@ -25,11 +25,7 @@ use crate::options::Options;
 /// Returns an error if the options conflict, the directory cannot be scanned, a process asked
 /// for is absent, or a profile is damaged.
 pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let exact = match o.inclusive.as_deref() {
-        None | Some("gprof") => false,
-        Some("stacks") => true,
-        Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
-    };
+    let exact = exact_inclusive(o)?;
     let seamless = build(o, exact)?;
     let view = seamless.gprof();
     if let Some(path) = &o.merge_out {
@@ -43,6 +39,29 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if let (true, Some(moves)) = (o.system, &seamless.async_moves) {
         write_async_matrix(&mut *out, moves)?;
     }
+    write_listing(o, report, view, exact, out)
+}
+
+/// Whether `--inclusive` asks for exact inclusive times from the sampled stacks.
+///
+/// Returns an error for a method other than `gprof` and `stacks`.
+pub(crate) fn exact_inclusive(o: &Options) -> Result<bool> {
+    Ok(match o.inclusive.as_deref() {
+        None | Some("gprof") => false,
+        Some("stacks") => true,
+        Some(kind) => bail!("--inclusive: unknown method `{kind}' (expected gprof or stacks)"),
+    })
+}
+
+/// The gprof listings of a seamless view (one measurement's, or a sum of windows'), with the
+/// symbol specifications of `o` relabelled and, when `exact`, inclusive times from the stacks.
+pub(crate) fn write_listing(
+    o: &Options,
+    report: callgraph::ReportOptions,
+    view: GprofView,
+    exact: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let mut specs = crate::listing::symspecs(o);
     relabel_symspecs(&mut specs);
     let mut analysis = Analysis::with_symspecs(view.table, &view.sum, &specs);

@@ -34,7 +34,9 @@
 //!   samples it holds, `lost` the samples the kernel dropped during it, `rss-kib` the
 //!   collector's resident memory when it finished the window.
 //! * `instance <label> <app>#<n> key=value...`: one file set of the window above, by its
-//!   process label (`<pid>` or `<pid>_<k>`, see [`crate::ProfileName`]) and command name. The
+//!   process label (`<pid>` or `<pid>_<k>`, see [`crate::ProfileName`]) and command name. An
+//!   instance with `samples=0` (a process that started or ended in the window without being
+//!   sampled) has no files there: its line is its record, with its CPU time. The
 //!   application instance is `<app>#<n>`: `app` the command name, `n` its instance number,
 //!   SLEEPY's *appid*: counted from 0 per name over the directory's life; a pid reused later
 //!   is a new instance; an exec into a program of another name starts a new one; a rename by
