@@ -7,8 +7,8 @@
 
 use async_attribution::{Attributor, Event, Outcome, SoftirqEntries, What};
 
+use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
-use crate::tracefs::TracepointRequest;
 
 /// What `pkgmon --async` attributes.
 #[derive(Debug, Clone, Default)]

@@ -20,9 +20,10 @@ use gmon_format::continuous::{
 };
 use safe_fs::Dir;
 
-use crate::aggregate::{AggregateOptions, Aggregator, KernelSymbols};
+use crate::aggregate::{AggregateOptions, Aggregator};
 use crate::clock::{monotonic_ns, realtime_ns};
 use crate::error::{Error, Result};
+use crate::kernel_symbols::KernelSymbols;
 use crate::measurement::{WriteOptions, write_measurement_to};
 use crate::output::Output;
 use crate::recording::{Recording, SideBand, SideRecord};

@@ -70,10 +70,14 @@ mod asynchronous;
 #[cfg(target_os = "linux")]
 mod clock;
 #[cfg(target_os = "linux")]
+mod config;
+#[cfg(target_os = "linux")]
 mod continuous;
 #[cfg(target_os = "linux")]
 mod counters;
 mod error;
+#[cfg(target_os = "linux")]
+mod kernel_symbols;
 #[cfg(target_os = "linux")]
 mod measurement;
 #[cfg(target_os = "linux")]
@@ -121,14 +125,18 @@ pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
 #[cfg(target_os = "linux")]
 pub use syscalls::LatencyOptions;
 #[cfg(target_os = "linux")]
-pub use tracefs::{Tracefs, TracepointRequest};
+pub use tracefs::Tracefs;
 
 #[cfg(target_os = "linux")]
-pub use aggregate::{Aggregate, AggregateOptions, Aggregator, KernelSymbols, aggregate};
+pub use aggregate::{Aggregate, AggregateOptions, Aggregator, aggregate};
 #[cfg(target_os = "linux")]
 pub use asynchronous::AsyncOptions;
 #[cfg(target_os = "linux")]
+pub use config::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, TracepointRequest};
+#[cfg(target_os = "linux")]
 pub use continuous::{Continuous, ContinuousOptions, ContinuousSummary};
+#[cfg(target_os = "linux")]
+pub use kernel_symbols::KernelSymbols;
 #[cfg(target_os = "linux")]
 pub use measurement::{
     FileSetSummary, WriteOptions, WriteSummary, write_measurement, write_measurement_to,
@@ -138,7 +146,7 @@ pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
 pub use preflight::{Permissions, preflight};
 #[cfg(target_os = "linux")]
-pub use sampler::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, Progress, Sampler};
+pub use sampler::{Progress, Sampler};
 #[cfg(target_os = "linux")]
 pub use snapshot::MachineSnapshot;
 #[cfg(target_os = "linux")]

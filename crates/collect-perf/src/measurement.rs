@@ -15,9 +15,10 @@ use gmon_format::{
 
 #[cfg(test)]
 use crate::aggregate::AggregateOptions;
-use crate::aggregate::{Aggregate, ImageAcc, KernelSymbols, Side, StackKey};
+use crate::aggregate::{Aggregate, ImageAcc, Side, StackKey};
 use crate::counters::{UnderSampled, process_counters, taskstats_counters, under_sampled};
 use crate::error::{Error, Result};
+use crate::kernel_symbols::KernelSymbols;
 use crate::output::{Output, WrittenFile};
 use crate::recording::Recording;
 use crate::snapshot::MachineSnapshot;

@@ -5,10 +5,10 @@
 
 use std::io;
 
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::procfs;
 use crate::ring::page_size;
-use crate::sampler::Config;
 
 /// What [`preflight`] found out about this machine's perf settings.
 #[derive(Debug, Clone)]

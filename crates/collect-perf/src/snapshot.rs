@@ -4,7 +4,7 @@
 //! read here, once, into a [`MachineSnapshot`]; the writer itself is portable, so a recording
 //! from elsewhere (a perf.data file, a stream) or a test gives it a snapshot of its own.
 
-use crate::aggregate::KernelSymbols;
+use crate::kernel_symbols::KernelSymbols;
 
 /// What a measurement records of the machine it was taken on.
 ///

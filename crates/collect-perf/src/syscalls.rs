@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, HashMap};
 use gmon_format::latency::{Blocking, BucketCount, LatencyFile, Operation, SleepSite, Waker};
 use latency::Resolution;
 
+use crate::config::TracepointRequest;
 use crate::recording::{Recording, TracepointInfo};
-use crate::tracefs::{Tracefs, TracepointRequest};
+use crate::tracefs::Tracefs;
 
 /// Latency and blocking collection (`pkgmon --latency`, `--blocking`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use std::os::fd::OwnedFd;
 
+use crate::config::{Config, TracepointRequest};
 use crate::error::{Error, Result};
 use crate::preflight::{open_error, paranoid};
 use crate::procfs;
 use crate::recording::TracepointInfo;
-use crate::sampler::Config;
 use crate::sys;
 use crate::tracepoint::EventFormat;
 
@@ -120,50 +120,6 @@ impl Tracefs {
     }
 }
 
-/// A tracepoint to record during a run, on the same per-CPU rings as the samples, in time
-/// order with them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TracepointRequest {
-    /// Its subsystem, e.g. `raw_syscalls`.
-    pub system: String,
-    /// Its name, e.g. `sys_enter`.
-    pub name: String,
-    /// A kernel-side filter in tracefs syntax over its fields (`prev_state != 0`), so that
-    /// records that do not match are never written. Default is none.
-    pub filter: Option<String>,
-    /// Record the kernel part of the callchain. Default is false.
-    pub kernel_chain: bool,
-    /// Record the user part of the callchain, the user registers and a copy of
-    /// `user_stack_bytes` of the user stack, for unwinding like a cpu-clock sample. Default is
-    /// false.
-    pub user_chain: bool,
-    /// Bytes of user stack copied with each record when `user_chain`. Default is 0.
-    pub user_stack_bytes: u32,
-    /// Record it for every task on every CPU (a CPU-wide event), not only for the followed
-    /// processes: for events that fire in one task about another (`sched_waking` fires in the
-    /// waker). Needs root or `perf_event_paranoid` ≤ 0. Default is false.
-    pub all_tasks: bool,
-    /// Open a counting-mode twin beside it, whose total is set against the records received
-    /// and lost ([`TracepointInfo::counted`](crate::TracepointInfo)). Default is false.
-    pub count: bool,
-}
-
-impl TracepointRequest {
-    /// `system:name` with the defaults.
-    pub fn new(system: &str, name: &str) -> TracepointRequest {
-        TracepointRequest {
-            system: system.into(),
-            name: name.into(),
-            filter: None,
-            kernel_chain: false,
-            user_chain: false,
-            user_stack_bytes: 0,
-            all_tasks: false,
-            count: false,
-        }
-    }
-}
 /// A tracepoint event opened on one CPU, writing into `ring`, and its counting twin.
 pub(crate) struct OpenedTracepoint {
     pub(crate) sampled: OwnedFd,

@@ -3,10 +3,9 @@
 //! order, and an unknown key is whatever is not here.
 
 use super::values::{
-    ValueError, check_file_name, excerpt, hex_bytes, invalid, number, number_u32, string,
-    string_list, text,
+    TextWriter, ValueError, check_file_name, excerpt, hex_bytes, invalid, number, number_u32,
+    string, string_list, text,
 };
-use super::write::TextWriter;
 use super::*;
 use crate::error::Result;
 

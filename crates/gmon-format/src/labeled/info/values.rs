@@ -233,3 +233,74 @@ pub(super) fn lex_string(
         }
     }
 }
+
+/// A measurement-info file being written: each kind of value spelt as the format says.
+pub(super) struct TextWriter {
+    pub(super) text: String,
+}
+
+impl TextWriter {
+    pub(super) fn section(&mut self, name: &str) {
+        let _ = write!(self.text, "\n[{name}]\n");
+    }
+
+    pub(super) fn key(&mut self, key: &str) {
+        self.text.push_str(key);
+        self.text.push_str(" = ");
+    }
+
+    pub(super) fn decimal(&mut self, key: &str, value: Option<u64>) {
+        if let Some(v) = value {
+            let _ = writeln!(self.text, "{key} = {v}");
+        }
+    }
+
+    pub(super) fn word(&mut self, key: &str, word: &str) {
+        let _ = writeln!(self.text, "{key} = {word}");
+    }
+
+    pub(super) fn hex(&mut self, key: &str, value: Option<u64>) {
+        if let Some(v) = value {
+            let _ = writeln!(self.text, "{key} = {v:#x}");
+        }
+    }
+
+    pub(super) fn string(&mut self, key: &str, value: Option<&[u8]>) {
+        if let Some(v) = value {
+            self.key(key);
+            push_quoted(&mut self.text, v);
+            self.text.push('\n');
+        }
+    }
+
+    pub(super) fn hex_bytes(
+        &mut self,
+        key: &str,
+        value: Option<&[u8]>,
+    ) -> crate::error::Result<()> {
+        if let Some(v) = value {
+            if v.is_empty() {
+                return Err(invalid(format!("empty {key} (leave it out instead)")));
+            }
+            self.key(key);
+            for b in v {
+                let _ = write!(self.text, "{b:02x}");
+            }
+            self.text.push('\n');
+        }
+        Ok(())
+    }
+
+    /// Writes the list of quoted strings `list`.
+    pub(super) fn string_list(&mut self, key: &str, list: &[Vec<u8>]) {
+        self.key(key);
+        self.text.push('[');
+        for (i, item) in list.iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            push_quoted(&mut self.text, item);
+        }
+        self.text.push_str("]\n");
+    }
+}

@@ -7,7 +7,7 @@ use super::keys::{
     BOUNDARY_KEYS, COUNTER_KEYS, KERNEL_KEYS, Key, LOST_SAMPLES_CPU, MAPPING_KEYS, PROCESS_KEYS,
     PendingRename, RENAME_KEYS, SAMPLING_KEYS, position,
 };
-use super::values::{invalid, is_name, push_quoted};
+use super::values::{TextWriter, invalid, is_name};
 use super::*;
 use crate::error::Result;
 
@@ -19,10 +19,17 @@ impl MeasurementInfo {
         let _ = writeln!(w.text, "{INFO_MAGIC} {INFO_MAJOR}.{}", self.minor);
 
         w.section(PROCESS);
-        w.keys(PROCESS, PROCESS_KEYS, &self.process, &self.process.extra)?;
+        write_keys(
+            &mut w,
+            PROCESS,
+            PROCESS_KEYS,
+            &self.process,
+            &self.process.extra,
+        )?;
         if self.sampling != SamplingInfo::default() {
             w.section(SAMPLING);
-            w.keys(
+            write_keys(
+                &mut w,
                 SAMPLING,
                 SAMPLING_KEYS,
                 &self.sampling,
@@ -31,15 +38,27 @@ impl MeasurementInfo {
         }
         if self.kernel != KernelInfo::default() {
             w.section(KERNEL);
-            w.keys(KERNEL, KERNEL_KEYS, &self.kernel, &self.kernel.extra)?;
+            write_keys(
+                &mut w,
+                KERNEL,
+                KERNEL_KEYS,
+                &self.kernel,
+                &self.kernel.extra,
+            )?;
         }
         if self.counters != ProcessCounters::default() {
             w.section(COUNTERS);
-            w.keys(COUNTERS, COUNTER_KEYS, &self.counters, &self.counters.extra)?;
+            write_keys(
+                &mut w,
+                COUNTERS,
+                COUNTER_KEYS,
+                &self.counters,
+                &self.counters.extra,
+            )?;
         }
         for m in &self.mappings {
             w.section(MAPPING);
-            w.keys(MAPPING, MAPPING_KEYS, m, &m.extra)?;
+            write_keys(&mut w, MAPPING, MAPPING_KEYS, m, &m.extra)?;
         }
         let b = &self.boundary;
         if *b != BoundaryCounts::default() {
@@ -55,11 +74,17 @@ impl MeasurementInfo {
                     kind.as_str()
                 )));
             }
-            w.keys(BOUNDARY, BOUNDARY_KEYS, b, &b.extra)?;
+            write_keys(&mut w, BOUNDARY, BOUNDARY_KEYS, b, &b.extra)?;
         }
         for r in &self.renames {
             w.section(RENAME);
-            w.keys(RENAME, RENAME_KEYS, &PendingRename::from(r), &r.extra)?;
+            write_keys(
+                &mut w,
+                RENAME,
+                RENAME_KEYS,
+                &PendingRename::from(r),
+                &r.extra,
+            )?;
         }
 
         for section in &self.extra_sections {
@@ -80,114 +105,60 @@ impl MeasurementInfo {
                 )));
             }
             w.section(&section.name);
-            w.extra::<()>(&section.name, &[], &section.fields)?;
+            write_extra::<()>(&mut w, &section.name, &[], &section.fields)?;
         }
         w.section(END);
         Ok(w.text)
     }
 }
 
-pub(super) struct TextWriter {
-    text: String,
+/// The lines of the known `keys` that `t` has, in order, then the unknown `extra` ones.
+fn write_keys<T>(
+    w: &mut TextWriter,
+    section: &str,
+    keys: &[Key<T>],
+    t: &T,
+    extra: &[Field],
+) -> Result<()> {
+    for key in keys {
+        key.write(t, w)?;
+    }
+    write_extra(w, section, keys, extra)
 }
 
-impl TextWriter {
-    /// The lines of the known `keys` that `t` has, in order, then the unknown `extra` ones.
-    fn keys<T>(&mut self, section: &str, keys: &[Key<T>], t: &T, extra: &[Field]) -> Result<()> {
-        for key in keys {
-            key.write(t, self)?;
+/// The unknown fields of a section, refused when one could not be read back as it is.
+fn write_extra<T>(
+    w: &mut TextWriter,
+    section: &str,
+    known: &[Key<T>],
+    fields: &[Field],
+) -> Result<()> {
+    for Field { key, value } in fields {
+        if !is_name(key) {
+            return Err(invalid(format!(
+                "key `{}` in [{section}] is not made of letters, digits, `-`, `_` and `.`",
+                key.escape_debug()
+            )));
         }
-        self.extra(section, keys, extra)
-    }
-
-    fn section(&mut self, name: &str) {
-        let _ = write!(self.text, "\n[{name}]\n");
-    }
-
-    pub(super) fn key(&mut self, key: &str) {
-        self.text.push_str(key);
-        self.text.push_str(" = ");
-    }
-
-    pub(super) fn decimal(&mut self, key: &str, value: Option<u64>) {
-        if let Some(v) = value {
-            let _ = writeln!(self.text, "{key} = {v}");
+        // `lost-samples-cpu<N>` keys are known too: one would be read back as typed.
+        let per_cpu = section == SAMPLING && key.starts_with(LOST_SAMPLES_CPU);
+        if position(known, key).is_some() || per_cpu {
+            return Err(invalid(format!(
+                "unknown key `{key}` in [{section}] has the name of a known one"
+            )));
         }
-    }
-
-    pub(super) fn word(&mut self, key: &str, word: &str) {
-        let _ = writeln!(self.text, "{key} = {word}");
-    }
-
-    pub(super) fn hex(&mut self, key: &str, value: Option<u64>) {
-        if let Some(v) = value {
-            let _ = writeln!(self.text, "{key} = {v:#x}");
+        if value.is_empty()
+            || value.starts_with([' ', '\t'])
+            || value.ends_with([' ', '\t'])
+            || value.chars().any(|c| c.is_control() && c != '\t')
+        {
+            return Err(invalid(format!(
+                "value of `{key}` in [{section}] is empty, has blanks at an end or holds a \
+                 control character: `{}`",
+                value.escape_debug()
+            )));
         }
+        w.word(key, value);
     }
-
-    pub(super) fn string(&mut self, key: &str, value: Option<&[u8]>) {
-        if let Some(v) = value {
-            self.key(key);
-            push_quoted(&mut self.text, v);
-            self.text.push('\n');
-        }
-    }
-
-    pub(super) fn hex_bytes(&mut self, key: &str, value: Option<&[u8]>) -> Result<()> {
-        if let Some(v) = value {
-            if v.is_empty() {
-                return Err(invalid(format!("empty {key} (leave it out instead)")));
-            }
-            self.key(key);
-            for b in v {
-                let _ = write!(self.text, "{b:02x}");
-            }
-            self.text.push('\n');
-        }
-        Ok(())
-    }
-
-    /// Writes the list of quoted strings `list`.
-    pub(super) fn string_list(&mut self, key: &str, list: &[Vec<u8>]) {
-        self.key(key);
-        self.text.push('[');
-        for (i, item) in list.iter().enumerate() {
-            if i > 0 {
-                self.text.push_str(", ");
-            }
-            push_quoted(&mut self.text, item);
-        }
-        self.text.push_str("]\n");
-    }
-
-    fn extra<T>(&mut self, section: &str, known: &[Key<T>], fields: &[Field]) -> Result<()> {
-        for Field { key, value } in fields {
-            if !is_name(key) {
-                return Err(invalid(format!(
-                    "key `{}` in [{section}] is not made of letters, digits, `-`, `_` and `.`",
-                    key.escape_debug()
-                )));
-            }
-            // `lost-samples-cpu<N>` keys are known too: one would be read back as typed.
-            let per_cpu = section == SAMPLING && key.starts_with(LOST_SAMPLES_CPU);
-            if position(known, key).is_some() || per_cpu {
-                return Err(invalid(format!(
-                    "unknown key `{key}` in [{section}] has the name of a known one"
-                )));
-            }
-            if value.is_empty()
-                || value.starts_with([' ', '\t'])
-                || value.ends_with([' ', '\t'])
-                || value.chars().any(|c| c.is_control() && c != '\t')
-            {
-                return Err(invalid(format!(
-                    "value of `{key}` in [{section}] is empty, has blanks at an end or holds a \
-                     control character: `{}`",
-                    value.escape_debug()
-                )));
-            }
-            let _ = writeln!(self.text, "{key} = {value}");
-        }
-        Ok(())
-    }
+    Ok(())
 }
