@@ -1,28 +1,30 @@
 //! System-call latencies aggregated in the kernel (`pkgmon --latency`'s BPF path): OSprof's
 //! log2 histograms per (process image, system call, user call site) counted by BPF programs,
-//! so a call costs a few hundred nanoseconds and no record crosses to user space.
+//! so no record crosses to user space and none can be lost.
 //!
-//! Five short programs share six maps:
+//! Six short programs (`programs.rs`) share five maps:
 //! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
 //!   launched command's exec too) and counts its execs (`gen`: which image runs);
 //!   `sched_process_fork` follows the children of followed processes (inherit semantics);
-//!   `sched_process_exit` forgets a task's pid.
+//!   `sched_process_exit` counts a call its task never returned from and forgets the task.
 //! - `raw_syscalls:sys_enter` keeps, per thread of an armed process, the entry time, the system
-//!   call, its user call site and the image.
+//!   call, its user call site and the image, in an entry written in place at each call.
 //! - the software page-fault event of the followed tasks (the event the ring path counts,
 //!   so both paths count the same faults) counts the faults taken during a call.
 //! - `raw_syscalls:sys_exit` computes the latency, its bucket at resolution r (the paper's
 //!   formula, the same bounds as [`latency::Resolution`]), its time slice, and adds it to a
 //!   per-CPU hash map read at drains ([`SyscallLatency::drain`]) and at the end.
 //!
-//! The call site is `bpf_get_stackid(BPF_F_USER_STACK)`: the kernel's frame-pointer walk from
-//! the user registers, plus the word at the user stack pointer, which is the return address
-//! into the caller when the system-call wrapper is a leaf without a frame (libc's are): the
-//! frame-pointer walk alone skips that caller, as the wrapper never sets up `rbp`. What this
-//! loses against the ring path's unwinder (`.eh_frame` over a stack copy): callers in code
-//! built without frame pointers (the walk stops or goes wrong there), and the caller of a
-//! wrapper that pushes before its `syscall` instruction (the word at the stack pointer is then
-//! not a return address).
+//! The call site is read from the user registers at entry (`bpf_task_pt_regs`): the pc (in
+//! the system-call wrapper), the word at the stack pointer (the return address into the
+//! wrapper's caller, as libc's wrappers are leaves without a frame), and the return address
+//! of the frame `rbp` points to (the caller's caller, when the caller keeps frame pointers).
+//! Three reads, cheaper than `bpf_get_stackid`'s walk (which would also skip the caller, the
+//! wrapper never setting up `rbp`). What this loses against the ring path's unwinder
+//! (`.eh_frame` over a stack copy): the third frame in code built without frame pointers
+//! (`rbp` is then any value: a wrong or unreadable frame), and the caller of a wrapper that
+//! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
+//! return address). Deeper frames than three are not kept on either path by default.
 //!
 //! Every program returns 1: a tracepoint's programs decide whether its perf events see the
 //! hit, and the collection must not hide hits from anyone's events (its own counting events,
@@ -30,7 +32,8 @@
 //!
 //! Nothing is hidden: enters and exits are counted beside counting-mode perf events on the
 //! same tasks (OSprof's checksums); calls whose entry was not seen, calls never left, and
-//! what did not fit a map (start times, histogram entries, stacks) are counted and reported.
+//! what did not fit a map (open calls, histogram entries, followed processes) are counted and
+//! reported. A reused pid's processes are not told apart (the last one gets the calls).
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -49,9 +52,8 @@ mod programs;
 
 use programs::{
     COUNTS, ENTERS, EXITS, HIST, HIST_FULL, HIST_KEY, HIST_VALUE, N_COUNTS, Offsets, PIDS,
-    PIDS_FULL, S_GEN, S_TGID, STACK_DEPTH, STACK_LOST, STACKS, START, START_FULL, START_VALUE,
-    Shape, UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program,
-    exit_task_program, fault_program, fork_program,
+    PIDS_FULL, S_GEN, S_TGID, START, START_FULL, START_VALUE, Shape, UNPAIRED_ENTER, UNPAIRED_EXIT,
+    enter_program, exec_program, exit_program, exit_task_program, fault_program, fork_program,
 };
 
 /// One histogram entry, as read from the kernel (summed over CPUs).
@@ -126,15 +128,16 @@ pub struct SyscallLatency {
     drained: HashMap<Vec<u8>, Counted>,
 }
 
-fn hist_key(b: &[u8]) -> (u32, u32, u32, i32, u64, u32, u32) {
+/// A histogram key's fields: (tgid, generation, system call, slice, bucket, [pc, word at the
+/// stack pointer, frame pointer's return address]).
+fn hist_key(b: &[u8]) -> (u32, u32, u32, u32, u32, [u64; 3]) {
     (
         u32_at(b, 0),
         u32_at(b, 4),
         u32_at(b, 8),
-        u32_at(b, 12) as i32,
-        u64_at(b, 16),
-        u32_at(b, 24),
-        u32_at(b, 28),
+        u32_at(b, 12),
+        u32_at(b, 16),
+        [u64_at(b, 24), u64_at(b, 32), u64_at(b, 40)],
     )
 }
 
@@ -162,9 +165,8 @@ impl SyscallLatency {
         };
         let maps = vec![
             Map::create(MapKind::Hash, "pkg_pids", 4, 8, 16384)?,
-            Map::create(MapKind::Hash, "pkg_start", 4, START_VALUE, 65536)?,
-            Map::create(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
-            Map::create(MapKind::StackTrace, "pkg_stacks", 4, 8 * STACK_DEPTH, 16384)?,
+            Map::create(MapKind::Hash, "pkg_start", 4, START_VALUE, 32768)?,
+            Map::create_sparse(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
             Map::create(MapKind::PercpuArray, "pkg_counts", 4, 8, N_COUNTS)?,
             Map::create(MapKind::Array, "pkg_bounds", 4, 8, 64 * r)?,
         ];
@@ -360,32 +362,14 @@ impl SyscallLatency {
                 counted: Some(exits),
             },
         ];
-        let stacks = &self.maps[STACKS.0];
-        let mut frames_of: HashMap<i32, Vec<u64>> = HashMap::new();
         for (k, c) in &self.drained {
-            let (tgid, generation, nr, stackid, ret, slice, bucket) = hist_key(k);
+            let (tgid, generation, nr, slice, bucket, frames) = hist_key(k);
             let img = out.images.entry((tgid, generation)).or_default();
             match nr {
                 UNPAIRED_ENTER => img.unpaired_enters += c.count,
                 UNPAIRED_EXIT => img.unpaired_exits += c.count,
                 _ => {
-                    let fp = frames_of.entry(stackid).or_insert_with(|| {
-                        if stackid < 0 {
-                            return Vec::new();
-                        }
-                        stacks
-                            .lookup(&stackid.to_ne_bytes())
-                            .ok()
-                            .flatten()
-                            .map(|v| {
-                                v.chunks(8)
-                                    .map(|w| u64_at(w, 0))
-                                    .take_while(|&a| a != 0)
-                                    .collect()
-                            })
-                            .unwrap_or_default()
-                    });
-                    let site = site(fp, ret, self.site_frames);
+                    let site = site(frames, self.site_frames);
                     let e = img
                         .buckets
                         .entry((u64::from(nr), site, u64::from(slice), bucket))
@@ -404,7 +388,9 @@ impl SyscallLatency {
         // Calls entered and never left (the thread exited, or the run ended first).
         let start = &self.maps[START.0];
         for k in start.keys().unwrap_or_default() {
-            if let Ok(Some(v)) = start.lookup(&k) {
+            if let Ok(Some(v)) = start.lookup(&k)
+                && u64_at(&v, 0) != 0
+            {
                 let img = (u32_at(&v, S_TGID as usize), u32_at(&v, S_GEN as usize));
                 out.images.entry(img).or_default().unpaired_enters += 1;
             }
@@ -420,10 +406,6 @@ impl SyscallLatency {
                 "calls had no start time: the in-kernel map of open calls was full (counted as exits without entry)",
             ),
             (
-                STACK_LOST,
-                "call sites were not recorded: a user stack could not be read, or the in-kernel stack map was full",
-            ),
-            (
                 PIDS_FULL,
                 "processes were not followed: the in-kernel map of followed processes was full",
             ),
@@ -437,16 +419,11 @@ impl SyscallLatency {
     }
 }
 
-/// The call site of a stack id's frames and the word at the user stack pointer: the
-/// wrapper's pc, its caller (the word, when it is a return address: not the pc itself and
-/// not 0), then the frame-pointer walk above the caller.
-fn site(fp: &[u64], ret: u64, keep: usize) -> Vec<u64> {
-    let mut out = Vec::with_capacity(keep);
-    out.extend(fp.first());
-    if ret != 0 && fp.get(1) != Some(&ret) {
-        out.push(ret);
-    }
-    out.extend(fp.iter().skip(1));
+/// The call site of a call: its pc, the word at the stack pointer (the return address into
+/// the caller when the wrapper has no frame), the return address of the frame `rbp` points
+/// to; words that are 0 (unreadable) end it.
+fn site(frames: [u64; 3], keep: usize) -> Vec<u64> {
+    let mut out: Vec<u64> = frames.into_iter().take_while(|&a| a != 0).collect();
     out.truncate(keep.max(1));
     out
 }
@@ -456,11 +433,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_site_puts_the_return_address_between_the_pc_and_the_frame_walk() {
-        assert_eq!(site(&[0x10, 0x30, 0x40], 0x20, 3), vec![0x10, 0x20, 0x30]);
-        // A wrapper with a frame: the walk already has its caller.
-        assert_eq!(site(&[0x10, 0x20, 0x40], 0x20, 3), vec![0x10, 0x20, 0x40]);
-        assert_eq!(site(&[0x10], 0, 3), vec![0x10]);
-        assert_eq!(site(&[], 0, 3), Vec::<u64>::new());
+    fn a_site_is_the_pc_the_callers_return_and_the_frame_pointers() {
+        assert_eq!(site([0x10, 0x20, 0x30], 3), vec![0x10, 0x20, 0x30]);
+        assert_eq!(site([0x10, 0x20, 0x30], 2), vec![0x10, 0x20]);
+        assert_eq!(site([0x10, 0, 0x30], 3), vec![0x10]);
+        assert_eq!(site([0, 0, 0], 3), Vec::<u64>::new());
     }
 }

@@ -68,7 +68,8 @@ fn map_error(what: String, e: io::Error) -> Error {
 }
 
 impl Map {
-    /// Creates a map named `name` (at most 15 bytes kept) with the given sizes.
+    /// Creates a map named `name` (at most 15 bytes kept) with the given sizes; a hash map's
+    /// entries are all allocated now, so a program's update never allocates.
     ///
     /// Returns an error saying what to do if the kernel refuses it (privilege, memory).
     pub fn create(
@@ -78,12 +79,35 @@ impl Map {
         value_size: u32,
         max_entries: u32,
     ) -> Result<Map> {
-        let flags = if kind == MapKind::Hash || kind == MapKind::PercpuHash {
-            // Entries allocated as they come: a large bound costs nothing until used.
+        Map::create_with(kind, name, key_size, value_size, max_entries, 0)
+    }
+
+    /// Like [`Map::create`], but a hash map's entries are allocated as they come
+    /// (`BPF_F_NO_PREALLOC`): a large bound costs nothing until used, each new key costs an
+    /// allocation. For maps whose keys are few and long-lived (histogram buckets).
+    pub fn create_sparse(
+        kind: MapKind,
+        name: &str,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+    ) -> Result<Map> {
+        let flags = if matches!(kind, MapKind::Hash | MapKind::PercpuHash) {
             sys::F_NO_PREALLOC
         } else {
             0
         };
+        Map::create_with(kind, name, key_size, value_size, max_entries, flags)
+    }
+
+    fn create_with(
+        kind: MapKind,
+        name: &str,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        flags: u32,
+    ) -> Result<Map> {
         let mut attr = Attr::new();
         attr.u32(0, kind.code())
             .u32(4, key_size)

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 
 /// The licence the programs declare. Ours is "MIT OR Apache-2.0", but the kernel lets only
 /// programs with a GPL-compatible licence call the helpers the collector needs
-/// (`bpf_get_stackid`, `bpf_probe_read_user`, `bpf_get_current_task_btf`): "Dual MIT/GPL"
+/// (`bpf_probe_read_user`, `bpf_probe_read_kernel`, `bpf_get_current_task_btf`, `bpf_get_stackid`): "Dual MIT/GPL"
 /// is such a string (the kernel's `license_is_gpl_compatible`), and the programs, built by
 /// this crate at run time, are offered under MIT as well.
 pub const LICENSE: &str = "Dual MIT/GPL";

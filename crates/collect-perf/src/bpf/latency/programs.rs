@@ -2,75 +2,75 @@
 //! layouts they share with the collector, their stack frames, and one builder per
 //! tracepoint. Each program's bytes are pinned by the tests below.
 
-use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
+use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, Label, MapSlot, Reg, Size};
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
 pub(super) const PIDS: MapSlot = MapSlot(0);
 pub(super) const START: MapSlot = MapSlot(1);
 pub(super) const HIST: MapSlot = MapSlot(2);
-pub(super) const STACKS: MapSlot = MapSlot(3);
-pub(super) const COUNTS: MapSlot = MapSlot(4);
-pub(super) const BOUNDS: MapSlot = MapSlot(5);
+pub(super) const COUNTS: MapSlot = MapSlot(3);
+pub(super) const BOUNDS: MapSlot = MapSlot(4);
 
 /// Entries of the counters map.
 pub(super) const ENTERS: i32 = 0;
 pub(super) const EXITS: i32 = 1;
 pub(super) const START_FULL: i32 = 2;
 pub(super) const HIST_FULL: i32 = 3;
-pub(super) const STACK_LOST: i32 = 4;
-pub(super) const PIDS_FULL: i32 = 5;
-pub(super) const N_COUNTS: u32 = 6;
+pub(super) const PIDS_FULL: i32 = 4;
+pub(super) const N_COUNTS: u32 = 5;
 
 /// Histogram keys with these system-call numbers count unpaired calls of an image.
 pub(super) const UNPAIRED_ENTER: u32 = 0xffff_fff0;
 pub(super) const UNPAIRED_EXIT: u32 = 0xffff_fff1;
 
-/// `BPF_F_USER_STACK`.
-pub(super) const F_USER_STACK: i32 = 1 << 8;
 /// `BPF_NOEXIST`.
 pub(super) const NOEXIST: i32 = 1;
-/// `offsetof(struct pt_regs, sp)` on x86_64 (`arch/x86/include/uapi/asm/ptrace.h`: the
-/// layout user space sees through ptrace, fixed by the ABI).
-pub(super) const PT_REGS_SP: i32 = 19 * 8;
-
-/// Frames kept per stack id: the wrapper's pc and two frame-pointer frames above its caller.
-pub(super) const STACK_DEPTH: u32 = 3;
+/// The first bytes of x86_64's `struct pt_regs` (`arch/x86/include/uapi/asm/ptrace.h`, the
+/// layout ptrace shows user space, fixed by the ABI), through `sp`, and the offsets in it of
+/// the user registers the call site comes from.
+pub(super) const PT_REGS_TO_SP: i32 = 20 * 8;
+pub(super) const PT_REGS_BP: i16 = 4 * 8;
+pub(super) const PT_REGS_IP: i16 = 16 * 8;
+pub(super) const PT_REGS_SP: i16 = 19 * 8;
 
 // The programs' stack frame (offsets from R10).
 pub(super) const KEY32: i16 = -4;
 pub(super) const TID: i16 = -8;
-/// The start value: t0, ret, faults, nr, stackid, tgid, gen, pad.
-pub(super) const SV: i16 = -56;
-pub(super) const SCRATCH: i16 = -64;
-pub(super) const CKEY: i16 = -68;
-/// The histogram key: tgid, gen, nr, stackid, ret, slice, bucket.
-pub(super) const HK: i16 = -104;
-pub(super) const NS: i16 = -112;
-pub(super) const FAULTS: i16 = -120;
-pub(super) const BKEY: i16 = -124;
+/// The start value: t0, ip, ret, up, faults, nr, tgid, gen, pad.
+pub(super) const SV: i16 = -64;
+/// A copy of the user registers.
+pub(super) const REGS: i16 = -224;
+pub(super) const CKEY: i16 = -228;
+/// The histogram key: tgid, gen, nr, slice, bucket, pad, ip, ret, up.
+pub(super) const HK: i16 = -280;
+pub(super) const NS: i16 = -288;
+pub(super) const FAULTS: i16 = -296;
+pub(super) const BKEY: i16 = -300;
 /// The histogram value: count, total, min, max, faults.
-pub(super) const HV: i16 = -168;
+pub(super) const HV: i16 = -344;
 
 // The start value's fields.
 pub(super) const S_T0: i16 = 0;
-pub(super) const S_RET: i16 = 8;
-pub(super) const S_FAULTS: i16 = 16;
-pub(super) const S_NR: i16 = 24;
-pub(super) const S_STACK: i16 = 28;
-pub(super) const S_TGID: i16 = 32;
-pub(super) const S_GEN: i16 = 36;
-pub(super) const START_VALUE: u32 = 48;
+pub(super) const S_IP: i16 = 8;
+pub(super) const S_RET: i16 = 16;
+pub(super) const S_UP: i16 = 24;
+pub(super) const S_FAULTS: i16 = 32;
+pub(super) const S_NR: i16 = 40;
+pub(super) const S_TGID: i16 = 44;
+pub(super) const S_GEN: i16 = 48;
+pub(super) const START_VALUE: u32 = 56;
 
 // The histogram key's fields.
 pub(super) const K_TGID: i16 = 0;
 pub(super) const K_GEN: i16 = 4;
 pub(super) const K_NR: i16 = 8;
-pub(super) const K_STACK: i16 = 12;
-pub(super) const K_RET: i16 = 16;
-pub(super) const K_SLICE: i16 = 24;
-pub(super) const K_BUCKET: i16 = 28;
-pub(super) const HIST_KEY: u32 = 32;
+pub(super) const K_SLICE: i16 = 12;
+pub(super) const K_BUCKET: i16 = 16;
+pub(super) const K_IP: i16 = 24;
+pub(super) const K_RET: i16 = 32;
+pub(super) const K_UP: i16 = 40;
+pub(super) const HIST_KEY: u32 = 48;
 pub(super) const HIST_VALUE: u32 = 40;
 
 /// Where the programs read the tracepoints' fields: from tracefs at run time.
@@ -146,7 +146,7 @@ fn count(a: &mut Asm, idx: i32) {
 
 /// Looks the current process up in PIDS: jumps to `out` unless it is followed and armed;
 /// leaves `R7` = pid_tgid, `R8` = its image generation.
-fn followed(a: &mut Asm, out: crate::bpf::insn::Label) {
+fn followed(a: &mut Asm, out: Label) {
     a.call(Helper::GetCurrentPidTgid)
         .mov(Reg::R7, Reg::R0)
         .mov(Reg::R1, Reg::R0)
@@ -216,20 +216,38 @@ fn hist_add(a: &mut Asm) {
 /// Counts an unpaired call (`marker`) against the image whose tgid and gen are at HK.
 fn unpaired(a: &mut Asm, marker: u32) {
     a.store_imm(Size::W, Reg::R10, HK + K_NR, marker as i32)
-        .store_imm(Size::W, Reg::R10, HK + K_STACK, -1)
-        .store_imm(Size::DW, Reg::R10, HK + K_RET, 0)
         .store_imm(Size::W, Reg::R10, HK + K_SLICE, 0)
-        .store_imm(Size::W, Reg::R10, HK + K_BUCKET, 0)
+        .store_imm(Size::DW, Reg::R10, HK + K_BUCKET, 0)
+        .store_imm(Size::DW, Reg::R10, HK + K_IP, 0)
+        .store_imm(Size::DW, Reg::R10, HK + K_RET, 0)
+        .store_imm(Size::DW, Reg::R10, HK + K_UP, 0)
         .store_imm(Size::DW, Reg::R10, NS, 0)
         .store_imm(Size::DW, Reg::R10, FAULTS, 0);
     hist_add(a);
+}
+
+/// Looks up the thread's entry (TID) in START: jumps to `none` if it has none, to `closed` if
+/// its last call returned; else counts that call as entered and never returned, against its
+/// image, and falls through.
+fn count_open_call(a: &mut Asm, none: Label, closed: Label) {
+    a.ld_map(Reg::R1, START);
+    frame_ptr(a, Reg::R2, TID);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, none)
+        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, closed)
+        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
+    unpaired(a, UNPAIRED_ENTER);
 }
 
 /// `raw_syscalls:sys_enter`: the start of a call of a followed, armed process.
 pub(super) fn enter_program(off: &Offsets) -> Code {
     let mut a = Asm::new();
     let out = a.label();
-    let (stack_ok, no_ret, insert) = (a.label(), a.label(), a.label());
+    let (no_regs, insert) = (a.label(), a.label());
     a.mov(Reg::R6, Reg::R1);
     followed(&mut a, out);
     count(&mut a, ENTERS);
@@ -237,48 +255,57 @@ pub(super) fn enter_program(off: &Offsets) -> Code {
         .store(Size::DW, Reg::R10, SV + S_T0, Reg::R0)
         .load(Size::DW, Reg::R1, Reg::R6, off.enter_id)
         .store(Size::W, Reg::R10, SV + S_NR, Reg::R1)
-        .mov(Reg::R1, Reg::R6)
-        .ld_map(Reg::R2, STACKS)
-        .mov_imm(Reg::R3, F_USER_STACK)
-        .call(Helper::GetStackid)
-        .store(Size::W, Reg::R10, SV + S_STACK, Reg::R0)
-        .jmp_imm(Cond::SGe, Reg::R0, 0, stack_ok);
-    count(&mut a, STACK_LOST);
-    // The word at the user stack pointer: the return address into the wrapper's caller.
-    a.bind(stack_ok)
+        .store_imm(Size::DW, Reg::R10, SV + S_IP, 0)
         .store_imm(Size::DW, Reg::R10, SV + S_RET, 0)
+        .store_imm(Size::DW, Reg::R10, SV + S_UP, 0)
+        // The user registers: pc, stack pointer, frame pointer.
         .call(Helper::GetCurrentTaskBtf)
         .mov(Reg::R1, Reg::R0)
         .call(Helper::TaskPtRegs)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, no_ret)
-        .mov(Reg::R3, Reg::R0)
-        .alu_imm(Alu::Add, Reg::R3, PT_REGS_SP);
-    frame_ptr(&mut a, Reg::R1, SCRATCH);
-    a.mov_imm(Reg::R2, 8)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, no_regs)
+        .mov(Reg::R3, Reg::R0);
+    frame_ptr(&mut a, Reg::R1, REGS);
+    a.mov_imm(Reg::R2, PT_REGS_TO_SP)
         .call(Helper::ProbeReadKernel)
-        .jmp_imm(Cond::Ne, Reg::R0, 0, no_ret)
-        .load(Size::DW, Reg::R3, Reg::R10, SCRATCH);
+        .jmp_imm(Cond::Ne, Reg::R0, 0, no_regs)
+        .load(Size::DW, Reg::R1, Reg::R10, REGS + PT_REGS_IP)
+        .store(Size::DW, Reg::R10, SV + S_IP, Reg::R1)
+        // The word at the stack pointer: the return address into a frameless wrapper's
+        // caller.
+        .load(Size::DW, Reg::R3, Reg::R10, REGS + PT_REGS_SP);
     frame_ptr(&mut a, Reg::R1, SV + S_RET);
     a.mov_imm(Reg::R2, 8)
         .call(Helper::ProbeReadUser)
-        .bind(no_ret)
+        // The return address of the frame `rbp` points to: the caller's caller, when the
+        // caller keeps a frame pointer.
+        .load(Size::DW, Reg::R3, Reg::R10, REGS + PT_REGS_BP)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, no_regs)
+        .alu_imm(Alu::Add, Reg::R3, 8);
+    frame_ptr(&mut a, Reg::R1, SV + S_UP);
+    a.mov_imm(Reg::R2, 8)
+        .call(Helper::ProbeReadUser)
+        .bind(no_regs)
         .store_imm(Size::DW, Reg::R10, SV + S_FAULTS, 0)
         .mov(Reg::R1, Reg::R7)
         .alu_imm(Alu::Rsh, Reg::R1, 32)
         .store(Size::W, Reg::R10, SV + S_TGID, Reg::R1)
         .store(Size::W, Reg::R10, SV + S_GEN, Reg::R8)
-        .store_imm(Size::DW, Reg::R10, SV + 40, 0)
-        .store(Size::W, Reg::R10, TID, Reg::R7)
-        .ld_map(Reg::R1, START);
+        .store_imm(Size::W, Reg::R10, SV + 52, 0)
+        .store(Size::W, Reg::R10, TID, Reg::R7);
+    // The thread's entry is kept between calls (t0 = 0 when closed) and written in place, so a
+    // call costs no allocation. One still open never returned (a restarted or abandoned call).
+    let copy = a.label();
+    count_open_call(&mut a, insert, copy);
+    a.ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
-    // A call still open on this thread never returned (a restarted or abandoned call).
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
-        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
-        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
-    unpaired(&mut a, UNPAIRED_ENTER);
+        .bind(copy);
+    for w in 0..(START_VALUE as i16 / 8) {
+        a.load(Size::DW, Reg::R1, Reg::R10, SV + 8 * w)
+            .store(Size::DW, Reg::R0, 8 * w, Reg::R1);
+    }
+    a.ja(out);
     a.bind(insert).ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
     frame_ptr(&mut a, Reg::R3, SV);
@@ -342,8 +369,15 @@ pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
         .store(Size::W, Reg::R10, TID, Reg::R7)
         .ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
+    // The thread's entry is closed (t0 = 0), not deleted: its next call reuses it.
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, no_start)
+        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, no_start)
+        .mov(Reg::R2, Reg::R9)
+        .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+        .store(Size::DW, Reg::R10, NS, Reg::R2)
+        .store_imm(Size::DW, Reg::R0, S_T0, 0)
         .load(Size::W, Reg::R1, Reg::R0, S_TGID)
         .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
         .load(Size::W, Reg::R1, Reg::R0, S_GEN)
@@ -352,19 +386,14 @@ pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
         .store(Size::W, Reg::R10, HK + K_NR, Reg::R1)
         .load(Size::DW, Reg::R2, Reg::R6, off.exit_id)
         .jmp_reg(Cond::Ne, Reg::R1, Reg::R2, mismatch)
-        .load(Size::W, Reg::R1, Reg::R0, S_STACK)
-        .store(Size::W, Reg::R10, HK + K_STACK, Reg::R1)
+        .load(Size::DW, Reg::R1, Reg::R0, S_IP)
+        .store(Size::DW, Reg::R10, HK + K_IP, Reg::R1)
         .load(Size::DW, Reg::R1, Reg::R0, S_RET)
         .store(Size::DW, Reg::R10, HK + K_RET, Reg::R1)
+        .load(Size::DW, Reg::R1, Reg::R0, S_UP)
+        .store(Size::DW, Reg::R10, HK + K_UP, Reg::R1)
         .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
         .store(Size::DW, Reg::R10, FAULTS, Reg::R1)
-        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
-        .mov(Reg::R2, Reg::R9)
-        .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
-        .store(Size::DW, Reg::R10, NS, Reg::R2)
-        .ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapDeleteElem)
         .store_imm(Size::W, Reg::R10, HK + K_SLICE, 0);
     if let Some((start, len)) = shape.slices {
         a.ld_imm64(Reg::R1, start)
@@ -377,15 +406,17 @@ pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
     }
     a.bind(sliced);
     bucket(&mut a, shape.resolution);
-    a.store(Size::W, Reg::R10, HK + K_BUCKET, Reg::R9);
+    a.store_imm(Size::DW, Reg::R10, HK + K_BUCKET, 0).store(
+        Size::W,
+        Reg::R10,
+        HK + K_BUCKET,
+        Reg::R9,
+    );
     hist_add(&mut a);
     a.ja(out);
     // Entered as another call: that one never returned, and this exit has no entry.
     a.bind(mismatch);
     unpaired(&mut a, UNPAIRED_ENTER);
-    a.ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapDeleteElem);
     a.bind(no_start)
         .mov(Reg::R1, Reg::R7)
         .alu_imm(Alu::Rsh, Reg::R1, 32)
@@ -452,13 +483,13 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .load(Size::W, Reg::R1, Reg::R0, 0)
-        .store(Size::W, Reg::R10, SCRATCH, Reg::R1)
-        .store_imm(Size::W, Reg::R10, SCRATCH + 4, 0)
+        .store(Size::W, Reg::R10, REGS, Reg::R1)
+        .store_imm(Size::W, Reg::R10, REGS + 4, 0)
         .load(Size::W, Reg::R1, Reg::R6, off.child_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, PIDS);
     frame_ptr(&mut a, Reg::R2, KEY32);
-    frame_ptr(&mut a, Reg::R3, SCRATCH);
+    frame_ptr(&mut a, Reg::R3, REGS);
     a.mov_imm(Reg::R4, 0)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out);
@@ -467,11 +498,19 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
     a.finish()
 }
 
-/// `sched:sched_process_exit`: a task is gone; its pid may be reused by anyone.
+/// `sched:sched_process_exit`: a task is gone. A call it was in never returns; its entry and
+/// its pid (which anyone may reuse) are forgotten.
 pub(super) fn exit_task_program(off: &Offsets) -> Code {
     let mut a = Asm::new();
+    let (drop_entry, forget) = (a.label(), a.label());
     a.load(Size::W, Reg::R1, Reg::R1, off.exit_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
+        .store(Size::W, Reg::R10, TID, Reg::R1);
+    count_open_call(&mut a, forget, drop_entry);
+    a.bind(drop_entry).ld_map(Reg::R1, START);
+    frame_ptr(&mut a, Reg::R2, TID);
+    a.call(Helper::MapDeleteElem)
+        .bind(forget)
         .ld_map(Reg::R1, PIDS);
     frame_ptr(&mut a, Reg::R2, KEY32);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 1).exit();
@@ -518,13 +557,13 @@ mod tests {
             digest(&exit_task_program(&OFF)),
         ];
         let want = [
-            "160 insns 2605100bcef98df7",
-            "273 insns edc43e27872ca76a",
-            "313 insns 86118994096318ac",
-            "13 insns f5c054bc7d07563a",
+            "177 insns 767e1eab39d22e8d",
+            "270 insns 81838e1aa24a3dd0",
+            "310 insns 37fe1ccfd6cdce3a",
+            "13 insns e8d076eb63b99c1a",
             "15 insns 161bd0814b7c02d0",
-            "36 insns 3198218e2f3b6fd1",
-            "9 insns 1861ead76c64afc2",
+            "36 insns b5013a1976f38f8c",
+            "87 insns 53fcd9432cfe44a1",
         ];
         assert_eq!(got, want.map(String::from), "{got:#?}");
     }
