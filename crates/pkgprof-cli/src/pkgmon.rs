@@ -11,13 +11,18 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser};
 use collect_perf::{
-    AggregateOptions, Aggregator, Config, KernelSymbols, Output, Progress, Recording, Sampler,
-    WriteOptions, preflight,
+    AggregateOptions, Aggregator, Config, KernelSymbols, Output, Progress, Sampler, WriteOptions,
+    preflight,
 };
 
 mod continuous;
 mod import;
 mod output;
+mod summary;
+
+#[cfg(test)]
+use summary::truncated_note;
+use summary::{exit_status, main_pid, print_async, print_summary, shell_word};
 
 const AFTER_HELP: &str = "\
 Files (in DIR, default pkgmon.data; per process PID with command name COMM):
@@ -601,50 +606,6 @@ fn run(args: Args) -> anyhow::Result<u8> {
     Ok(exit_status(&rec, args.command.is_empty()))
 }
 
-/// What the attribution did and what it cost: per kind, the samples held and where they
-/// went, the windows seen against those the kernel counted, and the records traced.
-fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
-    let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
-    for k in &moves.kinds {
-        let residue: Vec<String> = k.residue.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        eprintln!(
-            "pkgmon: async {}: {} samples of softirq work, {} charged to the processes that \
-             read the packets, {} unattributed{}",
-            k.kind,
-            k.held,
-            k.attributed,
-            k.unattributed(),
-            if residue.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", residue.join(", "))
-            }
-        );
-        let unseen = k.counted.map_or(0, |c| c.saturating_sub(k.windows));
-        eprintln!(
-            "pkgmon: async {}: {} windows seen{}, {} packets, {} never read",
-            k.kind,
-            k.windows,
-            if unseen > 0 {
-                format!(
-                    " of {} the kernel ran ({unseen} ran in the idle task, where perf samples no \
-                     tracepoint: their samples are unattributed as window-unseen)",
-                    k.counted.unwrap_or(0)
-                )
-            } else {
-                String::new()
-            },
-            k.objects,
-            k.unconsumed
-        );
-    }
-    eprintln!(
-        "pkgmon: async cost: {traced} tracepoint records beside {} samples, {} records lost",
-        rec.sample_count,
-        rec.lost_samples()
-    );
-}
-
 /// The in-kernel latency collection for `l`, loaded, if `--latency-path` allows it and the
 /// kernel takes it; None for the ring path (said in a note when it was not asked for).
 fn kernel_latency(
@@ -676,169 +637,6 @@ fn kernel_latency(
         bail!("--latency-path bpf: {why_not}; use --latency-path ring or auto");
     }
     Ok(None)
-}
-
-/// One line on truncated stacks, if any: what they cost and how to have fewer.
-fn truncated_note(truncated: u64, samples: u64, stack_size: u32, max_stack: u16) -> Option<String> {
-    if truncated == 0 || samples == 0 {
-        return None;
-    }
-    let mut remedies = Vec::new();
-    if stack_size < collect_perf::MAX_USER_STACK_BYTES {
-        remedies.push(format!(
-            "copy more stack (--stack-size {})",
-            collect_perf::MAX_USER_STACK_BYTES
-        ));
-    }
-    remedies.push(format!(
-        "allow deeper chains (--max-stack, now {max_stack})"
-    ));
-    remedies.push("build with -fno-omit-frame-pointer".to_string());
-    Some(format!(
-        "{:.0}% of the stacks are truncated (listings show their outer end as [truncated], \
-         and inclusive times miss those callers): the {stack_size}-byte stack copy or the \
-         callchain ran out, or unwind information was missing (the info files count each \
-         reason); {}",
-        100.0 * truncated as f64 / samples as f64,
-        remedies.join(", or ")
-    ))
-}
-
-/// The process to report on first: the command pkgmon started, or the first one attached to.
-fn main_pid(rec: &Recording, args: &Args) -> Option<u32> {
-    rec.child
-        .as_ref()
-        .map(|c| c.pid)
-        .or_else(|| args.pids.first().and_then(|&p| u32::try_from(p).ok()))
-}
-
-fn print_summary(
-    rec: &Recording,
-    s: &collect_perf::WriteSummary,
-    args: &Args,
-    main_pid: Option<u32>,
-) {
-    let lost = rec.lost_samples();
-    eprintln!(
-        "pkgmon: {} process{}, {} samples, {} lost, {} throttled, {} truncated stacks",
-        s.processes,
-        if s.processes == 1 { "" } else { "es" },
-        s.samples,
-        lost,
-        rec.throttled,
-        s.truncated_stacks
-    );
-    if args.all {
-        eprintln!(
-            "pkgmon: kernel samples for no process: {}, for other processes: {}",
-            s.system_samples.0, s.system_samples.1
-        );
-    }
-    if lost > 0 {
-        // With --latency the rings carry a record per system call beside the samples, and
-        // the kernel's lost count covers both.
-        let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
-        let total = rec.sample_count + traced + lost;
-        let by_cpu: Vec<String> = rec
-            .lost_samples_by_cpu()
-            .iter()
-            .map(|(cpu, n)| format!("cpu{cpu} {n}"))
-            .collect();
-        let (what, advice) = if traced > 0 {
-            (
-                "records (samples and traced events)",
-                "the rings filled faster than pkgmon read them: lower -F, or trace a shorter run",
-            )
-        } else {
-            ("samples", "lower -F")
-        };
-        eprintln!(
-            "pkgmon: warning: lost {lost} of {total} {what} ({:.1}%; {}); {advice}",
-            lost as f64 * 100.0 / total as f64,
-            by_cpu.join(", ")
-        );
-    }
-    if let Some(note) = truncated_note(
-        s.truncated_stacks,
-        s.samples,
-        args.stack_size,
-        args.max_stack,
-    ) {
-        eprintln!("pkgmon: {note}");
-    }
-    let bytes: u64 = s.files.iter().map(|f| f.bytes).sum();
-    eprintln!(
-        "pkgmon: wrote {} files ({bytes} bytes) to {}{}",
-        s.files.len(),
-        args.dir.display(),
-        if args.verbose {
-            ":"
-        } else {
-            " (-v lists them)"
-        }
-    );
-    if args.verbose {
-        let width = s
-            .files
-            .iter()
-            .map(|f| f.path.file_name().map_or(0, |n| n.len()))
-            .max()
-            .unwrap_or(0);
-        for f in &s.files {
-            let name = f
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            eprintln!("  {name:<width$}  {:>10} bytes", f.bytes);
-        }
-    }
-    if let Some(command) = next_command(args, main_pid) {
-        eprintln!("pkgmon: report with: {command}");
-    }
-}
-
-/// The `pkgprof` command that reports this measurement: the main process, or the whole
-/// system for `-a`; the directory only when it is not the one pkgprof reads by default.
-fn next_command(args: &Args, main_pid: Option<u32>) -> Option<String> {
-    let mut command = match (main_pid, args.all) {
-        (Some(pid), _) => format!("pkgprof -b --pid {pid}"),
-        (None, true) => "pkgprof -b --system".to_string(),
-        (None, false) => return None,
-    };
-    if args.dir != std::path::Path::new(DEFAULT_DIR) {
-        command.push(' ');
-        command.push_str(&shell_word(&args.dir.to_string_lossy()));
-    }
-    Some(command)
-}
-
-/// `word` quoted for a POSIX shell when it needs it.
-fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
-}
-
-/// The launched command's status (128+N for a signal), or 0 when attached.
-fn exit_status(rec: &Recording, attached: bool) -> u8 {
-    if attached {
-        return 0;
-    }
-    match &rec.child {
-        Some(c) => match (c.code, c.signal) {
-            (Some(code), _) => code as u8,
-            (None, Some(sig)) => 128u8.wrapping_add(sig as u8),
-            _ => EXIT_FAILED,
-        },
-        None => EXIT_FAILED,
-    }
 }
 
 #[cfg(test)]
