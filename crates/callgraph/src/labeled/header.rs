@@ -117,18 +117,13 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
                 format!("{}.{:06}", ns / 1_000_000_000, (ns % 1_000_000_000) / 1000)
             )?;
         }
-        let residue: Vec<String> = k.residue.iter().map(|(r, n)| format!("{n} {r}")).collect();
         writeln!(
             out,
             "\n  {} samples: {} charged to a process, {} unattributed{}; {} windows{}, {} packets, {} never read\n",
             k.held,
             k.attributed,
             k.unattributed(),
-            if residue.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", residue.join(", "))
-            },
+            k.residue_note(),
             k.windows,
             k.counted
                 .map_or_else(String::new, |c| format!(" of {c} the kernel counted")),

@@ -79,6 +79,18 @@ impl KindTotals {
     pub fn unattributed(&self) -> u64 {
         self.residue.iter().map(|r| r.1).sum()
     }
+
+    /// The unattributed samples by reason as reports word them after their total:
+    /// ` (3 never read, 1 lost exit)`, or nothing when there are none.
+    pub fn residue_note(&self) -> String {
+        if self.residue.is_empty() {
+            return String::new();
+        }
+        let reasons: Vec<String> = (self.residue.iter())
+            .map(|(reason, n)| format!("{n} {reason}"))
+            .collect();
+        format!(" ({})", reasons.join(", "))
+    }
 }
 
 /// One cell of the victim → beneficiary matrix.

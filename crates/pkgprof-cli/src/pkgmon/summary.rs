@@ -10,7 +10,6 @@ use super::{Args, DEFAULT_DIR, EXIT_FAILED};
 pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
     let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
     for k in &moves.kinds {
-        let residue: Vec<String> = k.residue.iter().map(|(r, n)| format!("{n} {r}")).collect();
         eprintln!(
             "pkgmon: async {}: {} samples of softirq work, {} charged to the processes that \
              read the packets, {} unattributed{}",
@@ -18,11 +17,7 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
             k.held,
             k.attributed,
             k.unattributed(),
-            if residue.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", residue.join(", "))
-            }
+            k.residue_note()
         );
         let unseen = k.counted.map_or(0, |c| c.saturating_sub(k.windows));
         eprintln!(
