@@ -56,17 +56,7 @@ fn netpair() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/netpair.c");
-        let out = scratch().join("netpair");
-        let tmp = scratch().join("netpair.tmp");
-        let st = Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
-        out
+        common::compile(&src, "netpair", &[])
     })
 }
 

@@ -28,16 +28,7 @@ fn workload() -> &'static (PathBuf, PathBuf) {
     static BIN: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BIN.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/instances.c");
-        let out = scratch().join("instances");
-        let tmp = scratch().join("instances.tmp");
-        let st = Command::new("cc")
-            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
+        let out = common::compile(&src, "instances", &["-g"]);
         let chain = scratch().join("chained");
         std::fs::copy(&out, &chain).unwrap();
         (out, chain)

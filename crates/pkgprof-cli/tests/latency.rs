@@ -29,17 +29,7 @@ fn workload() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/latency.c");
-        let out = scratch().join("latency-workload");
-        let tmp = scratch().join("latency-workload.tmp");
-        let st = Command::new("cc")
-            .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
-        out
+        common::compile(&src, "latency-workload", &["-g"])
     })
 }
 

@@ -46,16 +46,26 @@ pub fn workload(name: &str) -> PathBuf {
     if !out.exists() {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join(format!("../collect-perf/tests/workloads/{name}.c"));
-        let tmp = scratch().join(format!("{name}.tmp"));
-        let st = Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
-            .arg(&tmp)
-            .arg(&src)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cc failed for {}", src.display());
-        std::fs::rename(&tmp, &out).unwrap();
+        compile(&src, name, &["-pthread"]);
     }
+    out
+}
+
+/// Compiles C source `src` with -O2, frame pointers and `flags` into the scratch directory as
+/// `name` (under a temporary name first, so a half-written program is never run).
+pub fn compile(src: &Path, name: &str, flags: &[&str]) -> PathBuf {
+    let out = scratch().join(name);
+    let tmp = scratch().join(format!("{name}.tmp"));
+    let st = Command::new("cc")
+        .args(["-O2", "-fno-omit-frame-pointer"])
+        .args(flags)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(src)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc failed for {}", src.display());
+    std::fs::rename(&tmp, &out).unwrap();
     out
 }
 
