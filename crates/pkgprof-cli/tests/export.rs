@@ -25,6 +25,14 @@ fn fixture(name: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// Held by the tests whose figures depend on CPU time and by the one that samples the whole
+/// machine, so that they never run at the same time (a system-wide pkgmon samples every
+/// process, including another test's workload).
+fn timing() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn scratch(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("export-{name}"));
     let _ = std::fs::remove_dir_all(&d);
@@ -435,6 +443,7 @@ fn build_and_run(dir: &Path, name: &str, defines: &[&str]) -> (PathBuf, PathBuf)
 
 #[test]
 fn a_diff_of_two_builds_names_the_function_made_slower_first() {
+    let _timing = timing();
     let dir = scratch("diff");
     let (base_exe, base) = build_and_run(&dir, "base", &[]);
     let (new_exe, new) = build_and_run(&dir, "new", &["-DCOMPUTE_WORK=3"]);
@@ -635,6 +644,7 @@ static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn perf_data_files_give_the_listing_pkgmon_gives_of_the_same_workload() {
+    let _timing = timing();
     let _serial = RECORDING.lock().unwrap_or_else(|e| e.into_inner());
     let dir = scratch("perf-data");
     let exe = build_spread(&dir);
@@ -1047,6 +1057,7 @@ fn a_program_gone_since_perf_recorded_it_is_found_in_perfs_build_id_cache() {
 /// build-ids.
 #[test]
 fn perf_record_beside_a_system_wide_pkgmon_keeps_its_mmap_records() {
+    let _timing = timing();
     let dir = scratch("beside-system-wide");
     let run = dir.join("sw.run");
     let mut pkgmon = Command::new(env!("CARGO_BIN_EXE_pkgmon"))
