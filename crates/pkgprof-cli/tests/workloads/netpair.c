@@ -8,15 +8,21 @@
  * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
  * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
  * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
- * dropped for a full receive buffer: every packet has a reader. In udp2 each datagram is
- * acknowledged before the next is sent, so that every datagram finds its receiver asleep on
- * an empty queue and costs the kernel the same whichever receiver it is for (otherwise the
- * receiver fed more often would more often have packets queued, and its packets would skip
- * the wake-up the other's cost): the work is then 1:3 by construction.
+ * dropped for a full receive buffer: every packet has a reader. In udp2 the sender waits,
+ * before each datagram, until its receiver is asleep (state S in /proc/PID/stat: it sleeps
+ * nowhere but in recv, and only on an empty queue), so that every datagram finds its receiver
+ * asleep on an empty queue and costs the kernel the same whichever receiver it is for: the
+ * work is then 1:3 by construction. (Acknowledging each datagram is not enough: the sender
+ * may send the next before the receiver is back in recv, and a datagram that finds its
+ * receiver still running skips the wake-up. The receiver fed three times as often found
+ * itself running more often, and its datagrams cost the kernel a third less.)
  */
+#define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,24 +53,51 @@ static int udp_bound(struct sockaddr_in *addr) {
     return s;
 }
 
-/* A UDP receiver: reads until a 1-byte datagram, acknowledging every `every` on `ack`. */
+/* A UDP receiver: reads until a 1-byte datagram, acknowledging every `every` (0: never) on
+ * `ack`. */
 static void udp_receiver(int s, int ack, int every) {
     char buf[65536];
     for (long n = 1;; n++) {
         ssize_t r = recv(s, buf, sizeof buf, 0);
         if (r <= 1)
             _exit(0);
-        if (n % every == 0 && write(ack, "a", 1) != 1)
+        if (every && n % every == 0 && write(ack, "a", 1) != 1)
             _exit(1);
     }
 }
 
+/* Whether the process whose /proc/PID/stat is open as `stat` is asleep (state S). */
+static int asleep(int stat) {
+    char b[512];
+    ssize_t n = pread(stat, b, sizeof b - 1, 0);
+    if (n <= 0) {
+        perror("pread stat");
+        exit(1);
+    }
+    b[n] = 0;
+    char *p = strrchr(b, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
 static void udp(int receivers, double seconds, FILE *pids) {
-    /* Datagrams acknowledged at a time, and sent ahead of their acknowledgement. */
-    int every = receivers == 1 ? 16 : 1, window = receivers == 1 ? WINDOW : 1;
+    /* Datagrams acknowledged at a time (none with two receivers: the sender waits for the
+     * receiver to sleep instead), and sent ahead of their acknowledgement. */
+    int every = receivers == 1 ? 16 : 0;
     struct sockaddr_in addr[2];
-    int acks[2][2];
+    int acks[2][2], stat[2];
     pid_t kids[2];
+    if (receivers == 2) {
+        /* All on the CPU the sender runs on, inherited by the receivers: a wake-up on another
+         * CPU costs more (an interrupt to it) and the scheduler places each receiver its own
+         * way, so the two would not cost the same. */
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        if (sched_setaffinity(0, sizeof one, &one)) {
+            perror("sched_setaffinity");
+            exit(1);
+        }
+    }
     for (int i = 0; i < receivers; i++) {
         int s = udp_bound(&addr[i]);
         if (pipe(acks[i])) {
@@ -78,6 +111,13 @@ static void udp(int receivers, double seconds, FILE *pids) {
         }
         close(s);
         close(acks[i][1]);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/stat", kids[i]);
+        stat[i] = open(path, O_RDONLY);
+        if (stat[i] < 0) {
+            perror(path);
+            exit(1);
+        }
         fprintf(pids, "receiver %d\n", kids[i]);
     }
     fflush(pids);
@@ -89,7 +129,9 @@ static void udp(int receivers, double seconds, FILE *pids) {
     for (long k = 0; now() < end; k++) {
         /* 1:3 with two receivers: every fourth datagram to the first. */
         int i = receivers == 1 ? 0 : (k % 4 == 0 ? 0 : 1);
-        while (sent[i] - acked[i] >= window) {
+        while (receivers == 2 && !asleep(stat[i]))
+            sched_yield();
+        while (receivers == 1 && sent[i] - acked[i] >= WINDOW) {
             char a[64];
             ssize_t r = read(acks[i][0], a, sizeof a);
             if (r <= 0)
