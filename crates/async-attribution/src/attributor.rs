@@ -1,7 +1,7 @@
 //! The attribution's state machine: windows per CPU, held samples, and the decisions made
 //! when the run ends.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::Kind;
 use crate::entries::SoftirqEntries;
@@ -13,17 +13,30 @@ use crate::split::Splitter;
 #[derive(Debug)]
 pub struct Attributor {
     entries: SoftirqEntries,
+    /// Whether network receive is attributed (its windows traced).
+    net_rx: bool,
     cpus: Vec<CpuState>,
     windows: Vec<Window>,
     net: NetObjects,
+    /// Work item address → who queued it, until a kworker starts it.
+    queued: HashMap<u64, Target>,
+    /// Timer address → who armed it last (a periodic timer re-armed by its own callback
+    /// keeps its owner).
+    armed: HashMap<u64, Target>,
+    /// Thread → the work item window it runs (a kworker may be preempted, so its window is
+    /// the task's, not the CPU's).
+    tasks: HashMap<u32, u32>,
     /// By ticket.
     held: Vec<HeldSample>,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct CpuState {
-    /// The open window of a kind this crate attributes.
+    /// The open `NET_RX` window.
     window: Option<u32>,
+    /// The open timer callback windows, innermost last (a high-resolution timer's hard
+    /// interrupt may come inside a softirq's callback).
+    timers: Vec<u32>,
     /// Hard interrupt handlers running (their samples are not the softirq's).
     irq_depth: u32,
 }
@@ -45,6 +58,23 @@ struct Window {
     ready: Ready,
     /// Tickets of its samples, in time order.
     samples: Vec<u32>,
+    /// For a kind whose windows serve one object whose owner is known when the window opens
+    /// (a work item, a timer): the beneficiary of all its samples. None for network receive,
+    /// whose packets' readers are known only later.
+    owner: Option<Target>,
+}
+
+impl Window {
+    fn new(kind: Kind, owner: Option<Target>) -> Window {
+        Window {
+            kind,
+            objects: Vec::new(),
+            claimed: 0,
+            ready: Ready::None,
+            samples: Vec::new(),
+            owner,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -102,18 +132,38 @@ pub enum Reason {
     NoObject,
     /// Its share of a window went to objects nobody consumed before the run ended.
     NoConsumer,
+    /// Its work item was queued, or its timer armed, by no process: in the idle task, or
+    /// inside a network receive window (whose beneficiary is not known then).
+    ///
+    /// The owner rule for work items and timers: the process running when the item was
+    /// queued (`workqueue_queue_work`) or the timer armed (`timer_start`, `hrtimer_start`)
+    /// owns it — unless that record fired inside another asynchronous window: inside a timer
+    /// callback or a work item the new item inherits that window's owner (a delayed work's
+    /// timer queues the work; a work item queues the next), inside a network receive window
+    /// or in the idle task it has none. A timer keeps its owner until it is armed again, so
+    /// a periodic timer re-armed by its own callback (no record) stays its arming process's.
+    /// A work item's or timer's window (`workqueue_execute_start`/`end`,
+    /// `*_expire_entry`/`exit`) goes whole to its owner: it served one object.
+    NoOwner,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 3] = [Reason::WindowUnseen, Reason::NoObject, Reason::NoConsumer];
+    pub const ALL: [Reason; 4] = [
+        Reason::WindowUnseen,
+        Reason::NoObject,
+        Reason::NoConsumer,
+        Reason::NoOwner,
+    ];
 
-    /// Its name in reports and files: `window-unseen`, `no-object`, `no-consumer`.
+    /// Its name in reports and files: `window-unseen`, `no-object`, `no-consumer`,
+    /// `no-owner`.
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::WindowUnseen => "window-unseen",
             Reason::NoObject => "no-object",
             Reason::NoConsumer => "no-consumer",
+            Reason::NoOwner => "no-owner",
         }
     }
 }
@@ -132,9 +182,10 @@ pub struct Totals {
     pub residue: BTreeMap<Reason, u64>,
     /// Windows recorded.
     pub windows: u64,
-    /// Objects they served.
+    /// Objects they served (for work items and timers: windows whose queueing or arming
+    /// was recorded).
     pub objects: u64,
-    /// Of those, consumed by nobody.
+    /// Of those, consumed by nobody (for work items and timers: owned by no process).
     pub unconsumed: u64,
 }
 
@@ -178,11 +229,23 @@ impl Attributor {
     pub fn new(entries: SoftirqEntries) -> Attributor {
         Attributor {
             entries,
+            net_rx: true,
             cpus: Vec::new(),
             windows: Vec::new(),
             net: NetObjects::default(),
+            queued: HashMap::new(),
+            armed: HashMap::new(),
+            tasks: HashMap::new(),
             held: Vec::new(),
         }
+    }
+
+    /// Attributes only `kinds` (their records are the only ones fed): a sample in
+    /// `net_rx_action` outside any window is not held as an unseen window's unless network
+    /// receive is one of them. [`Attributor::new`] attributes every kind.
+    pub fn with_kinds(mut self, kinds: &[Kind]) -> Attributor {
+        self.net_rx = kinds.contains(&Kind::NetRx);
+        self
     }
 
     fn cpu(&mut self, cpu: u32) -> &mut CpuState {
@@ -193,30 +256,52 @@ impl Attributor {
         &mut self.cpus[i]
     }
 
-    /// A CPU sample taken on `cpu`, its kernel frames innermost first (fed in time order
-    /// with the events). Returns its ticket when it is asynchronous work, which the
-    /// caller holds back; None when it is the running process's own.
+    /// A CPU sample taken on `cpu` in thread `tid`, its kernel frames innermost first (fed
+    /// in time order with the events). Returns its ticket when it is asynchronous work, which
+    /// the caller holds back; None when it is the running process's own.
     ///
-    /// A sample is held when a window of a kind this crate attributes is open on its CPU, no
-    /// hard interrupt handler runs inside it, and its stack passes through a softirq entry
-    /// (when the entries are known: a stack that does not is evidence the window's exit was
-    /// lost); or, with no window open, when its stack passes through `net_rx_action` (the
-    /// window was not seen: [`Reason::WindowUnseen`]).
-    pub fn sample(&mut self, cpu: u32, kernel: &[u64]) -> Option<Held> {
+    /// A sample is held, innermost work first: when a timer callback window is open on its
+    /// CPU and its stack passes through a timer runner ([`TIMER_NAMES`]); when a `NET_RX`
+    /// window is open on its CPU, no hard interrupt handler runs inside it, and its stack
+    /// passes through a softirq entry (when the entries are known: a stack that does not is
+    /// evidence the window's exit was lost), or, with no window open, when its stack passes
+    /// through `net_rx_action` (the window was not seen: [`Reason::WindowUnseen`]); when its
+    /// thread runs a work item and its stack passes through `process_one_work`.
+    ///
+    /// [`TIMER_NAMES`]: crate::TIMER_NAMES
+    pub fn sample(&mut self, cpu: u32, tid: u32, kernel: &[u64]) -> Option<Held> {
         if kernel.is_empty() {
             return None;
         }
-        let state = *self.cpu(cpu);
-        let cut = self.entries.cut(kernel);
-        let (kind, frames, window) = match (state.window, cut) {
-            (Some(_), _) if state.irq_depth > 0 => return None,
-            (Some(w), Some(c)) => (self.windows[w as usize].kind, c.frames, Some(w)),
-            (Some(w), None) if self.entries.is_empty() => {
-                (self.windows[w as usize].kind, kernel.len(), Some(w))
+        let state = self.cpu(cpu).clone();
+        let timer = state.timers.last().and_then(|&w| {
+            Some((
+                Kind::Timer,
+                self.entries.cut_deferred(false, kernel)?,
+                Some(w),
+            ))
+        });
+        let net = || {
+            let cut = self.entries.cut(kernel);
+            match (state.window, cut) {
+                (Some(_), _) if state.irq_depth > 0 => None,
+                (Some(w), Some(c)) => Some((Kind::NetRx, c.frames, Some(w))),
+                (Some(w), None) if self.entries.is_empty() => {
+                    Some((Kind::NetRx, kernel.len(), Some(w)))
+                }
+                (None, Some(c)) if c.net_rx && self.net_rx => Some((Kind::NetRx, c.frames, None)),
+                _ => None,
             }
-            (None, Some(c)) if c.net_rx => (Kind::NetRx, c.frames, None),
-            _ => return None,
         };
+        let work = || {
+            let &w = self.tasks.get(&tid)?;
+            Some((
+                Kind::Workqueue,
+                self.entries.cut_deferred(true, kernel)?,
+                Some(w),
+            ))
+        };
+        let (kind, frames, window) = timer.or_else(net).or_else(work)?;
         let ticket = self.held.len() as u32;
         self.held.push(HeldSample { kind, frames });
         if let Some(w) = window {
@@ -229,6 +314,35 @@ impl Attributor {
         })
     }
 
+    /// The owner of a work item queued or a timer armed by record `e` (the rule at
+    /// [`Reason::NoOwner`]).
+    fn owner_of(&mut self, e: &Event) -> Target {
+        let cpu = self.cpu(e.cpu).clone();
+        let inherited = cpu
+            .timers
+            .last()
+            .or(cpu.window.as_ref())
+            .or_else(|| self.tasks.get(&e.tid))
+            .map(|&w| self.windows[w as usize].owner);
+        match inherited {
+            Some(Some(owner)) => owner,
+            Some(None) => Target::Unattributed(Reason::NoOwner),
+            None if e.pid == 0 => Target::Unattributed(Reason::NoOwner),
+            None => Target::Process {
+                pid: e.pid,
+                time: e.time,
+            },
+        }
+    }
+
+    /// Opens a window of an owned kind.
+    fn open_owned(&mut self, kind: Kind, owner: Option<Target>) -> u32 {
+        let id = self.windows.len() as u32;
+        let owner = owner.unwrap_or(Target::Unattributed(Reason::NoObject));
+        self.windows.push(Window::new(kind, Some(owner)));
+        id
+    }
+
     /// A tracepoint record (records fed in time order).
     pub fn event(&mut self, e: Event) {
         let window = self.cpu(e.cpu).window;
@@ -239,15 +353,10 @@ impl Attributor {
                 self.close(e.cpu);
                 let state = self.cpu(e.cpu);
                 state.irq_depth = 0;
+                state.timers.clear();
                 if vec == NET_RX_VECTOR {
                     let id = self.windows.len() as u32;
-                    self.windows.push(Window {
-                        kind: Kind::NetRx,
-                        objects: Vec::new(),
-                        claimed: 0,
-                        ready: Ready::None,
-                        samples: Vec::new(),
-                    });
+                    self.windows.push(Window::new(Kind::NetRx, None));
                     self.cpu(e.cpu).window = Some(id);
                 }
             }
@@ -286,6 +395,30 @@ impl Attributor {
             What::RecvLength { sk, ret } if ret > 0 => self.net.used(sk, e.pid, e.time),
             What::SendLength { sk, ret } if ret >= 0 => self.net.used(sk, e.pid, e.time),
             What::RecvLength { .. } | What::SendLength { .. } => {}
+            What::WorkQueued { work } => {
+                let owner = self.owner_of(&e);
+                self.queued.insert(work, owner);
+            }
+            What::WorkStart { work } => {
+                let owner = self.queued.remove(&work);
+                let w = self.open_owned(Kind::Workqueue, owner);
+                self.tasks.insert(e.tid, w);
+            }
+            What::WorkEnd { .. } => {
+                self.tasks.remove(&e.tid);
+            }
+            What::TimerArmed { timer } => {
+                let owner = self.owner_of(&e);
+                self.armed.insert(timer, owner);
+            }
+            What::TimerEntry { timer } => {
+                let owner = self.armed.get(&timer).copied();
+                let w = self.open_owned(Kind::Timer, owner);
+                self.cpu(e.cpu).timers.push(w);
+            }
+            What::TimerExit { .. } => {
+                self.cpu(e.cpu).timers.pop();
+            }
         }
     }
 
@@ -320,6 +453,12 @@ impl Attributor {
         let mut weights = Vec::new();
         let mut times = Vec::new();
         for window in &self.windows {
+            if let Some(owner) = window.owner {
+                for &ticket in &window.samples {
+                    decisions[ticket as usize].to = owner;
+                }
+                continue;
+            }
             weights.clear();
             times.clear();
             for &o in &window.objects {
@@ -356,6 +495,15 @@ impl Attributor {
         for w in &self.windows {
             let t = by_kind.entry(w.kind).or_insert_with(|| Totals::new(w.kind));
             t.windows += 1;
+            match w.owner {
+                Some(Target::Unattributed(Reason::NoObject)) => continue,
+                Some(o) => {
+                    t.objects += 1;
+                    t.unconsumed += u64::from(o == Target::Unattributed(Reason::NoOwner));
+                    continue;
+                }
+                None => {}
+            }
             t.objects += w.objects.len() as u64;
             t.unconsumed += w
                 .objects

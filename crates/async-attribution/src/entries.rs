@@ -9,11 +9,22 @@ pub const ENTRY_NAMES: [&str; 2] = ["handle_softirqs", "__do_softirq"];
 /// The `NET_RX` softirq's action: a frame of it in a stack is network receive work.
 pub const NET_RX_NAMES: [&str; 1] = ["net_rx_action"];
 
-/// Address ranges of the softirq entry functions and of the network receive action.
+/// The function a kworker runs each work item in: its frame and those inside it are the work.
+pub const WORK_NAMES: [&str; 1] = ["process_one_work"];
+
+/// The functions that call a timer's callback: `call_timer_fn` (timer lists, in the `TIMER`
+/// softirq) and `__run_hrtimer` (high-resolution timers, in a hard interrupt or the `HRTIMER`
+/// softirq). Their frames and those inside them are the timer's work.
+pub const TIMER_NAMES: [&str; 2] = ["call_timer_fn", "__run_hrtimer"];
+
+/// Address ranges of the softirq entry functions, of the network receive action, and of the
+/// functions that run work items and timer callbacks.
 #[derive(Debug, Clone, Default)]
 pub struct SoftirqEntries {
     entry: Vec<(u64, u64)>,
     net_rx: Vec<(u64, u64)>,
+    work: Vec<(u64, u64)>,
+    timer: Vec<(u64, u64)>,
 }
 
 /// Where a stack is cut.
@@ -28,22 +39,44 @@ pub struct Cut {
 
 impl SoftirqEntries {
     /// From kernel text symbols as (name, start, end) — end the next symbol's start — keeping
-    /// those named in [`ENTRY_NAMES`] and [`NET_RX_NAMES`].
+    /// those named in [`ENTRY_NAMES`], [`NET_RX_NAMES`], [`WORK_NAMES`] and [`TIMER_NAMES`].
     pub fn from_symbols<'a>(symbols: impl IntoIterator<Item = (&'a str, u64, u64)>) -> Self {
         let mut e = SoftirqEntries::default();
         for (name, start, end) in symbols {
-            if ENTRY_NAMES.contains(&name) {
-                e.entry.push((start, end));
+            let list = if ENTRY_NAMES.contains(&name) {
+                &mut e.entry
             } else if NET_RX_NAMES.contains(&name) {
-                e.net_rx.push((start, end));
-            }
+                &mut e.net_rx
+            } else if WORK_NAMES.contains(&name) {
+                &mut e.work
+            } else if TIMER_NAMES.contains(&name) {
+                &mut e.timer
+            } else {
+                continue;
+            };
+            list.push((start, end));
         }
         e
     }
 
-    /// Whether none of the functions was found (kernel addresses hidden, or another kernel).
+    /// Whether none of the softirq functions was found (kernel addresses hidden, or another
+    /// kernel).
     pub fn is_empty(&self) -> bool {
         self.entry.is_empty() && self.net_rx.is_empty()
+    }
+
+    /// Where `kernel` (frames innermost first) entered the work of a work item or timer
+    /// callback: the number of frames from the innermost out to the outermost frame in
+    /// [`WORK_NAMES`] (`workqueue`) or [`TIMER_NAMES`] (otherwise). None when the stack
+    /// passes through none of them: such a sample is not that work, whatever window is open
+    /// (these kinds have no fallback on time alone: the sampling timer's own expiry is a
+    /// window around every sample).
+    pub fn cut_deferred(&self, workqueue: bool, kernel: &[u64]) -> Option<usize> {
+        let ranges = if workqueue { &self.work } else { &self.timer };
+        kernel
+            .iter()
+            .rposition(|&a| ranges.iter().any(|&(s, e)| s <= a && a < e))
+            .map(|i| i + 1)
     }
 
     /// Where `kernel` (frames innermost first) entered softirq processing: the outermost frame
@@ -113,5 +146,24 @@ mod tests {
         // An end address is outside.
         assert_eq!(e.cut(&[0x200]), None);
         assert!(SoftirqEntries::from_symbols([("x", 1, 2)]).is_empty());
+    }
+
+    #[test]
+    fn cuts_work_and_timers_at_their_runners() {
+        let e = SoftirqEntries::from_symbols([
+            ("process_one_work", 0x100, 0x200),
+            ("call_timer_fn", 0x300, 0x400),
+            ("__run_hrtimer", 0x500, 0x600),
+        ]);
+        // wb_workfn inside process_one_work inside worker_thread.
+        assert_eq!(e.cut_deferred(true, &[0x900, 0x110, 0x950]), Some(2));
+        assert_eq!(e.cut_deferred(false, &[0x900, 0x110, 0x950]), None);
+        // A high-resolution timer's callback inside a hard interrupt.
+        assert_eq!(
+            e.cut_deferred(false, &[0x900, 0x510, 0x950, 0x960]),
+            Some(2)
+        );
+        assert_eq!(e.cut_deferred(false, &[0x900, 0x310]), Some(2));
+        assert!(e.is_empty());
     }
 }

@@ -91,4 +91,40 @@ pub enum What {
         /// Bytes sent, or a negative error.
         ret: i32,
     },
+    /// `workqueue:workqueue_queue_work`: the running process queued work item `work` (its
+    /// owner, unless the record fired inside another window: see [`Reason::NoOwner`]).
+    ///
+    /// [`Reason::NoOwner`]: crate::Reason::NoOwner
+    WorkQueued {
+        /// The `struct work_struct` address.
+        work: u64,
+    },
+    /// `workqueue:workqueue_execute_start`: the running kworker starts work item `work` (a
+    /// window of that task, which may be preempted and resumed on another CPU).
+    WorkStart {
+        /// The `struct work_struct` address.
+        work: u64,
+    },
+    /// `workqueue:workqueue_execute_end`: it ends.
+    WorkEnd {
+        /// The `struct work_struct` address.
+        work: u64,
+    },
+    /// `timer:timer_start` or `timer:hrtimer_start`: the running process armed `timer` (its
+    /// owner, with the same exception as [`What::WorkQueued`]).
+    TimerArmed {
+        /// The `struct timer_list` or `struct hrtimer` address.
+        timer: u64,
+    },
+    /// `timer:timer_expire_entry` or `timer:hrtimer_expire_entry`: `timer`'s callback starts
+    /// on this CPU (in a softirq or a hard interrupt, in whatever task the CPU was running).
+    TimerEntry {
+        /// The timer's address.
+        timer: u64,
+    },
+    /// `timer:timer_expire_exit` or `timer:hrtimer_expire_exit`: it ends.
+    TimerExit {
+        /// The timer's address.
+        timer: u64,
+    },
 }

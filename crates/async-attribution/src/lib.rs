@@ -8,8 +8,13 @@
 //! ran (`irq:softirq_entry`/`exit`, with `irq:irq_handler_entry`/`exit` for hard interrupts
 //! nested in them), the tag events inside a window (`net:netif_receive_skb`, `tcp:tcp_probe`,
 //! `sock:sk_data_ready`) and the consume events in the consumer's own context
-//! (`skb:skb_copy_datagram_iovec`, `sock:sock_recv_length`). It knows no perf, no tracefs and
-//! no file format, so it is tested on hand-made timelines (`tests/replay.rs`).
+//! (`skb:skb_copy_datagram_iovec`, `sock:sock_recv_length`). Deferred work is simpler: a
+//! kworker's work item (`workqueue:workqueue_execute_start`/`end`) is charged whole to the
+//! process that queued it (`workqueue_queue_work`), a timer callback
+//! (`timer:timer_expire_entry`/`exit`, `hrtimer_expire_entry`/`exit`) to the process that
+//! armed the timer (`timer_start`, `hrtimer_start`): see [`Kind`] and the `owned` rules at
+//! [`Reason::NoOwner`]. It knows no perf, no tracefs and no file format, so it is tested on
+//! hand-made timelines (`tests/replay.rs`).
 //!
 //! Use it in three steps:
 //!
@@ -33,7 +38,7 @@
 //! // The sender (pid 10) runs the receive softirq inside its sendmsg.
 //! a.event(at(1, 10, What::SoftirqEntry { vec: 3 }));
 //! a.event(at(2, 10, What::NetReceive { skb: 0xa0, len: 100 }));
-//! let held = a.sample(0, &[0x3000, 0x2000, 0x1000, 0x9000]).expect("held");
+//! let held = a.sample(0, 10, &[0x3000, 0x2000, 0x1000, 0x9000]).expect("held");
 //! assert_eq!(held.frames, 3); // udp_rcv, net_rx_action, handle_softirqs move; 0x9000 stays
 //! a.event(at(4, 10, What::SoftirqExit { vec: 3 }));
 //! // The receiver (pid 20) copies the datagram out.
@@ -50,8 +55,8 @@
 //! What it does not do: read the live machine or decode tracepoint records (collect-perf does),
 //! see what perf cannot sample (a tracepoint fired in the idle task is not sampled, so a
 //! softirq window on an idle CPU is never seen: its samples are residue with
-//! [`Reason::WindowUnseen`]), or attribute block, workqueue or timer work yet ([`Kind`] is
-//! `#[non_exhaustive]` for them).
+//! [`Reason::WindowUnseen`]; a timer that fires in the idle task likewise), or attribute
+//! block I/O completions yet ([`Kind`] is `#[non_exhaustive]` for them).
 
 #![deny(missing_docs)]
 
@@ -62,7 +67,7 @@ mod net;
 pub mod split;
 
 pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
-pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries};
+pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES};
 pub use event::{Event, NET_RX_VECTOR, What};
 
 /// A kind of asynchronous work: what a window served and how its beneficiary is found.
@@ -72,16 +77,25 @@ pub enum Kind {
     /// Network receive processing: the `NET_RX` softirq (`net_rx_action` and what it calls),
     /// charged to the process that reads the packets it delivered.
     NetRx,
+    /// A work item run by a kworker (`process_one_work` and the work function below it),
+    /// charged to the process that queued it (`workqueue:workqueue_queue_work`).
+    Workqueue,
+    /// A timer's callback (`call_timer_fn` for a timer list, `__run_hrtimer` for a
+    /// high-resolution timer, and the function below it), charged to the process that armed
+    /// the timer (`timer:timer_start`, `timer:hrtimer_start`).
+    Timer,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 1] = [Kind::NetRx];
+    pub const ALL: [Kind; 3] = [Kind::NetRx, Kind::Workqueue, Kind::Timer];
 
-    /// Its name in reports and files: `net-rx`.
+    /// Its name in reports and files: `net-rx`, `workqueue`, `timer`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::NetRx => "net-rx",
+            Kind::Workqueue => "workqueue",
+            Kind::Timer => "timer",
         }
     }
 }

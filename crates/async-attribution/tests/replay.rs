@@ -15,11 +15,26 @@ const UDP_RCV: u64 = 0x2200;
 const TCP_V4_RCV: u64 = 0x2300;
 const IRQ_HANDLER: u64 = 0x3000;
 const RUN_KSOFTIRQD: u64 = 0x4000;
+const WORKER_THREAD: u64 = 0x5000;
+const PROCESS_ONE_WORK: u64 = 0x5100;
+const WB_WORKFN: u64 = 0x5200;
+const HRTIMER_INTERRUPT: u64 = 0x6000;
+const RUN_HRTIMER: u64 = 0x6100;
+const TIMERFD_TMRPROC: u64 = 0x6200;
+const CALL_TIMER_FN: u64 = 0x6300;
+const DELAYED_WORK_TIMER_FN: u64 = 0x6400;
 
 fn entries() -> SoftirqEntries {
     SoftirqEntries::from_symbols([
         ("handle_softirqs", HANDLE_SOFTIRQS, HANDLE_SOFTIRQS + 0x100),
         ("net_rx_action", NET_RX_ACTION, NET_RX_ACTION + 0x100),
+        (
+            "process_one_work",
+            PROCESS_ONE_WORK,
+            PROCESS_ONE_WORK + 0x100,
+        ),
+        ("__run_hrtimer", RUN_HRTIMER, RUN_HRTIMER + 0x100),
+        ("call_timer_fn", CALL_TIMER_FN, CALL_TIMER_FN + 0x100),
     ])
 }
 
@@ -89,7 +104,7 @@ impl Timelines {
         for (time, cpu, i) in all {
             match &self.0[cpu][i].1 {
                 Rec::Sample { pid, kernel } => {
-                    let held = a.sample(cpu as u32, kernel);
+                    let held = a.sample(cpu as u32, *pid, kernel);
                     if let Some(h) = held {
                         assert!(h.frames <= kernel.len());
                     }
@@ -665,4 +680,227 @@ fn each_data_ready_claims_the_packets_received_before_it() {
         (charged(&d, to_pid(RECEIVER)), charged(&d, to_pid(OTHER))),
         (4, 12)
     );
+}
+
+/// A kworker's stack in work item function `f`.
+fn in_work(f: u64) -> Vec<u64> {
+    vec![f + 8, PROCESS_ONE_WORK + 8, WORKER_THREAD + 8]
+}
+
+/// A stack in timer callback `f`, run from a hard interrupt inside `victim`'s system call.
+fn in_hrtimer(f: u64) -> Vec<u64> {
+    vec![f + 8, RUN_HRTIMER + 8, HRTIMER_INTERRUPT + 8, SYSCALL + 8]
+}
+
+const WRITER: u32 = 400;
+const KWORKER: u32 = 5;
+const IDLE: u32 = 0;
+
+#[test]
+fn a_work_item_goes_whole_to_the_process_that_queued_it() {
+    let mut t = Timelines::default();
+    let work = 0xffff_0000_0000_1000;
+    t.ev(0, 1, WRITER, What::WorkQueued { work })
+        .ev(1, 2, KWORKER, What::WorkStart { work })
+        .sample(1, 3, KWORKER, in_work(WB_WORKFN))
+        .sample(1, 4, KWORKER, in_work(WB_WORKFN))
+        // The kworker is preempted: the other task's sample on that CPU is its own.
+        .sample(1, 5, OTHER, vec![SYSCALL + 8])
+        // It resumes on CPU 0: its window is the task's, not the CPU's.
+        .sample(0, 6, KWORKER, in_work(WB_WORKFN))
+        .ev(0, 7, KWORKER, What::WorkEnd { work })
+        // Between items the kworker's own.
+        .sample(0, 8, KWORKER, vec![WORKER_THREAD + 8]);
+    let (d, totals) = t.run();
+    assert_eq!(charged(&d, to_pid(WRITER)), 3);
+    assert_eq!(d.iter().filter(|x| x.1.is_some()).count(), 3);
+    // The moved stack is the work from process_one_work in; worker_thread stays.
+    assert!(
+        d.iter()
+            .filter_map(|x| x.1)
+            .all(|x| x.kind == Kind::Workqueue && x.frames == 2)
+    );
+    let w = totals.iter().find(|t| t.kind == Kind::Workqueue).unwrap();
+    assert_eq!((w.windows, w.objects, w.unconsumed), (1, 1, 0));
+}
+
+#[test]
+fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owner() {
+    let mut t = Timelines::default();
+    let (a, b, c, d2) = (0x1000, 0x2000, 0x3000, 0x4000);
+    // Started without its queueing seen (queued before the run began).
+    t.ev(0, 1, KWORKER, What::WorkStart { work: a })
+        .sample(0, 2, KWORKER, in_work(WB_WORKFN))
+        .ev(0, 3, KWORKER, What::WorkEnd { work: a })
+        // Queued in the idle task (an interrupt on an idle CPU).
+        .ev(1, 4, IDLE, What::WorkQueued { work: b })
+        .ev(0, 5, KWORKER, What::WorkStart { work: b })
+        .sample(0, 6, KWORKER, in_work(WB_WORKFN))
+        .ev(0, 7, KWORKER, What::WorkEnd { work: b })
+        // The writer's item queues another from inside it: the second is the writer's too.
+        .ev(1, 8, WRITER, What::WorkQueued { work: c })
+        .ev(0, 9, KWORKER, What::WorkStart { work: c })
+        .ev(0, 10, KWORKER, What::WorkQueued { work: d2 })
+        .ev(0, 11, KWORKER, What::WorkEnd { work: c })
+        .ev(0, 12, KWORKER, What::WorkStart { work: d2 })
+        .sample(0, 13, KWORKER, in_work(WB_WORKFN))
+        .ev(0, 14, KWORKER, What::WorkEnd { work: d2 });
+    let (d, totals) = t.run();
+    let decided: Vec<Target> = d.iter().filter_map(|x| x.1).map(|x| x.to).collect();
+    assert_eq!(decided.len(), 3);
+    assert_eq!(decided[0], Target::Unattributed(Reason::NoObject));
+    assert_eq!(decided[1], Target::Unattributed(Reason::NoOwner));
+    assert_eq!(
+        decided[2],
+        Target::Process {
+            pid: WRITER,
+            time: 8
+        }
+    );
+    let w = totals.iter().find(|t| t.kind == Kind::Workqueue).unwrap();
+    // Four windows; three of them with their queueing seen, one of those owned by nobody.
+    assert_eq!((w.windows, w.objects, w.unconsumed), (4, 3, 1));
+}
+
+#[test]
+fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
+    let mut t = Timelines::default();
+    let (timer, tick, list) = (0x7000, 0x7100, 0x7200);
+    t.ev(0, 1, WRITER, What::TimerArmed { timer })
+        .ev(1, 2, IDLE, What::TimerArmed { timer: tick })
+        // It fires on CPU 1 inside another process's system call (a hard interrupt).
+        .ev(1, 10, OTHER, What::TimerEntry { timer })
+        .sample(1, 11, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+        .ev(1, 12, OTHER, What::TimerExit { timer })
+        // The sampling timer's own expiry is a window around every sample: a stack that
+        // does not pass through a timer runner is not timer work.
+        .ev(1, 13, OTHER, What::TimerEntry { timer: tick })
+        .sample(1, 14, OTHER, vec![SYSCALL + 8])
+        .sample(1, 15, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+        .ev(1, 16, OTHER, What::TimerExit { timer: tick })
+        // Periodic: its callback re-armed it (no record); it is still the writer's.
+        .ev(0, 20, OTHER, What::TimerEntry { timer })
+        .sample(0, 21, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+        .ev(0, 22, OTHER, What::TimerExit { timer })
+        // A timer-list callback (TIMER softirq) queues a delayed work: the writer armed the
+        // timer, so the work is the writer's too.
+        .ev(1, 30, WRITER, What::TimerArmed { timer: list })
+        .ev(0, 31, OTHER, What::TimerEntry { timer: list })
+        .sample(
+            0,
+            32,
+            OTHER,
+            vec![
+                DELAYED_WORK_TIMER_FN + 8,
+                CALL_TIMER_FN + 8,
+                HANDLE_SOFTIRQS + 8,
+                SYSCALL + 8,
+            ],
+        )
+        .ev(0, 33, OTHER, What::WorkQueued { work: 0x9000 })
+        .ev(0, 34, OTHER, What::TimerExit { timer: list })
+        .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
+        .sample(1, 36, KWORKER, in_work(WB_WORKFN))
+        .ev(1, 37, KWORKER, What::WorkEnd { work: 0x9000 });
+    let (d, totals) = t.run();
+    let decided: Vec<(Kind, usize, Target)> = d
+        .iter()
+        .filter_map(|x| x.1)
+        .map(|x| (x.kind, x.frames, x.to))
+        .collect();
+    let writer = |time| Target::Process { pid: WRITER, time };
+    assert_eq!(
+        decided,
+        vec![
+            (Kind::Timer, 2, writer(1)),
+            (Kind::Timer, 2, Target::Unattributed(Reason::NoOwner)),
+            (Kind::Timer, 2, writer(1)),
+            (Kind::Timer, 2, writer(30)),
+            (Kind::Workqueue, 2, writer(30)),
+        ]
+    );
+    let timers = totals.iter().find(|t| t.kind == Kind::Timer).unwrap();
+    assert_eq!(
+        (timers.windows, timers.objects, timers.unconsumed),
+        (4, 4, 1)
+    );
+}
+
+#[test]
+fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
+    let mut t = Timelines::default();
+    let timer = 0x7000;
+    t.ev(0, 1, WRITER, What::TimerArmed { timer });
+    // A high-resolution timer's interrupt comes inside the sender's NET_RX window; a timer
+    // armed inside that window has no owner (the window's reader is not known yet).
+    t.window(
+        0,
+        10,
+        SENDER,
+        vec![
+            e(SENDER, rx(0xa0, 100)),
+            s(SENDER, loopback(UDP_RCV)),
+            e(SENDER, What::TimerEntry { timer }),
+            s(
+                SENDER,
+                vec![
+                    TIMERFD_TMRPROC + 8,
+                    RUN_HRTIMER + 8,
+                    HRTIMER_INTERRUPT + 8,
+                    UDP_RCV + 8,
+                    NET_RX_ACTION + 8,
+                    HANDLE_SOFTIRQS + 8,
+                    SYSCALL + 8,
+                ],
+            ),
+            e(SENDER, What::TimerExit { timer }),
+            e(SENDER, What::TimerArmed { timer: 0x7100 }),
+            s(SENDER, loopback(UDP_RCV)),
+        ],
+    );
+    t.ev(
+        1,
+        30,
+        RECEIVER,
+        What::CopyDatagram {
+            skb: 0xa0,
+            len: 100,
+        },
+    )
+    .ev(1, 31, OTHER, What::TimerEntry { timer: 0x7100 })
+    .sample(1, 32, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+    .ev(1, 33, OTHER, What::TimerExit { timer: 0x7100 });
+    let (d, _) = t.run();
+    let decided: Vec<(Kind, Target)> = d
+        .iter()
+        .filter_map(|x| x.1)
+        .map(|x| (x.kind, x.to))
+        .collect();
+    let reader = Target::Process {
+        pid: RECEIVER,
+        time: 30,
+    };
+    assert_eq!(
+        decided,
+        vec![
+            (Kind::NetRx, reader),
+            (
+                Kind::Timer,
+                Target::Process {
+                    pid: WRITER,
+                    time: 1
+                }
+            ),
+            (Kind::NetRx, reader),
+            (Kind::Timer, Target::Unattributed(Reason::NoOwner)),
+        ]
+    );
+}
+
+#[test]
+fn receive_work_is_not_held_when_network_receive_is_not_attributed() {
+    let mut a = Attributor::new(entries()).with_kinds(&[Kind::Timer]);
+    assert_eq!(a.sample(0, SENDER, &loopback(UDP_RCV)), None);
+    let mut a = Attributor::new(entries());
+    assert!(a.sample(0, SENDER, &loopback(UDP_RCV)).is_some());
 }

@@ -5,20 +5,36 @@
 //! only feeds it and keeps what a held sample will need once its beneficiary is known (its
 //! cut kernel frames and its period: the user frames are the victim's and never move).
 
-use async_attribution::{Attributor, Event, Outcome, SoftirqEntries, What};
+use async_attribution::{Attributor, Event, Kind, Outcome, SoftirqEntries, What};
 
 use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
 
 /// What `pkgmon --async` attributes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct AsyncOptions {
     /// Where kernel stacks enter softirq processing, from the kernel's symbols
     /// ([`KernelSymbols::softirq_entries`](crate::KernelSymbols::softirq_entries)). Default
-    /// is empty: samples count as softirq work by their time alone.
+    /// is empty: samples count as softirq work by their time alone (and work items and
+    /// timer callbacks are not found: they need their runners' addresses).
     pub entries: SoftirqEntries,
+    /// The kinds of work attributed: their tracepoints are traced. Default is network
+    /// receive alone.
+    pub kinds: Vec<Kind>,
 }
+
+impl Default for AsyncOptions {
+    fn default() -> Self {
+        AsyncOptions {
+            entries: SoftirqEntries::default(),
+            kinds: vec![Kind::NetRx],
+        }
+    }
+}
+
+/// A tracepoint: system, name, kernel-side filter.
+type Traced = (&'static str, &'static str, Option<&'static str>);
 
 /// The tracepoints of network-receive attribution, each with its kernel-side filter (records
 /// that do not match are never written: at tens of thousands of packets a second every
@@ -28,7 +44,7 @@ pub struct AsyncOptions {
 /// consume events. UDP reads a linear packet without `skb_copy_datagram_iovec`, so its
 /// packets are linked to their socket by `sock:sk_data_ready` in the window; sending is a use
 /// of the socket only for TCP (its acknowledgements), so `sock_send_length` is TCP's only.
-const NET: [(&str, &str, Option<&str>); 10] = [
+const NET: [Traced; 10] = [
     ("irq", "softirq_entry", Some("vec == 3")),
     ("irq", "softirq_exit", Some("vec == 3")),
     ("irq", "irq_handler_entry", None),
@@ -45,14 +61,49 @@ const NET: [(&str, &str, Option<&str>); 10] = [
     ),
 ];
 
-/// The window tracepoint whose counting twin counts every window.
+/// The tracepoints of work items: who queued each, and the kworker's window around it.
+const WORKQUEUE: [Traced; 3] = [
+    ("workqueue", "workqueue_queue_work", None),
+    ("workqueue", "workqueue_execute_start", None),
+    ("workqueue", "workqueue_execute_end", None),
+];
+
+/// The tracepoints of timers, lists and high-resolution: who armed each, and the window
+/// around its callback. Arming in the idle task (the tick, every time a CPU goes idle) is
+/// filtered out in the kernel: it would only say "no owner", at thousands of records a
+/// second (a timer the idle task re-arms keeps its previous owner: timers the idle task
+/// arms are the kernel's own, which no process arms).
+const TIMER: [Traced; 6] = [
+    ("timer", "timer_start", Some("common_pid != 0")),
+    ("timer", "timer_expire_entry", None),
+    ("timer", "timer_expire_exit", None),
+    ("timer", "hrtimer_start", Some("common_pid != 0")),
+    ("timer", "hrtimer_expire_entry", None),
+    ("timer", "hrtimer_expire_exit", None),
+];
+
+/// The tracepoints a kind needs.
+fn traced(kind: Kind) -> &'static [Traced] {
+    match kind {
+        Kind::NetRx => &NET,
+        Kind::Workqueue => &WORKQUEUE,
+        Kind::Timer => &TIMER,
+        _ => &[],
+    }
+}
+
+/// The window tracepoint whose counting twin counts every window (of network receive).
 pub(crate) const WINDOW_EVENT: &str = "irq:softirq_entry";
 
 impl AsyncOptions {
+    fn traced(&self) -> impl Iterator<Item = &'static Traced> + '_ {
+        self.kinds.iter().flat_map(|&k| traced(k))
+    }
+
     /// The tracepoint requests for the sampler: every task on every CPU (the window runs in
     /// whatever task the CPU was running; the consumer is another process), no callchains.
     pub fn tracepoints(&self) -> Vec<TracepointRequest> {
-        NET.iter()
+        self.traced()
             .map(|&(system, name, filter)| {
                 let mut r = TracepointRequest::new(system, name);
                 r.all_tasks = true;
@@ -99,6 +150,21 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
             sk: u("sk")?,
             ret: i("ret")?,
         },
+        "workqueue:workqueue_queue_work" => What::WorkQueued { work: u("work")? },
+        "workqueue:workqueue_execute_start" => What::WorkStart { work: u("work")? },
+        "workqueue:workqueue_execute_end" => What::WorkEnd { work: u("work")? },
+        "timer:timer_start" => What::TimerArmed { timer: u("timer")? },
+        "timer:timer_expire_entry" => What::TimerEntry { timer: u("timer")? },
+        "timer:timer_expire_exit" => What::TimerExit { timer: u("timer")? },
+        "timer:hrtimer_start" => What::TimerArmed {
+            timer: u("hrtimer")?,
+        },
+        "timer:hrtimer_expire_entry" => What::TimerEntry {
+            timer: u("hrtimer")?,
+        },
+        "timer:hrtimer_expire_exit" => What::TimerExit {
+            timer: u("hrtimer")?,
+        },
         _ => return None,
     })
 }
@@ -118,6 +184,7 @@ pub(crate) struct HeldSample {
 #[derive(Debug)]
 pub(crate) struct AsyncCollector {
     attributor: Attributor,
+    opts: AsyncOptions,
     /// By tracepoint index: whether it is one of ours (decided when first seen).
     ours: Vec<bool>,
     held: Vec<HeldSample>,
@@ -128,7 +195,8 @@ pub(crate) struct AsyncCollector {
 impl AsyncCollector {
     pub fn new(opts: &AsyncOptions) -> AsyncCollector {
         AsyncCollector {
-            attributor: Attributor::new(opts.entries.clone()),
+            attributor: Attributor::new(opts.entries.clone()).with_kinds(&opts.kinds),
+            opts: opts.clone(),
             ours: Vec::new(),
             held: Vec::new(),
             undecodable: 0,
@@ -140,7 +208,7 @@ impl AsyncCollector {
         if s.user_mode {
             return false;
         }
-        let Some(h) = self.attributor.sample(s.cpu, kernel) else {
+        let Some(h) = self.attributor.sample(s.cpu, s.tid, kernel) else {
             return false;
         };
         debug_assert_eq!(h.ticket as usize, self.held.len());
@@ -157,8 +225,11 @@ impl AsyncCollector {
         let event = t.event as usize;
         while self.ours.len() < rec.tracepoints.len() {
             let name = &rec.tracepoints[self.ours.len()].format.name;
-            self.ours
-                .push(NET.iter().any(|(s, n, _)| *name == format!("{s}:{n}")));
+            let ours = self
+                .opts
+                .traced()
+                .any(|(s, n, _)| *name == format!("{s}:{n}"));
+            self.ours.push(ours);
         }
         if !self.ours.get(event).copied().unwrap_or(false) {
             return false;

@@ -130,6 +130,7 @@ pub use tracefs::Tracefs;
 #[cfg(target_os = "linux")]
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, aggregate};
 #[cfg(target_os = "linux")]
+pub use async_attribution::Kind as AsyncKind;
 pub use asynchronous::AsyncOptions;
 #[cfg(target_os = "linux")]
 pub use config::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, TracepointRequest};

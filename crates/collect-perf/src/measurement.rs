@@ -576,7 +576,8 @@ pub fn write_measurement_to(
             .iter()
             .find(|t| t.format.name == crate::asynchronous::WINDOW_EVENT)
             .and_then(|t| t.counted);
-        for k in &mut moves.kinds {
+        let net = async_attribution::Kind::NetRx.as_str();
+        for k in moves.kinds.iter_mut().filter(|k| k.kind == net) {
             k.counted = counted;
         }
         let mut text = Vec::new();

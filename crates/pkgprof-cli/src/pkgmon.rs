@@ -164,9 +164,11 @@ struct Args {
     /// receive processing a softirq does in whatever process it interrupted (on loopback, the
     /// sender's own send) moves to the process that reads the packets, under
     /// `PIDk:[async net-rx]`; what no reader is found for stays in gmon.out.-k.kernel as
-    /// `[async unattributed net-rx]`. KINDS: `net` (the only kind yet, and the default).
-    /// Samples every CPU and traces the softirq, packet and socket tracepoints; the cost is
-    /// printed.
+    /// `[async unattributed net-rx]`. KINDS, separated by commas: `net` (the default),
+    /// `workqueue` (a kworker's work item charged to the process that queued it, under
+    /// `PIDk:[async workqueue]`), `timer` (a timer's callback charged to the process that
+    /// armed it, `PIDk:[async timer]`). Samples every CPU and traces the kinds' tracepoints;
+    /// the cost is printed.
     #[arg(long = "async", value_name = "KINDS", num_args = 0..=1, require_equals = true,
           default_missing_value = "net", value_delimiter = ',', conflicts_with = "continuous")]
     asynchronous: Option<Vec<AsyncKind>>,
@@ -212,6 +214,20 @@ struct Args {
 enum AsyncKind {
     /// Network receive (the NET_RX softirq).
     Net,
+    /// Work items run by kworkers, charged to the process that queued them.
+    Workqueue,
+    /// Timer callbacks, charged to the process that armed the timer.
+    Timer,
+}
+
+impl AsyncKind {
+    fn kind(self) -> collect_perf::AsyncKind {
+        match self {
+            AsyncKind::Net => collect_perf::AsyncKind::NetRx,
+            AsyncKind::Workqueue => collect_perf::AsyncKind::Workqueue,
+            AsyncKind::Timer => collect_perf::AsyncKind::Timer,
+        }
+    }
 }
 
 /// The measurement directory when `-o` is not given (`pkgprof --pid` reads it by default too).
@@ -448,9 +464,12 @@ fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     // The work runs in whatever task a CPU was running: every CPU is sampled.
-    let asynchronous = args.asynchronous.as_ref().map(|_| {
+    let asynchronous = args.asynchronous.as_ref().map(|kinds| {
         let mut a = collect_perf::AsyncOptions::default();
         a.entries = KernelSymbols::live().softirq_entries();
+        a.kinds = kinds.iter().map(|k| k.kind()).collect();
+        a.kinds.sort();
+        a.kinds.dedup();
         a
     });
     if let Some(a) = &asynchronous {

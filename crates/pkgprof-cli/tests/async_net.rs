@@ -77,8 +77,13 @@ impl Drop for Run {
     }
 }
 
-fn run(mode: &str, seconds: &str, with_async: bool) -> Run {
-    let name = format!("{mode}-{}", if with_async { "async" } else { "plain" });
+/// Runs `netpair MODE SECONDS PIDFILE EXTRA…` under pkgmon, with `--async` or `-a`.
+fn run(mode: &str, seconds: &str, with_async: bool, extra: &[&str]) -> Run {
+    let name = format!(
+        "{mode}{}-{}",
+        extra.len(),
+        if with_async { "async" } else { "plain" }
+    );
     let dir = scratch().join(&name);
     let pidfile = scratch().join(format!("{name}.pids"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -94,6 +99,7 @@ fn run(mode: &str, seconds: &str, with_async: bool) -> Run {
         .arg(netpair())
         .args([mode, seconds])
         .arg(&pidfile)
+        .args(extra)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -211,9 +217,14 @@ impl Run {
 /// The baseline and the attributed run of one mode: without attribution at least half the
 /// receive work sits in the sender; with it at least 90% is the reader's, at most 10% is
 /// unattributed, and the sender keeps at most 5%.
-fn sender_pays_then_reader_does(mode: &str, functions: &[&[&str]], except: &[&str]) -> Run {
+fn sender_pays_then_reader_does(
+    mode: &str,
+    extra: &[&str],
+    functions: &[&[&str]],
+    except: &[&str],
+) -> Run {
     let _g = serial();
-    let plain = run(mode, "1", false);
+    let plain = run(mode, "1", false, extra);
     let rx = plain.samples_in(functions, except);
     let (s, r) = (
         rx.get(&plain.sender).copied().unwrap_or(0),
@@ -230,7 +241,7 @@ fn sender_pays_then_reader_does(mode: &str, functions: &[&[&str]], except: &[&st
         s + r
     );
 
-    let attributed = run(mode, "1", true);
+    let attributed = run(mode, "1", true, extra);
     let rx = attributed.samples_in(functions, except);
     let moves = attributed.moves();
     let u = attributed.residue(&moves);
@@ -264,7 +275,7 @@ fn sender_pays_then_reader_does(mode: &str, functions: &[&[&str]], except: &[&st
 
 #[test]
 fn udp_over_loopback_is_charged_to_the_reader() {
-    let run = sender_pays_then_reader_does("udp", &[UDP_RX], &[]);
+    let run = sender_pays_then_reader_does("udp", &[], &[UDP_RX], &[]);
     let (s, r) = (run.sender.to_string(), run.receivers[0].to_string());
     // The reader's listing shows the work under its pseudo-function, with the kernel stacks
     // below it; its header says from whom it came.
@@ -313,7 +324,70 @@ fn udp_over_loopback_is_charged_to_the_reader() {
 
 #[test]
 fn tcp_over_loopback_is_charged_to_the_reader() {
-    sender_pays_then_reader_does("tcp", TCP_DATA, &[]);
+    sender_pays_then_reader_does("tcp", &[], TCP_DATA, &[]);
+}
+
+/// Two network namespaces joined by a veth pair, made for one test and removed after it.
+struct Namespaces {
+    send: String,
+    recv: String,
+}
+
+impl Namespaces {
+    fn new() -> Namespaces {
+        let tag = std::process::id();
+        let ns = Namespaces {
+            send: format!("pkgprof-{tag}-send"),
+            recv: format!("pkgprof-{tag}-recv"),
+        };
+        let ip = |args: &str| {
+            let out = Command::new("ip")
+                .args(args.split_whitespace())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ip {args}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let (s, r) = (&ns.send, &ns.recv);
+        ip(&format!("netns add {s}"));
+        ip(&format!("netns add {r}"));
+        ip(&format!(
+            "link add vsend netns {s} type veth peer name vrecv netns {r}"
+        ));
+        ip(&format!("-n {s} addr add 10.211.0.1/24 dev vsend"));
+        ip(&format!("-n {r} addr add 10.211.0.2/24 dev vrecv"));
+        ip(&format!("-n {s} link set vsend up"));
+        ip(&format!("-n {r} link set vrecv up"));
+        ns
+    }
+}
+
+impl Drop for Namespaces {
+    fn drop(&mut self) {
+        // The veth pair goes with its namespaces.
+        for n in [&self.send, &self.recv] {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+/// The sender and the reader's socket in two network namespaces made by the test, joined by
+/// a veth pair: the receive work runs in the softirq of the sender's transmit on the veth
+/// (`veth_xmit` → `netif_rx` → `process_backlog`), and must be the reader's as on loopback.
+#[test]
+fn udp_between_two_network_namespaces_is_charged_to_the_reader() {
+    let ns = Namespaces::new();
+    let run = sender_pays_then_reader_does(
+        "udp",
+        &[&ns.send, &ns.recv, "10.211.0.2"],
+        &[UDP_RX, &["process_backlog"]],
+        &[],
+    );
+    drop(run);
+    drop(ns);
 }
 
 /// The split of one window stream among two readers: the sender feeds the first reader one
@@ -324,7 +398,7 @@ fn tcp_over_loopback_is_charged_to_the_reader() {
 #[test]
 fn two_readers_fed_one_to_three_get_the_work_one_to_three() {
     let _g = serial();
-    let run = run("udp2", "2", true);
+    let run = run("udp2", "2", true, &[]);
     let moves = run.moves();
     let to = |pid: u32| -> u64 {
         moves

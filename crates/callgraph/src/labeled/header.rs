@@ -119,7 +119,7 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
         }
         writeln!(
             out,
-            "\n  {} samples: {} charged to a process, {} unattributed{}; {} windows{}, {} packets, {} never read\n",
+            "\n  {} samples: {} charged to a process, {} unattributed{}; {} windows{}, {} {}, {} {}\n",
             k.held,
             k.attributed,
             k.unattributed(),
@@ -128,7 +128,9 @@ pub fn write_async_matrix<W: Write>(mut out: W, moves: &AsyncMoves) -> io::Resul
             k.counted
                 .map_or_else(String::new, |c| format!(" of {c} the kernel counted")),
             k.objects,
-            k.unconsumed
+            k.object_words().0,
+            k.unconsumed,
+            k.object_words().1
         )?;
     }
     Ok(())

@@ -80,6 +80,19 @@ impl KindTotals {
         self.residue.iter().map(|r| r.1).sum()
     }
 
+    /// How reports name the kind's objects and those of them no process was found for:
+    /// `packets` and `never read` for `net-rx`, `work items` and `queued by no process` for
+    /// `workqueue`, `timer expiries` and `armed by no process` for `timer`; `objects` and
+    /// `unconsumed` for a kind this reader does not know.
+    pub fn object_words(&self) -> (&'static str, &'static str) {
+        match self.kind.as_str() {
+            "net-rx" => ("packets", "never read"),
+            "workqueue" => ("work items", "queued by no process"),
+            "timer" => ("timer expiries", "armed by no process"),
+            _ => ("objects", "unconsumed"),
+        }
+    }
+
     /// The unattributed samples by reason as reports word them after their total:
     /// ` (3 never read, 1 lost exit)`, or nothing when there are none.
     pub fn residue_note(&self) -> String {

@@ -120,6 +120,18 @@ boundary_kinds! {
     AsyncNetRx = 5, "async-net-rx", pseudo Some("[async net-rx]"),
         residue Some("[async unattributed net-rx]"),
         prefixes ["handle_softirqs", "__do_softirq", "net_rx_action"], suffixes [];
+    /// A work item run by a kworker, charged to the process that queued it, by `pkgmon
+    /// --async=workqueue`: a kernel stack cut at `process_one_work`, with no user frames (a
+    /// kworker's stack as it ran starts at `ret_from_fork`, further out).
+    AsyncWorkqueue = 6, "async-workqueue", pseudo Some("[async workqueue]"),
+        residue Some("[async unattributed workqueue]"),
+        prefixes ["process_one_work"], suffixes [];
+    /// A timer's callback charged to the process that armed the timer, by `pkgmon
+    /// --async=timer`: a kernel stack cut at `call_timer_fn` or `__run_hrtimer`, with no user
+    /// frames (a stack as it ran starts at an interrupt or softirq entry, further out).
+    AsyncTimer = 7, "async-timer", pseudo Some("[async timer]"),
+        residue Some("[async unattributed timer]"),
+        prefixes ["call_timer_fn", "__run_hrtimer"], suffixes [];
 }
 
 impl BoundaryKind {
@@ -227,6 +239,9 @@ mod tests {
             ("__x86_indirect_thunk_rax", BoundaryKind::Other),
             ("handle_softirqs", BoundaryKind::AsyncNetRx),
             ("net_rx_action", BoundaryKind::AsyncNetRx),
+            ("process_one_work", BoundaryKind::AsyncWorkqueue),
+            ("call_timer_fn", BoundaryKind::AsyncTimer),
+            ("__run_hrtimer", BoundaryKind::AsyncTimer),
         ] {
             assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
             assert_eq!(BoundaryKind::classify([Some(name)]), kind, "{name}");

@@ -11,8 +11,8 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
     let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
     for k in &moves.kinds {
         eprintln!(
-            "pkgmon: async {}: {} samples of softirq work, {} charged to the processes that \
-             read the packets, {} unattributed{}",
+            "pkgmon: async {}: {} samples of asynchronous work, {} charged to the processes \
+             it served, {} unattributed{}",
             k.kind,
             k.held,
             k.attributed,
@@ -21,7 +21,7 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
         );
         let unseen = k.counted.map_or(0, |c| c.saturating_sub(k.windows));
         eprintln!(
-            "pkgmon: async {}: {} windows seen{}, {} packets, {} never read",
+            "pkgmon: async {}: {} windows seen{}, {} {}, {} {}",
             k.kind,
             k.windows,
             if unseen > 0 {
@@ -34,7 +34,9 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
                 String::new()
             },
             k.objects,
-            k.unconsumed
+            k.object_words().0,
+            k.unconsumed,
+            k.object_words().1
         );
     }
     eprintln!(

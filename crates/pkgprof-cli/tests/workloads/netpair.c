@@ -5,6 +5,11 @@
  *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
  *   netpair stream SECONDS PIDFILE a TCP stream of 64 KiB writes (benches/async-overhead.sh);
  *                                  PIDFILE also gets "bytes N", the bytes sent
+ *   netpair udp SECONDS PIDFILE NS_SEND NS_RECV ADDR
+ *                                  udp between two network namespaces (`ip netns` names): the
+ *                                  receiver's socket is made in NS_RECV bound to ADDR, the
+ *                                  sender's in NS_SEND (both processes then run in NS_SEND; a
+ *                                  socket stays in the namespace it was made in)
  * The process started is the sender; it forks the receivers, which only read. PIDFILE gets
  * "sender PID" and "receiver PID" lines (the first receiver is fed 1, the second 3). UDP is
  * paced by a pipe (each receiver acknowledges every 16 datagrams) so that no datagram is
@@ -40,16 +45,35 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* The network namespaces of udp between namespaces, and the receiver's address. */
+static const char *ns_send, *ns_recv, *recv_addr;
+
+/* Enters network namespace `name` (made by `ip netns add`), if any. */
+static void enter(const char *name) {
+    if (!name)
+        return;
+    char path[256];
+    snprintf(path, sizeof path, "/var/run/netns/%s", name);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+        perror(path);
+        exit(1);
+    }
+    close(fd);
+}
+
 static int udp_bound(struct sockaddr_in *addr) {
+    enter(ns_recv);
     int s = socket(AF_INET, SOCK_DGRAM, 0);
     memset(addr, 0, sizeof *addr);
     addr->sin_family = AF_INET;
-    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr->sin_addr.s_addr = recv_addr ? inet_addr(recv_addr) : htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof *addr;
     if (s < 0 || bind(s, (struct sockaddr *)addr, len) || getsockname(s, (struct sockaddr *)addr, &len)) {
         perror("udp socket");
         exit(1);
     }
+    enter(ns_send);
     return s;
 }
 
@@ -202,8 +226,12 @@ static void tcp(double seconds, FILE *pids, size_t size) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE\n");
+    if (argc == 7 && !strcmp(argv[1], "udp")) {
+        ns_send = argv[4];
+        ns_recv = argv[5];
+        recv_addr = argv[6];
+    } else if (argc != 4) {
+        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE [NS_SEND NS_RECV ADDR]\n");
         return 2;
     }
     double seconds = atof(argv[2]);

@@ -1,0 +1,312 @@
+//! `pkgmon --async=workqueue,timer` on workloads whose kernel work is deferred
+//! (tests/workloads/deferred.c): a writer whose dirty pages a kworker writes back (syncfs
+//! queues the flusher's work item), and a TCP sender whose bursts its socket's pacing timer
+//! sends from the timer's callback, in whatever task runs (a spinning victim on the same
+//! CPU). Ground truth by construction: the functions counted below (`wb_workfn`,
+//! `tcp_pace_kick`) run only for work items and timers of those processes during the run, in
+//! a kworker or in the victim, never in the owner's own context. Samples are counted only in
+//! the processes the test started, plus the kworkers' share left in the system-wide files.
+//!
+//! These need root, as tests/async_net.rs; they never skip.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use gmon_format::{AsyncMoves, BoundaryKind, Kallsyms, KallsymsOptions, Stacks};
+
+mod common;
+
+use common::{PKGMON, scratch, serial};
+
+const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+
+fn deferred() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/deferred.c");
+        common::compile(&src, "deferred", &[])
+    })
+}
+
+/// One run: the measurement, the pids by role, pkgmon's standard error.
+struct Run {
+    dir: PathBuf,
+    pids: Vec<(String, u32)>,
+    stderr: String,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn run(mode: &str, asynchronous: Option<&str>) -> Run {
+    let name = format!("{mode}-{}", asynchronous.unwrap_or("plain"));
+    let dir = scratch().join(&name);
+    let pidfile = scratch().join(format!("{name}.pids"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut cmd = Command::new(PKGMON);
+    match asynchronous {
+        Some(kinds) => cmd.arg(format!("--async={kinds}")),
+        None => cmd.arg("-a"),
+    };
+    cmd.args(["-F", "4000", "--stack-size", "512", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .arg(deferred())
+        .args([mode, "1.5"])
+        .arg(&pidfile);
+    let file = scratch().join(format!("{name}.dirty"));
+    if mode == "writeback" {
+        cmd.arg(&file);
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "pkgmon failed: {stderr}");
+    let pids = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (what, pid) = l.split_once(' ').unwrap();
+            (what.to_string(), pid.parse().unwrap())
+        })
+        .collect();
+    std::fs::remove_file(&pidfile).unwrap();
+    Run { dir, pids, stderr }
+}
+
+impl Run {
+    fn pid(&self, role: &str) -> u32 {
+        self.pids.iter().find(|p| p.0 == role).unwrap().1
+    }
+
+    fn symbols(&self) -> Kallsyms {
+        let ksyms = std::fs::read_dir(&self.dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("kallsyms.")
+            })
+            .unwrap();
+        let mut syms = Kallsyms::parse(
+            &std::fs::read(ksyms).unwrap(),
+            &KallsymsOptions::entry_code(),
+        )
+        .unwrap();
+        syms.sort_by_key(|s| s.address);
+        syms
+    }
+
+    /// Per process started by the test: samples whose kernel stack holds `function`, and of
+    /// them those recorded as moved asynchronous work of `kind`.
+    fn samples_in(&self, function: &str, kind: BoundaryKind) -> Vec<(u32, u64, u64)> {
+        let m = gmon_format::scan(&self.dir).unwrap();
+        let syms = self.symbols();
+        let is = |a: u64| {
+            syms.last_at_or_below(a).is_some_and(|i| {
+                let name = String::from_utf8_lossy(syms.symbol(i).name);
+                name.split('.').next() == Some(function)
+            })
+        };
+        let mut out = Vec::new();
+        for f in &m.processes {
+            if !self.pids.iter().any(|p| p.1 == f.pid) {
+                continue;
+            }
+            let data = std::fs::read(f.stacks.as_ref().unwrap()).unwrap();
+            let stacks = Stacks::parse(&data).unwrap();
+            let (mut all, mut moved) = (0, 0);
+            for r in stacks.records() {
+                let (_, r) = r.unwrap();
+                if r.kernel.to_vec().into_iter().any(is) {
+                    all += r.samples;
+                    if r.boundary == Some(kind) {
+                        moved += r.samples;
+                    }
+                }
+            }
+            out.push((f.pid, all, moved));
+        }
+        out
+    }
+
+    /// Samples holding `function` left in the system-wide files (kernel threads' own work, and
+    /// the residue): the arcs into it, each counted once per sample.
+    fn left_in_system(&self, function: &str) -> u64 {
+        let m = gmon_format::scan(&self.dir).unwrap();
+        let syms = self.symbols();
+        let is = |a: u64| {
+            syms.last_at_or_below(a).is_some_and(|i| {
+                let name = String::from_utf8_lossy(syms.symbol(i).name);
+                name.split('.').next() == Some(function)
+            })
+        };
+        let mut n = 0;
+        for f in [&m.kernel_system, &m.kernel_other].into_iter().flatten() {
+            let data = std::fs::read(f).unwrap();
+            let p =
+                gmon_format::Profile::parse(&data, &gmon_format::ReadOptions::default()).unwrap();
+            for r in p.records() {
+                if let (_, gmon_format::Record::Arc(a)) = r.unwrap()
+                    && is(a.self_pc)
+                    && !is(a.from_pc)
+                {
+                    n += a.count;
+                }
+            }
+        }
+        n
+    }
+
+    fn moves(&self) -> AsyncMoves {
+        let data = std::fs::read(self.dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
+        let moves = AsyncMoves::parse(&data).unwrap();
+        // Conservation, per kind.
+        for k in &moves.kinds {
+            assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
+            let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
+            assert_eq!(cells, k.held, "{k:?}");
+        }
+        moves
+    }
+
+    fn pkgprof(&self, args: &[&str]) -> String {
+        let out = Command::new(PKGPROF)
+            .args(args)
+            .arg(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pkgprof {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// The owner's listing shows `OWNERk:[async <kind>]` calling the work's runner, and its
+/// header the kind's line, received from someone else.
+fn listing_shows(run: &Run, kind: &str, runners: &[&str]) {
+    let owner = run.pid("owner").to_string();
+    let listing = run.pkgprof(&["-b", "--pid", &owner]);
+    let pseudo = format!("{owner}k:[async {kind}]");
+    let entry = listing
+        .lines()
+        .position(|l| l.starts_with('[') && l.contains(&pseudo))
+        .unwrap_or_else(|| panic!("no entry for {pseudo}: {listing}"));
+    let child = listing.lines().nth(entry + 1).unwrap();
+    assert!(
+        runners
+            .iter()
+            .any(|r| child.contains(&format!("{owner}k:{r}"))),
+        "{pseudo} calls no {runners:?}: {child}"
+    );
+    let line = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("    async {kind}:")))
+        .unwrap_or_else(|| panic!("no async {kind} line: {listing}"));
+    assert!(line.contains(" from "), "{line}");
+}
+
+#[test]
+fn a_writer_gets_the_kworkers_writeback_of_its_pages() {
+    let _g = serial();
+    let plain = run("writeback", None);
+    let owner = plain.pid("owner");
+    let before = plain.samples_in("wb_workfn", BoundaryKind::AsyncWorkqueue);
+    let own: u64 = before.iter().filter(|r| r.0 == owner).map(|r| r.1).sum();
+    let elsewhere = plain.left_in_system("wb_workfn");
+    assert!(
+        elsewhere >= 50 && own == 0,
+        "without attribution the writeback should be the kworkers' ({elsewhere}), not the \
+         writer's ({own})\n{}",
+        plain.stderr
+    );
+
+    let run = run("writeback", Some("workqueue,timer"));
+    let owner = run.pid("owner");
+    let moves = run.moves();
+    let got = run.samples_in("wb_workfn", BoundaryKind::AsyncWorkqueue);
+    let (all, moved): (u64, u64) = got
+        .iter()
+        .filter(|r| r.0 == owner)
+        .fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.2));
+    let left = run.left_in_system("wb_workfn");
+    let report = format!(
+        "writer {moved} of {all}, left in the system files {left}\n{}",
+        run.stderr
+    );
+    assert!(moved >= 50, "too few: {report}");
+    assert_eq!(moved, all, "{report}");
+    assert!(
+        moved * 10 >= (moved + left) * 9,
+        "the writer got less than 90%: {report}"
+    );
+    assert!(
+        run.stderr.contains("pkgmon: async workqueue: "),
+        "{}",
+        run.stderr
+    );
+    // The moves say from whom: kworkers (no process of the test) gave it.
+    let received: u64 = moves
+        .moves_of("workqueue")
+        .filter(|m| m.beneficiary == Some(owner) && m.victim != Some(owner))
+        .map(|m| m.samples)
+        .sum();
+    assert!(received >= moved, "{received} < {moved}: {report}");
+    listing_shows(&run, "workqueue", &["process_one_work"]);
+}
+
+#[test]
+fn a_paced_sender_gets_its_timers_callbacks_from_the_task_they_interrupted() {
+    let _g = serial();
+    let plain = run("pacing", None);
+    let before = plain.samples_in("tcp_pace_kick", BoundaryKind::AsyncTimer);
+    let owner = plain.pid("owner");
+    let own: u64 = before.iter().filter(|r| r.0 == owner).map(|r| r.1).sum();
+    let all: u64 = before.iter().map(|r| r.1).sum();
+    assert!(
+        all >= 40 && own * 2 <= all,
+        "without attribution the sender should not have most of the pacing work: {before:?}\n{}",
+        plain.stderr
+    );
+
+    let run = run("pacing", Some("timer"));
+    let owner = run.pid("owner");
+    let victim = run.pid("victim");
+    run.moves();
+    let got = run.samples_in("tcp_pace_kick", BoundaryKind::AsyncTimer);
+    let all: u64 = got.iter().map(|r| r.1).sum();
+    let moved: u64 = got.iter().filter(|r| r.0 == owner).map(|r| r.2).sum();
+    let kept: u64 = got.iter().filter(|r| r.0 == victim).map(|r| r.1).sum();
+    let left = run.left_in_system("tcp_pace_kick");
+    let total = all + left;
+    let report = format!(
+        "sender {moved}, victim kept {kept}, others {}, left in the system files {left}: {got:?}\n{}",
+        all - moved - kept,
+        run.stderr
+    );
+    assert!(total >= 40, "too few: {report}");
+    assert!(
+        moved * 10 >= total * 9,
+        "the sender got less than 90%: {report}"
+    );
+    assert!(kept * 20 <= total, "the victim kept more than 5%: {report}");
+    assert!(
+        run.stderr.contains("pkgmon: async timer: "),
+        "{}",
+        run.stderr
+    );
+    listing_shows(&run, "timer", &["__run_hrtimer", "call_timer_fn"]);
+}
