@@ -19,16 +19,26 @@ pub struct Attributor {
     windows: Vec<Window>,
     net: NetObjects,
     /// Work item address → who queued it, until a kworker starts it.
-    queued: HashMap<u64, Target>,
+    queued: HashMap<u64, Owner>,
     /// Timer address → who armed it last (a periodic timer re-armed by its own callback
     /// keeps its owner).
-    armed: HashMap<u64, Target>,
+    armed: HashMap<u64, Owner>,
     /// Thread → the work item window it runs (a kworker may be preempted, so its window is
     /// the task's, not the CPU's).
     tasks: HashMap<u32, u32>,
     /// By ticket.
     held: Vec<HeldSample>,
 }
+
+/// Who owns a work item or a timer: known when it was queued or armed, or the reader of the
+/// packet a network receive window was processing then, known when the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Known(Target),
+    Packet(u32),
+}
+
+const NO_OWNER: Owner = Owner::Known(Target::Unattributed(Reason::NoOwner));
 
 #[derive(Debug, Clone, Default)]
 struct CpuState {
@@ -61,11 +71,14 @@ struct Window {
     /// For a kind whose windows serve one object whose owner is known when the window opens
     /// (a work item, a timer): the beneficiary of all its samples. None for network receive,
     /// whose packets' readers are known only later.
-    owner: Option<Target>,
+    owner: Option<Owner>,
+    /// For network receive: the packet being processed (the last received, or the last TCP
+    /// processed), whose reader owns what the window queues or arms.
+    current: Option<u32>,
 }
 
 impl Window {
-    fn new(kind: Kind, owner: Option<Target>) -> Window {
+    fn new(kind: Kind, owner: Option<Owner>) -> Window {
         Window {
             kind,
             objects: Vec::new(),
@@ -73,6 +86,7 @@ impl Window {
             ready: Ready::None,
             samples: Vec::new(),
             owner,
+            current: None,
         }
     }
 }
@@ -132,16 +146,24 @@ pub enum Reason {
     NoObject,
     /// Its share of a window went to objects nobody consumed before the run ended.
     NoConsumer,
-    /// Its work item was queued, or its timer armed, by no process: in the idle task, or
-    /// inside a network receive window (whose beneficiary is not known then).
+    /// Its work item was queued, or its timer armed, by no process: in the idle task, in an
+    /// interrupt outside every window, or inside a network receive window whose packets
+    /// nobody read.
     ///
     /// The owner rule for work items and timers: the process running when the item was
     /// queued (`workqueue_queue_work`) or the timer armed (`timer_start`, `hrtimer_start`)
-    /// owns it — unless that record fired inside another asynchronous window: inside a timer
-    /// callback or a work item the new item inherits that window's owner (a delayed work's
-    /// timer queues the work; a work item queues the next), inside a network receive window
-    /// or in the idle task it has none. A timer keeps its owner until it is armed again, so
-    /// a periodic timer re-armed by its own callback (no record) stays its arming process's.
+    /// owns it — unless that record fired inside another asynchronous window or in an
+    /// interrupt: inside a timer callback or a work item the new item inherits that window's
+    /// owner (a delayed work's timer queues the work; a work item queues the next; a paced TCP
+    /// socket's timer re-arms itself), inside a network receive window it belongs to the
+    /// reader of the packet being processed then (the last one received, or the last one TCP
+    /// processed; known when the run ends: an acknowledgement arriving at a sender's socket
+    /// arms the sender's timers, though the same window goes on to deliver data), and in the
+    /// idle task or in an interrupt outside every window (the running task is a victim) it
+    /// has none — a timer re-armed there keeps the owner it had (6.18 enqueues a timer its
+    /// own callback re-armed after the callback's window closed). A timer keeps its owner
+    /// until it is armed again, so a periodic timer re-armed by its own callback (no record)
+    /// stays its arming process's.
     /// A work item's or timer's window (`workqueue_execute_start`/`end`,
     /// `*_expire_entry`/`exit`) goes whole to its owner: it served one object.
     NoOwner,
@@ -314,33 +336,51 @@ impl Attributor {
         })
     }
 
-    /// The owner of a work item queued or a timer armed by record `e` (the rule at
-    /// [`Reason::NoOwner`]).
-    fn owner_of(&mut self, e: &Event) -> Target {
+    /// The owner of a work item queued or a timer armed by record `e`, which fired in an
+    /// interrupt when `interrupt` (the rule at [`Reason::NoOwner`]); None when the record
+    /// says nothing of it (in the idle task or an interrupt outside every window).
+    fn owner_of(&mut self, e: &Event, interrupt: bool) -> Option<Owner> {
         let cpu = self.cpu(e.cpu).clone();
-        let inherited = cpu
-            .timers
-            .last()
-            .or(cpu.window.as_ref())
-            .or_else(|| self.tasks.get(&e.tid))
-            .map(|&w| self.windows[w as usize].owner);
-        match inherited {
-            Some(Some(owner)) => owner,
-            Some(None) => Target::Unattributed(Reason::NoOwner),
-            None if e.pid == 0 => Target::Unattributed(Reason::NoOwner),
-            None => Target::Process {
-                pid: e.pid,
-                time: e.time,
+        let task = self.tasks.get(&e.tid).filter(|_| !interrupt);
+        if let Some(&w) = cpu.timers.last().or(task) {
+            return self.windows[w as usize].owner;
+        }
+        if let Some(w) = cpu.window {
+            return self.windows[w as usize].current.map(Owner::Packet);
+        }
+        (!interrupt && e.pid != 0).then_some(Owner::Known(Target::Process {
+            pid: e.pid,
+            time: e.time,
+        }))
+    }
+
+    /// Opens a window of a work item or timer callback.
+    fn open_owned(&mut self, kind: Kind, owner: Option<Owner>) -> u32 {
+        let id = self.windows.len() as u32;
+        let owner = owner.unwrap_or(Owner::Known(Target::Unattributed(Reason::NoObject)));
+        self.windows.push(Window::new(kind, Some(owner)));
+        id
+    }
+
+    /// The reader of packet `o` as an owner.
+    fn reader_of(&self, o: u32) -> Target {
+        match self.net.objects[o as usize].consumer {
+            Some(c) => Target::Process {
+                pid: c.pid,
+                time: c.time,
             },
+            None => Target::Unattributed(Reason::NoOwner),
         }
     }
 
-    /// Opens a window of an owned kind.
-    fn open_owned(&mut self, kind: Kind, owner: Option<Target>) -> u32 {
-        let id = self.windows.len() as u32;
-        let owner = owner.unwrap_or(Target::Unattributed(Reason::NoObject));
-        self.windows.push(Window::new(kind, Some(owner)));
-        id
+    /// Each window's owner resolved, None for network receive windows.
+    fn owners(&self) -> Vec<Option<Target>> {
+        (self.windows.iter())
+            .map(|w| match w.owner? {
+                Owner::Known(t) => Some(t),
+                Owner::Packet(o) => Some(self.reader_of(o)),
+            })
+            .collect()
     }
 
     /// A tracepoint record (records fed in time order).
@@ -372,12 +412,18 @@ impl Attributor {
                 if let Some(w) = window {
                     let o = self.net.received(skb, len);
                     self.windows[w as usize].objects.push(o);
+                    self.windows[w as usize].current = Some(o);
                 }
             }
             // Also outside a window: a packet for a socket its owner held locked was put on
             // the socket's backlog in the window and reaches TCP (and this event) later, in
             // the owner's context.
-            What::TcpProbe { skb, sk, .. } => self.net.probed(skb, sk, window.is_none()),
+            What::TcpProbe { skb, sk, .. } => {
+                if let (Some(w), Some(o)) = (window, self.net.object_at(skb)) {
+                    self.windows[w as usize].current = Some(o);
+                }
+                self.net.probed(skb, sk, window.is_none());
+            }
             What::DataReady { sk } => {
                 if let Some(w) = window {
                     let window = &mut self.windows[w as usize];
@@ -395,8 +441,8 @@ impl Attributor {
             What::RecvLength { sk, ret } if ret > 0 => self.net.used(sk, e.pid, e.time),
             What::SendLength { sk, ret } if ret >= 0 => self.net.used(sk, e.pid, e.time),
             What::RecvLength { .. } | What::SendLength { .. } => {}
-            What::WorkQueued { work } => {
-                let owner = self.owner_of(&e);
+            What::WorkQueued { work, interrupt } => {
+                let owner = self.owner_of(&e, interrupt).unwrap_or(NO_OWNER);
                 self.queued.insert(work, owner);
             }
             What::WorkStart { work } => {
@@ -407,9 +453,18 @@ impl Attributor {
             What::WorkEnd { .. } => {
                 self.tasks.remove(&e.tid);
             }
-            What::TimerArmed { timer } => {
-                let owner = self.owner_of(&e);
-                self.armed.insert(timer, owner);
+            What::TimerArmed { timer, interrupt } => {
+                // Re-armed where nothing names an owner, a timer keeps the one it had: on
+                // 6.18 a timer its own callback re-arms is enqueued after the callback's
+                // window closed, in the interrupt.
+                match self.owner_of(&e, interrupt) {
+                    Some(owner) => {
+                        self.armed.insert(timer, owner);
+                    }
+                    None => {
+                        self.armed.entry(timer).or_insert(NO_OWNER);
+                    }
+                }
             }
             What::TimerEntry { timer } => {
                 let owner = self.armed.get(&timer).copied();
@@ -449,11 +504,12 @@ impl Attributor {
                 to: Target::Unattributed(Reason::WindowUnseen),
             })
             .collect();
+        let owners = self.owners();
         let mut splitter = Splitter::<Option<u32>>::default();
         let mut weights = Vec::new();
         let mut times = Vec::new();
-        for window in &self.windows {
-            if let Some(owner) = window.owner {
+        for (window, owner) in self.windows.iter().zip(&owners) {
+            if let &Some(owner) = owner {
                 for &ticket in &window.samples {
                     decisions[ticket as usize].to = owner;
                 }
@@ -486,16 +542,16 @@ impl Attributor {
                 };
             }
         }
-        let totals = self.totals(&decisions);
+        let totals = self.totals(&decisions, &owners);
         Outcome { decisions, totals }
     }
 
-    fn totals(&self, decisions: &[Decision]) -> Vec<Totals> {
+    fn totals(&self, decisions: &[Decision], owners: &[Option<Target>]) -> Vec<Totals> {
         let mut by_kind: BTreeMap<Kind, Totals> = BTreeMap::new();
-        for w in &self.windows {
+        for (w, owner) in self.windows.iter().zip(owners) {
             let t = by_kind.entry(w.kind).or_insert_with(|| Totals::new(w.kind));
             t.windows += 1;
-            match w.owner {
+            match *owner {
                 Some(Target::Unattributed(Reason::NoObject)) => continue,
                 Some(o) => {
                     t.objects += 1;

@@ -14,8 +14,9 @@ pub const WORK_NAMES: [&str; 1] = ["process_one_work"];
 
 /// The functions that call a timer's callback: `call_timer_fn` (timer lists, in the `TIMER`
 /// softirq) and `__run_hrtimer` (high-resolution timers, in a hard interrupt or the `HRTIMER`
-/// softirq). Their frames and those inside them are the timer's work.
-pub const TIMER_NAMES: [&str; 2] = ["call_timer_fn", "__run_hrtimer"];
+/// softirq), or `__hrtimer_run_queues` where `__run_hrtimer` is inlined into it (6.18 on
+/// x86-64). Their frames and those inside them are the timer's work.
+pub const TIMER_NAMES: [&str; 3] = ["call_timer_fn", "__run_hrtimer", "__hrtimer_run_queues"];
 
 /// Address ranges of the softirq entry functions, of the network receive action, and of the
 /// functions that run work items and timer callbacks.

@@ -98,6 +98,9 @@ pub enum What {
     WorkQueued {
         /// The `struct work_struct` address.
         work: u64,
+        /// Whether it fired in a hard or soft interrupt (the record's `common_flags`): the
+        /// running task is then a victim, not the owner.
+        interrupt: bool,
     },
     /// `workqueue:workqueue_execute_start`: the running kworker starts work item `work` (a
     /// window of that task, which may be preempted and resumed on another CPU).
@@ -115,6 +118,8 @@ pub enum What {
     TimerArmed {
         /// The `struct timer_list` or `struct hrtimer` address.
         timer: u64,
+        /// As in [`What::WorkQueued`].
+        interrupt: bool,
     },
     /// `timer:timer_expire_entry` or `timer:hrtimer_expire_entry`: `timer`'s callback starts
     /// on this CPU (in a softirq or a hard interrupt, in whatever task the CPU was running).

@@ -81,6 +81,11 @@ impl NetObjects {
         id
     }
 
+    /// The newest packet received at `skb`, while it is not copied out.
+    pub fn object_at(&self, skb: u64) -> Option<u32> {
+        self.live_skb.get(&skb).copied()
+    }
+
     /// `tcp_probe`: the packet at `skb` is socket `sk`'s; `drained` when it came outside a
     /// window (the socket's backlog being drained by its owner), which claims the packets
     /// still unlinked.

@@ -700,17 +700,25 @@ const IDLE: u32 = 0;
 fn a_work_item_goes_whole_to_the_process_that_queued_it() {
     let mut t = Timelines::default();
     let work = 0xffff_0000_0000_1000;
-    t.ev(0, 1, WRITER, What::WorkQueued { work })
-        .ev(1, 2, KWORKER, What::WorkStart { work })
-        .sample(1, 3, KWORKER, in_work(WB_WORKFN))
-        .sample(1, 4, KWORKER, in_work(WB_WORKFN))
-        // The kworker is preempted: the other task's sample on that CPU is its own.
-        .sample(1, 5, OTHER, vec![SYSCALL + 8])
-        // It resumes on CPU 0: its window is the task's, not the CPU's.
-        .sample(0, 6, KWORKER, in_work(WB_WORKFN))
-        .ev(0, 7, KWORKER, What::WorkEnd { work })
-        // Between items the kworker's own.
-        .sample(0, 8, KWORKER, vec![WORKER_THREAD + 8]);
+    t.ev(
+        0,
+        1,
+        WRITER,
+        What::WorkQueued {
+            work,
+            interrupt: false,
+        },
+    )
+    .ev(1, 2, KWORKER, What::WorkStart { work })
+    .sample(1, 3, KWORKER, in_work(WB_WORKFN))
+    .sample(1, 4, KWORKER, in_work(WB_WORKFN))
+    // The kworker is preempted: the other task's sample on that CPU is its own.
+    .sample(1, 5, OTHER, vec![SYSCALL + 8])
+    // It resumes on CPU 0: its window is the task's, not the CPU's.
+    .sample(0, 6, KWORKER, in_work(WB_WORKFN))
+    .ev(0, 7, KWORKER, What::WorkEnd { work })
+    // Between items the kworker's own.
+    .sample(0, 8, KWORKER, vec![WORKER_THREAD + 8]);
     let (d, totals) = t.run();
     assert_eq!(charged(&d, to_pid(WRITER)), 3);
     assert_eq!(d.iter().filter(|x| x.1.is_some()).count(), 3);
@@ -733,14 +741,38 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
         .sample(0, 2, KWORKER, in_work(WB_WORKFN))
         .ev(0, 3, KWORKER, What::WorkEnd { work: a })
         // Queued in the idle task (an interrupt on an idle CPU).
-        .ev(1, 4, IDLE, What::WorkQueued { work: b })
+        .ev(
+            1,
+            4,
+            IDLE,
+            What::WorkQueued {
+                work: b,
+                interrupt: false,
+            },
+        )
         .ev(0, 5, KWORKER, What::WorkStart { work: b })
         .sample(0, 6, KWORKER, in_work(WB_WORKFN))
         .ev(0, 7, KWORKER, What::WorkEnd { work: b })
         // The writer's item queues another from inside it: the second is the writer's too.
-        .ev(1, 8, WRITER, What::WorkQueued { work: c })
+        .ev(
+            1,
+            8,
+            WRITER,
+            What::WorkQueued {
+                work: c,
+                interrupt: false,
+            },
+        )
         .ev(0, 9, KWORKER, What::WorkStart { work: c })
-        .ev(0, 10, KWORKER, What::WorkQueued { work: d2 })
+        .ev(
+            0,
+            10,
+            KWORKER,
+            What::WorkQueued {
+                work: d2,
+                interrupt: false,
+            },
+        )
         .ev(0, 11, KWORKER, What::WorkEnd { work: c })
         .ev(0, 12, KWORKER, What::WorkStart { work: d2 })
         .sample(0, 13, KWORKER, in_work(WB_WORKFN))
@@ -766,42 +798,74 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
 fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
     let mut t = Timelines::default();
     let (timer, tick, list) = (0x7000, 0x7100, 0x7200);
-    t.ev(0, 1, WRITER, What::TimerArmed { timer })
-        .ev(1, 2, IDLE, What::TimerArmed { timer: tick })
-        // It fires on CPU 1 inside another process's system call (a hard interrupt).
-        .ev(1, 10, OTHER, What::TimerEntry { timer })
-        .sample(1, 11, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-        .ev(1, 12, OTHER, What::TimerExit { timer })
-        // The sampling timer's own expiry is a window around every sample: a stack that
-        // does not pass through a timer runner is not timer work.
-        .ev(1, 13, OTHER, What::TimerEntry { timer: tick })
-        .sample(1, 14, OTHER, vec![SYSCALL + 8])
-        .sample(1, 15, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-        .ev(1, 16, OTHER, What::TimerExit { timer: tick })
-        // Periodic: its callback re-armed it (no record); it is still the writer's.
-        .ev(0, 20, OTHER, What::TimerEntry { timer })
-        .sample(0, 21, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-        .ev(0, 22, OTHER, What::TimerExit { timer })
-        // A timer-list callback (TIMER softirq) queues a delayed work: the writer armed the
-        // timer, so the work is the writer's too.
-        .ev(1, 30, WRITER, What::TimerArmed { timer: list })
-        .ev(0, 31, OTHER, What::TimerEntry { timer: list })
-        .sample(
-            0,
-            32,
-            OTHER,
-            vec![
-                DELAYED_WORK_TIMER_FN + 8,
-                CALL_TIMER_FN + 8,
-                HANDLE_SOFTIRQS + 8,
-                SYSCALL + 8,
-            ],
-        )
-        .ev(0, 33, OTHER, What::WorkQueued { work: 0x9000 })
-        .ev(0, 34, OTHER, What::TimerExit { timer: list })
-        .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
-        .sample(1, 36, KWORKER, in_work(WB_WORKFN))
-        .ev(1, 37, KWORKER, What::WorkEnd { work: 0x9000 });
+    t.ev(
+        0,
+        1,
+        WRITER,
+        What::TimerArmed {
+            timer,
+            interrupt: false,
+        },
+    )
+    .ev(
+        1,
+        2,
+        IDLE,
+        What::TimerArmed {
+            timer: tick,
+            interrupt: false,
+        },
+    )
+    // It fires on CPU 1 inside another process's system call (a hard interrupt).
+    .ev(1, 10, OTHER, What::TimerEntry { timer })
+    .sample(1, 11, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+    .ev(1, 12, OTHER, What::TimerExit { timer })
+    // The sampling timer's own expiry is a window around every sample: a stack that
+    // does not pass through a timer runner is not timer work.
+    .ev(1, 13, OTHER, What::TimerEntry { timer: tick })
+    .sample(1, 14, OTHER, vec![SYSCALL + 8])
+    .sample(1, 15, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+    .ev(1, 16, OTHER, What::TimerExit { timer: tick })
+    // Periodic: its callback re-armed it (no record); it is still the writer's.
+    .ev(0, 20, OTHER, What::TimerEntry { timer })
+    .sample(0, 21, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+    .ev(0, 22, OTHER, What::TimerExit { timer })
+    // A timer-list callback (TIMER softirq) queues a delayed work: the writer armed the
+    // timer, so the work is the writer's too.
+    .ev(
+        1,
+        30,
+        WRITER,
+        What::TimerArmed {
+            timer: list,
+            interrupt: false,
+        },
+    )
+    .ev(0, 31, OTHER, What::TimerEntry { timer: list })
+    .sample(
+        0,
+        32,
+        OTHER,
+        vec![
+            DELAYED_WORK_TIMER_FN + 8,
+            CALL_TIMER_FN + 8,
+            HANDLE_SOFTIRQS + 8,
+            SYSCALL + 8,
+        ],
+    )
+    .ev(
+        0,
+        33,
+        OTHER,
+        What::WorkQueued {
+            work: 0x9000,
+            interrupt: true,
+        },
+    )
+    .ev(0, 34, OTHER, What::TimerExit { timer: list })
+    .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
+    .sample(1, 36, KWORKER, in_work(WB_WORKFN))
+    .ev(1, 37, KWORKER, What::WorkEnd { work: 0x9000 });
     let (d, totals) = t.run();
     let decided: Vec<(Kind, usize, Target)> = d
         .iter()
@@ -830,9 +894,17 @@ fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
 fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
     let mut t = Timelines::default();
     let timer = 0x7000;
-    t.ev(0, 1, WRITER, What::TimerArmed { timer });
+    t.ev(
+        0,
+        1,
+        WRITER,
+        What::TimerArmed {
+            timer,
+            interrupt: false,
+        },
+    );
     // A high-resolution timer's interrupt comes inside the sender's NET_RX window; a timer
-    // armed inside that window has no owner (the window's reader is not known yet).
+    // armed inside that window belongs to the window's reader, known at the end.
     t.window(
         0,
         10,
@@ -854,7 +926,13 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
                 ],
             ),
             e(SENDER, What::TimerExit { timer }),
-            e(SENDER, What::TimerArmed { timer: 0x7100 }),
+            e(
+                SENDER,
+                What::TimerArmed {
+                    timer: 0x7100,
+                    interrupt: true,
+                },
+            ),
             s(SENDER, loopback(UDP_RCV)),
         ],
     );
@@ -892,9 +970,29 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
                 }
             ),
             (Kind::NetRx, reader),
-            (Kind::Timer, Target::Unattributed(Reason::NoOwner)),
+            (Kind::Timer, reader),
         ]
     );
+}
+
+#[test]
+fn a_timer_armed_in_an_interrupt_outside_every_window_has_no_owner() {
+    let mut t = Timelines::default();
+    // Armed in a softirq (not one this run traces) that interrupted the writer.
+    t.ev(
+        0,
+        1,
+        WRITER,
+        What::TimerArmed {
+            timer: 0x7000,
+            interrupt: true,
+        },
+    )
+    .ev(1, 2, OTHER, What::TimerEntry { timer: 0x7000 })
+    .sample(1, 3, OTHER, in_hrtimer(TIMERFD_TMRPROC))
+    .ev(1, 4, OTHER, What::TimerExit { timer: 0x7000 });
+    let (d, _) = t.run();
+    assert_eq!(charged(&d, residue(Reason::NoOwner)), 1);
 }
 
 #[test]

@@ -115,9 +115,18 @@ impl AsyncOptions {
     }
 }
 
+/// `common_flags` bits of a record fired in a hard interrupt, a softirq or an NMI
+/// (`TRACE_FLAG_HARDIRQ`, `TRACE_FLAG_SOFTIRQ`, `TRACE_FLAG_NMI` in
+/// `include/linux/trace_events.h`, stable since 2.6.30).
+const IN_INTERRUPT: u64 = 0x08 | 0x10 | 0x40;
+
 /// Decodes a record of tracepoint `name` (`system:name`) into an attribution event.
 fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
     let u = |f: &str| raw.u64(f);
+    let interrupt = || {
+        raw.u64("common_flags")
+            .is_some_and(|f| f & IN_INTERRUPT != 0)
+    };
     let i = |f: &str| raw.i64(f).map(|v| v as i32);
     Some(match name {
         "irq:softirq_entry" => What::SoftirqEntry {
@@ -150,14 +159,21 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
             sk: u("sk")?,
             ret: i("ret")?,
         },
-        "workqueue:workqueue_queue_work" => What::WorkQueued { work: u("work")? },
+        "workqueue:workqueue_queue_work" => What::WorkQueued {
+            work: u("work")?,
+            interrupt: interrupt(),
+        },
         "workqueue:workqueue_execute_start" => What::WorkStart { work: u("work")? },
         "workqueue:workqueue_execute_end" => What::WorkEnd { work: u("work")? },
-        "timer:timer_start" => What::TimerArmed { timer: u("timer")? },
+        "timer:timer_start" => What::TimerArmed {
+            timer: u("timer")?,
+            interrupt: interrupt(),
+        },
         "timer:timer_expire_entry" => What::TimerEntry { timer: u("timer")? },
         "timer:timer_expire_exit" => What::TimerExit { timer: u("timer")? },
         "timer:hrtimer_start" => What::TimerArmed {
             timer: u("hrtimer")?,
+            interrupt: interrupt(),
         },
         "timer:hrtimer_expire_entry" => What::TimerEntry {
             timer: u("hrtimer")?,

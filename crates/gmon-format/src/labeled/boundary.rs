@@ -127,11 +127,12 @@ boundary_kinds! {
         residue Some("[async unattributed workqueue]"),
         prefixes ["process_one_work"], suffixes [];
     /// A timer's callback charged to the process that armed the timer, by `pkgmon
-    /// --async=timer`: a kernel stack cut at `call_timer_fn` or `__run_hrtimer`, with no user
-    /// frames (a stack as it ran starts at an interrupt or softirq entry, further out).
+    /// --async=timer`: a kernel stack cut at `call_timer_fn` or `__run_hrtimer` (or
+    /// `__hrtimer_run_queues`, where that is inlined), with no user frames (a stack as it ran
+    /// starts at an interrupt or softirq entry, further out).
     AsyncTimer = 7, "async-timer", pseudo Some("[async timer]"),
         residue Some("[async unattributed timer]"),
-        prefixes ["call_timer_fn", "__run_hrtimer"], suffixes [];
+        prefixes ["call_timer_fn", "__run_hrtimer", "__hrtimer_run_queues"], suffixes [];
 }
 
 impl BoundaryKind {
