@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use gmon_format::{AsyncMoves, BoundaryKind, Kallsyms, KallsymsOptions, Stacks};
+use gmon_format::{BoundaryKind, Stacks};
 
 mod common;
 
-use common::{PKGMON, scratch, serial};
+use common::{MeasuredKernel, PKGMON, conserved_moves, scratch, serial};
 
 const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 
@@ -88,37 +88,12 @@ impl Run {
         self.pids.iter().find(|p| p.0 == role).unwrap().1
     }
 
-    fn symbols(&self) -> Kallsyms {
-        let ksyms = std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("kallsyms.")
-            })
-            .unwrap();
-        let mut syms = Kallsyms::parse(
-            &std::fs::read(ksyms).unwrap(),
-            &KallsymsOptions::entry_code(),
-        )
-        .unwrap();
-        syms.sort_by_key(|s| s.address);
-        syms
-    }
-
     /// Per process started by the test: samples whose kernel stack holds `function`, and of
     /// them those recorded as moved asynchronous work of `kind`.
     fn samples_in(&self, function: &str, kind: BoundaryKind) -> Vec<(u32, u64, u64)> {
         let m = gmon_format::scan(&self.dir).unwrap();
-        let syms = self.symbols();
-        let is = |a: u64| {
-            syms.last_at_or_below(a).is_some_and(|i| {
-                let name = String::from_utf8_lossy(syms.symbol(i).name);
-                name.split('.').next() == Some(function)
-            })
-        };
+        let syms = MeasuredKernel::of(&self.dir);
+        let is = |a: u64| syms.is_in(a, &[function]);
         let mut out = Vec::new();
         for f in &m.processes {
             if !self.pids.iter().any(|p| p.1 == f.pid) {
@@ -145,13 +120,8 @@ impl Run {
     /// the residue): the arcs into it, each counted once per sample.
     fn left_in_system(&self, function: &str) -> u64 {
         let m = gmon_format::scan(&self.dir).unwrap();
-        let syms = self.symbols();
-        let is = |a: u64| {
-            syms.last_at_or_below(a).is_some_and(|i| {
-                let name = String::from_utf8_lossy(syms.symbol(i).name);
-                name.split('.').next() == Some(function)
-            })
-        };
+        let syms = MeasuredKernel::of(&self.dir);
+        let is = |a: u64| syms.is_in(a, &[function]);
         let mut n = 0;
         for f in [&m.kernel_system, &m.kernel_other].into_iter().flatten() {
             let data = std::fs::read(f).unwrap();
@@ -167,18 +137,6 @@ impl Run {
             }
         }
         n
-    }
-
-    fn moves(&self) -> AsyncMoves {
-        let data = std::fs::read(self.dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
-        let moves = AsyncMoves::parse(&data).unwrap();
-        // Conservation, per kind.
-        for k in &moves.kinds {
-            assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
-            let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
-            assert_eq!(cells, k.held, "{k:?}");
-        }
-        moves
     }
 
     fn pkgprof(&self, args: &[&str]) -> String {
@@ -237,7 +195,7 @@ fn a_writer_gets_the_kworkers_writeback_of_its_pages() {
 
     let run = run("writeback", Some("workqueue,timer"));
     let owner = run.pid("owner");
-    let moves = run.moves();
+    let moves = conserved_moves(&run.dir);
     let got = run.samples_in("wb_workfn", BoundaryKind::AsyncWorkqueue);
     let (all, moved): (u64, u64) = got
         .iter()
@@ -290,7 +248,7 @@ fn a_paced_sender_gets_its_timers_callbacks_from_the_task_they_interrupted() {
     let run = run("pacing", Some("timer"));
     let owner = run.pid("owner");
     let victim = run.pid("victim");
-    run.moves();
+    conserved_moves(&run.dir);
     let got = run.samples_in("tcp_pace_kick", BoundaryKind::AsyncTimer);
     let all: u64 = got.iter().map(|r| r.1).sum();
     let moved: u64 = got.iter().filter(|r| r.0 == owner).map(|r| r.2).sum();

@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use gmon_format::{AsyncMoves, Kallsyms, KallsymsOptions, Stacks};
+use gmon_format::{AsyncMoves, Stacks};
 
 mod common;
 
-use common::{PKGMON, scratch, serial};
+use common::{MeasuredKernel, PKGMON, conserved_moves, scratch, serial};
 
 const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 
@@ -131,29 +131,7 @@ impl Run {
     /// `functions` and none of `except`.
     fn samples_in(&self, functions: &[&[&str]], except: &[&str]) -> BTreeMap<u32, u64> {
         let m = gmon_format::scan(&self.dir).unwrap();
-        let ksyms = std::fs::read_dir(&self.dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with("kallsyms.")
-            })
-            .unwrap();
-        let mut syms = Kallsyms::parse(
-            &std::fs::read(ksyms).unwrap(),
-            &KallsymsOptions::entry_code(),
-        )
-        .unwrap();
-        syms.sort_by_key(|s| s.address);
-        let is = |a: &u64, set: &[&str]| {
-            syms.last_at_or_below(*a).is_some_and(|i| {
-                let name = String::from_utf8_lossy(syms.symbol(i).name);
-                let base = name.split('.').next().unwrap_or("");
-                set.contains(&base)
-            })
-        };
+        let syms = MeasuredKernel::of(&self.dir);
         let mut out = BTreeMap::new();
         for f in &m.processes {
             if f.pid != self.sender && !self.receivers.contains(&f.pid) {
@@ -164,7 +142,7 @@ impl Run {
             for r in stacks.records() {
                 let (_, r) = r.unwrap();
                 let kernel = r.kernel.to_vec();
-                let holds = |set: &[&str]| kernel.iter().any(|a| is(a, set));
+                let holds = |set: &[&str]| kernel.iter().any(|&a| syms.is_in(a, set));
                 if functions.iter().all(|set| holds(set)) && !holds(except) {
                     *out.entry(f.pid).or_default() += r.samples;
                 }
@@ -174,16 +152,7 @@ impl Run {
     }
 
     fn moves(&self) -> AsyncMoves {
-        let data = std::fs::read(self.dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
-        let moves = AsyncMoves::parse(&data).unwrap();
-        // Conservation: every held sample was charged once, to a process or to the residue,
-        // and the matrix holds them all.
-        for k in &moves.kinds {
-            assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
-            let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
-            assert_eq!(cells, k.held, "{k:?}");
-        }
-        moves
+        conserved_moves(&self.dir)
     }
 
     /// Residue samples of network receive whose victim was one of ours or the idle task.

@@ -74,3 +74,51 @@ pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// The kernel symbols a measurement saved (its `kallsyms.*` snapshot), sorted by address.
+pub struct MeasuredKernel(gmon_format::Kallsyms);
+
+impl MeasuredKernel {
+    /// The snapshot of measurement `dir`.
+    pub fn of(dir: &Path) -> MeasuredKernel {
+        let file = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("kallsyms.")
+            })
+            .unwrap();
+        let mut syms = gmon_format::Kallsyms::parse(
+            &std::fs::read(file).unwrap(),
+            &gmon_format::KallsymsOptions::entry_code(),
+        )
+        .unwrap();
+        syms.sort_by_key(|s| s.address);
+        MeasuredKernel(syms)
+    }
+
+    /// Whether `address` is in a function named in `names` (a `.suffix` of the symbol, as
+    /// `.isra.0`, ignored).
+    pub fn is_in(&self, address: u64, names: &[&str]) -> bool {
+        self.0.last_at_or_below(address).is_some_and(|i| {
+            let name = String::from_utf8_lossy(self.0.symbol(i).name);
+            names.contains(&name.split('.').next().unwrap_or(""))
+        })
+    }
+}
+
+/// The `async.moves` of measurement `dir`, its conservation checked: every held sample was
+/// charged once, to a process or to the residue, and the matrix holds them all.
+pub fn conserved_moves(dir: &Path) -> gmon_format::AsyncMoves {
+    let data = std::fs::read(dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
+    let moves = gmon_format::AsyncMoves::parse(&data).unwrap();
+    for k in &moves.kinds {
+        assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
+        let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
+        assert_eq!(cells, k.held, "{k:?}");
+    }
+    moves
+}
