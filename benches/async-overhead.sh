@@ -4,10 +4,12 @@
 #
 #   bash benches/async-overhead.sh              (RUNS=3 runs of SECONDS=3 s each, interleaved)
 #   PKGMON=target/release/pkgmon bash benches/async-overhead.sh
+#   RATE=125000000 bash benches/async-overhead.sh   (the stream paced at 1 Gbit/s)
 #
 # The workload is crates/pkgprof-cli/tests/workloads/netpair.c in `stream` mode: a sender
 # writes 64 KiB at a time to a reader over loopback TCP for SECONDS and says how many bytes
-# went through. Each configuration runs it RUNS times, the configurations interleaved; the
+# went through (with RATE, paced at RATE bytes/s by the socket: then the CPU time, not the
+# throughput, is the cost). Each configuration runs it RUNS times, the configurations interleaved; the
 # table gives the median throughput, the median CPU time of the whole command (profiler and
 # workload, user + system, /usr/bin/time), and the records lost (pkgmon's count; perf's
 # "lost" chunks). The configurations:
@@ -58,7 +60,7 @@ run() {
     >>"$work/results"
 }
 
-workload=("$work/netpair" stream "$seconds" "$work/pids")
+workload=("$work/netpair" stream "$seconds" "$work/pids" ${RATE:+"$RATE"})
 for _ in $(seq "$runs"); do
   run bare "${workload[@]}"
   run "pkgmon -a" "$pkgmon" -a --stack-size "$stack" -o "$work/m" -- "${workload[@]}"
@@ -66,7 +68,7 @@ for _ in $(seq "$runs"); do
   run "perf -e TPs" perf record -q -a -o "$work/perf.data" "${tps[@]}" -- "${workload[@]}"
 done
 
-echo "loopback TCP stream, $seconds s per run, median of $runs; pkgmon --stack-size $stack; $(uptime | sed 's/.*load/load/')"
+echo "loopback TCP stream${RATE:+ paced at $RATE bytes/s}, $seconds s per run, median of $runs; pkgmon --stack-size $stack; $(uptime | sed 's/.*load/load/')"
 echo
 echo "| configuration | MB/s | vs bare | CPU s (command, user+sys) | records lost |"
 echo "|---|---|---|---|---|"

@@ -193,7 +193,10 @@ fn sender_pays_then_reader_does(
     except: &[&str],
 ) -> Run {
     let _g = serial();
-    let plain = run(mode, "1", false, extra);
+    // TCP's data path is a smaller part of its run: two seconds, for enough samples to judge
+    // on a loaded machine (one second gave 39 and 45 at load 12-13).
+    let seconds = if mode == "tcp" { "2" } else { "1" };
+    let plain = run(mode, seconds, false, extra);
     let rx = plain.samples_in(functions, except);
     let (s, r) = (
         rx.get(&plain.sender).copied().unwrap_or(0),
@@ -210,7 +213,7 @@ fn sender_pays_then_reader_does(
         s + r
     );
 
-    let attributed = run(mode, "1", true, extra);
+    let attributed = run(mode, seconds, true, extra);
     let rx = attributed.samples_in(functions, except);
     let moves = attributed.moves();
     let u = attributed.residue(&moves);

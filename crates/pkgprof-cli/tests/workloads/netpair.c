@@ -3,7 +3,9 @@
  *   netpair udp  SECONDS PIDFILE   one sender, one receiver that does nothing but recv
  *   netpair tcp  SECONDS PIDFILE   the same over a TCP connection
  *   netpair udp2 SECONDS PIDFILE   one sender, two receivers fed 1:3 by bytes
- *   netpair stream SECONDS PIDFILE a TCP stream of 64 KiB writes (benches/async-overhead.sh);
+ *   netpair stream SECONDS PIDFILE [RATE]
+ *                                  a TCP stream of 64 KiB writes (benches/async-overhead.sh),
+ *                                  paced at RATE bytes/s if given (SO_MAX_PACING_RATE);
  *                                  PIDFILE also gets "bytes N", the bytes sent
  *   netpair udp SECONDS PIDFILE NS_SEND NS_RECV ADDR
  *                                  udp between two network namespaces (`ip netns` names): the
@@ -175,6 +177,9 @@ static void udp(int receivers, double seconds, FILE *pids) {
 }
 
 /* `size`: bytes per send; small ones go out at once (TCP_NODELAY). */
+/* The pacing rate of stream mode, bytes/s (0: none). */
+static unsigned pace;
+
 static void tcp(double seconds, FILE *pids, size_t size) {
     struct sockaddr_in addr;
     memset(&addr, 0, sizeof addr);
@@ -201,7 +206,8 @@ static void tcp(double seconds, FILE *pids, size_t size) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     int one = 1;
     if (connect(s, (struct sockaddr *)&addr, sizeof addr) ||
-        (size == SIZE && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one))) {
+        (size == SIZE && setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one)) ||
+        (pace && setsockopt(s, SOL_SOCKET, SO_MAX_PACING_RATE, &pace, sizeof pace))) {
         perror("connect");
         exit(1);
     }
@@ -230,8 +236,10 @@ int main(int argc, char **argv) {
         ns_send = argv[4];
         ns_recv = argv[5];
         recv_addr = argv[6];
+    } else if (argc == 5 && !strcmp(argv[1], "stream")) {
+        pace = (unsigned)strtoul(argv[4], NULL, 10);
     } else if (argc != 4) {
-        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE [NS_SEND NS_RECV ADDR]\n");
+        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE [NS_SEND NS_RECV ADDR | RATE]\n");
         return 2;
     }
     double seconds = atof(argv[2]);
