@@ -5,17 +5,20 @@
 #   bash benches/compare-continuous.sh                 (about 6 minutes)
 #   SECONDS_PER_RUN=5 RUNS=2 bash benches/compare-continuous.sh     (shorter)
 #   PKGMON=path/to/pkgmon bash benches/compare-continuous.sh       (a pkgmon already built)
+#   RUNS=10 MEMORY_SECONDS=0 bash benches/compare-continuous.sh    (overhead only, 10 rounds)
 #
 # 1. Overhead. One copy of throughput.c per CPU keeps every CPU busy for SECONDS_PER_RUN
 #    seconds and counts its units of work. Modes, interleaved RUNS times (so that a change in
 #    the machine's other load hits every mode alike): bare; `pkgmon --continuous -a` at its
 #    default 19 Hz per CPU (kernel and user stacks, 64 KiB stack copies, 10 s windows written
 #    as it goes); `perf record -a -g -F 19` (frame-pointer callchains, the same rate); `perf
-#    record -a -g -F 20` (the OpenTelemetry profiler's 20 Hz). Overhead is the loss of the
-#    summed throughput against the median bare run, per mode, median of the runs.
+#    record -a -g -F 20` (the OpenTelemetry profiler's 20 Hz). A mode's loss in a round is
+#    the loss of the summed throughput against that round's bare run; the table gives the
+#    median over the rounds, the quartiles and the range, and how much the bare runs of
+#    consecutive rounds differ (the noise floor).
 # 2. Memory. pkgmon's resident memory (VmRSS, from the index: read at the end of each window)
 #    over a MEMORY_SECONDS run (default 120) with a short-lived process started every 10 ms
-#    beside the load.
+#    beside the load (MEMORY_SECONDS=0 skips it; benches/soak-continuous.sh is the long one).
 #
 # Needs root, perf and cc. On a shared machine the figures move with the load: the load
 # average is printed beside them.
@@ -83,14 +86,27 @@ import statistics, sys
 cpus, secs = sys.argv[1], sys.argv[2]
 names = ["bare", "pkgmon --continuous -a (19 Hz)", "perf record -a -g -F 19", "perf record -a -g -F 20"]
 runs = [[int(x) for x in a.split()] for a in sys.argv[3:]]
-bare = statistics.median(runs[0])
-print(f"| mode ({cpus} CPUs busy, {secs} s runs) | units per run (median) | runs | throughput lost vs bare (median) |")
-print("|---|---|---|---|")
+bare = runs[0]
+def quartiles(xs):
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return q[0], q[2]
+print(f"| mode ({cpus} CPUs busy, {secs} s runs, {len(bare)} rounds) | units per run (median) | "
+      f"throughput lost vs the same round's bare run: median | quartiles | range |")
+print("|---|---|---|---|---|")
 for name, r in zip(names, runs):
-    lost = statistics.median([100.0 * (1 - x / bare) for x in r])
-    print(f"| {name} | {statistics.median(r):.0f} | {' '.join(str(x) for x in r)} | {lost:+.2f}% |")
+    # Each round ran every mode once, back to back: a mode's loss is against that round's
+    # bare run, so a change of the machine's other load between rounds cancels.
+    lost = [100.0 * (1 - x / b) for x, b in zip(r, bare)]
+    q1, q3 = quartiles(lost)
+    print(f"| {name} | {statistics.median(r):.0f} | {statistics.median(lost):+.2f}% | "
+          f"{q1:+.2f}% .. {q3:+.2f}% | {min(lost):+.2f}% .. {max(lost):+.2f}% |")
+# The noise floor: how much bare runs of consecutive rounds differ.
+steps = [100.0 * abs(b - a) / a for a, b in zip(bare, bare[1:])]
+if steps:
+    print(f"bare round to round: median change {statistics.median(steps):.2f}%, largest {max(steps):.2f}%")
 EOF
 
+if [ "$memory_seconds" -eq 0 ]; then exit 0; fi
 # Memory over a longer run with process churn.
 rm -rf "$work/mem"
 "$pkgmon" --continuous -a -o "$work/mem" --window 10s 2>"$work/mem.err" & p=$!
