@@ -697,7 +697,6 @@ fn cgroup_of(pid: u32, cgroup2: Option<&std::path::Path>) -> (Option<String>, Op
 /// The container id in the cgroup path of a process (`/proc/PID/cgroup`, `cgroup`): a run of 64
 /// hex digits in its last component (`docker-<id>.scope`, `cri-containerd-<id>.scope`,
 /// `libpod-<id>`, `/docker/<id>`), as the OpenTelemetry profiler finds it.
-
 fn container_in(cgroup: &str) -> Option<String> {
     cgroup.lines().find_map(|line| {
         let path = line.splitn(3, ':').nth(2)?;
