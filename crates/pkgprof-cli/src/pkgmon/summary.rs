@@ -126,6 +126,17 @@ pub(super) fn print_summary(
         rec.throttled,
         s.truncated_stacks
     );
+    if s.samples == 0 && s.processes > 0 {
+        let cpu_ns: u64 = s.file_sets.iter().filter_map(|f| f.cpu_ns).sum();
+        eprintln!(
+            "pkgmon: note: no samples: the profiled processes used {:.3} ms of CPU time, and \
+             the kernel samples a task after a whole sample period of it ({} us at -F {}); \
+             profile a longer run, or sample faster (-F 10000)",
+            cpu_ns as f64 / 1e6,
+            1_000_000 / rec.frequency.max(1),
+            rec.frequency
+        );
+    }
     if args.all {
         eprintln!(
             "pkgmon: kernel samples for no process: {}, for other processes: {}",
