@@ -7,8 +7,9 @@
 #   - postmark: N Postmark-like transactions on small files (create, write 4 KiB, read, delete:
 #     7 system calls each), the workload OSprof measured its overhead on.
 # Each workload times its own loop (benches/workloads/*.c print it), so the figures are the
-# traced program's slowdown, without the tools' start-up and file writing; the whole run's
-# wall time is printed beside. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
+# traced program's slowdown, without the tools' start-up and file writing: its CPU time per
+# operation (the tracing runs in the traced task, and CPU time moves less than elapsed time
+# on a loaded machine), its elapsed time beside, and the whole run's wall time. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
 # the median of RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
 # (BPF path) and checksum mismatches are counted.
 #
@@ -46,7 +47,7 @@ workloads = [
     ("getpid", [os.path.join(work, "getpid"), getpid_n], int(getpid_n), 1),
     ("postmark", [os.path.join(work, "postmark"), os.path.join(work, "files"), postmark_n], int(postmark_n), 7),
 ]
-own_re = re.compile(r"^(getpid|postmark): ([0-9.]+) (ns|us) per", re.M)
+own_re = re.compile(r"^(getpid|postmark): ([0-9.]+) (ns|us) per [a-z]+ \(cpu ([0-9.]+) ", re.M)
 lost_re = re.compile(r"samples, ([0-9]+) lost")
 
 failed = {}
@@ -56,10 +57,11 @@ def loadavg():
 
 print(f"{os.cpu_count()} cpus; load average at start: {loadavg()}; {runs} runs each, medians")
 print()
-print("| workload | tool | loop time per op | vs bare | added per system call | whole run wall (s) | lost records | checksums |")
-print("|---|---|---|---|---|---|---|---|")
+print("| workload | tool | CPU per op | vs bare | added per system call | elapsed per op | whole run wall (s) | lost records | checksums |")
+print("|---|---|---|---|---|---|---|---|---|")
 for name, cmd, n, calls_per_op in workloads:
     per_op = {t: [] for t, _ in tools}
+    elapsed = {t: [] for t, _ in tools}
     wall = {t: [] for t, _ in tools}
     lost = {t: 0 for t, _ in tools}
     mismatch = {t: 0 for t, _ in tools}
@@ -76,12 +78,14 @@ for name, cmd, n, calls_per_op in workloads:
                 # build-id code): say so in the table rather than stop.
                 failed.setdefault((name, tool), p.stderr.strip().splitlines()[:1])
                 per_op[tool].append(float("nan"))
+                elapsed[tool].append(float("nan"))
                 continue
             m = own_re.search(p.stderr)
             if not m:
                 sys.exit(f"{tool} {name}: no loop time in: {p.stderr}")
             unit = m.group(3)
-            per_op[tool].append(float(m.group(2)))
+            elapsed[tool].append(float(m.group(2)))
+            per_op[tool].append(float(m.group(4)))
             if tool.startswith("pkgmon"):
                 lm = lost_re.search(p.stderr)
                 lost[tool] = max(lost[tool], int(lm.group(1)) if lm else 0)
@@ -95,7 +99,7 @@ for name, cmd, n, calls_per_op in workloads:
     for tool, _ in tools:
         ok = [v for v in per_op[tool] if v == v]
         if not ok:
-            print(f"| {name} ({n}) | {tool} | failed: {' '.join(failed[(name, tool)])} | | | | | |")
+            print(f"| {name} ({n}) | {tool} | failed: {' '.join(failed[(name, tool)])} | | | | | | |")
             continue
         med = statistics.median(ok)
         ns = (med - bare) * (1000 if unit == "us" else 1) / calls_per_op
@@ -104,7 +108,9 @@ for name, cmd, n, calls_per_op in workloads:
             checks = "all match" if mismatch[tool] == 0 else f"{mismatch[tool]} mismatched"
         lost_s = "-" if tool in ("bare", "strace -c -w") else str(lost[tool])
         print(f"| {name} ({n}) | {tool} | {med:.2f} {unit} | {100 * (med / bare - 1):+.1f}% "
-              f"| {'-' if tool == 'bare' else f'{ns:.0f} ns'} | {statistics.median(wall[tool]):.2f} "
+              f"| {'-' if tool == 'bare' else f'{ns:.0f} ns'} "
+              f"| {statistics.median([v for v in elapsed[tool] if v == v]):.2f} {unit} "
+              f"| {statistics.median(wall[tool]):.2f} "
               f"| {lost_s} | {checks} |")
 print()
 print(f"load average at end: {loadavg()}")
