@@ -255,10 +255,16 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
         svg.contains(">clock_nanosleep: 300 calls, mean 1."),
         "{svg}"
     );
+    // One peak holds most sleeps, at ~1 ms; a loaded machine may wake some late enough to
+    // make a small peak of their own further right (seen at load 6), which is right to show.
+    let share = |mark: &str| -> u32 {
+        let pct = &mark[mark.rfind('(').unwrap() + 1..mark.rfind("%)").unwrap()];
+        pct.parse().unwrap()
+    };
     let marks: Vec<&str> = svg.lines().filter(|l| l.contains("l-5 -8h10z")).collect();
-    assert_eq!(marks.len(), 1, "{svg}");
+    let main = marks.iter().max_by_key(|m| share(m)).unwrap();
     assert!(
-        marks[0].contains(">1.") && marks[0].contains("ms ("),
+        main.contains(">1.") && main.contains("ms (") && share(main) >= 70,
         "{svg}"
     );
     let png = std::fs::read(&png_path).unwrap();
