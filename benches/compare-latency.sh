@@ -8,12 +8,15 @@
 #     7 system calls each), the workload OSprof measured its overhead on.
 # Each workload times its own loop (benches/workloads/*.c print it), so the figures are the
 # traced program's slowdown, without the tools' start-up and file writing: its CPU time per
-# operation (the tracing runs in the traced task, and CPU time moves less than elapsed time
-# on a loaded machine), its elapsed time beside, and the whole run's wall time. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
-# the median of RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
+# operation (pkgmon's programs and perf's tracepoints run in the traced task, and CPU time
+# moves less than elapsed time on a loaded machine) and its elapsed time per operation (the
+# figure for strace, whose tracer works while the traced task waits), then the whole run's
+# wall time. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and the median of
+# RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
 # (BPF path) and checksum mismatches are counted.
 #
 #   bash benches/compare-latency.sh          (RUNS=5 GETPID_N=200000 POSTMARK_N=5000)
+#   PKGMON=path/to/pkgmon bash benches/compare-latency.sh     (a pkgmon already built)
 #
 # Needs root, perf and strace. Quote figures with the load average the script prints.
 set -euo pipefail
@@ -23,13 +26,18 @@ getpid_n="${GETPID_N:-200000}"
 postmark_n="${POSTMARK_N:-5000}"
 command -v perf >/dev/null || { echo "needs perf" >&2; exit 1; }
 command -v strace >/dev/null || { echo "needs strace" >&2; exit 1; }
-cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+if [ -n "${PKGMON:-}" ]; then
+  pkgmon="$(realpath "$PKGMON")"
+else
+  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+  pkgmon="$root/target/release/pkgmon"
+fi
 work="$(mktemp -d /tmp/compare-latency.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/getpid" "$root/benches/workloads/getpid.c"
 cc -O2 -o "$work/postmark" "$root/benches/workloads/postmark.c"
 mkdir -p "$work/files"
-python3 - "$root/target/release/pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" <<'PY'
+python3 - "$pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" <<'PY'
 import os, re, shutil, statistics, subprocess, sys, time
 
 pkgmon, work, runs, getpid_n, postmark_n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
