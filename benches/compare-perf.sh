@@ -12,7 +12,10 @@
 #    system of the whole process tree, over the bare workload) on the large run minus that on
 #    the small one, divided by the extra samples: the fixed cost of starting and stopping
 #    (perf's is about half a second) cancels out. RUNS rounds, each running every tool once
-#    in turn; the figures are medians over the rounds.
+#    in turn; the figures are medians over the rounds. The cost is split in two: what the
+#    sampled workload pays (its own CPU time, which work.c reports: the kernel's sampling
+#    work, callchain walk and stack copy run in its context) and what the profiler's own
+#    process spends (reading the rings, unwinding, writing).
 # 2. Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run (default
 #    60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that does
 #    not grow with time shows the same peak for both lengths.
@@ -66,21 +69,25 @@ echo
 # cost, and the table shows their median and range over RUNS rounds, and the median of the
 # per-round ratios to perf -g.
 python3 - "$pkgmon" "$runs" <<'PY'
-import re, resource, statistics, subprocess, sys
+import os, re, resource, statistics, subprocess, sys
 pkgmon, rounds = sys.argv[1], int(sys.argv[2])
 small, large = 700, 2800
 retries = 0
 def cpu_run(cmd):
-    """CPU seconds (user + system) of `cmd` and the processes it waited for; its stderr.
+    """CPU seconds (user + system) of `cmd` and the processes it waited for, those of the
+    workload alone (work.c writes them to WORK_CPU_OUT), and its stderr.
     perf 6.1 here aborts now and then in its build-id code ("assertion failed at
     util/build-id.c:1010") after recording: such a run is run again, and counted."""
     global retries
+    env = dict(os.environ, WORK_CPU_OUT="work.cpu")
     for attempt in range(5):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env=env)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode == 0:
-            return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, done.stderr
+            tree = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            return (tree, float(open("work.cpu").read())), done.stderr
         retries += 1
     sys.exit(f"failed 5 times: {' '.join(cmd)}\n{done.stderr}")
 def samples(tool, stderr):
@@ -104,10 +111,11 @@ def command(tool, hz, size):
         "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.run", "--"] + work,
     }[tool]
 tools = ["pkgmon", "perf -g", "perf dwarf"]
-print("| Hz | tool | CPU per sample (us): median | min - max | extra samples (median) | vs perf -g (median of rounds) |")
-print("|---|---|---|---|---|---|")
+print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) |")
+print("|---|---|---|---|---|---|---|---|")
 for hz in (1000, 4000, 10000):
     per = {t: [] for t in tools}
+    inside = {t: [] for t in tools}
     extra = {t: [] for t in tools}
     for _ in range(rounds):
         cpu, n = {}, {}
@@ -118,19 +126,24 @@ for hz in (1000, 4000, 10000):
                 n[t, size] = samples(t, err)
         for t in tools:
             more = max(n[t, large] - n[t, small], 1)
-            cost = (cpu[t, large] - cpu["bare", large]) - (cpu[t, small] - cpu["bare", small])
-            per[t].append(cost / more * 1e6)
+            def marginal(part):
+                return ((cpu[t, large][part] - cpu["bare", large][part])
+                        - (cpu[t, small][part] - cpu["bare", small][part]))
+            per[t].append(marginal(0) / more * 1e6)
+            inside[t].append(marginal(1) / more * 1e6)
             extra[t].append(more)
     for t in tools:
         ratios = [a / b for a, b in zip(per[t], per["perf -g"]) if b > 0]
         ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
+        own = [a - b for a, b in zip(per[t], inside[t])]
         print(f"| {hz} | {t} | {statistics.median(per[t]):.1f} | {min(per[t]):.1f} - {max(per[t]):.1f} "
+              f"| {statistics.median(inside[t]):.1f} | {statistics.median(own):.1f} "
               f"| {int(statistics.median(extra[t]))} | {ratio} |")
 if retries:
     print(f"\n({retries} runs aborted by perf and run again)")
 PY
 fi
-rm -rf pk.run perf.run perf.data
+rm -rf pk.run perf.run perf.data work.cpu
 
 if [[ " $parts " == *" memory "* ]]; then
 echo

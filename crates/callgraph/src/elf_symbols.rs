@@ -139,7 +139,8 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(
         if is_static
             && (options.no_static
                 || (options.ignore_non_functions && !is_function)
-                || !local_name_is_kept(strtab, sym.st_name(endian) as usize))
+                || !(local_name_is_kept(strtab, sym.st_name(endian) as usize)
+                    || (options.keep_fragments && is_function && !name.is_empty())))
         {
             continue;
         }

@@ -15,6 +15,13 @@ pub struct SymbolOptions {
     /// Drop local text symbols that are not `STT_FUNC`, such as assembler labels
     /// (`-D`, `--ignore-non-functions`). Global labels stay. Default is false.
     pub ignore_non_functions: bool,
+    /// Keep the local functions gprof drops as fragments (`f.isra.0`, `f.part.0`, `f.cold`),
+    /// each under its own name, as perf names them. gprof gives their addresses to the
+    /// preceding symbol, which for a clone placed after an unrelated function (an `.isra`
+    /// clone of a C++ template, a `.cold` part in `.text.unlikely`) is another function:
+    /// right for reproducing gprof on gmon files, wrong for listings of sampled programs.
+    /// Default is false (gprof's table).
+    pub keep_fragments: bool,
 }
 
 /// One entry of gprof's symbol table.

@@ -1,14 +1,21 @@
 //! What the collector needs from an ELF file: its build-id, its loadable segments (to turn a
-//! mapping into a load bias) and its unwind sections (for the leaf fix).
+//! mapping into a load bias) and its unwind tables (`.eh_frame`, `.eh_frame_hdr`).
+//!
+//! The tables are mapped, not copied, when no other user can write the file (system
+//! libraries and programs, root's own builds): only the pages the unwinder reads become
+//! resident, and they are the page cache's, shared with the processes that run the file.
+//! Other files get a copy of the two tables alone. `.text` is never read: framehop reads
+//! code bytes only for Mach-O and PE images, and needs just the address range of ELF `.text`.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use gmon_format::bias::{LoadSegment, load_bias};
 use object::read::elf::{ElfFile64, ProgramHeader as _};
 use object::{Object as _, ObjectSection as _};
 
-/// The largest section read (`.text` of the largest programs is about 200 MiB); a file that
-/// claims more is damaged or hostile, and unwinding goes without that section.
+/// The largest section read (`.eh_frame` of the largest programs is a few tens of MiB); a
+/// file that claims more is damaged or hostile, and unwinding goes without that section.
 const MAX_SECTION_BYTES: u64 = 512 << 20;
 
 /// The largest object file opened: the limit of a file whose sections are read on demand.
@@ -16,9 +23,14 @@ const MAX_OBJECT_BYTES: u64 = 16 << 30;
 
 /// Reads what the collector needs of the ELF file at `path`, a path a profiled process chose:
 /// no symbolic link is followed, anything but a regular file is refused without blocking
-/// (a FIFO or `/dev/zero` swapped in), and only the headers and sections used are read.
+/// (a FIFO or `/dev/zero` swapped in), and only the headers and the unwind tables are read
+/// (mapped when no other user can write the file, see the module docs).
 pub(crate) fn read_object(path: &str) -> Option<ElfInfo> {
-    let (file, _) = safe_fs::open(path, &safe_fs::ReadOptions::untrusted(MAX_OBJECT_BYTES)).ok()?;
+    let (file, size) =
+        safe_fs::open(path, &safe_fs::ReadOptions::untrusted(MAX_OBJECT_BYTES)).ok()?;
+    if let Some(map) = safe_fs::Contents::map_private(&file, size) {
+        return ElfInfo::parse_mapped(Arc::new(map));
+    }
     let cache = object::ReadCache::new(file);
     ElfInfo::parse(&cache)
 }
@@ -27,7 +39,30 @@ pub(crate) fn read_object(path: &str) -> Option<ElfInfo> {
 #[derive(Debug, Clone)]
 pub(crate) struct SectionData {
     pub svma: Range<u64>,
-    pub data: Vec<u8>,
+    bytes: Bytes,
+}
+
+/// A section's bytes: copied, or a range of the mapped file.
+#[derive(Debug, Clone)]
+enum Bytes {
+    Copied(Vec<u8>),
+    Mapped(Arc<safe_fs::Contents>, Range<usize>),
+}
+
+impl SectionData {
+    /// Whether the bytes are a range of the mapped file.
+    #[cfg(test)]
+    fn is_mapped(&self) -> bool {
+        matches!(self.bytes, Bytes::Mapped(..))
+    }
+
+    /// The section's bytes.
+    pub(crate) fn data(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Copied(v) => v,
+            Bytes::Mapped(map, r) => &map[r.clone()],
+        }
+    }
 }
 
 /// The parts of an ELF file the collector uses.
@@ -37,7 +72,8 @@ pub(crate) struct ElfInfo {
     /// The entry point (`e_entry`), where the first frame of a program begins.
     pub entry: u64,
     pub segments: Vec<LoadSegment>,
-    pub text: Option<SectionData>,
+    /// The address range of `.text` (its bytes are not needed).
+    pub text: Option<Range<u64>>,
     pub eh_frame: Option<SectionData>,
     pub eh_frame_hdr: Option<SectionData>,
     pub got: Option<Range<u64>>,
@@ -45,9 +81,27 @@ pub(crate) struct ElfInfo {
 
 impl ElfInfo {
     /// Parses a 64-bit ELF image, whole in memory or read on demand (an
-    /// [`object::ReadCache`] of a file fetches only the headers and sections used). Returns
-    /// None if `data` is not one. A section larger than [`MAX_SECTION_BYTES`] is left out.
+    /// [`object::ReadCache`] of a file fetches only the headers and sections used), copying
+    /// its unwind tables. Returns None if `data` is not one. A section larger than
+    /// [`MAX_SECTION_BYTES`] is left out.
     pub(crate) fn parse<'a, R: object::ReadRef<'a>>(data: R) -> Option<ElfInfo> {
+        Self::parse_with(data, |_, bytes| Some(Bytes::Copied(bytes.to_vec())))
+    }
+
+    /// Parses a mapped ELF file, whose unwind tables stay ranges of the map.
+    fn parse_mapped(map: Arc<safe_fs::Contents>) -> Option<ElfInfo> {
+        let base = map.as_ptr() as usize;
+        Self::parse_with(&map[..], |_, bytes| {
+            let start = (bytes.as_ptr() as usize).checked_sub(base)?;
+            let range = start..start.checked_add(bytes.len())?;
+            (range.end <= map.len()).then(|| Bytes::Mapped(map.clone(), range))
+        })
+    }
+
+    fn parse_with<'a, R: object::ReadRef<'a>>(
+        data: R,
+        keep: impl Fn(&str, &'a [u8]) -> Option<Bytes>,
+    ) -> Option<ElfInfo> {
         let file = ElfFile64::<object::Endianness, R>::parse(data).ok()?;
         let endian = file.endian();
         let segments = file
@@ -61,28 +115,62 @@ impl ElfInfo {
                 executable: ph.p_flags(endian).contains(object::elf::PF_X),
             })
             .collect();
+        let range = |name: &str| {
+            let s = file.section_by_name(name)?;
+            Some(s.address()..s.address().checked_add(s.size())?)
+        };
         let section = |name: &str| {
             let s = file.section_by_name(name)?;
             if s.size() > MAX_SECTION_BYTES {
                 return None;
             }
-            let data = s.data().ok()?;
             Some(SectionData {
-                svma: s.address()..s.address() + s.size(),
-                data: data.to_vec(),
+                svma: range(name)?,
+                bytes: keep(name, s.data().ok()?)?,
             })
         };
         Some(ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
             segments,
-            text: section(".text"),
+            text: range(".text"),
             eh_frame: section(".eh_frame"),
             eh_frame_hdr: section(".eh_frame_hdr"),
-            got: file
-                .section_by_name(".got")
-                .map(|s| s.address()..s.address() + s.size()),
+            got: range(".got"),
         })
+    }
+
+    /// The bytes of its unwind tables: what keeping it costs in memory (copied) or may
+    /// become resident (mapped).
+    pub(crate) fn table_bytes(&self) -> u64 {
+        [&self.eh_frame, &self.eh_frame_hdr]
+            .iter()
+            .filter_map(|s| s.as_ref())
+            .map(|s| s.data().len() as u64)
+            .sum()
+    }
+
+    /// The same file without its unwind tables: what a file's mappings need for their load
+    /// biases and build-ids once its tables are dropped.
+    pub(crate) fn headers(&self) -> ElfInfo {
+        ElfInfo {
+            build_id: self.build_id.clone(),
+            entry: self.entry,
+            segments: self.segments.clone(),
+            text: self.text.clone(),
+            eh_frame: None,
+            eh_frame_hdr: None,
+            got: self.got.clone(),
+        }
+    }
+
+    /// Whether `other` is the same file as far as the collector can tell (a file read again
+    /// must be the one read before).
+    pub(crate) fn same_file(&self, other: &ElfInfo) -> bool {
+        self.build_id == other.build_id
+            && self.entry == other.entry
+            && self.segments == other.segments
+            && self.text == other.text
     }
 
     /// The load bias of the executable mapping `start..end` of this file from file offset
@@ -109,15 +197,42 @@ mod tests {
         let lazy = read_object(path.to_str().expect("utf-8 path")).expect("read on demand");
         assert_eq!(lazy.build_id, info.build_id);
         assert_eq!(lazy.segments, info.segments);
-        assert_eq!(
-            lazy.text.as_ref().map(|t| (&t.svma, &t.data)),
-            info.text.as_ref().map(|t| (&t.svma, &t.data))
-        );
+        assert_eq!(lazy.text, info.text);
+        let table = |i: &ElfInfo| {
+            i.eh_frame
+                .as_ref()
+                .map(|t| (t.svma.clone(), t.data().to_vec()))
+        };
+        assert_eq!(table(&lazy), table(&info));
         assert!(!info.segments.is_empty());
         assert!(info.eh_frame.is_some() && info.text.is_some());
         let vdso = crate::snapshot::own_vdso().expect("vdso mapped");
         let v = ElfInfo::parse(&vdso[..]).expect("vdso is ELF");
         assert!(v.eh_frame.is_some());
+    }
+
+    /// A file no other user can write has its unwind tables mapped; one that others can
+    /// write (and could truncate under the map) has them copied; both read alike.
+    #[test]
+    fn tables_are_mapped_only_from_files_no_other_user_can_write() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("collect-perf-map-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let exe = std::env::current_exe().expect("own path");
+        let mut seen = Vec::new();
+        for (name, mode, mapped) in [("private", 0o755, true), ("shared", 0o777, false)] {
+            let path = dir.join(name);
+            std::fs::copy(&exe, &path).expect("copy the executable");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            let info = read_object(path.to_str().expect("utf-8")).expect("an ELF file");
+            let eh = info.eh_frame.as_ref().expect(".eh_frame");
+            assert_eq!(eh.is_mapped(), mapped, "{name}");
+            assert!(info.table_bytes() >= eh.data().len() as u64);
+            assert!(info.headers().eh_frame.is_none() && info.headers().same_file(&info));
+            seen.push(eh.data().to_vec());
+        }
+        assert_eq!(seen[0], seen[1]);
+        std::fs::remove_dir_all(&dir).expect("remove scratch dir");
     }
 
     /// The bias of the executable mapping holding `runtime` (a function of `path` at ELF

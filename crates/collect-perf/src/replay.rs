@@ -171,6 +171,11 @@ impl Replayer {
         }
     }
 
+    /// The index of the latest process with this pid (live or exited).
+    pub(crate) fn latest(&self, pid: u32) -> Option<usize> {
+        self.live.get(&pid).copied()
+    }
+
     /// The processes so far, in order of first appearance.
     pub(crate) fn processes(&self) -> &[Process] {
         &self.out.processes

@@ -165,7 +165,8 @@ type Files = Vec<(String, Vec<u8>)>;
 /// window (of the application or instance `--app` names, or of all), for fleet
 /// back ends (Pyroscope, Parca), as `DIR/w<seq>.<app>#<n>.<ext>` (the name escaped as in the
 /// index, `/` as `%2F`), each sample labelled `host`, `app`, `instance` (`app#n`) and
-/// `container_id` (when the process had one) beside the model's own (`pid`, `comm`); returns
+/// `container_id` and `cgroup_id` (when the process was running at the window's end and had
+/// them) beside the model's own (`pid`, `comm`); returns
 /// the files written.
 #[cfg(target_os = "linux")]
 pub(crate) fn export_instances(
@@ -220,7 +221,7 @@ pub(crate) fn export_instances(
                     continue;
                 }
                 let s = Seamless::build(&one, &ProcessSelection::Pids(vec![(pid, n)]), &options)?;
-                let labels = vec![
+                let mut labels = vec![
                     ("host".to_string(), index.host.clone()),
                     (
                         "app".to_string(),
@@ -228,6 +229,12 @@ pub(crate) fn export_instances(
                     ),
                     ("instance".to_string(), i.appid()),
                 ];
+                if let Some(c) = &i.container {
+                    labels.push(("container_id".to_string(), c.clone()));
+                }
+                if let Some(id) = i.cgroup_id {
+                    labels.push(("cgroup_id".to_string(), id.to_string()));
+                }
                 let model = callgraph::export_view(&sum_seamless_models(&[(s.model, labels)]));
                 let mut bytes = Vec::new();
                 let mut eo = profile_export::ExportOptions::default();

@@ -73,8 +73,11 @@ window. DIR/wNNNNNNNN is one complete measurement per window (written as
 complete windows); DIR/index lists the windows and, for each file set, its
 application instance APP#N (SLEEPY's appid: the command name and its
 instance number; a reused pid is a new instance). SIGUSR1 pauses sampling,
-SIGUSR2 resumes it. Memory stays bounded: one window's distinct stacks plus
-the live processes' mappings, whatever the run's length.
+SIGUSR2 resumes it. Memory stays bounded whatever the run's length: one
+window's distinct stacks, the live processes' mappings, the unwind tables
+(.eh_frame) of the files they run, and at most 64 MiB of tables of files no
+live process runs. Tables are mapped from files no other user can write (only
+the pages read are resident, shared with the page cache), copied otherwise.
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL
@@ -675,20 +678,45 @@ mod tests {
 
     #[test]
     fn truncated_stacks_are_explained_with_a_remedy() {
-        assert_eq!(truncated_note(0, 100, 2048, 1024), None);
-        let note = truncated_note(51, 100, 2048, 1024).unwrap();
+        let none = collect_perf::UnwindStats::default();
+        assert_eq!(truncated_note(0, 100, &none, 2048, 1024), None);
+        let mut copy = collect_perf::UnwindStats::default();
+        (copy.stack_copy, copy.callchain_limit) = (40, 11);
+        let note = truncated_note(51, 100, &copy, 2048, 1024).unwrap();
         assert!(
             note.starts_with("51% of the stacks are truncated"),
             "{note}"
         );
-        assert!(note.contains("--stack-size 65528"), "{note}");
-        assert!(note.contains("--max-stack, now 1024"), "{note}");
-        let note = truncated_note(1, 3, collect_perf::MAX_USER_STACK_BYTES, 127).unwrap();
-        assert!(!note.contains("--stack-size"), "{note}");
         assert!(
-            note.ends_with("build with -fno-omit-frame-pointer"),
+            note.contains("40 ended with the 2048-byte stack copy: copy more (--stack-size 65528)"),
             "{note}"
         );
+        assert!(
+            note.contains(
+                "11 reached the callchain limit: allow deeper chains (--max-stack, now 1024)"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("unwind information"), "{note}");
+        // At the largest copy only frame pointers help; a rare truncation is counted, not
+        // rounded to 0%.
+        let mut copy = collect_perf::UnwindStats::default();
+        copy.stack_copy = 1;
+        let note = truncated_note(1, 300, &copy, collect_perf::MAX_USER_STACK_BYTES, 127).unwrap();
+        assert!(
+            note.starts_with("1 of 300 stacks (0.3%) are truncated"),
+            "{note}"
+        );
+        assert!(!note.contains("--stack-size"), "{note}");
+        assert!(
+            note.contains("build with -fno-omit-frame-pointer (frame pointers go on"),
+            "{note}"
+        );
+        let mut info = collect_perf::UnwindStats::default();
+        info.unwind_info = 3;
+        let note = truncated_note(3, 30, &info, 8192, 127).unwrap();
+        assert!(note.ends_with("or keep its .eh_frame"), "{note}");
+        assert!(!note.contains("--max-stack"), "{note}");
     }
 
     #[test]

@@ -65,6 +65,18 @@ pub(crate) fn write_listing(
     let mut specs = crate::listing::symspecs(o);
     relabel_symspecs(&mut specs);
     let mut analysis = Analysis::with_symspecs(view.table, &view.sum, &specs);
+    if !analysis.has_histogram() && !analysis.has_arcs {
+        // gprof's "gmon.out file is missing histogram" would send the user looking for a
+        // damaged file; the usual cause is a process shorter than one sample period. The
+        // header above is the listing then, so this is a note, not a failure.
+        eprintln!(
+            "pkgprof: note: nothing to list: the selected processes have no samples (their \
+             headers above give their CPU time; a process gets its first sample after a whole \
+             sample period of CPU time, 1 ms at pkgmon's default -F 1000); record a longer \
+             run, or sample faster (pkgmon -F 10000)"
+        );
+        return Ok(());
+    }
     if exact {
         apply_stacks(&mut analysis, &view.stacks);
     }

@@ -360,6 +360,47 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
             && raw.contains("instances/u:burn"),
         "{raw}"
     );
+    // The instance's cgroup: the id of this test's cgroup v2 (the children stay in it), in
+    // the index while it ran and as a label of its profiles.
+    let cgroup = own_cgroup_id();
+    let ids: Vec<Option<u64>> = (index.windows.iter())
+        .flat_map(|w| &w.instances)
+        .filter(|i| i.pid == b_pid)
+        .map(|i| i.cgroup_id)
+        .collect();
+    assert!(ids.contains(&Some(cgroup)), "{ids:?} vs {cgroup}");
+    assert!(ids.iter().flatten().all(|&id| id == cgroup), "{ids:?}");
+    assert!(
+        (mine.iter()).any(|f| {
+            let raw = Command::new("go")
+                .args(["tool", "pprof", "-raw", f])
+                .output()
+                .expect("go tool pprof");
+            String::from_utf8_lossy(&raw.stdout).contains(&format!("cgroup_id:[{cgroup}]"))
+        }),
+        "no profile of {kb} labelled cgroup_id {cgroup}"
+    );
+}
+
+/// The id of this process's cgroup v2: the inode number of its directory under the cgroup2
+/// mount (what `PERF_SAMPLE_CGROUP` reports).
+fn own_cgroup_id() -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let root = mounts
+        .lines()
+        .find(|l| {
+            l.split(" - ")
+                .nth(1)
+                .is_some_and(|f| f.starts_with("cgroup2 "))
+        })
+        .and_then(|l| l.split(' ').nth(4))
+        .expect("a cgroup2 mount");
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let path = own.lines().find_map(|l| l.strip_prefix("0::")).unwrap();
+    std::fs::metadata(format!("{root}{}", path.trim_end_matches('/')))
+        .unwrap()
+        .ino()
 }
 
 /// A SIGKILLed collector leaves only complete windows listed; the next run removes the

@@ -688,7 +688,8 @@ fn bad_arguments_say_what_is_accepted() {
 
 /// Names as perf prints them: a PLT stub is `strlen@plt` (never the `_init` before the PLT),
 /// a 64-bit system call `__x64_sys_getppid` (not its `__ia32_sys_` alias), the vDSO's code
-/// `__vdso_clock_gettime`, called by libc's `clock_gettime`.
+/// `__vdso_clock_gettime`, called by libc's `clock_gettime`, a compiler's clone
+/// `scaled.isra.0` under its own name.
 #[test]
 fn names_are_the_ones_perf_prints() {
     let _s = serial();
@@ -723,4 +724,20 @@ fn names_are_the_ones_perf_prints() {
         text.contains(&format!("{pid}u:clock_gettime")) && !has("u:[vdso]"),
         "{text}"
     );
+    // A clone is charged to itself (gprof's table would drop the local `.isra.0` name and
+    // give its quarter of the run to whatever function precedes it in the file).
+    let flat = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+        .args(["-b", "-p", "--pid", &pid.to_string()])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let flat = String::from_utf8_lossy(&flat.stdout);
+    let self_share = flat_self_seconds(&flat);
+    let total: f64 = self_share.iter().map(|(_, s)| s).sum();
+    let clone: f64 = self_share
+        .iter()
+        .filter(|(n, _)| n == &format!("{pid}u:scaled.isra.0"))
+        .map(|(_, s)| s)
+        .sum();
+    assert!(clone > 0.15 * total, "{clone} of {total} s\n{flat}");
 }

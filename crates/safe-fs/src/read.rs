@@ -122,6 +122,26 @@ impl Contents {
     }
 }
 
+impl Contents {
+    /// Maps a file opened with [`open`] read-only, whatever its size, when no other user can
+    /// write it (the rule of [`Map::LargePrivate`]) and it still has the `size` that [`open`]
+    /// checked; None otherwise (the caller then reads the parts it needs).
+    ///
+    /// For readers that touch a small part of a large file (an unwinder's tables): only the
+    /// pages read become resident, and they are the page cache's, shared with every process
+    /// that maps the file.
+    pub fn map_private(file: &File, size: u64) -> Option<Contents> {
+        let st = sys::fstat(file.as_fd()).ok()?;
+        if !is_private(&st) || st.st_size.max(0) as u64 != size || size == 0 {
+            return None;
+        }
+        // Safety: only files that no other user can write are mapped; a truncation by their
+        // owner while mapped would raise SIGBUS, the documented limit of this crate.
+        let m = unsafe { memmap2::Mmap::map(file) }.ok()?;
+        (m.len() as u64 == size).then_some(Contents(Inner::Mapped(m)))
+    }
+}
+
 impl Deref for Contents {
     type Target = [u8];
 
@@ -260,8 +280,7 @@ fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
             },
         ));
     }
-    let private = (st.st_uid == 0 || st.st_uid == sys::euid())
-        && st.st_mode & (libc::S_IWGRP | libc::S_IWOTH) == 0;
+    let private = is_private(&st);
     let map = size >= MAP_THRESHOLD
         && match opts.map {
             Map::Never => false,
@@ -280,6 +299,13 @@ fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
         }
     }
     read_capped(file, path, opts.max_bytes, Some(size))
+}
+
+/// Whether no other user can write the file: owned by root or by the reader's effective
+/// user, and not writable by group or others (the rule of [`Map::LargePrivate`]).
+fn is_private(st: &libc::stat) -> bool {
+    (st.st_uid == 0 || st.st_uid == sys::euid())
+        && st.st_mode & (libc::S_IWGRP | libc::S_IWOTH) == 0
 }
 
 /// Copies at most `limit` bytes (and at most `size`, when known); a file with more than

@@ -222,7 +222,12 @@ fn read(path: &Path, data: &[u8], build_id: Option<&[u8]>) -> Result<LoadedObjec
             }
         })
         .collect();
-    let (table, dynamic_only) = match SymbolTable::parse(path, data, &SymbolOptions::default()) {
+    // Sampled code is charged to the function it is in, clones and cold parts included.
+    let options = SymbolOptions {
+        keep_fragments: true,
+        ..SymbolOptions::default()
+    };
+    let (table, dynamic_only) = match SymbolTable::parse(path, data, &options) {
         Ok(t) => (t, false),
         Err(Error::NoSymbols { .. }) => (dynamic_table(&file), true),
         Err(e) => return Err(e.to_string()),

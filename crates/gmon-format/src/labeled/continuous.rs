@@ -47,7 +47,10 @@
 //!   end, from its exit record or its latest /proc reading; absent when neither was seen),
 //!   `begin` and `end` (CLOCK_REALTIME ns of its start and exit, when they fall in the window
 //!   or are known), `container` (the container id found in the process's cgroup path, when
-//!   it has one: 64 hex digits, as Docker, containerd and Podman name them). Unknown keys
+//!   it has one: 64 hex digits, as Docker, containerd and Podman name them), `cgroup` (the
+//!   id of the process's cgroup v2, the number `PERF_SAMPLE_CGROUP` and `PERF_RECORD_CGROUP`
+//!   report and `perf --all-cgroups` sorts by: the inode number of its directory in the
+//!   cgroup file system; absent for a process gone before the window ended). Unknown keys
 //!   are kept by readers
 //!   ([`IndexInstance::extra`]), so minor additions stay readable.
 //! * `end <windows>`: the last line, with the number of windows listed. An index without it
@@ -140,6 +143,8 @@ pub struct IndexInstance {
     pub end_ns: Option<u64>,
     /// The container id in its cgroup path, if it has one.
     pub container: Option<String>,
+    /// The id of its cgroup (v2), as `PERF_SAMPLE_CGROUP` reports it, if read.
+    pub cgroup_id: Option<u64>,
     /// Keys this reader does not know, as written.
     pub extra: Vec<(String, String)>,
 }
@@ -233,6 +238,7 @@ impl ContinuousIndex {
                     ("cpu-ns", i.cpu_ns),
                     ("begin", i.begin_ns),
                     ("end", i.end_ns),
+                    ("cgroup", i.cgroup_id),
                 ];
                 for (k, v) in opt {
                     if let Some(v) = v {
@@ -385,6 +391,7 @@ impl ContinuousIndex {
                             "cpu-ns" => i.cpu_ns = Some(number(v, k, n, at)?),
                             "begin" => i.begin_ns = Some(number(v, k, n, at)?),
                             "end" => i.end_ns = Some(number(v, k, n, at)?),
+                            "cgroup" => i.cgroup_id = Some(number(v, k, n, at)?),
                             "container" => {
                                 i.container = Some(text_of(name(Some(v), "container")?, k)?)
                             }
@@ -454,6 +461,7 @@ mod tests {
                     begin_ns: None,
                     end_ns: Some(19),
                     container: Some("ab12".into()),
+                    cgroup_id: Some(4242),
                     extra: vec![("later".into(), "x".into())],
                 }],
             }],

@@ -44,34 +44,61 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
     );
 }
 
-/// One line on truncated stacks, if any: what they cost and how to have fewer.
+/// One line on truncated stacks, if any: how many, and for each reason that took some (the
+/// unwinder counts them) the remedy for that reason, so that the user changes the right knob.
 pub(super) fn truncated_note(
     truncated: u64,
     samples: u64,
+    reasons: &collect_perf::UnwindStats,
     stack_size: u32,
     max_stack: u16,
 ) -> Option<String> {
     if truncated == 0 || samples == 0 {
         return None;
     }
-    let mut remedies = Vec::new();
-    if stack_size < collect_perf::MAX_USER_STACK_BYTES {
-        remedies.push(format!(
-            "copy more stack (--stack-size {})",
-            collect_perf::MAX_USER_STACK_BYTES
+    let share = 100.0 * truncated as f64 / samples as f64;
+    let share = if share < 1.0 {
+        format!("{truncated} of {samples} stacks ({share:.1}%) are")
+    } else {
+        format!("{share:.0}% of the stacks are")
+    };
+    let mut causes = Vec::new();
+    if reasons.stack_copy > 0 {
+        causes.push(if stack_size < collect_perf::MAX_USER_STACK_BYTES {
+            format!(
+                "{} ended with the {stack_size}-byte stack copy: copy more (--stack-size {}) \
+                 or build with -fno-omit-frame-pointer",
+                reasons.stack_copy,
+                collect_perf::MAX_USER_STACK_BYTES
+            )
+        } else {
+            format!(
+                "{} ended with the {stack_size}-byte stack copy, the most the kernel gives: \
+                 build with -fno-omit-frame-pointer (frame pointers go on past the copy)",
+                reasons.stack_copy
+            )
+        });
+    }
+    if reasons.callchain_limit > 0 {
+        causes.push(format!(
+            "{} reached the callchain limit: allow deeper chains (--max-stack, now {max_stack})",
+            reasons.callchain_limit
         ));
     }
-    remedies.push(format!(
-        "allow deeper chains (--max-stack, now {max_stack})"
-    ));
-    remedies.push("build with -fno-omit-frame-pointer".to_string());
+    if reasons.unwind_info > 0 {
+        causes.push(format!(
+            "{} met code with neither unwind information nor frame pointers: build it with \
+             -fno-omit-frame-pointer, or keep its .eh_frame",
+            reasons.unwind_info
+        ));
+    }
+    if causes.is_empty() {
+        causes.push("build with -fno-omit-frame-pointer".to_owned());
+    }
     Some(format!(
-        "{:.0}% of the stacks are truncated (listings show their outer end as [truncated], \
-         and inclusive times miss those callers): the {stack_size}-byte stack copy or the \
-         callchain ran out, or unwind information was missing (the info files count each \
-         reason); {}",
-        100.0 * truncated as f64 / samples as f64,
-        remedies.join(", or ")
+        "{share} truncated (listings show their outer end as [truncated], and inclusive times \
+         miss those callers); {}",
+        causes.join("; ")
     ))
 }
 
@@ -99,6 +126,17 @@ pub(super) fn print_summary(
         rec.throttled,
         s.truncated_stacks
     );
+    if s.samples == 0 && s.processes > 0 {
+        let cpu_ns: u64 = s.file_sets.iter().filter_map(|f| f.cpu_ns).sum();
+        eprintln!(
+            "pkgmon: note: no samples: the profiled processes used {:.3} ms of CPU time, and \
+             the kernel samples a task after a whole sample period of it ({} us at -F {}); \
+             profile a longer run, or sample faster (-F 10000)",
+            cpu_ns as f64 / 1e6,
+            1_000_000 / rec.frequency.max(1),
+            rec.frequency
+        );
+    }
     if args.all {
         eprintln!(
             "pkgmon: kernel samples for no process: {}, for other processes: {}",
@@ -132,6 +170,7 @@ pub(super) fn print_summary(
     if let Some(note) = truncated_note(
         s.truncated_stacks,
         s.samples,
+        &s.unwind,
         args.stack_size,
         args.max_stack,
     ) {

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The continuous collector's memory over a long run with processes starting and dying all the
+# time, and whether its index accounts for every one of them.
+#
+#   bash benches/soak-continuous.sh                          (1 hour, ~100,000 processes)
+#   SECONDS_TOTAL=300 WINDOW=30 bash benches/soak-continuous.sh      (shorter)
+#   PKGMON=path/to/pkgmon bash benches/soak-continuous.sh          (a pkgmon already built)
+#   BASELINE=path/to/old/pkgmon bash benches/soak-continuous.sh    (an older pkgmon beside it)
+#
+# `pkgmon --continuous -a` samples the whole machine (default 19 Hz, WINDOW-second windows)
+# while benches/workloads/churn.c starts RATE (default 28) short-lived processes a second for
+# SECONDS_TOTAL seconds (default 3600): in turn /bin/true, /bin/sh -c 'exit 0', a program
+# that burns 3 ms, and a fork that burns 2 ms without exec. Every WINDOW seconds the script
+# prints pkgmon's VmRSS, VmHWM, RssAnon and RssFile (/proc/<pid>/status) and the load. At the
+# end (SIGINT: the last window is finished) every child (pid, fork and exit time, logged by
+# churn before reaping it) must appear in the index as an instance line of its pid whose life
+# overlaps the child's, with one application instance per program image.
+#
+# With BASELINE, a second `pkgmon --continuous -a` (another build) samples the same machine at
+# the same time, and its memory is printed beside: a before/after comparison on one workload.
+#
+# Needs root and cc. Output goes to OUT (default: a temporary directory, removed at the end).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+seconds="${SECONDS_TOTAL:-3600}"
+rate="${RATE:-28}"
+window="${WINDOW:-60}"
+for tool in cc python3; do
+  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+if [ -n "${PKGMON:-}" ]; then
+  pkgmon="$(realpath "$PKGMON")"
+else
+  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+  pkgmon="$root/target/release/pkgmon"
+fi
+if [ -n "${OUT:-}" ]; then
+  work="$OUT"
+  mkdir -p "$work"
+else
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+fi
+cc -O2 -o "$work/churn" "$root/benches/workloads/churn.c"
+rm -rf "$work/cont"
+
+"$pkgmon" --continuous -a -o "$work/cont" --window "${window}s" 2>"$work/pkgmon.err" &
+mon=$!
+base=""
+if [ -n "${BASELINE:-}" ]; then
+  "$(realpath "$BASELINE")" --continuous -a -o "$work/base" --window "${window}s" 2>"$work/base.err" &
+  base=$!
+fi
+sleep 2
+"$work/churn" "$rate" "$seconds" "$work/children" &
+churn=$!
+status() {
+  awk '/^(VmRSS|VmHWM|RssAnon|RssFile):/ { printf "%s %s  ", $1, $2 }' "/proc/$mon/status"
+  if [ -n "$base" ]; then
+    printf '| baseline: '
+    awk '/^(VmRSS|VmHWM|RssAnon|RssFile):/ { printf "%s %s  ", $1, $2 }' "/proc/$base/status"
+  fi
+}
+echo "pkgmon $pkgmon, pid $mon; $rate processes/s for $seconds s, ${window} s windows"
+echo "start: $(status) load $(cut -d' ' -f1-3 /proc/loadavg)"
+t0=$SECONDS
+while kill -0 "$churn" 2>/dev/null; do
+  sleep "$window" & wait $! || true
+  kill -0 "$mon" 2>/dev/null || { echo "pkgmon died" >&2; cat "$work/pkgmon.err" >&2; exit 1; }
+  echo "t=$((SECONDS - t0))s children=$(wc -l <"$work/children") $(status) load $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+wait "$churn"
+sleep 1
+kill -INT "$mon"
+wait "$mon" || { echo "pkgmon failed:" >&2; cat "$work/pkgmon.err" >&2; exit 1; }
+if [ -n "$base" ]; then
+  kill -INT "$base"
+  wait "$base" || true
+fi
+
+python3 - "$work/children" "$work/cont/index" <<'EOF'
+import collections, sys
+children, total = [], None
+for line in open(sys.argv[1]):
+    f = line.split()
+    if f[0] == "total":
+        total = int(f[1])
+    else:
+        children.append(tuple(int(x) for x in f))
+windows, by_pid = [], collections.defaultdict(list)
+for line in open(sys.argv[2]):
+    f = line.split()
+    if f[0] == "window":
+        kv = dict(x.split("=", 1) for x in f[5:])
+        windows.append((int(f[1]), int(kv["samples"]), int(kv["lost"]), int(kv["rss-kib"])))
+    elif f[0] == "instance":
+        kv = dict(x.split("=", 1) for x in f[3:])
+        by_pid[int(kv["pid"])].append((f[2], int(kv.get("begin", 0)), int(kv.get("end", 0) or 0), int(kv["samples"])))
+# A child is found when an instance line of its pid overlaps its life (100 ms of slack for
+# the clocks); it is counted once when each of its program images is one application
+# instance (the same app#n in every window it spans).
+slack = 100_000_000
+missing, double, sampled = [], [], 0
+for pid, ticks, fork_ns, exit_ns in children:
+    lines = [l for l in by_pid.get(pid, [])
+             if (l[1] == 0 or l[1] <= exit_ns + slack) and (l[2] == 0 or l[2] >= fork_ns - slack)]
+    if not lines:
+        missing.append(pid)
+        continue
+    appids = {l[0] for l in lines}
+    if len(appids) != len({a.split("#")[0] for a in appids}):
+        double.append((pid, sorted(appids)))
+    sampled += any(l[3] > 0 for l in lines)
+rss = [w[3] for w in windows]
+print(f"children: {total} started, {len(children)} logged, {len(children) - len(missing)} in the index, "
+      f"{len(missing)} missing, {len(double)} counted twice, {sampled} with samples")
+print(f"windows: {len(windows)}, samples {sum(w[1] for w in windows)}, lost {sum(w[2] for w in windows)}")
+if rss:
+    print(f"rss-kib at window ends: first {rss[0]}, max {max(rss)}, last {rss[-1]}, "
+          f"median of the last half {sorted(rss[len(rss)//2:])[len(rss[len(rss)//2:])//2]}")
+if missing:
+    print("missing (first 10):", missing[:10])
+if double:
+    print("counted twice (first 10):", double[:10])
+sys.exit(1 if missing or double or total != len(children) else 0)
+EOF
