@@ -87,7 +87,7 @@ for line in open(sys.argv[1]):
         total = int(f[1])
     else:
         children.append(tuple(int(x) for x in f))
-windows, by_pid = [], collections.defaultdict(list)
+windows, groups = [], collections.defaultdict(lambda: [None, None, 0])
 for line in open(sys.argv[2]):
     f = line.split()
     if f[0] == "window":
@@ -95,15 +95,36 @@ for line in open(sys.argv[2]):
         windows.append((int(f[1]), int(kv["samples"]), int(kv["lost"]), int(kv["rss-kib"])))
     elif f[0] == "instance":
         kv = dict(x.split("=", 1) for x in f[3:])
-        by_pid[int(kv["pid"])].append((f[2], int(kv.get("begin", 0)), int(kv.get("end", 0) or 0), int(kv["samples"])))
-# A child is found when an instance line of its pid overlaps its life (100 ms of slack for
-# the clocks); it is counted once when each of its program images is one application
-# instance (the same app#n in every window it spans).
+        # One application instance over the windows it spans: its earliest begin, latest end.
+        g = groups[(int(kv["pid"]), f[2])]
+        if "begin" in kv:
+            g[0] = min(g[0] or 1 << 64, int(kv["begin"]))
+        if "end" in kv:
+            g[1] = max(g[1] or 0, int(kv["end"]))
+        g[2] += int(kv["samples"])
+by_pid = collections.defaultdict(list)
+for (pid, appid), (begin, end, samples) in groups.items():
+    by_pid[pid].append([appid, begin, end, samples])
+# An instance without an end (its last window saw it running, or an exec replaced it in a
+# window where it had no line) ended at the latest when its pid began another one.
+for lines in by_pid.values():
+    timed = sorted((l for l in lines if l[1] is not None), key=lambda l: l[1])
+    for a, b in zip(timed, timed[1:]):
+        if a[2] is None:
+            a[2] = b[1]
+# A child is found when an application instance of its pid overlaps its life (100 ms of
+# slack for the clocks; an instance with no end ran on past the index). It is counted once
+# when each of its program images is one application instance. Instances without any time
+# (a file set whose process was never seen starting or named, `[unknown]`) are counted only
+# for a child nothing else matched.
 slack = 100_000_000
 missing, double, sampled = [], [], 0
 for pid, ticks, fork_ns, exit_ns in children:
-    lines = [l for l in by_pid.get(pid, [])
-             if (l[1] == 0 or l[1] <= exit_ns + slack) and (l[2] == 0 or l[2] >= fork_ns - slack)]
+    cands = by_pid.get(pid, [])
+    lines = [l for l in cands if l[1] is not None
+             and l[1] <= exit_ns + slack and (l[2] is None or l[2] >= fork_ns - slack)]
+    if not lines:
+        lines = [l for l in cands if l[1] is None and l[2] is None]
     if not lines:
         missing.append(pid)
         continue

@@ -202,9 +202,71 @@ fn number<T: std::str::FromStr>(text: &str, what: &str, line: usize, at: usize) 
         .map_err(|_| index_error(line, at, format!("{what}: `{text}' is not a number")))
 }
 
+impl IndexWindow {
+    /// Its lines in the index: the `window` line, then one `instance` line per file set.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "window {} {} {} {} samples={} lost={} rss-kib={}",
+            self.seq,
+            escape(self.dir.as_bytes()),
+            self.start_ns,
+            self.end_ns,
+            self.samples,
+            self.lost,
+            self.rss_kib
+        );
+        for i in &self.instances {
+            let _ = write!(
+                s,
+                "instance {} {} pid={}",
+                escape(i.label.as_bytes()),
+                i.appid(),
+                i.pid
+            );
+            let opt = [
+                ("start", i.start_ticks),
+                ("samples", Some(i.samples)),
+                ("cpu-ns", i.cpu_ns),
+                ("begin", i.begin_ns),
+                ("end", i.end_ns),
+                ("cgroup", i.cgroup_id),
+            ];
+            for (k, v) in opt {
+                if let Some(v) = v {
+                    let _ = write!(s, " {k}={v}");
+                }
+            }
+            if let Some(c) = &i.container {
+                let _ = write!(s, " container={}", escape(c.as_bytes()));
+            }
+            for (k, v) in &i.extra {
+                let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v.as_bytes()));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
 impl ContinuousIndex {
     /// Writes the index.
-    pub fn write<W: std::io::Write>(&self, mut out: W) -> Result<()> {
+    pub fn write<W: std::io::Write>(&self, out: W) -> Result<()> {
+        self.write_with(out, |_| None)
+    }
+
+    /// Writes the index, taking a window's lines from `lines` where it has them
+    /// ([`IndexWindow::to_text`], kept by a writer that holds each window's lines rather than
+    /// its instances: the file's bytes rather than parsed instances with their allocations), and
+    /// from the window
+    /// otherwise. Writes as it goes: nothing the size of the index is built in memory.
+    pub fn write_with<'a, W: std::io::Write>(
+        &self,
+        mut out: W,
+        lines: impl Fn(&IndexWindow) -> Option<&'a str>,
+    ) -> Result<()> {
+        let io = |e| Error::new(ErrorKind::Io(e));
         let mut s = String::new();
         let _ = writeln!(s, "{INDEX_MAGIC} {INDEX_VERSION}");
         let _ = writeln!(s, "host {}", escape(self.host.as_bytes()));
@@ -212,51 +274,14 @@ impl ContinuousIndex {
             let _ = writeln!(s, "boot-id {}", escape(b.as_bytes()));
         }
         let _ = writeln!(s, "frequency {}", self.frequency);
+        out.write_all(s.as_bytes()).map_err(io)?;
         for w in &self.windows {
-            let _ = writeln!(
-                s,
-                "window {} {} {} {} samples={} lost={} rss-kib={}",
-                w.seq,
-                escape(w.dir.as_bytes()),
-                w.start_ns,
-                w.end_ns,
-                w.samples,
-                w.lost,
-                w.rss_kib
-            );
-            for i in &w.instances {
-                let _ = write!(
-                    s,
-                    "instance {} {} pid={}",
-                    escape(i.label.as_bytes()),
-                    i.appid(),
-                    i.pid
-                );
-                let opt = [
-                    ("start", i.start_ticks),
-                    ("samples", Some(i.samples)),
-                    ("cpu-ns", i.cpu_ns),
-                    ("begin", i.begin_ns),
-                    ("end", i.end_ns),
-                    ("cgroup", i.cgroup_id),
-                ];
-                for (k, v) in opt {
-                    if let Some(v) = v {
-                        let _ = write!(s, " {k}={v}");
-                    }
-                }
-                if let Some(c) = &i.container {
-                    let _ = write!(s, " container={}", escape(c.as_bytes()));
-                }
-                for (k, v) in &i.extra {
-                    let _ = write!(s, " {}={}", escape(k.as_bytes()), escape(v.as_bytes()));
-                }
-                s.push('\n');
+            match lines(w) {
+                Some(text) => out.write_all(text.as_bytes()).map_err(io)?,
+                None => out.write_all(w.to_text().as_bytes()).map_err(io)?,
             }
         }
-        let _ = writeln!(s, "end {}", self.windows.len());
-        out.write_all(s.as_bytes())
-            .map_err(|e| Error::new(ErrorKind::Io(e)))
+        writeln!(out, "end {}", self.windows.len()).map_err(io)
     }
 
     /// Reads an index.
@@ -473,6 +498,20 @@ mod tests {
         let index = sample();
         let mut text = Vec::new();
         index.write(&mut text).unwrap();
+        // A window's lines kept as text write the same index.
+        let kept: Vec<String> = index.windows.iter().map(IndexWindow::to_text).collect();
+        let mut bare = index.clone();
+        bare.windows.iter_mut().for_each(|w| w.instances.clear());
+        let mut again = Vec::new();
+        bare.write_with(&mut again, |w| {
+            let k = bare.windows.iter().position(|x| x.seq == w.seq)?;
+            Some(kept[k].as_str())
+        })
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(again).unwrap(),
+            String::from_utf8(text.clone()).unwrap()
+        );
         let s = String::from_utf8(text.clone()).unwrap();
         assert!(
             s.contains("instance 1377_1 my%20prog%23%25%3D#3 pid=1377 start=812 samples=4"),
