@@ -7,12 +7,16 @@
 #   - postmark: N Postmark-like transactions on small files (create, write 4 KiB, read, delete:
 #     7 system calls each), the workload OSprof measured its overhead on.
 # Each workload times its own loop (benches/workloads/*.c print it), so the figures are the
-# traced program's slowdown, without the tools' start-up and file writing; the whole run's
-# wall time is printed beside. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and
-# the median of RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
+# traced program's slowdown, without the tools' start-up and file writing: its CPU time per
+# operation (pkgmon's programs and perf's tracepoints run in the traced task, and CPU time
+# moves less than elapsed time on a loaded machine) and its elapsed time per operation (the
+# figure for strace, whose tracer works while the traced task waits), then the whole run's
+# wall time. Runs are interleaved (bare, pkgmon, ..., bare, pkgmon, ...) and the median of
+# RUNS is taken. pkgmon's lost records (ring path), calls left out of a full map
 # (BPF path) and checksum mismatches are counted.
 #
 #   bash benches/compare-latency.sh          (RUNS=5 GETPID_N=200000 POSTMARK_N=5000)
+#   PKGMON=path/to/pkgmon bash benches/compare-latency.sh     (a pkgmon already built)
 #
 # Needs root, perf and strace. Quote figures with the load average the script prints.
 set -euo pipefail
@@ -22,13 +26,18 @@ getpid_n="${GETPID_N:-200000}"
 postmark_n="${POSTMARK_N:-5000}"
 command -v perf >/dev/null || { echo "needs perf" >&2; exit 1; }
 command -v strace >/dev/null || { echo "needs strace" >&2; exit 1; }
-cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+if [ -n "${PKGMON:-}" ]; then
+  pkgmon="$(realpath "$PKGMON")"
+else
+  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+  pkgmon="$root/target/release/pkgmon"
+fi
 work="$(mktemp -d /tmp/compare-latency.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/getpid" "$root/benches/workloads/getpid.c"
 cc -O2 -o "$work/postmark" "$root/benches/workloads/postmark.c"
 mkdir -p "$work/files"
-python3 - "$root/target/release/pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" <<'PY'
+python3 - "$pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" <<'PY'
 import os, re, shutil, statistics, subprocess, sys, time
 
 pkgmon, work, runs, getpid_n, postmark_n = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -46,7 +55,7 @@ workloads = [
     ("getpid", [os.path.join(work, "getpid"), getpid_n], int(getpid_n), 1),
     ("postmark", [os.path.join(work, "postmark"), os.path.join(work, "files"), postmark_n], int(postmark_n), 7),
 ]
-own_re = re.compile(r"^(getpid|postmark): ([0-9.]+) (ns|us) per", re.M)
+own_re = re.compile(r"^(getpid|postmark): ([0-9.]+) (ns|us) per [a-z]+ \(cpu ([0-9.]+) ", re.M)
 lost_re = re.compile(r"samples, ([0-9]+) lost")
 
 failed = {}
@@ -56,10 +65,11 @@ def loadavg():
 
 print(f"{os.cpu_count()} cpus; load average at start: {loadavg()}; {runs} runs each, medians")
 print()
-print("| workload | tool | loop time per op | vs bare | added per system call | whole run wall (s) | lost records | checksums |")
-print("|---|---|---|---|---|---|---|---|")
+print("| workload | tool | CPU per op | vs bare | added per system call | elapsed per op | whole run wall (s) | lost records | checksums |")
+print("|---|---|---|---|---|---|---|---|---|")
 for name, cmd, n, calls_per_op in workloads:
     per_op = {t: [] for t, _ in tools}
+    elapsed = {t: [] for t, _ in tools}
     wall = {t: [] for t, _ in tools}
     lost = {t: 0 for t, _ in tools}
     mismatch = {t: 0 for t, _ in tools}
@@ -76,12 +86,14 @@ for name, cmd, n, calls_per_op in workloads:
                 # build-id code): say so in the table rather than stop.
                 failed.setdefault((name, tool), p.stderr.strip().splitlines()[:1])
                 per_op[tool].append(float("nan"))
+                elapsed[tool].append(float("nan"))
                 continue
             m = own_re.search(p.stderr)
             if not m:
                 sys.exit(f"{tool} {name}: no loop time in: {p.stderr}")
             unit = m.group(3)
-            per_op[tool].append(float(m.group(2)))
+            elapsed[tool].append(float(m.group(2)))
+            per_op[tool].append(float(m.group(4)))
             if tool.startswith("pkgmon"):
                 lm = lost_re.search(p.stderr)
                 lost[tool] = max(lost[tool], int(lm.group(1)) if lm else 0)
@@ -95,7 +107,7 @@ for name, cmd, n, calls_per_op in workloads:
     for tool, _ in tools:
         ok = [v for v in per_op[tool] if v == v]
         if not ok:
-            print(f"| {name} ({n}) | {tool} | failed: {' '.join(failed[(name, tool)])} | | | | | |")
+            print(f"| {name} ({n}) | {tool} | failed: {' '.join(failed[(name, tool)])} | | | | | | |")
             continue
         med = statistics.median(ok)
         ns = (med - bare) * (1000 if unit == "us" else 1) / calls_per_op
@@ -104,7 +116,9 @@ for name, cmd, n, calls_per_op in workloads:
             checks = "all match" if mismatch[tool] == 0 else f"{mismatch[tool]} mismatched"
         lost_s = "-" if tool in ("bare", "strace -c -w") else str(lost[tool])
         print(f"| {name} ({n}) | {tool} | {med:.2f} {unit} | {100 * (med / bare - 1):+.1f}% "
-              f"| {'-' if tool == 'bare' else f'{ns:.0f} ns'} | {statistics.median(wall[tool]):.2f} "
+              f"| {'-' if tool == 'bare' else f'{ns:.0f} ns'} "
+              f"| {statistics.median([v for v in elapsed[tool] if v == v]):.2f} {unit} "
+              f"| {statistics.median(wall[tool]):.2f} "
               f"| {lost_s} | {checks} |")
 print()
 print(f"load average at end: {loadavg()}")

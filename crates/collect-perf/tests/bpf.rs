@@ -67,6 +67,7 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
     // Three buckets per power of two: bounds that are not bits, searched in the kernel.
     let mut opts = LatencyOptions::default();
     opts.resolution = 3;
+    opts.counting_events = true;
     let r = latency::Resolution::new(3).unwrap();
     let mut lat = SyscallLatency::load(&opts).unwrap();
     // A shell that says it is ready, waits for a line, then makes a few hundred system

@@ -7,33 +7,43 @@
 //!   launched command's exec too) and counts its execs (`gen`: which image runs);
 //!   `sched_process_fork` follows the children of followed processes (inherit semantics);
 //!   `sched_process_exit` counts a call its task never returned from and forgets the task.
-//! - `raw_syscalls:sys_enter` keeps, per thread of an armed process, the entry time, the system
+//! - `sys_enter` (a raw tracepoint) keeps, per thread of an armed process, the entry time, the system
 //!   call, its user call site and the image, in an entry written in place at each call.
 //! - the software page-fault event of the followed tasks (the event the ring path counts,
 //!   so both paths count the same faults) counts the faults taken during a call.
-//! - `raw_syscalls:sys_exit` computes the latency, its bucket at resolution r (the paper's
+//! - `sys_exit` (a raw tracepoint) computes the latency, its bucket at resolution r (the paper's
 //!   formula, the same bounds as [`latency::Resolution`]), its time slice, and adds it to a
 //!   per-CPU hash map read at drains ([`SyscallLatency::drain`]) and at the end.
 //!
-//! The call site is read from the user registers at entry (`bpf_task_pt_regs`): the pc (in
+//! The two system-call programs are raw tracepoint programs: the kernel calls them straight
+//! from the tracepoint with its arguments (the user registers, the call's number), where a
+//! tracepoint program hangs on a perf event and is handed a perf record assembled at every
+//! call of every task on the machine. Each starts with the pid filter, before any other map
+//! work, as every task's calls run them.
+//!
+//! The call site is read from the user registers at entry (the tracepoint's `regs`): the pc (in
 //! the system-call wrapper), the word at the stack pointer (the return address into the
 //! wrapper's caller, as libc's wrappers are leaves without a frame), and the return address
 //! of the frame `rbp` points to (the caller's caller, when the caller keeps frame pointers).
 //! Three reads, cheaper than `bpf_get_stackid`'s walk (which would also skip the caller, the
 //! wrapper never setting up `rbp`). What this loses against the ring path's unwinder
 //! (`.eh_frame` over a stack copy): the third frame in code built without frame pointers
-//! (`rbp` is then any value: a wrong or unreadable frame), and the caller of a wrapper that
+//! (`rbp` is then any value: a wrong frame, or none when it does not point into the stack
+//! above `sp` — not read then, as a faulting read costs more than the rest of the program),
+//! and the caller of a wrapper that
 //! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
 //! return address). Deeper frames than three are not kept on either path by default.
 //!
-//! Every program returns 1: a tracepoint's programs decide whether its perf events see the
-//! hit, and the collection must not hide hits from anyone's events (its own counting events,
-//! another tool's recording).
+//! Every tracepoint program returns 1: a tracepoint's programs decide whether its perf events
+//! see the hit, and the collection must not hide hits from anyone's events (its own counting
+//! events, another tool's recording). A raw tracepoint program's return value is ignored.
 //!
-//! Nothing is hidden: enters and exits are counted beside counting-mode perf events on the
-//! same tasks (OSprof's checksums); calls whose entry was not seen, calls never left, and
-//! what did not fit a map (open calls, histogram entries, followed processes) are counted and
-//! reported. A reused pid's processes are not told apart (the last one gets the calls).
+//! Nothing is hidden: the programs count the enters and exits they see, and each must be in
+//! a bucket, unpaired or in a map-full count (OSprof's checksums, checked at the end); with
+//! [`LatencyOptions::counting_events`] they are also checked against counting-mode perf
+//! events on the same tasks (not by default: those cost as much as the programs). Calls
+//! whose entry was not seen, calls never left, and what did not fit a map (open calls,
+//! histogram entries, followed processes) are counted and reported. A reused pid's processes are not told apart (the last one gets the calls).
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -123,6 +133,8 @@ pub struct SyscallLatency {
     enter_format: EventFormat,
     exit_format: EventFormat,
     site_frames: usize,
+    /// Whether `counting` is opened: [`LatencyOptions::counting_events`].
+    counting_events: bool,
     start: u64,
     /// Sums drained so far: histogram key bytes → sums.
     drained: HashMap<Vec<u8>, Counted>,
@@ -156,7 +168,7 @@ impl SyscallLatency {
         let fork = tracefs.event("sched", "sched_process_fork")?;
         let exec = tracefs.event("sched", "sched_process_exec")?;
         let gone = tracefs.event("sched", "sched_process_exit")?;
-        let off = Offsets::read(&enter, &exit, &fork, &gone)?;
+        let off = Offsets::read(&fork, &gone)?;
         let resolution = Resolution::new(opts.resolution).unwrap_or(Resolution::ONE);
         let r = resolution.get();
         let shape = Shape {
@@ -189,13 +201,19 @@ impl SyscallLatency {
                 Program::load_tracepoint("pkg_gone", &exit_task_program(&off), &refs)?,
                 gone,
             ),
+        ];
+        // The system-call programs run on raw tracepoints: called straight from the
+        // tracepoint with its arguments, without the perf record a tracepoint program is
+        // given (assembled at every call of every task on the machine) — measured in
+        // benches/compare-latency.sh.
+        let sys_programs = vec![
             (
-                Program::load_tracepoint("pkg_sys_exit", &exit_program(&off, &shape), &refs)?,
-                exit.clone(),
+                Program::load_raw_tracepoint("pkg_sys_exit", &exit_program(&shape), &refs)?,
+                "sys_exit",
             ),
             (
-                Program::load_tracepoint("pkg_sys_enter", &enter_program(&off), &refs)?,
-                enter.clone(),
+                Program::load_raw_tracepoint("pkg_sys_enter", &enter_program(), &refs)?,
+                "sys_enter",
             ),
         ];
         let fault = Program::load_perf_event("pkg_fault", &fault_program(), &refs)?;
@@ -203,9 +221,19 @@ impl SyscallLatency {
         for (p, f) in &programs {
             attachments.push(p.attach(f)?);
         }
+        // The exit's program first: a call entered before the enter program was attached is
+        // then counted as an exit without entry.
+        for (p, name) in &sys_programs {
+            attachments.push(p.attach_raw(name)?);
+        }
+        let programs = programs
+            .into_iter()
+            .map(|(p, _)| p)
+            .chain(sys_programs.into_iter().map(|(p, _)| p))
+            .collect();
         Ok(SyscallLatency {
             maps,
-            _programs: programs.into_iter().map(|(p, _)| p).collect(),
+            _programs: programs,
             fault,
             fault_events: Vec::new(),
             attachments,
@@ -213,6 +241,7 @@ impl SyscallLatency {
             enter_format: enter,
             exit_format: exit,
             site_frames: opts.site_frames,
+            counting_events: opts.counting_events,
             start: start_ns,
             drained: HashMap::new(),
         })
@@ -268,8 +297,10 @@ impl SyscallLatency {
                 }
                 Ok::<_, Error>(fd)
             };
-            let pair = (open(&self.enter_format)?, open(&self.exit_format)?);
-            self.counting.push(pair);
+            if self.counting_events {
+                let pair = (open(&self.enter_format)?, open(&self.exit_format)?);
+                self.counting.push(pair);
+            }
             let mut attr = crate::sys::counter_attr(crate::sys::PERF_COUNT_SW_PAGE_FAULTS, &spec);
             let faults = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
                 what: format!("cannot count the page faults of pid {tid}"),
@@ -350,16 +381,17 @@ impl SyscallLatency {
             enters += crate::sys::read_count(e).unwrap_or(0);
             exits += crate::sys::read_count(x).unwrap_or(0);
         }
+        let twin = |n| self.counting_events.then_some(n);
         out.checks = vec![
             EventCheck {
                 event: self.enter_format.name.clone(),
                 received: totals[ENTERS as usize],
-                counted: Some(enters),
+                counted: twin(enters),
             },
             EventCheck {
                 event: self.exit_format.name.clone(),
                 received: totals[EXITS as usize],
-                counted: Some(exits),
+                counted: twin(exits),
             },
         ];
         for (k, c) in &self.drained {
@@ -396,6 +428,21 @@ impl SyscallLatency {
             }
         }
         out.dropped = totals[HIST_FULL as usize];
+        // The programs' own checksum: every entry and exit they counted is in a bucket,
+        // unpaired, or in a count of what did not fit.
+        let paired: u64 = out.buckets().map(|(_, _, c)| c.count).sum();
+        let (open, closed) = out.images.values().fold((0, 0), |(e, x), i| {
+            (e + i.unpaired_enters, x + i.unpaired_exits)
+        });
+        let (in_enters, in_exits) = (totals[ENTERS as usize], totals[EXITS as usize]);
+        let (enters_kept, exits_kept) =
+            (paired + open + totals[START_FULL as usize], paired + closed);
+        if out.dropped == 0 && (enters_kept != in_enters || exits_kept != in_exits) {
+            out.notes.push(format!(
+                "checksum mismatch in the kernel's counts: {in_enters} entries and {in_exits} \
+                 exits counted, {enters_kept} and {exits_kept} accounted for"
+            ));
+        }
         for (i, what) in [
             (
                 HIST_FULL,

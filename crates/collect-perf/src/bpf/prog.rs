@@ -12,7 +12,7 @@ use crate::{Error, Result};
 
 /// The licence the programs declare. Ours is "MIT OR Apache-2.0", but the kernel lets only
 /// programs with a GPL-compatible licence call the helpers the collector needs
-/// (`bpf_probe_read_user`, `bpf_probe_read_kernel`, `bpf_get_current_task_btf`, `bpf_get_stackid`): "Dual MIT/GPL"
+/// (`bpf_probe_read_user`, `bpf_probe_read_kernel`, `bpf_get_stackid`): "Dual MIT/GPL"
 /// is such a string (the kernel's `license_is_gpl_compatible`), and the programs, built by
 /// this crate at run time, are offered under MIT as well.
 pub const LICENSE: &str = "Dual MIT/GPL";
@@ -35,6 +35,15 @@ impl Program {
     /// (the instruction it stopped at and why); for privilege, what to run as.
     pub fn load_tracepoint(name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
         Program::load(sys::PROG_TYPE_TRACEPOINT, name, code, maps)
+    }
+
+    /// Loads `code` as a `BPF_PROG_TYPE_RAW_TRACEPOINT` program: its context is the
+    /// tracepoint's arguments as the kernel passes them (`u64 args[]`, e.g. `sys_enter`'s
+    /// `struct pt_regs *` and system-call number), with no record assembled for perf.
+    ///
+    /// Returns an error as [`Program::load_tracepoint`].
+    pub fn load_raw_tracepoint(name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
+        Program::load(sys::PROG_TYPE_RAW_TRACEPOINT, name, code, maps)
     }
 
     /// Loads `code` as a `BPF_PROG_TYPE_PERF_EVENT` program, run at each overflow of a
@@ -136,6 +145,34 @@ impl Program {
 }
 
 impl Program {
+    /// Runs this raw-tracepoint program ([`Program::load_raw_tracepoint`]) at every hit of
+    /// tracepoint `name` (e.g. `sys_enter`, no system prefix) on every CPU, for every task,
+    /// called straight from the tracepoint: no perf event, no record, and its return value
+    /// is ignored, so no one's perf events lose the hit. Detached when the [`Attachment`]
+    /// drops.
+    ///
+    /// Returns an error if the kernel has no such tracepoint or refuses the program.
+    pub fn attach_raw(&self, name: &str) -> Result<Attachment> {
+        let c_name = CString::new(name).map_err(|_| Error::Tracing {
+            what: format!("raw tracepoint name {name:?} holds a NUL"),
+            source: None,
+        })?;
+        let mut attr = Attr::new();
+        attr.u64(0, c_name.as_ptr() as u64)
+            .u32(8, self.fd.as_raw_fd() as u32);
+        // Safety: the attr points to the NUL-terminated name, alive here.
+        let link = unsafe { sys::bpf_fd(sys::RAW_TRACEPOINT_OPEN, &mut attr) }.map_err(|e| {
+            Error::Tracing {
+                what: format!(
+                    "the kernel refused to attach BPF program {} to raw tracepoint {name}",
+                    self.name
+                ),
+                source: Some(e),
+            }
+        })?;
+        Ok(Attachment { _event: link })
+    }
+
     /// Runs this program at each overflow of `event` (a sampling perf event, e.g. a software
     /// event with period 1, opened by the caller; inherited copies run it too).
     ///
@@ -158,7 +195,8 @@ impl Program {
     }
 }
 
-/// A program attached to a tracepoint; dropping it detaches the program.
+/// A program attached to a tracepoint (its perf event, or its raw-tracepoint link);
+/// dropping it detaches the program.
 #[derive(Debug)]
 pub struct Attachment {
     _event: OwnedFd,

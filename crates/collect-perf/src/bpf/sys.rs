@@ -9,10 +9,12 @@ pub(crate) const MAP_UPDATE_ELEM: u32 = 2;
 pub(crate) const MAP_DELETE_ELEM: u32 = 3;
 pub(crate) const MAP_GET_NEXT_KEY: u32 = 4;
 pub(crate) const PROG_LOAD: u32 = 5;
+pub(crate) const RAW_TRACEPOINT_OPEN: u32 = 17;
 pub(crate) const MAP_LOOKUP_AND_DELETE_ELEM: u32 = 21;
 
 pub(crate) const PROG_TYPE_TRACEPOINT: u32 = 5;
 pub(crate) const PROG_TYPE_PERF_EVENT: u32 = 7;
+pub(crate) const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 /// `BPF_F_NO_PREALLOC`: hash entries allocated on update, not all at creation.
 pub(crate) const F_NO_PREALLOC: u32 = 1;
 /// `BPF_F_RDONLY_PROG`-free default: `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` for updates.

@@ -33,6 +33,9 @@ pub(super) const PT_REGS_TO_SP: i32 = 20 * 8;
 pub(super) const PT_REGS_BP: i16 = 4 * 8;
 pub(super) const PT_REGS_IP: i16 = 16 * 8;
 pub(super) const PT_REGS_SP: i16 = 19 * 8;
+/// How far above the stack pointer a frame pointer may be and still be followed: the
+/// default stack limit (8 MiB); a larger distance is not a frame of this stack.
+pub(super) const FRAME_SPAN: i32 = 8 << 20;
 
 // The programs' stack frame (offsets from R10).
 pub(super) const KEY32: i16 = -4;
@@ -73,13 +76,14 @@ pub(super) const K_UP: i16 = 40;
 pub(super) const HIST_KEY: u32 = 48;
 pub(super) const HIST_VALUE: u32 = 40;
 
-/// Where the programs read the tracepoints' fields: from tracefs at run time.
+/// The raw tracepoints' arguments in their context (`u64 args[]`): `sys_enter(regs, id)`,
+/// `sys_exit(regs, ret)`.
+pub(super) const ARG_0: i16 = 0;
+pub(super) const ARG_1: i16 = 8;
+
+/// Where the programs read the (perf) tracepoints' fields: from tracefs at run time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Offsets {
-    /// `sys_enter.id`.
-    pub enter_id: i16,
-    /// `sys_exit.id`.
-    pub exit_id: i16,
     /// `sched_process_fork.child_pid`.
     pub child_pid: i16,
     /// `sched_process_exit.pid`.
@@ -110,15 +114,8 @@ pub(super) fn field(f: &EventFormat, name: &str, size: usize) -> Result<i16> {
 }
 
 impl Offsets {
-    pub(super) fn read(
-        enter: &EventFormat,
-        exit: &EventFormat,
-        fork: &EventFormat,
-        gone: &EventFormat,
-    ) -> Result<Offsets> {
+    pub(super) fn read(fork: &EventFormat, gone: &EventFormat) -> Result<Offsets> {
         Ok(Offsets {
-            enter_id: field(enter, "id", 8)?,
-            exit_id: field(exit, "id", 8)?,
             child_pid: field(fork, "child_pid", 4)?,
             exit_pid: field(gone, "pid", 4)?,
         })
@@ -243,27 +240,24 @@ fn count_open_call(a: &mut Asm, none: Label, closed: Label) {
     unpaired(a, UNPAIRED_ENTER);
 }
 
-/// `raw_syscalls:sys_enter`: the start of a call of a followed, armed process.
-pub(super) fn enter_program(off: &Offsets) -> Code {
+/// `sys_enter` (a raw tracepoint: R1 points to its arguments, the user registers and the
+/// system-call number): the start of a call of a followed, armed process.
+pub(super) fn enter_program() -> Code {
     let mut a = Asm::new();
-    let out = a.label();
-    let (no_regs, insert) = (a.label(), a.label());
+    let (out, no_regs, insert, copy) = (a.label(), a.label(), a.label(), a.label());
     a.mov(Reg::R6, Reg::R1);
     followed(&mut a, out);
     count(&mut a, ENTERS);
     a.call(Helper::KtimeGetNs)
         .store(Size::DW, Reg::R10, SV + S_T0, Reg::R0)
-        .load(Size::DW, Reg::R1, Reg::R6, off.enter_id)
+        .load(Size::DW, Reg::R1, Reg::R6, ARG_1)
         .store(Size::W, Reg::R10, SV + S_NR, Reg::R1)
         .store_imm(Size::DW, Reg::R10, SV + S_IP, 0)
         .store_imm(Size::DW, Reg::R10, SV + S_RET, 0)
         .store_imm(Size::DW, Reg::R10, SV + S_UP, 0)
-        // The user registers: pc, stack pointer, frame pointer.
-        .call(Helper::GetCurrentTaskBtf)
-        .mov(Reg::R1, Reg::R0)
-        .call(Helper::TaskPtRegs)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, no_regs)
-        .mov(Reg::R3, Reg::R0);
+        // The user registers (the tracepoint's first argument): pc, stack and frame pointers.
+        .load(Size::DW, Reg::R3, Reg::R6, ARG_0)
+        .jmp_imm(Cond::Eq, Reg::R3, 0, no_regs);
     frame_ptr(&mut a, Reg::R1, REGS);
     a.mov_imm(Reg::R2, PT_REGS_TO_SP)
         .call(Helper::ProbeReadKernel)
@@ -277,9 +271,16 @@ pub(super) fn enter_program(off: &Offsets) -> Code {
     a.mov_imm(Reg::R2, 8)
         .call(Helper::ProbeReadUser)
         // The return address of the frame `rbp` points to: the caller's caller, when the
-        // caller keeps a frame pointer.
+        // caller keeps a frame pointer. Code without frame pointers leaves any value in
+        // `rbp`, and a read that faults costs ~500 ns here (the fault handler runs): only an
+        // aligned address in the stack, at most FRAME_SPAN above `sp`, is read.
         .load(Size::DW, Reg::R3, Reg::R10, REGS + PT_REGS_BP)
-        .jmp_imm(Cond::Eq, Reg::R3, 0, no_regs)
+        .load(Size::DW, Reg::R2, Reg::R10, REGS + PT_REGS_SP)
+        .jmp_reg(Cond::Lt, Reg::R3, Reg::R2, no_regs)
+        .mov(Reg::R1, Reg::R3)
+        .alu_reg(Alu::Sub, Reg::R1, Reg::R2)
+        .jmp_imm(Cond::Gt, Reg::R1, FRAME_SPAN, no_regs)
+        .jmp_imm(Cond::Set, Reg::R3, 7, no_regs)
         .alu_imm(Alu::Add, Reg::R3, 8);
     frame_ptr(&mut a, Reg::R1, SV + S_UP);
     a.mov_imm(Reg::R2, 8)
@@ -293,17 +294,24 @@ pub(super) fn enter_program(off: &Offsets) -> Code {
         .store_imm(Size::W, Reg::R10, SV + 52, 0)
         .store(Size::W, Reg::R10, TID, Reg::R7);
     // The thread's entry is kept between calls (t0 = 0 when closed) and written in place, so a
-    // call costs no allocation. One still open never returned (a restarted or abandoned call).
-    let copy = a.label();
-    count_open_call(&mut a, insert, copy);
+    // call costs one lookup and no allocation. One still open never returned (a restarted or
+    // abandoned call): counted against its image first.
     a.ld_map(Reg::R1, START);
     frame_ptr(&mut a, Reg::R2, TID);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
-        .bind(copy);
+        .mov(Reg::R9, Reg::R0)
+        .load(Size::DW, Reg::R1, Reg::R9, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, copy)
+        .load(Size::W, Reg::R1, Reg::R9, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R9, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
+    unpaired(&mut a, UNPAIRED_ENTER);
+    a.bind(copy);
     for w in 0..(START_VALUE as i16 / 8) {
         a.load(Size::DW, Reg::R1, Reg::R10, SV + 8 * w)
-            .store(Size::DW, Reg::R0, 8 * w, Reg::R1);
+            .store(Size::DW, Reg::R9, 8 * w, Reg::R1);
     }
     a.ja(out);
     a.bind(insert).ld_map(Reg::R1, START);
@@ -313,7 +321,7 @@ pub(super) fn enter_program(off: &Offsets) -> Code {
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out);
     count(&mut a, START_FULL);
-    a.bind(out).mov_imm(Reg::R0, 1).exit();
+    a.bind(out).mov_imm(Reg::R0, 0).exit();
     a.finish()
 }
 
@@ -357,11 +365,13 @@ fn bucket(a: &mut Asm, r: u32) {
     a.alu_reg(Alu::Add, Reg::R9, Reg::R8);
 }
 
-/// `raw_syscalls:sys_exit`: the latency of the call into the histogram.
-pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
+/// `sys_exit` (a raw tracepoint): the latency of the call into the histogram. A thread's calls
+/// are sequential and both programs see every hit, so an open entry is this call's; an exit
+/// without one (a call entered before the programs were attached, or one seccomp skipped,
+/// which passes `sys_exit` only) is counted as unpaired.
+pub(super) fn exit_program(shape: &Shape) -> Code {
     let mut a = Asm::new();
-    let (out, no_start, mismatch, sliced) = (a.label(), a.label(), a.label(), a.label());
-    a.mov(Reg::R6, Reg::R1);
+    let (out, no_start, sliced) = (a.label(), a.label(), a.label());
     followed(&mut a, out);
     count(&mut a, EXITS);
     a.call(Helper::KtimeGetNs)
@@ -384,8 +394,6 @@ pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
         .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
         .load(Size::W, Reg::R1, Reg::R0, S_NR)
         .store(Size::W, Reg::R10, HK + K_NR, Reg::R1)
-        .load(Size::DW, Reg::R2, Reg::R6, off.exit_id)
-        .jmp_reg(Cond::Ne, Reg::R1, Reg::R2, mismatch)
         .load(Size::DW, Reg::R1, Reg::R0, S_IP)
         .store(Size::DW, Reg::R10, HK + K_IP, Reg::R1)
         .load(Size::DW, Reg::R1, Reg::R0, S_RET)
@@ -414,16 +422,13 @@ pub(super) fn exit_program(off: &Offsets, shape: &Shape) -> Code {
     );
     hist_add(&mut a);
     a.ja(out);
-    // Entered as another call: that one never returned, and this exit has no entry.
-    a.bind(mismatch);
-    unpaired(&mut a, UNPAIRED_ENTER);
     a.bind(no_start)
         .mov(Reg::R1, Reg::R7)
         .alu_imm(Alu::Rsh, Reg::R1, 32)
         .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
         .store(Size::W, Reg::R10, HK + K_GEN, Reg::R8);
     unpaired(&mut a, UNPAIRED_EXIT);
-    a.bind(out).mov_imm(Reg::R0, 1).exit();
+    a.bind(out).mov_imm(Reg::R0, 0).exit();
     a.finish()
 }
 
@@ -522,8 +527,6 @@ mod tests {
     use super::*;
 
     const OFF: Offsets = Offsets {
-        enter_id: 8,
-        exit_id: 8,
         child_pid: 20,
         exit_pid: 24,
     };
@@ -548,18 +551,18 @@ mod tests {
             slices: Some((1_000, 1_000_000_000)),
         };
         let got = [
-            digest(&enter_program(&OFF)),
-            digest(&exit_program(&OFF, &shape)),
-            digest(&exit_program(&OFF, &sliced)),
+            digest(&enter_program()),
+            digest(&exit_program(&shape)),
+            digest(&exit_program(&sliced)),
             digest(&fault_program()),
             digest(&exec_program()),
             digest(&fork_program(&OFF)),
             digest(&exit_task_program(&OFF)),
         ];
         let want = [
-            "177 insns 767e1eab39d22e8d",
-            "270 insns 81838e1aa24a3dd0",
-            "310 insns 37fe1ccfd6cdce3a",
+            "174 insns 6fbf2df989813f09",
+            "207 insns 5032a6d6bda6e529",
+            "247 insns aebab6a26bff4cc4",
             "13 insns e8d076eb63b99c1a",
             "15 insns 161bd0814b7c02d0",
             "36 insns b5013a1976f38f8c",
@@ -571,11 +574,11 @@ mod tests {
     #[test]
     fn field_offsets_are_written_into_the_instructions() {
         let moved = Offsets {
-            enter_id: 16,
+            child_pid: 16,
             ..OFF
         };
-        let a = enter_program(&OFF);
-        let b = enter_program(&moved);
+        let a = fork_program(&OFF);
+        let b = fork_program(&moved);
         let diff: Vec<usize> = (0..a.insns.len())
             .filter(|&i| a.insns[i] != b.insns[i])
             .collect();
