@@ -22,8 +22,6 @@ mod common;
 
 use common::{MeasuredKernel, PKGMON, conserved_moves, scratch, serial};
 
-const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
-
 /// UDP's receive path, from the device to the socket queue.
 const UDP_RX: &[&str] = &[
     "udp_rcv",
@@ -169,17 +167,7 @@ impl Run {
     }
 
     fn pkgprof(&self, args: &[&str]) -> String {
-        let out = Command::new(PKGPROF)
-            .args(args)
-            .arg(&self.dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pkgprof {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        common::pkgprof_on(&self.dir, args)
     }
 }
 

@@ -19,9 +19,7 @@ use gmon_format::continuous::{ContinuousIndex, IndexInstance};
 
 mod common;
 
-use common::{PKGMON, scratch, serial};
-
-const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+use common::{PKGMON, PKGPROF, scratch, serial};
 
 /// The workload, and a copy under another name (the exec chain's second program).
 fn workload() -> &'static (PathBuf, PathBuf) {

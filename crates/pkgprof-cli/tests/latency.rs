@@ -20,9 +20,7 @@ use latency::{Histogram, PeakOptions, Resolution, peaks};
 
 mod common;
 
-use common::{PKGMON, scratch, serial};
-
-const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
+use common::{PKGMON, PKGPROF, scratch, serial};
 
 /// The workload, compiled once with frame pointers and debug information.
 fn workload() -> &'static Path {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 pub const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
+pub const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 
 static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
 static FAILED: AtomicBool = AtomicBool::new(false);
@@ -121,4 +122,15 @@ pub fn conserved_moves(dir: &Path) -> gmon_format::AsyncMoves {
         assert_eq!(cells, k.held, "{k:?}");
     }
     moves
+}
+
+/// Standard output of `pkgprof ARGS… DIR`, which must succeed (its stderr in the message if not).
+pub fn pkgprof_on(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(PKGPROF).args(args).arg(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "pkgprof {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
