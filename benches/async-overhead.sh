@@ -25,15 +25,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-3}"
 seconds="${SECONDS_PER_RUN:-3}"
 stack="${STACK_SIZE:-8192}"
-for tool in perf cc /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
-done
-if [ -n "${PKGMON:-}" ]; then
-  pkgmon="$(realpath "$PKGMON")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
-  pkgmon="$root/target/release/pkgmon"
-fi
+. "$root/benches/lib.sh"
+needs perf cc /usr/bin/time
+find_pkgmon
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -fno-omit-frame-pointer -o "$work/netpair" "$root/crates/pkgprof-cli/tests/workloads/netpair.c"

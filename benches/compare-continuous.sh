@@ -30,15 +30,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 secs="${SECONDS_PER_RUN:-10}"
 memory_seconds="${MEMORY_SECONDS:-120}"
-for tool in perf cc python3; do
-  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
-done
-if [ -n "${PKGMON:-}" ]; then
-  pkgmon="$(realpath "$PKGMON")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
-  pkgmon="$root/target/release/pkgmon"
-fi
+. "$root/benches/lib.sh"
+needs perf cc python3
+find_pkgmon
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/throughput" "$root/benches/workloads/throughput.c"

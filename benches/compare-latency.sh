@@ -24,14 +24,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 getpid_n="${GETPID_N:-200000}"
 postmark_n="${POSTMARK_N:-5000}"
-command -v perf >/dev/null || { echo "needs perf" >&2; exit 1; }
-command -v strace >/dev/null || { echo "needs strace" >&2; exit 1; }
-if [ -n "${PKGMON:-}" ]; then
-  pkgmon="$(realpath "$PKGMON")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
-  pkgmon="$root/target/release/pkgmon"
-fi
+. "$root/benches/lib.sh"
+needs perf strace
+find_pkgmon
 work="$(mktemp -d /tmp/compare-latency.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -o "$work/getpid" "$root/benches/workloads/getpid.c"

@@ -29,15 +29,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 memory_seconds="${MEMORY_SECONDS:-60}"
 parts="${PARTS:-cpu memory stack}"
-for tool in hyperfine perf cc /usr/bin/time python3; do
-  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
-done
-if [ -n "${PKGMON:-}" ]; then
-  pkgmon="$(realpath "$PKGMON")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
-  pkgmon="$root/target/release/pkgmon"
-fi
+. "$root/benches/lib.sh"
+needs hyperfine perf cc /usr/bin/time python3
+find_pkgmon
 if [ -n "${WORK:-}" ]; then
   work_dir="$WORK"
 else

@@ -25,15 +25,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${SECONDS_TOTAL:-3600}"
 rate="${RATE:-28}"
 window="${WINDOW:-60}"
-for tool in cc python3; do
-  command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
-done
-if [ -n "${PKGMON:-}" ]; then
-  pkgmon="$(realpath "$PKGMON")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
-  pkgmon="$root/target/release/pkgmon"
-fi
+. "$root/benches/lib.sh"
+needs cc python3
+find_pkgmon
 if [ -n "${OUT:-}" ]; then
   work="$OUT"
   mkdir -p "$work"

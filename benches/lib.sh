@@ -1,0 +1,18 @@
+# What the side-by-side scripts share; sourced after they set `root` (the repository).
+
+# Exits with a message naming the first of the commands given that is not installed.
+needs() {
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "needs $tool" >&2; exit 1; }
+  done
+}
+
+# Sets `pkgmon` to $PKGMON when given (a pkgmon already built), else builds the release one.
+find_pkgmon() {
+  if [ -n "${PKGMON:-}" ]; then
+    pkgmon="$(realpath "$PKGMON")"
+  else
+    cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+    pkgmon="$root/target/release/pkgmon"
+  fi
+}
