@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -75,23 +77,7 @@ static void pacing(double seconds, FILE *pids) {
     }
     fprintf(pids, "victim %d\n", victim);
     struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    if (l < 0 || bind(l, (struct sockaddr *)&addr, len) || listen(l, 1) ||
-        getsockname(l, (struct sockaddr *)&addr, &len))
-        die("tcp listen");
-    pid_t reader = fork();
-    if (reader == 0) {
-        int c = accept(l, NULL, NULL);
-        static char buf[1 << 16];
-        while (recv(c, buf, sizeof buf, 0) > 0)
-            ;
-        _exit(0);
-    }
-    close(l);
+    pid_t reader = loopback_reader(&addr);
     fprintf(pids, "reader %d\n", reader);
     fflush(pids);
     int s = socket(AF_INET, SOCK_STREAM, 0);

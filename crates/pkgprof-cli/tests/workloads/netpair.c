@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 #define SIZE 1000
 #define WINDOW 64
 
@@ -182,25 +184,7 @@ static unsigned pace;
 
 static void tcp(double seconds, FILE *pids, size_t size) {
     struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    if (l < 0 || bind(l, (struct sockaddr *)&addr, len) || listen(l, 1) ||
-        getsockname(l, (struct sockaddr *)&addr, &len)) {
-        perror("tcp listen");
-        exit(1);
-    }
-    pid_t kid = fork();
-    if (kid == 0) {
-        int c = accept(l, NULL, NULL);
-        static char buf[1 << 16];
-        while (recv(c, buf, sizeof buf, 0) > 0)
-            ;
-        _exit(0);
-    }
-    close(l);
+    pid_t kid = loopback_reader(&addr);
     fprintf(pids, "receiver %d\n", kid);
     fflush(pids);
     int s = socket(AF_INET, SOCK_STREAM, 0);
