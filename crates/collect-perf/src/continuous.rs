@@ -551,7 +551,9 @@ impl Store {
         });
         self.sizes.insert(seq, bytes);
         self.written += 1;
-        self.retain(end.wrapping_add(offset))
+        let retained = self.retain(end.wrapping_add(offset));
+        release_free_memory();
+        retained
     }
 
     /// Makes the kernel-symbol snapshot of the window being written (`partial`) a hard link to
@@ -655,6 +657,18 @@ impl RecordSink for Continuous {
 
     fn paused(&self) -> bool {
         self.opts.pause.is_some_and(|p| p.load(Ordering::Relaxed))
+    }
+}
+
+/// Gives the pages the allocator holds free back to the system, once a window is written: a
+/// window's aggregate and its writing take tens of MiB for a moment, in the writer thread's
+/// own arena, and glibc keeps what it freed there (10 minutes at 40 processes a second:
+/// RssAnon 34-41 MiB between windows for 16-22 MiB of live heap, heaptrack).
+fn release_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // Safety: malloc_trim has no preconditions; it only returns free pages.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
