@@ -4,6 +4,8 @@
 //! version 2 directory read and written again gives its own bytes. `PKGPROF_BLESS=1` writes
 //! `v2/` from `v1/index`.
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 use gmon_format::continuous::{ContinuousIndex, INDEX_NAME, INSTANCES_NAME};
