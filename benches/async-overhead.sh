@@ -2,7 +2,7 @@
 # What `pkgmon --async` costs on a loopback TCP stream, beside the same tracepoints recorded
 # by `perf record -e` and beside sampling alone:
 #
-#   bash benches/async-overhead.sh              (RUNS=3 runs of SECONDS=3 s each, interleaved)
+#   bash benches/async-overhead.sh              (RUNS=5 runs of SECONDS_PER_RUN=3 s each, interleaved)
 #   PKGMON=target/release/pkgmon bash benches/async-overhead.sh
 #   RATE=125000000 bash benches/async-overhead.sh   (the stream paced at 1 Gbit/s)
 #
@@ -22,7 +22,7 @@
 # Needs root, perf and cc. The machine is shared: the load average is printed with the table.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-runs="${RUNS:-3}"
+runs="${RUNS:-5}"
 seconds="${SECONDS_PER_RUN:-3}"
 stack="${STACK_SIZE:-8192}"
 . "$root/benches/lib.sh"
@@ -54,6 +54,7 @@ run() {
     >>"$work/results"
 }
 
+load_before="$(uptime | sed 's/.*load average: //')"
 workload=("$work/netpair" stream "$seconds" "$work/pids" ${RATE:+"$RATE"})
 for _ in $(seq "$runs"); do
   run bare "${workload[@]}"
@@ -62,7 +63,7 @@ for _ in $(seq "$runs"); do
   run "perf -e TPs" perf record -q -a -o "$work/perf.data" "${tps[@]}" -- "${workload[@]}"
 done
 
-echo "loopback TCP stream${RATE:+ paced at $RATE bytes/s}, $seconds s per run, median of $runs; pkgmon --stack-size $stack; $(uptime | sed 's/.*load/load/')"
+echo "loopback TCP stream${RATE:+ paced at $RATE bytes/s}, $seconds s per run, median of $runs; pkgmon --stack-size $stack; load average before: $load_before, after: $(uptime | sed 's/.*load average: //')"
 echo
 echo "| configuration | MB/s | vs bare | CPU s (command, user+sys) | records lost |"
 echo "|---|---|---|---|---|"
