@@ -15,7 +15,10 @@
 #    in turn; the figures are medians over the rounds. The cost is split in two: what the
 #    sampled workload pays (its own CPU time, which work.c reports: the kernel's sampling
 #    work, callchain walk and stack copy run in its context) and what the profiler's own
-#    process spends (reading the rings, unwinding, writing).
+#    process spends (reading the rings, unwinding, writing). A last column adds the CPU of
+#    making the call-graph listing from the recording (`pkgprof -b --pid` of pkgmon's directory,
+#    `perf report --stdio --no-children -g` of perf's file): pkgmon unwinds and aggregates while
+#    recording, perf record writes raw records and leaves that work to perf report.
 # 2. Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run (default
 #    60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that does
 #    not grow with time shows the same peak for both lengths.
@@ -62,9 +65,9 @@ echo
 # of load during the run falls on all of them alike; each round gives each tool one marginal
 # cost, and the table shows their median and range over RUNS rounds, and the median of the
 # per-round ratios to perf -g.
-python3 - "$pkgmon" "$runs" <<'PY'
+python3 - "$pkgmon" "$pkgprof" "$runs" <<'PY'
 import os, re, resource, statistics, subprocess, sys
-pkgmon, rounds = sys.argv[1], int(sys.argv[2])
+pkgmon, pkgprof, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 small, large = 700, 2800
 retries = 0
 def cpu_run(cmd):
@@ -84,6 +87,17 @@ def cpu_run(cmd):
             return (tree, float(open("work.cpu").read())), done.stderr
         retries += 1
     sys.exit(f"failed 5 times: {' '.join(cmd)}\n{done.stderr}")
+def report_cpu(tool, stderr):
+    """CPU seconds of making the call-graph listing from the recording just made."""
+    if tool == "pkgmon":
+        pid = re.search(r"pkgprof -b --pid (\d+)", stderr).group(1)
+        cmd = [pkgprof, "-b", "--pid", pid, "pk.run"]
+    else:
+        cmd = ["perf", "report", "-i", "perf.run", "--stdio", "--no-children", "-g"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 def samples(tool, stderr):
     """Samples the profiler took: pkgmon prints them; perf counts them in its data file."""
     if tool == "pkgmon":
@@ -105,18 +119,20 @@ def command(tool, hz, size):
         "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.run", "--"] + work,
     }[tool]
 tools = ["pkgmon", "perf -g", "perf dwarf"]
-print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) |")
-print("|---|---|---|---|---|---|---|---|")
+print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) | with the listing made (us) | vs perf -g + perf report |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for hz in (1000, 4000, 10000):
     per = {t: [] for t in tools}
+    listed = {t: [] for t in tools}
     inside = {t: [] for t in tools}
     extra = {t: [] for t in tools}
     for _ in range(rounds):
-        cpu, n = {}, {}
+        cpu, n, rep = {}, {}, {}
         for size in (small, large):
             cpu["bare", size], _ = cpu_run(command("bare", hz, size))
             for t in tools:
                 cpu[t, size], err = cpu_run(command(t, hz, size))
+                rep[t, size] = report_cpu(t, err)
                 n[t, size] = samples(t, err)
         for t in tools:
             more = max(n[t, large] - n[t, small], 1)
@@ -124,15 +140,19 @@ for hz in (1000, 4000, 10000):
                 return ((cpu[t, large][part] - cpu["bare", large][part])
                         - (cpu[t, small][part] - cpu["bare", small][part]))
             per[t].append(marginal(0) / more * 1e6)
+            listed[t].append((marginal(0) + rep[t, large] - rep[t, small]) / more * 1e6)
             inside[t].append(marginal(1) / more * 1e6)
             extra[t].append(more)
     for t in tools:
         ratios = [a / b for a, b in zip(per[t], per["perf -g"]) if b > 0]
         ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
+        ratios = [a / b for a, b in zip(listed[t], listed["perf -g"]) if b > 0]
+        listed_ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
         own = [a - b for a, b in zip(per[t], inside[t])]
         print(f"| {hz} | {t} | {statistics.median(per[t]):.1f} | {min(per[t]):.1f} - {max(per[t]):.1f} "
               f"| {statistics.median(inside[t]):.1f} | {statistics.median(own):.1f} "
-              f"| {int(statistics.median(extra[t]))} | {ratio} |")
+              f"| {int(statistics.median(extra[t]))} | {ratio} "
+              f"| {statistics.median(listed[t]):.1f} | {listed_ratio} |")
 if retries:
     print(f"\n({retries} runs aborted by perf and run again)")
 PY

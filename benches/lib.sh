@@ -7,12 +7,14 @@ needs() {
   done
 }
 
-# Sets `pkgmon` to $PKGMON when given (a pkgmon already built), else builds the release one.
+# Sets `pkgmon` to $PKGMON when given (a pkgmon already built), else builds the release one,
+# and `pkgprof` to $PKGPROF, else the pkgprof beside that pkgmon (built with it).
 find_pkgmon() {
   if [ -n "${PKGMON:-}" ]; then
     pkgmon="$(realpath "$PKGMON")"
   else
-    cargo build -q --release -p pkgprof-cli --bin pkgmon --manifest-path "$root/Cargo.toml"
+    cargo build -q --release -p pkgprof-cli --bin pkgmon --bin pkgprof --manifest-path "$root/Cargo.toml"
     pkgmon="$root/target/release/pkgmon"
   fi
+  pkgprof="$(realpath "${PKGPROF:-$(dirname "$pkgmon")/pkgprof}")"
 }
