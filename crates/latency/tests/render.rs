@@ -186,3 +186,35 @@ fn a_diff_overlays_two_profiles_and_a_heat_map_shades_time_slices() {
     let darker = cells.windows(2).all(|w| shade(&w[0]).0 > shade(&w[1]).0);
     assert!(darker, "shades get darker with more calls");
 }
+
+#[test]
+fn the_readme_plots_are_drawn_with_their_bars_where_the_svg_puts_them() {
+    // README's pictures (benches/readme-latency.sh draws them from real runs): rsvg-convert
+    // draws every filled bar in the bar colour and every outline in red.
+    let img = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/img");
+    for name in [
+        "latency-fcntl-contended",
+        "latency-fcntl-alone-vs-contended",
+    ] {
+        let svg = std::fs::read_to_string(img.join(format!("{name}.svg"))).unwrap();
+        let dir = scratch(name);
+        let drawn = rsvg(&svg, &dir, name);
+        let bars = rects(&svg, "fill-opacity");
+        assert!(bars.len() >= 2, "{name}: {} bars", bars.len());
+        for [x, y, w, hgt] in &bars {
+            let (r, g, b) = rgb(&drawn, x + w / 2.0, y + hgt - 2.0_f32.min(hgt / 2.0));
+            assert!(
+                r.abs_diff(103) < 8 && g.abs_diff(140) < 8 && b.abs_diff(187) < 8,
+                "{name}: bar at x {x}: ({r}, {g}, {b})"
+            );
+        }
+        for [x, y, _, _] in rects(&svg, "stroke-width=\"2\"") {
+            let (r, g, b) = rgb(&drawn, x + 3.0, y);
+            assert!(
+                r > 150 && g < 90 && b < 90,
+                "{name}: outline ({r}, {g}, {b})"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -157,6 +157,13 @@ struct Args {
     #[arg(long = "latency-path", value_name = "PATH", default_value = "auto",
           value_parser = ["auto", "bpf", "ring"])]
     latency_path: String,
+    /// With --latency counted in the kernel: also count every entry and exit of the profiled
+    /// tasks with counting-mode perf events, and check the programs' counts against them
+    /// (OSprof's independent checksums; a mismatch is reported). Costs about as much as the
+    /// programs themselves (~230 ns a call), so by default the programs' counts are checked
+    /// against what they accounted for. The ring path always checks against them.
+    #[arg(long = "latency-checksums")]
+    latency_checksums: bool,
     /// Latency buckets per power of two (1 to 64; OSprof's r).
     #[arg(long, value_name = "R", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -458,6 +465,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         l.resolution = args.resolution;
         l.slice_ns = args.slice;
         l.blocking = args.blocking;
+        l.counting_events = args.latency_checksums;
         l
     });
     let mut in_kernel = None;

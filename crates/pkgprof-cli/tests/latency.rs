@@ -93,7 +93,8 @@ fn record(tag: &str, blocking: bool, args: &[&str]) -> Run {
 /// How `--latency` counts: in the kernel (BPF) or through the perf rings.
 const LATENCY_PATHS: [&str; 2] = ["--latency-path=bpf", "--latency-path=ring"];
 
-/// `pkgmon -o DIR --latency|--blocking|--latency-path=P -- workload ARGS... OUT`.
+/// `pkgmon -o DIR --latency|--blocking|--latency-path=P|--latency-checksums -- workload
+/// ARGS... OUT`.
 fn record_via(tag: &str, how: &str, args: &[&str]) -> Run {
     let dir = scratch().join(format!("latency-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -106,7 +107,7 @@ fn record_via(tag: &str, how: &str, args: &[&str]) -> Run {
         } else {
             "--latency"
         })
-        .args(how.starts_with("--latency-path").then_some(how))
+        .args(how.starts_with("--latency-").then_some(how))
         .arg("--")
         .arg(workload())
         .args(args)
@@ -293,6 +294,23 @@ fn getpid_via(how: &str) {
     );
     assert!(ops.iter().all(|o| o.blocking.is_none()));
     assert_eq!(p.file.dropped, 0);
+}
+
+#[test]
+fn latency_checksums_count_every_call_a_second_time_and_match() {
+    let _g = serial();
+    let run = record_via("checksums", "--latency-checksums", &["getpid", "20000"]);
+    let checks = &run.procs[0].file.checks;
+    let events: Vec<&str> = checks.iter().map(|c| c.event.as_str()).collect();
+    assert_eq!(
+        events,
+        ["raw_syscalls:sys_enter", "raw_syscalls:sys_exit"],
+        "{checks:?}"
+    );
+    for c in checks {
+        assert!(c.received >= 20000, "{c:?}");
+        assert_eq!(c.counted, Some(c.received), "{c:?}");
+    }
 }
 
 #[test]

@@ -1,0 +1,174 @@
+//! Where the in-kernel latency collection's cost per system call goes: runs a command under
+//! `raw_syscalls:sys_enter`/`sys_exit` raw-tracepoint programs that each do one step more
+//! than the last, so the difference between two steps is that step's cost:
+//!
+//! - `empty`: programs that return at once (the floor of this design: the tracepoints'
+//!   slow path in every task's system calls, plus the programs' dispatch);
+//! - `filter`: + the pid filter (current tgid looked up in a hash map of followed processes);
+//! - `clock`: + `bpf_ktime_get_ns` at enter and at exit;
+//! - `pair`: + the per-thread start entry (a hash map keyed by tid: written at enter, read at
+//!   exit) and the latency added to a per-CPU log2 array;
+//! - `site`: + the user call site at enter (the user registers copied, the word at the stack
+//!   pointer read from user memory).
+//!
+//! The full collection is `pkgmon --latency`; benches/compare-latency.sh runs this beside it:
+//! `latency_floor STEP -- CMD [ARGS]` (root).
+
+#[cfg(target_os = "linux")]
+mod floor {
+    use collect_perf::bpf::{Alu, Asm, Attachment, Code, Cond, Helper, Map, MapKind, MapSlot};
+    use collect_perf::bpf::{Program, Reg, Size};
+    use std::io::Write;
+    use std::process::{Command, ExitCode, Stdio};
+
+    const PIDS: MapSlot = MapSlot(0);
+    const START: MapSlot = MapSlot(1);
+    const HIST: MapSlot = MapSlot(2);
+    /// The steps, in order: each does what the ones before it do, and one thing more.
+    pub const STEPS: [&str; 5] = ["empty", "filter", "clock", "pair", "site"];
+
+    fn frame(a: &mut Asm, reg: Reg, off: i16) {
+        a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
+    }
+
+    /// One program, for `step` (index into STEPS) at `enter` or exit.
+    fn program(step: usize, enter: bool) -> Code {
+        let mut a = Asm::new();
+        let out = a.label();
+        a.mov(Reg::R6, Reg::R1);
+        if step >= 1 {
+            a.call(Helper::GetCurrentPidTgid)
+                .mov(Reg::R7, Reg::R0)
+                .alu_imm(Alu::Rsh, Reg::R0, 32)
+                .store(Size::W, Reg::R10, -4, Reg::R0)
+                .ld_map(Reg::R1, PIDS);
+            frame(&mut a, Reg::R2, -4);
+            a.call(Helper::MapLookupElem)
+                .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+        }
+        if step >= 2 {
+            a.call(Helper::KtimeGetNs).mov(Reg::R8, Reg::R0);
+        }
+        if step >= 3 {
+            a.store(Size::W, Reg::R10, -8, Reg::R7);
+            if enter {
+                // Start value at -24: t0, ip.
+                a.store(Size::DW, Reg::R10, -24, Reg::R8)
+                    .store_imm(Size::DW, Reg::R10, -16, 0);
+                if step >= 4 {
+                    let no = a.label();
+                    a.load(Size::DW, Reg::R3, Reg::R6, 0)
+                        .jmp_imm(Cond::Eq, Reg::R3, 0, no);
+                    frame(&mut a, Reg::R1, -200);
+                    a.mov_imm(Reg::R2, 160).call(Helper::ProbeReadKernel);
+                    a.load(Size::DW, Reg::R3, Reg::R10, -200 + 19 * 8);
+                    frame(&mut a, Reg::R1, -16);
+                    a.mov_imm(Reg::R2, 8).call(Helper::ProbeReadUser).bind(no);
+                }
+                a.ld_map(Reg::R1, START);
+                frame(&mut a, Reg::R2, -8);
+                frame(&mut a, Reg::R3, -24);
+                a.mov_imm(Reg::R4, 0).call(Helper::MapUpdateElem);
+            } else {
+                a.ld_map(Reg::R1, START);
+                frame(&mut a, Reg::R2, -8);
+                a.call(Helper::MapLookupElem)
+                    .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+                    .load(Size::DW, Reg::R1, Reg::R0, 0)
+                    .mov(Reg::R2, Reg::R8)
+                    .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+                    .mov_imm(Reg::R9, 0);
+                for s in [32, 16, 8, 4, 2, 1] {
+                    let skip = a.label();
+                    a.mov(Reg::R3, Reg::R2)
+                        .alu_imm(Alu::Rsh, Reg::R3, s)
+                        .jmp_imm(Cond::Eq, Reg::R3, 0, skip)
+                        .mov(Reg::R2, Reg::R3)
+                        .alu_imm(Alu::Add, Reg::R9, s)
+                        .bind(skip);
+                }
+                a.store(Size::W, Reg::R10, -12, Reg::R9)
+                    .ld_map(Reg::R1, HIST);
+                frame(&mut a, Reg::R2, -12);
+                a.call(Helper::MapLookupElem)
+                    .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+                    .load(Size::DW, Reg::R1, Reg::R0, 0)
+                    .alu_imm(Alu::Add, Reg::R1, 1)
+                    .store(Size::DW, Reg::R0, 0, Reg::R1);
+            }
+        }
+        a.bind(out).mov_imm(Reg::R0, 0).exit();
+        a.finish()
+    }
+
+    pub fn run(step: &str, cmd: &[String]) -> Result<ExitCode, String> {
+        let step = STEPS
+            .iter()
+            .position(|s| *s == step)
+            .ok_or(format!("no step {step}: one of {}", STEPS.join(", ")))?;
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let maps = [
+            Map::create(MapKind::Hash, "floor_pids", 4, 4, 1024).map_err(|e| err(&e))?,
+            Map::create(MapKind::Hash, "floor_start", 4, 16, 32768).map_err(|e| err(&e))?,
+            Map::create(MapKind::PercpuArray, "floor_hist", 4, 8, 64).map_err(|e| err(&e))?,
+        ];
+        let refs: Vec<&Map> = maps.iter().collect();
+        let mut attached: Vec<(Program, Attachment)> = Vec::new();
+        for (tp, enter) in [("sys_exit", false), ("sys_enter", true)] {
+            let p = Program::load_raw_tracepoint("floor", &program(step, enter), &refs)
+                .map_err(|e| err(&e))?;
+            let at = p.attach_raw(tp).map_err(|e| err(&e))?;
+            attached.push((p, at));
+        }
+        // The command waits for a line on its stdin, so it is followed before it starts.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("read x; exec \"$0\" \"$@\"")
+            .args(cmd)
+            .stdin(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+        maps[0]
+            .update(&child.id().to_ne_bytes(), &[0; 4])
+            .map_err(|e| err(&e))?;
+        child
+            .stdin
+            .take()
+            .and_then(|mut i| i.write_all(b"\n").ok())
+            .ok_or("cannot start the command")?;
+        let status = child.wait().map_err(|e| err(&e))?;
+        let calls: u64 = (0..64u32)
+            .filter_map(|b| maps[2].lookup(&b.to_ne_bytes()).ok().flatten())
+            .map(|v| {
+                v.chunks(maps[2].value_stride())
+                    .map(|c| u64::from_ne_bytes(c[..8].try_into().unwrap_or_default()))
+                    .sum::<u64>()
+            })
+            .sum();
+        eprintln!("latency_floor: {}: {calls} calls paired", STEPS[step]);
+        drop(attached);
+        Ok(ExitCode::from(status.code().unwrap_or(1) as u8))
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(step), Some("--")) = (args.first(), args.get(1).map(String::as_str)) else {
+        eprintln!(
+            "usage: latency_floor {} -- CMD [ARGS]",
+            floor::STEPS.join("|")
+        );
+        return std::process::ExitCode::from(2);
+    };
+    match floor::run(step, &args[2..]) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("latency_floor: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {}
