@@ -195,6 +195,45 @@ impl Program {
     }
 }
 
+impl Program {
+    /// Opens software event `config` (`what` it counts, for errors) on task `tid`, one
+    /// occurrence a sample, inherited by the threads and processes the task starts, enabled
+    /// now if `now`, else at the task's exec, and runs this program at each occurrence
+    /// ([`Program::attach_to_event`]). The event lives as long as the returned descriptor.
+    ///
+    /// Returns an error if the event cannot be opened or take the program.
+    pub fn run_on_task_event(
+        &self,
+        config: u64,
+        what: &str,
+        tid: i32,
+        now: bool,
+    ) -> Result<OwnedFd> {
+        let spec = crate::sys::EventSpec {
+            freq: 0,
+            stack_user: 0,
+            max_stack: 0,
+            user_only: false,
+            enable_on_exec: !now,
+            inherit: true,
+            wakeup_watermark: 0,
+            mmap_build_ids: false,
+        };
+        let mut attr = crate::sys::counter_attr(config, &spec);
+        let fd = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
+            what: format!("cannot count the {what} of pid {tid}"),
+            source: Some(e),
+        })?;
+        self.attach_to_event(&fd)?;
+        if now {
+            crate::sys::set_enabled(&fd, true).map_err(|e| {
+                Error::io(format!("cannot enable the {what} event of pid {tid}"), e)
+            })?;
+        }
+        Ok(fd)
+    }
+}
+
 /// A program attached to a tracepoint (its perf event, or its raw-tracepoint link);
 /// dropping it detaches the program.
 #[derive(Debug)]
