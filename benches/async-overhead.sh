@@ -2,7 +2,7 @@
 # What `pkgmon --async` costs on a loopback TCP stream, beside the same tracepoints recorded
 # by `perf record -e` and beside sampling alone:
 #
-#   bash benches/async-overhead.sh              (RUNS=3 runs of SECONDS=3 s each, interleaved)
+#   bash benches/async-overhead.sh              (RUNS=5 runs of SECONDS_PER_RUN=3 s each, interleaved)
 #   PKGMON=target/release/pkgmon bash benches/async-overhead.sh
 #   RATE=125000000 bash benches/async-overhead.sh   (the stream paced at 1 Gbit/s)
 #
@@ -11,8 +11,9 @@
 # went through (with RATE, paced at RATE bytes/s by the socket: then the CPU time, not the
 # throughput, is the cost). Each configuration runs it RUNS times, the configurations interleaved; the
 # table gives the median throughput, the median CPU time of the whole command (profiler and
-# workload, user + system, /usr/bin/time), and the records lost (pkgmon's count; perf's
-# "lost" chunks). The configurations:
+# workload, user + system, /usr/bin/time), what that adds to the bare run's, that added CPU
+# as a multiple of sampling alone's (the question: does the ring path stay within 2x of
+# sampling alone?), and the records lost (pkgmon's count; perf's "lost" chunks). The configurations:
 #
 #   bare            the workload alone
 #   pkgmon -a       CPU-wide sampling (what --async samples), no tracepoints
@@ -22,7 +23,7 @@
 # Needs root, perf and cc. The machine is shared: the load average is printed with the table.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-runs="${RUNS:-3}"
+runs="${RUNS:-5}"
 seconds="${SECONDS_PER_RUN:-3}"
 stack="${STACK_SIZE:-8192}"
 . "$root/benches/lib.sh"
@@ -54,6 +55,7 @@ run() {
     >>"$work/results"
 }
 
+load_before="$(uptime | sed 's/.*load average: //')"
 workload=("$work/netpair" stream "$seconds" "$work/pids" ${RATE:+"$RATE"})
 for _ in $(seq "$runs"); do
   run bare "${workload[@]}"
@@ -62,20 +64,23 @@ for _ in $(seq "$runs"); do
   run "perf -e TPs" perf record -q -a -o "$work/perf.data" "${tps[@]}" -- "${workload[@]}"
 done
 
-echo "loopback TCP stream${RATE:+ paced at $RATE bytes/s}, $seconds s per run, median of $runs; pkgmon --stack-size $stack; $(uptime | sed 's/.*load/load/')"
+echo "loopback TCP stream${RATE:+ paced at $RATE bytes/s}, $seconds s per run, median of $runs; pkgmon --stack-size $stack; load average before: $load_before, after: $(uptime | sed 's/.*load average: //')"
 echo
-echo "| configuration | MB/s | vs bare | CPU s (command, user+sys) | records lost |"
-echo "|---|---|---|---|---|"
+echo "| configuration | MB/s | vs bare | CPU s (command, user+sys) | CPU added to bare | added / sampling alone's | records lost |"
+echo "|---|---|---|---|---|---|---|"
 python3 - "$work/results" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     *name, rate, cpu, lost = line.split()
     rows.setdefault(" ".join(name), []).append((float(rate), float(cpu), int(lost)))
-bare = statistics.median(r[0] for r in rows["bare"])
+med = lambda name, i: statistics.median(r[i] for r in rows[name])
+bare, bare_cpu = med("bare", 0), med("bare", 1)
+sampling = med("pkgmon -a", 1) - bare_cpu
 for name, rs in rows.items():
-    rate = statistics.median(r[0] for r in rs)
-    cpu = statistics.median(r[1] for r in rs)
+    rate, cpu = med(name, 0), med(name, 1)
     lost = max(r[2] for r in rs)
-    print(f"| {name} | {rate / 1e6:.0f} | {rate / bare:.2f}x | {cpu:.2f} | {lost} |")
+    added = cpu - bare_cpu
+    ratio = f"{added / sampling:.2f}x" if name != "bare" and sampling > 0 else ""
+    print(f"| {name} | {rate / 1e6:.0f} | {rate / bare:.2f}x | {cpu:.2f} | {added:+.2f} | {ratio} | {lost} |")
 EOF

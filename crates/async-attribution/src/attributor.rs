@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::Kind;
 use crate::entries::SoftirqEntries;
-use crate::event::{Event, NET_RX_VECTOR, What};
+use crate::event::{Context, Event, NET_RX_VECTOR, What};
 use crate::net::NetObjects;
 use crate::split::Splitter;
 
@@ -45,10 +45,20 @@ struct CpuState {
     /// The open `NET_RX` window.
     window: Option<u32>,
     /// The open timer callback windows, innermost last (a high-resolution timer's hard
-    /// interrupt may come inside a softirq's callback).
-    timers: Vec<u32>,
+    /// interrupt, the sampling timer's among them, may come inside a softirq's callback).
+    timers: Vec<OpenTimer>,
     /// Hard interrupt handlers running (their samples are not the softirq's).
     irq_depth: u32,
+}
+
+/// A timer callback window open on a CPU.
+#[derive(Debug, Clone, Copy)]
+struct OpenTimer {
+    window: u32,
+    timer: u64,
+    /// Run in a hard interrupt: it holds no sample (see [`Context`]), and only records fired
+    /// in a hard interrupt are its.
+    hard: bool,
 }
 
 /// What `sk_data_ready` said in a window: no socket, one, or several.
@@ -161,11 +171,16 @@ pub enum Reason {
     /// arms the sender's timers, though the same window goes on to deliver data), and in the
     /// idle task or in an interrupt outside every window (the running task is a victim) it
     /// has none — a timer re-armed there keeps the owner it had (6.18 enqueues a timer its
-    /// own callback re-armed after the callback's window closed). A timer keeps its owner
-    /// until it is armed again, so a periodic timer re-armed by its own callback (no record)
-    /// stays its arming process's.
+    /// own callback re-armed after the callback's window closed). Windows count only for
+    /// records of their own [`Context`]: a record fired in a hard interrupt belongs to a
+    /// callback run in a hard interrupt, never to the softirq window or work item it
+    /// interrupted (the sampling timer re-arms itself in every sample's interrupt). A timer
+    /// keeps its owner until it is armed again, so a periodic timer re-armed by its own
+    /// callback (no record) stays its arming process's.
     /// A work item's or timer's window (`workqueue_execute_start`/`end`,
     /// `*_expire_entry`/`exit`) goes whole to its owner: it served one object.
+    ///
+    /// [`Context`]: crate::Context
     NoOwner,
 }
 
@@ -282,8 +297,10 @@ impl Attributor {
     /// in time order with the events). Returns its ticket when it is asynchronous work, which
     /// the caller holds back; None when it is the running process's own.
     ///
-    /// A sample is held, innermost work first: when a timer callback window is open on its
-    /// CPU and its stack passes through a timer runner ([`TIMER_NAMES`]); when a `NET_RX`
+    /// A sample is held, innermost work first: when a timer callback window run in a softirq
+    /// is open on its CPU and its stack passes through a timer runner ([`TIMER_NAMES`]) —
+    /// the innermost such window: the sampling timer's own hard-interrupt window is open
+    /// around every sample ([`Context`]); when a `NET_RX`
     /// window is open on its CPU, no hard interrupt handler runs inside it, and its stack
     /// passes through a softirq entry (when the entries are known: a stack that does not is
     /// evidence the window's exit was lost), or, with no window open, when its stack passes
@@ -296,11 +313,11 @@ impl Attributor {
             return None;
         }
         let state = self.cpu(cpu).clone();
-        let timer = state.timers.last().and_then(|&w| {
+        let timer = state.timers.iter().rev().find(|t| !t.hard).and_then(|t| {
             Some((
                 Kind::Timer,
                 self.entries.cut_deferred(false, kernel)?,
-                Some(w),
+                Some(t.window),
             ))
         });
         let net = || {
@@ -336,22 +353,26 @@ impl Attributor {
         })
     }
 
-    /// The owner of a work item queued or a timer armed by record `e`, which fired in an
-    /// interrupt when `interrupt` (the rule at [`Reason::NoOwner`]); None when the record
-    /// says nothing of it (in the idle task or an interrupt outside every window).
-    fn owner_of(&mut self, e: &Event, interrupt: bool) -> Option<Owner> {
+    /// The owner of a work item queued or a timer armed by record `e`, fired in `context`
+    /// (the rule at [`Reason::NoOwner`]); None when the record says nothing of it (in the
+    /// idle task, or in an interrupt outside every window of its own context).
+    fn owner_of(&mut self, e: &Event, context: Context) -> Option<Owner> {
         let cpu = self.cpu(e.cpu).clone();
-        let task = self.tasks.get(&e.tid).filter(|_| !interrupt);
-        if let Some(&w) = cpu.timers.last().or(task) {
+        let hard = context == Context::Hardirq;
+        let timer = cpu.timers.iter().rev().find(|t| t.hard == hard);
+        let task = self.tasks.get(&e.tid).filter(|_| context == Context::Task);
+        if let Some(&w) = timer.map(|t| &t.window).or(task) {
             return self.windows[w as usize].owner;
         }
-        if let Some(w) = cpu.window {
-            return self.windows[w as usize].current.map(Owner::Packet);
+        match (cpu.window, context) {
+            (_, Context::Hardirq) => None,
+            (Some(w), _) => self.windows[w as usize].current.map(Owner::Packet),
+            (None, Context::Softirq) => None,
+            (None, Context::Task) => (e.pid != 0).then_some(Owner::Known(Target::Process {
+                pid: e.pid,
+                time: e.time,
+            })),
         }
-        (!interrupt && e.pid != 0).then_some(Owner::Known(Target::Process {
-            pid: e.pid,
-            time: e.time,
-        }))
     }
 
     /// Opens a window of a work item or timer callback.
@@ -441,8 +462,8 @@ impl Attributor {
             What::RecvLength { sk, ret } if ret > 0 => self.net.used(sk, e.pid, e.time),
             What::SendLength { sk, ret } if ret >= 0 => self.net.used(sk, e.pid, e.time),
             What::RecvLength { .. } | What::SendLength { .. } => {}
-            What::WorkQueued { work, interrupt } => {
-                let owner = self.owner_of(&e, interrupt).unwrap_or(NO_OWNER);
+            What::WorkQueued { work, context } => {
+                let owner = self.owner_of(&e, context).unwrap_or(NO_OWNER);
                 self.queued.insert(work, owner);
             }
             What::WorkStart { work } => {
@@ -453,11 +474,11 @@ impl Attributor {
             What::WorkEnd { .. } => {
                 self.tasks.remove(&e.tid);
             }
-            What::TimerArmed { timer, interrupt } => {
+            What::TimerArmed { timer, context } => {
                 // Re-armed where nothing names an owner, a timer keeps the one it had: on
                 // 6.18 a timer its own callback re-arms is enqueued after the callback's
                 // window closed, in the interrupt.
-                match self.owner_of(&e, interrupt) {
+                match self.owner_of(&e, context) {
                     Some(owner) => {
                         self.armed.insert(timer, owner);
                     }
@@ -466,13 +487,22 @@ impl Attributor {
                     }
                 }
             }
-            What::TimerEntry { timer } => {
+            What::TimerEntry { timer, context } => {
                 let owner = self.armed.get(&timer).copied();
-                let w = self.open_owned(Kind::Timer, owner);
-                self.cpu(e.cpu).timers.push(w);
+                let window = self.open_owned(Kind::Timer, owner);
+                self.cpu(e.cpu).timers.push(OpenTimer {
+                    window,
+                    timer,
+                    hard: context == Context::Hardirq,
+                });
             }
-            What::TimerExit { .. } => {
-                self.cpu(e.cpu).timers.pop();
+            // The innermost window of that timer closes, with any opened inside it whose exit
+            // was lost.
+            What::TimerExit { timer } => {
+                let timers = &mut self.cpu(e.cpu).timers;
+                if let Some(i) = timers.iter().rposition(|t| t.timer == timer) {
+                    timers.truncate(i);
+                }
             }
         }
     }

@@ -20,6 +20,28 @@ pub struct Event {
     pub what: What,
 }
 
+/// Where a record fired, from its `common_flags`: in a task, in a softirq, or in a hard
+/// interrupt (or an NMI).
+///
+/// It decides whom a work item queued or a timer armed belongs to (the rule at
+/// [`Reason::NoOwner`]), and which timer callbacks can hold samples: the CPU-time sampling
+/// event is itself a high-resolution timer run in a hard interrupt, whose sample shows the
+/// context it interrupted. So every sample sits inside the sampling timer's own callback
+/// window, and no sample ever shows a callback that runs in a hard interrupt; the timer work a
+/// sample can show is a softirq's (timer lists, soft high-resolution timers), and a record
+/// fired in a hard interrupt inside a softirq window is not that window's work.
+///
+/// [`Reason::NoOwner`]: crate::Reason::NoOwner
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Context {
+    /// A task's own context (process or kernel thread).
+    Task,
+    /// A softirq, in whatever task it interrupted or in `ksoftirqd`.
+    Softirq,
+    /// A hard interrupt handler or an NMI.
+    Hardirq,
+}
+
 /// What a record says, by tracepoint. Field names are the tracepoints' own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -98,9 +120,8 @@ pub enum What {
     WorkQueued {
         /// The `struct work_struct` address.
         work: u64,
-        /// Whether it fired in a hard or soft interrupt (the record's `common_flags`): the
-        /// running task is then a victim, not the owner.
-        interrupt: bool,
+        /// Where it fired: in an interrupt the running task is a victim, not the owner.
+        context: Context,
     },
     /// `workqueue:workqueue_execute_start`: the running kworker starts work item `work` (a
     /// window of that task, which may be preempted and resumed on another CPU).
@@ -119,13 +140,16 @@ pub enum What {
         /// The `struct timer_list` or `struct hrtimer` address.
         timer: u64,
         /// As in [`What::WorkQueued`].
-        interrupt: bool,
+        context: Context,
     },
     /// `timer:timer_expire_entry` or `timer:hrtimer_expire_entry`: `timer`'s callback starts
     /// on this CPU (in a softirq or a hard interrupt, in whatever task the CPU was running).
     TimerEntry {
         /// The timer's address.
         timer: u64,
+        /// Where it fired: a callback run in a hard interrupt ([`Context::Hardirq`]) holds
+        /// no CPU sample of its own work, see [`Context`].
+        context: Context,
     },
     /// `timer:timer_expire_exit` or `timer:hrtimer_expire_exit`: it ends.
     TimerExit {

@@ -68,7 +68,7 @@ pub mod split;
 
 pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
 pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES};
-pub use event::{Event, NET_RX_VECTOR, What};
+pub use event::{Context, Event, NET_RX_VECTOR, What};
 
 /// A kind of asynchronous work: what a window served and how its beneficiary is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

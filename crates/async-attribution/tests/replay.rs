@@ -3,7 +3,7 @@
 //! samples are conserved.
 
 use async_attribution::{
-    Attributor, Decision, Event, Kind, NET_RX_VECTOR, Reason, SoftirqEntries, Target, What,
+    Attributor, Context, Decision, Event, Kind, NET_RX_VECTOR, Reason, SoftirqEntries, Target, What,
 };
 
 // A fake kernel: each function one 0x100-byte range.
@@ -18,9 +18,8 @@ const RUN_KSOFTIRQD: u64 = 0x4000;
 const WORKER_THREAD: u64 = 0x5000;
 const PROCESS_ONE_WORK: u64 = 0x5100;
 const WB_WORKFN: u64 = 0x5200;
-const HRTIMER_INTERRUPT: u64 = 0x6000;
 const RUN_HRTIMER: u64 = 0x6100;
-const TIMERFD_TMRPROC: u64 = 0x6200;
+const TCP_PACE_KICK: u64 = 0x6200;
 const CALL_TIMER_FN: u64 = 0x6300;
 const DELAYED_WORK_TIMER_FN: u64 = 0x6400;
 
@@ -687,9 +686,10 @@ fn in_work(f: u64) -> Vec<u64> {
     vec![f + 8, PROCESS_ONE_WORK + 8, WORKER_THREAD + 8]
 }
 
-/// A stack in timer callback `f`, run from a hard interrupt inside `victim`'s system call.
-fn in_hrtimer(f: u64) -> Vec<u64> {
-    vec![f + 8, RUN_HRTIMER + 8, HRTIMER_INTERRUPT + 8, SYSCALL + 8]
+/// A stack in high-resolution timer callback `f`, run in the `HRTIMER` softirq inside a
+/// system call (a callback run in a hard interrupt is never sampled: see [`Context`]).
+fn in_soft_hrtimer(f: u64) -> Vec<u64> {
+    vec![f + 8, RUN_HRTIMER + 8, HANDLE_SOFTIRQS + 8, SYSCALL + 8]
 }
 
 const WRITER: u32 = 400;
@@ -706,7 +706,7 @@ fn a_work_item_goes_whole_to_the_process_that_queued_it() {
         WRITER,
         What::WorkQueued {
             work,
-            interrupt: false,
+            context: Context::Task,
         },
     )
     .ev(1, 2, KWORKER, What::WorkStart { work })
@@ -747,7 +747,7 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
             IDLE,
             What::WorkQueued {
                 work: b,
-                interrupt: false,
+                context: Context::Task,
             },
         )
         .ev(0, 5, KWORKER, What::WorkStart { work: b })
@@ -760,7 +760,7 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
             WRITER,
             What::WorkQueued {
                 work: c,
-                interrupt: false,
+                context: Context::Task,
             },
         )
         .ev(0, 9, KWORKER, What::WorkStart { work: c })
@@ -770,7 +770,7 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
             KWORKER,
             What::WorkQueued {
                 work: d2,
-                interrupt: false,
+                context: Context::Task,
             },
         )
         .ev(0, 11, KWORKER, What::WorkEnd { work: c })
@@ -794,78 +794,77 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
     assert_eq!((w.windows, w.objects, w.unconsumed), (4, 3, 1));
 }
 
+/// A timer armed or fired in `context`.
+fn armed(timer: u64, context: Context) -> What {
+    What::TimerArmed { timer, context }
+}
+fn fires(timer: u64, context: Context) -> What {
+    What::TimerEntry { timer, context }
+}
+fn ends(timer: u64) -> What {
+    What::TimerExit { timer }
+}
+
 #[test]
 fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
     let mut t = Timelines::default();
     let (timer, tick, list) = (0x7000, 0x7100, 0x7200);
-    t.ev(
-        0,
-        1,
-        WRITER,
-        What::TimerArmed {
-            timer,
-            interrupt: false,
-        },
-    )
-    .ev(
-        1,
-        2,
-        IDLE,
-        What::TimerArmed {
-            timer: tick,
-            interrupt: false,
-        },
-    )
-    // It fires on CPU 1 inside another process's system call (a hard interrupt).
-    .ev(1, 10, OTHER, What::TimerEntry { timer })
-    .sample(1, 11, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-    .ev(1, 12, OTHER, What::TimerExit { timer })
-    // The sampling timer's own expiry is a window around every sample: a stack that
-    // does not pass through a timer runner is not timer work.
-    .ev(1, 13, OTHER, What::TimerEntry { timer: tick })
-    .sample(1, 14, OTHER, vec![SYSCALL + 8])
-    .sample(1, 15, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-    .ev(1, 16, OTHER, What::TimerExit { timer: tick })
-    // Periodic: its callback re-armed it (no record); it is still the writer's.
-    .ev(0, 20, OTHER, What::TimerEntry { timer })
-    .sample(0, 21, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-    .ev(0, 22, OTHER, What::TimerExit { timer })
-    // A timer-list callback (TIMER softirq) queues a delayed work: the writer armed the
-    // timer, so the work is the writer's too.
-    .ev(
-        1,
-        30,
-        WRITER,
-        What::TimerArmed {
-            timer: list,
-            interrupt: false,
-        },
-    )
-    .ev(0, 31, OTHER, What::TimerEntry { timer: list })
-    .sample(
-        0,
-        32,
-        OTHER,
-        vec![
-            DELAYED_WORK_TIMER_FN + 8,
-            CALL_TIMER_FN + 8,
-            HANDLE_SOFTIRQS + 8,
-            SYSCALL + 8,
-        ],
-    )
-    .ev(
-        0,
-        33,
-        OTHER,
-        What::WorkQueued {
-            work: 0x9000,
-            interrupt: true,
-        },
-    )
-    .ev(0, 34, OTHER, What::TimerExit { timer: list })
-    .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
-    .sample(1, 36, KWORKER, in_work(WB_WORKFN))
-    .ev(1, 37, KWORKER, What::WorkEnd { work: 0x9000 });
+    t.ev(0, 1, WRITER, armed(timer, Context::Task))
+        // The sampling timer, armed in the idle task: owned by nobody.
+        .ev(1, 2, IDLE, armed(tick, Context::Task))
+        // It fires on CPU 1 in the HRTIMER softirq inside another process's system call.
+        .ev(1, 10, OTHER, fires(timer, Context::Softirq))
+        .sample(1, 11, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(1, 12, OTHER, ends(timer))
+        // The sampling timer's own expiry is a hard-interrupt window around every sample:
+        // it holds no sample, whatever the stack shows.
+        .ev(1, 13, OTHER, fires(tick, Context::Hardirq))
+        .sample(1, 14, OTHER, vec![SYSCALL + 8])
+        .sample(1, 15, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(1, 16, OTHER, ends(tick))
+        // Periodic: its callback re-armed it (no record); it is still the writer's.
+        .ev(0, 20, OTHER, fires(timer, Context::Softirq))
+        // The sampling timer's window inside the callback's: the sample is the callback's.
+        .ev(0, 21, OTHER, fires(tick, Context::Hardirq))
+        .sample(0, 22, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(0, 23, OTHER, ends(tick))
+        // Re-armed in its interrupt, inside the callback's window: not the callback's.
+        .ev(0, 24, OTHER, armed(tick, Context::Hardirq))
+        .ev(0, 25, OTHER, ends(timer))
+        // A timer-list callback (TIMER softirq) queues a delayed work: the writer armed the
+        // timer, so the work is the writer's too.
+        .ev(1, 30, WRITER, armed(list, Context::Task))
+        .ev(0, 31, OTHER, fires(list, Context::Softirq))
+        .sample(
+            0,
+            32,
+            OTHER,
+            vec![
+                DELAYED_WORK_TIMER_FN + 8,
+                CALL_TIMER_FN + 8,
+                HANDLE_SOFTIRQS + 8,
+                SYSCALL + 8,
+            ],
+        )
+        .ev(
+            0,
+            33,
+            OTHER,
+            What::WorkQueued {
+                work: 0x9000,
+                context: Context::Softirq,
+            },
+        )
+        .ev(0, 34, OTHER, ends(list))
+        .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
+        .sample(1, 36, KWORKER, in_work(WB_WORKFN))
+        .ev(1, 37, KWORKER, What::WorkEnd { work: 0x9000 })
+        // The sampling timer again, around a soft callback it has no part in.
+        .ev(1, 40, OTHER, fires(timer, Context::Softirq))
+        .ev(1, 41, OTHER, fires(tick, Context::Hardirq))
+        .sample(1, 42, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(1, 43, OTHER, ends(tick))
+        .ev(1, 44, OTHER, ends(timer));
     let (d, totals) = t.run();
     let decided: Vec<(Kind, usize, Target)> = d
         .iter()
@@ -877,34 +876,31 @@ fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
         decided,
         vec![
             (Kind::Timer, 2, writer(1)),
-            (Kind::Timer, 2, Target::Unattributed(Reason::NoOwner)),
             (Kind::Timer, 2, writer(1)),
             (Kind::Timer, 2, writer(30)),
             (Kind::Workqueue, 2, writer(30)),
+            (Kind::Timer, 2, writer(1)),
         ]
     );
+    // The sample at 15 (a callback's stack in no callback's window) stays its victim's.
+    assert_eq!(d[2], (OTHER, None));
     let timers = totals.iter().find(|t| t.kind == Kind::Timer).unwrap();
+    // Seven windows, three of them the sampling timer's, owned by nobody.
     assert_eq!(
         (timers.windows, timers.objects, timers.unconsumed),
-        (4, 4, 1)
+        (7, 7, 3)
     );
 }
 
 #[test]
 fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
     let mut t = Timelines::default();
-    let timer = 0x7000;
-    t.ev(
-        0,
-        1,
-        WRITER,
-        What::TimerArmed {
-            timer,
-            interrupt: false,
-        },
-    );
-    // A high-resolution timer's interrupt comes inside the sender's NET_RX window; a timer
-    // armed inside that window belongs to the window's reader, known at the end.
+    let (tick, timer) = (0x7100, 0x7200);
+    // The sampling timer, said to be the writer's so that its owner shows.
+    t.ev(0, 1, WRITER, armed(tick, Context::Task));
+    // The sampling timer's interrupt comes inside the sender's NET_RX window and re-arms
+    // itself there: not the window's work. A timer the receive work arms belongs to the
+    // window's reader, known at the end.
     t.window(
         0,
         10,
@@ -912,27 +908,11 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
         vec![
             e(SENDER, rx(0xa0, 100)),
             s(SENDER, loopback(UDP_RCV)),
-            e(SENDER, What::TimerEntry { timer }),
-            s(
-                SENDER,
-                vec![
-                    TIMERFD_TMRPROC + 8,
-                    RUN_HRTIMER + 8,
-                    HRTIMER_INTERRUPT + 8,
-                    UDP_RCV + 8,
-                    NET_RX_ACTION + 8,
-                    HANDLE_SOFTIRQS + 8,
-                    SYSCALL + 8,
-                ],
-            ),
-            e(SENDER, What::TimerExit { timer }),
-            e(
-                SENDER,
-                What::TimerArmed {
-                    timer: 0x7100,
-                    interrupt: true,
-                },
-            ),
+            e(SENDER, fires(tick, Context::Hardirq)),
+            s(SENDER, loopback(UDP_RCV)),
+            e(SENDER, ends(tick)),
+            e(SENDER, armed(tick, Context::Hardirq)),
+            e(SENDER, armed(timer, Context::Softirq)),
             s(SENDER, loopback(UDP_RCV)),
         ],
     );
@@ -945,9 +925,27 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
             len: 100,
         },
     )
-    .ev(1, 31, OTHER, What::TimerEntry { timer: 0x7100 })
-    .sample(1, 32, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-    .ev(1, 33, OTHER, What::TimerExit { timer: 0x7100 });
+    .ev(1, 31, OTHER, fires(timer, Context::Softirq))
+    .ev(1, 32, OTHER, fires(tick, Context::Hardirq))
+    .sample(1, 33, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+    .ev(1, 34, OTHER, ends(tick))
+    .ev(1, 35, OTHER, ends(timer))
+    // A hard-interrupt callback of the sampling timer queues work: its owner's, the writer's
+    // still (it was re-armed in an interrupt outside every window of its context).
+    .ev(1, 36, OTHER, fires(tick, Context::Hardirq))
+    .ev(
+        1,
+        37,
+        OTHER,
+        What::WorkQueued {
+            work: 0x9000,
+            context: Context::Hardirq,
+        },
+    )
+    .ev(1, 38, OTHER, ends(tick))
+    .ev(0, 40, KWORKER, What::WorkStart { work: 0x9000 })
+    .sample(0, 41, KWORKER, in_work(WB_WORKFN))
+    .ev(0, 42, KWORKER, What::WorkEnd { work: 0x9000 });
     let (d, _) = t.run();
     let decided: Vec<(Kind, Target)> = d
         .iter()
@@ -962,15 +960,16 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
         decided,
         vec![
             (Kind::NetRx, reader),
+            (Kind::NetRx, reader),
+            (Kind::NetRx, reader),
+            (Kind::Timer, reader),
             (
-                Kind::Timer,
+                Kind::Workqueue,
                 Target::Process {
                     pid: WRITER,
                     time: 1
                 }
             ),
-            (Kind::NetRx, reader),
-            (Kind::Timer, reader),
         ]
     );
 }
@@ -978,21 +977,18 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
 #[test]
 fn a_timer_armed_in_an_interrupt_outside_every_window_has_no_owner() {
     let mut t = Timelines::default();
-    // Armed in a softirq (not one this run traces) that interrupted the writer.
-    t.ev(
-        0,
-        1,
-        WRITER,
-        What::TimerArmed {
-            timer: 0x7000,
-            interrupt: true,
-        },
-    )
-    .ev(1, 2, OTHER, What::TimerEntry { timer: 0x7000 })
-    .sample(1, 3, OTHER, in_hrtimer(TIMERFD_TMRPROC))
-    .ev(1, 4, OTHER, What::TimerExit { timer: 0x7000 });
+    // Armed in a softirq (not one this run traces) that interrupted the writer, and in a
+    // hard interrupt.
+    t.ev(0, 1, WRITER, armed(0x7000, Context::Softirq))
+        .ev(0, 2, WRITER, armed(0x7100, Context::Hardirq))
+        .ev(1, 3, OTHER, fires(0x7000, Context::Softirq))
+        .sample(1, 4, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(1, 5, OTHER, ends(0x7000))
+        .ev(1, 6, OTHER, fires(0x7100, Context::Softirq))
+        .sample(1, 7, OTHER, in_soft_hrtimer(TCP_PACE_KICK))
+        .ev(1, 8, OTHER, ends(0x7100));
     let (d, _) = t.run();
-    assert_eq!(charged(&d, residue(Reason::NoOwner)), 1);
+    assert_eq!(charged(&d, residue(Reason::NoOwner)), 2);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! only feeds it and keeps what a held sample will need once its beneficiary is known (its
 //! cut kernel frames and its period: the user frames are the victim's and never move).
 
-use async_attribution::{Attributor, Event, Kind, Outcome, SoftirqEntries, What};
+use async_attribution::{Attributor, Context, Event, Kind, Outcome, SoftirqEntries, What};
 
 use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
@@ -115,17 +115,19 @@ impl AsyncOptions {
     }
 }
 
-/// `common_flags` bits of a record fired in a hard interrupt, a softirq or an NMI
-/// (`TRACE_FLAG_HARDIRQ`, `TRACE_FLAG_SOFTIRQ`, `TRACE_FLAG_NMI` in
+/// `common_flags` bits of a record fired in a hard interrupt or an NMI, and in a softirq
+/// (`TRACE_FLAG_HARDIRQ`, `TRACE_FLAG_NMI`, `TRACE_FLAG_SOFTIRQ` in
 /// `include/linux/trace_events.h`, stable since 2.6.30).
-const IN_INTERRUPT: u64 = 0x08 | 0x10 | 0x40;
+const IN_HARDIRQ: u64 = 0x08 | 0x40;
+const IN_SOFTIRQ: u64 = 0x10;
 
 /// Decodes a record of tracepoint `name` (`system:name`) into an attribution event.
 fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
     let u = |f: &str| raw.u64(f);
-    let interrupt = || {
-        raw.u64("common_flags")
-            .is_some_and(|f| f & IN_INTERRUPT != 0)
+    let context = || match raw.u64("common_flags").unwrap_or(0) {
+        f if f & IN_HARDIRQ != 0 => Context::Hardirq,
+        f if f & IN_SOFTIRQ != 0 => Context::Softirq,
+        _ => Context::Task,
     };
     let i = |f: &str| raw.i64(f).map(|v| v as i32);
     Some(match name {
@@ -161,22 +163,26 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
         },
         "workqueue:workqueue_queue_work" => What::WorkQueued {
             work: u("work")?,
-            interrupt: interrupt(),
+            context: context(),
         },
         "workqueue:workqueue_execute_start" => What::WorkStart { work: u("work")? },
         "workqueue:workqueue_execute_end" => What::WorkEnd { work: u("work")? },
         "timer:timer_start" => What::TimerArmed {
             timer: u("timer")?,
-            interrupt: interrupt(),
+            context: context(),
         },
-        "timer:timer_expire_entry" => What::TimerEntry { timer: u("timer")? },
+        "timer:timer_expire_entry" => What::TimerEntry {
+            timer: u("timer")?,
+            context: context(),
+        },
         "timer:timer_expire_exit" => What::TimerExit { timer: u("timer")? },
         "timer:hrtimer_start" => What::TimerArmed {
             timer: u("hrtimer")?,
-            interrupt: interrupt(),
+            context: context(),
         },
         "timer:hrtimer_expire_entry" => What::TimerEntry {
             timer: u("hrtimer")?,
+            context: context(),
         },
         "timer:hrtimer_expire_exit" => What::TimerExit {
             timer: u("hrtimer")?,

@@ -20,7 +20,7 @@ use gmon_format::{BoundaryKind, Stacks};
 
 mod common;
 
-use common::{MeasuredKernel, PKGMON, conserved_moves, scratch, serial};
+use common::{MeasuredKernel, PKGMON, TCP_DATA, conserved_moves, scratch, serial};
 
 fn deferred() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -89,9 +89,13 @@ impl Run {
     /// Per process started by the test: samples whose kernel stack holds `function`, and of
     /// them those recorded as moved asynchronous work of `kind`.
     fn samples_in(&self, function: &str, kind: BoundaryKind) -> Vec<(u32, u64, u64)> {
+        self.samples_in_all(&[&[function]], kind)
+    }
+
+    /// As [`Run::samples_in`], for stacks holding a function of each list of `functions`.
+    fn samples_in_all(&self, functions: &[&[&str]], kind: BoundaryKind) -> Vec<(u32, u64, u64)> {
         let m = gmon_format::scan(&self.dir).unwrap();
         let syms = MeasuredKernel::of(&self.dir);
-        let is = |a: u64| syms.is_in(a, &[function]);
         let mut out = Vec::new();
         for f in &m.processes {
             if !self.pids.iter().any(|p| p.1 == f.pid) {
@@ -102,7 +106,8 @@ impl Run {
             let (mut all, mut moved) = (0, 0);
             for r in stacks.records() {
                 let (_, r) = r.unwrap();
-                if r.kernel.to_vec().into_iter().any(is) {
+                let kernel = r.kernel.to_vec();
+                if (functions.iter()).all(|f| kernel.iter().any(|&a| syms.is_in(a, f))) {
                     all += r.samples;
                     if r.boundary == Some(kind) {
                         moved += r.samples;
@@ -265,4 +270,54 @@ fn a_paced_sender_gets_its_timers_callbacks_from_the_task_they_interrupted() {
         "timer",
         &["__run_hrtimer", "__hrtimer_run_queues", "call_timer_fn"],
     );
+}
+
+/// Shares of the paced stream's work in one run: of the pacing timer's callbacks
+/// (`tcp_pace_kick`, in the test's processes and the system files), those moved to the
+/// sender; of the receive softirq's work on data segments (in the test's processes), that
+/// moved to the reader. Each (moved, all).
+fn pacing_shares(run: &Run) -> ((u64, u64), (u64, u64)) {
+    let (owner, reader) = (run.pid("owner"), run.pid("reader"));
+    let timer = run.samples_in("tcp_pace_kick", BoundaryKind::AsyncTimer);
+    let net = run.samples_in_all(TCP_DATA, BoundaryKind::AsyncNetRx);
+    let moved_to =
+        |rows: &[(u32, u64, u64)], pid| rows.iter().filter(|r| r.0 == pid).map(|r| r.2).sum();
+    let all = |rows: &[(u32, u64, u64)]| rows.iter().map(|r| r.1).sum::<u64>();
+    (
+        (
+            moved_to(&timer, owner),
+            all(&timer) + run.left_in_system("tcp_pace_kick"),
+        ),
+        (moved_to(&net, reader), all(&net)),
+    )
+}
+
+#[test]
+fn receive_work_and_timers_attributed_together_go_where_each_goes_alone() {
+    let _g = serial();
+    let share = |(moved, all): (u64, u64)| moved as f64 / all.max(1) as f64;
+    let mut runs = Vec::new();
+    for kinds in ["timer", "net", "net,timer"] {
+        let run = run("pacing", Some(kinds));
+        conserved_moves(&run.dir);
+        let (timer, net) = pacing_shares(&run);
+        eprintln!(
+            "pacing --async={kinds}: timer {timer:?} to the sender, net {net:?} to the reader"
+        );
+        runs.push((kinds, timer, net, run.stderr.clone()));
+    }
+    let report = format!("{runs:#?}");
+    let (_, timer_alone, _, _) = &runs[0];
+    let (_, _, net_alone, _) = &runs[1];
+    let (_, timer, net, _) = &runs[2];
+    assert!(timer.1 >= 40 && net.1 >= 40, "too few: {report}");
+    assert!(
+        (share(*timer) - share(*timer_alone)).abs() <= 0.05,
+        "the sender's share of its timer's work moved beside receive work: {report}"
+    );
+    assert!(
+        (share(*net) - share(*net_alone)).abs() <= 0.05,
+        "the reader's share of its receive work moved beside timers: {report}"
+    );
+    assert!(share(*timer) >= 0.9 && share(*net) >= 0.9, "{report}");
 }

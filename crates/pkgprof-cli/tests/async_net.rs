@@ -20,7 +20,7 @@ use gmon_format::{AsyncMoves, Stacks};
 
 mod common;
 
-use common::{MeasuredKernel, PKGMON, conserved_moves, scratch, serial};
+use common::{MeasuredKernel, PKGMON, TCP_DATA, conserved_moves, scratch, serial};
 
 /// UDP's receive path, from the device to the socket queue.
 const UDP_RX: &[&str] = &[
@@ -32,22 +32,6 @@ const UDP_RX: &[&str] = &[
     "ip_rcv",
     "ip_local_deliver",
     "ip_local_deliver_finish",
-];
-
-/// TCP's processing of a data segment — queueing it, waking the reader, acknowledging it —
-/// which only the reader's socket receives (the sender's gets acknowledgements only), in the
-/// softirq (`net_rx_action`: not the owner's draining of its socket's backlog, which is its
-/// own work already).
-const TCP_DATA: &[&[&str]] = &[
-    &[
-        "tcp_queue_rcv",
-        "tcp_data_queue",
-        "tcp_event_data_recv",
-        "tcp_data_ready",
-        "sock_def_readable",
-        "__tcp_ack_snd_check",
-    ],
-    &["net_rx_action"],
 ];
 
 fn netpair() -> &'static Path {

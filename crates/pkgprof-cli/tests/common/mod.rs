@@ -11,6 +11,22 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 pub const PKGMON: &str = env!("CARGO_BIN_EXE_pkgmon");
 pub const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 
+/// TCP's processing of a data segment — queueing it, waking the reader, acknowledging it —
+/// which only the reader's socket receives (the sender's gets acknowledgements only), in the
+/// softirq (`net_rx_action`: not the owner's draining of its socket's backlog, which is its
+/// own work already). A sample is in it when its stack holds a function of each list.
+pub const TCP_DATA: &[&[&str]] = &[
+    &[
+        "tcp_queue_rcv",
+        "tcp_data_queue",
+        "tcp_event_data_recv",
+        "tcp_data_ready",
+        "sock_def_readable",
+        "__tcp_ack_snd_check",
+    ],
+    &["net_rx_action"],
+];
+
 static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
 static FAILED: AtomicBool = AtomicBool::new(false);
 
