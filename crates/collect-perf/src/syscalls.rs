@@ -176,6 +176,10 @@ struct ThreadState {
     off: Option<OffCpu>,
     /// The chain of the last voluntary `sched_switch`, until its SWITCH-out record.
     pending_sleep: Option<Vec<u64>>,
+    /// The last wake-up while it ran in its call since its last switch in: the waker of the
+    /// sleep it then switches out for, when an interrupt on another CPU woke the sleeper
+    /// while it was still leaving its own (off its run queue, before its switch-out).
+    early_waker: Option<WakerKey>,
 }
 
 /// Sums of one operation (system call, call site) of one process image.
@@ -369,6 +373,7 @@ impl SyscallTracer {
         match input {
             Input::Enter { nr, key, frames } => {
                 let t = self.threads.entry(tid).or_default();
+                t.early_waker = None;
                 if let Some(old) = t.call.take() {
                     self.images.entry(old.key).or_default().unpaired_enters += 1;
                 }
@@ -404,23 +409,30 @@ impl SyscallTracer {
             Input::Out { preempted } => {
                 let t = self.threads.entry(tid).or_default();
                 let sleep = t.pending_sleep.take().filter(|_| !preempted);
+                let waker = t.early_waker.take().filter(|_| sleep.is_some());
                 t.off = Some(OffCpu {
                     since: time,
                     sleep,
-                    waker: None,
+                    waker,
                 });
             }
             Input::Waking { waker_pid, chain } => {
-                if let Some(off) = self.threads.get_mut(&tid).and_then(|t| t.off.as_mut())
-                    && off.sleep.is_some()
-                    && off.waker.is_none()
-                {
-                    off.waker = Some((waker_pid, chain[..chain.len().min(kframes)].to_vec()));
+                let Some(t) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                let waker = (waker_pid, chain[..chain.len().min(kframes)].to_vec());
+                match &mut t.off {
+                    Some(off) if off.sleep.is_some() && off.waker.is_none() => {
+                        off.waker = Some(waker);
+                    }
+                    None if t.call.is_some() => t.early_waker = Some(waker),
+                    _ => {}
                 }
             }
             Input::In => {
-                // The kernel's wake-ups of this thread up to now: the last one since it
-                // left the CPU woke it.
+                // The kernel's wake-ups of this thread up to now (earlier ones went at its
+                // last switch in): the last one woke it. It may precede the switch-out: an
+                // interrupt on another CPU can wake a sleeper still on its own CPU.
                 let mut woken = None;
                 if let Some(q) = self.wakeups.get_mut(&tid) {
                     while q.front().is_some_and(|(at, _)| *at <= time) {
@@ -430,9 +442,10 @@ impl SyscallTracer {
                 let Some(t) = self.threads.get_mut(&tid) else {
                     return;
                 };
+                t.early_waker = None;
                 let Some(mut off) = t.off.take() else { return };
-                if let Some((at, w)) = woken
-                    && at >= off.since
+                if let Some((_, w)) = woken
+                    && off.sleep.is_some()
                     && off.waker.is_none()
                 {
                     off.waker = Some(w);
@@ -815,6 +828,44 @@ mod tests {
     }
 
     #[test]
+    fn a_wakeup_before_the_switch_out_names_the_waker_of_that_sleep_only() {
+        let mut t = SyscallTracer::new(LatencyOptions {
+            blocking: true,
+            ..LatencyOptions::default()
+        });
+        let key = (0, 0);
+        let enter = || Input::Enter {
+            nr: 17,
+            key,
+            frames: &[],
+        };
+        let waking = |pid| Input::Waking {
+            waker_pid: pid,
+            chain: &[0xb],
+        };
+        // A call woken by 41 while it ran (it never slept for that one).
+        t.feed(0, 7, enter());
+        t.feed(5, 7, waking(41));
+        t.feed(8, 7, Input::Exit { nr: 17, key });
+        // The next, woken by 40 before its voluntary switch-out, then a sleep whose waker is
+        // not seen: neither 41 nor 40 is named for it.
+        t.feed(9, 7, enter());
+        t.feed(10, 7, Input::Blocked { chain: &[0xa] });
+        t.feed(11, 7, waking(40));
+        t.feed(12, 7, Input::Out { preempted: false });
+        t.feed(50, 7, Input::In);
+        t.feed(70, 7, Input::Blocked { chain: &[0xa] });
+        t.feed(70, 7, Input::Out { preempted: false });
+        t.feed(100, 7, Input::In);
+        t.feed(200, 7, Input::Exit { nr: 17, key });
+        let f = t.file(&run_with_wakings(2, 2), &[key]).expect("an image");
+        let b = f.operations[0].blocking.clone().expect("blocking");
+        assert_eq!(b.sleeps, 2);
+        let wakers: Vec<_> = (b.wakers.iter()).map(|w| (w.pid, w.count)).collect();
+        assert_eq!(wakers, vec![(40, 1)]);
+    }
+
+    #[test]
     fn a_kernel_wakeup_names_the_waker_of_the_sleep_it_ended() {
         let rec = Recording::default();
         let mut t = SyscallTracer::new(LatencyOptions {
@@ -825,11 +876,14 @@ mod tests {
         });
         let key = (0, 0);
         // Read from the ring ahead of the records: a wake-up while the thread ran (stale at
-        // its next sleep), one in the idle task ending the first sleep, one ending the second.
+        // its next sleep), one in the idle task ending the first sleep, one ending the second,
+        // and one that came before the third sleep's switch-out (an interrupt on another CPU
+        // while the sleeper was still on its own).
         for (time, waker_pid, frames) in [
             (5, 9, vec![0x1]),
             (50, 0, vec![0xc, 0xd, 0xe]),
             (150, 40, vec![0xf]),
+            (205, 41, vec![0xb]),
         ] {
             let w = crate::bpf::Wakeup {
                 time,
@@ -845,12 +899,12 @@ mod tests {
             frames: &[],
         };
         t.feed(0, 7, enter);
-        for (out, back) in [(10, 60), (100, 160)] {
+        for (out, back) in [(10, 60), (100, 160), (210, 240)] {
             t.feed(out, 7, Input::Blocked { chain: &[0xa] });
             t.feed(out, 7, Input::Out { preempted: false });
             t.feed(back, 7, Input::In);
         }
-        t.feed(200, 7, Input::Exit { nr: 17, key });
+        t.feed(300, 7, Input::Exit { nr: 17, key });
         assert!(t.wakeups[&7].is_empty());
         let f = t.file(&rec, &[key]).expect("an image");
         let b = f.operations[0].blocking.clone().expect("blocking");
@@ -859,7 +913,11 @@ mod tests {
             .collect();
         assert_eq!(
             wakers,
-            vec![(40, vec![0xf], 1, 60), (0, vec![0xc, 0xd], 1, 50)]
+            vec![
+                (40, vec![0xf], 1, 60),
+                (0, vec![0xc, 0xd], 1, 50),
+                (41, vec![0xb], 1, 30)
+            ]
         );
     }
 

@@ -523,8 +523,8 @@ fn direct_reads_via(how: &str, file: &Path) {
         .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
         .map(|w| w.count)
         .sum();
-    assert_eq!(woken, sleeps);
     let report = pkgprof(&["--blocking"], &run.dir);
+    assert_eq!(woken, sleeps, "{how}\n{report}");
     assert!(report.contains("(interrupt)"), "{report}");
     assert!(!report.contains("waker not seen"), "{report}");
     if how == "--blocking" {

@@ -103,6 +103,18 @@ impl Program {
         &self.name
     }
 
+    /// The times the kernel skipped this program because a BPF program was already running
+    /// on that CPU (an interrupt's tracepoint inside another program: the kernel does not
+    /// nest them), from `recursion_misses` in the program's fdinfo; 0 if not shown.
+    pub fn misses(&self) -> u64 {
+        let path = format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd());
+        let text = crate::procfs::text(&path, crate::procfs::SMALL).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("recursion_misses:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Runs this program at every hit of tracepoint `format` on every CPU, for every task:
     /// the kernel runs a tracepoint's programs before any per-event filtering, so the
     /// program itself decides which tasks count. Its return value decides whether the

@@ -6,16 +6,21 @@
 //! Two programs and three maps:
 //! - a program on the followed tasks' context-switch software events (per task, inherited by
 //!   their threads and children, like the sampling events) puts the thread leaving the CPU in
-//!   `sleepers` (an LRU hash: a thread that exits while in it is evicted in time);
-//! - a program on `sched:sched_waking` (every task's wake-ups) takes the woken thread out of
-//!   `sleepers` and, if it was there, writes one record to the ring buffer: the time, the
-//!   woken thread, the waker's thread and process (0 in the idle task) and the waker's kernel
-//!   frames (`bpf_get_stack`, the frames a perf sample of the tracepoint would carry).
+//!   `followed` (an LRU hash: a thread that exits is evicted in time; [`Wakers::follow`] puts
+//!   the threads it starts with there too);
+//! - a program on `sched:sched_waking` (every task's wake-ups) writes one record to the ring
+//!   buffer for each wake-up of a thread in `followed`: the time, the woken thread, the
+//!   waker's thread and process (0 in the idle task) and the waker's kernel frames
+//!   (`bpf_get_stack`, the frames a perf sample of the tracepoint would carry).
 //!
-//! A preempted thread is in `sleepers` too, but is never the subject of a `sched_waking`
-//! (the kernel wakes only a task that sleeps), so only sleeps are reported. Records the ring
-//! had no room for are counted (`lost`); the sleep they belonged to then has no waker, as on
-//! the perf path.
+//! The kernel fires `sched_waking` only for a task in a sleeping state, so a preempted thread
+//! has none. A wake-up may come before the sleeper's switch-out event: the sleeper is off
+//! its run queue but still on its CPU when an interrupt on another CPU wakes it (a fast
+//! disk); so the record does not wait for the switch-out, and the reader takes the last
+//! wake-up before the thread's switch back in. A thread's wake-up before its first switch-out
+//! (a thread started later, woken in that window) is not seen. Records the ring had no room
+//! for are counted (`lost`); the sleep they belonged to then has no waker, as on the perf
+//! path.
 
 use std::os::fd::OwnedFd;
 
@@ -26,7 +31,7 @@ use super::ringbuf::RingBuf;
 use crate::tracefs::Tracefs;
 use crate::{Error, Result};
 
-const SLEEPERS: MapSlot = MapSlot(0);
+const FOLLOWED: MapSlot = MapSlot(0);
 const COUNTS: MapSlot = MapSlot(1);
 const RING: MapSlot = MapSlot(2);
 
@@ -65,7 +70,7 @@ pub struct Wakers {
     maps: Vec<Map>,
     ring: RingBuf,
     switch: Program,
-    _waking: Program,
+    waking: Program,
     _attachment: Attachment,
     /// The context-switch events running `switch` on the followed tasks.
     switch_events: Vec<OwnedFd>,
@@ -84,7 +89,7 @@ impl Wakers {
         let waking = Tracefs::find_or_mount()?.event("sched", "sched_waking")?;
         let pid_off = super::latency::field(&waking, "pid", 4)?;
         let maps = vec![
-            Map::create(MapKind::LruHash, "pkg_sleepers", 4, 8, 65536)?,
+            Map::create(MapKind::LruHash, "pkg_followed", 4, 8, 65536)?,
             Map::create(MapKind::PercpuArray, "pkg_wcounts", 4, 8, N_COUNTS)?,
         ];
         let ring = RingBuf::create("pkg_wakers", 1 << 22)?;
@@ -97,7 +102,7 @@ impl Wakers {
             maps,
             ring,
             switch,
-            _waking: waking_prog,
+            waking: waking_prog,
             _attachment: attachment,
             switch_events: Vec::new(),
             frames,
@@ -117,6 +122,9 @@ impl Wakers {
             vec![pid as i32]
         };
         for tid in tids {
+            self.maps[FOLLOWED.0]
+                .update(&(tid as u32).to_ne_bytes(), &0u64.to_ne_bytes())
+                .map_err(|e| Error::io(format!("cannot follow thread {tid} in the BPF map"), e))?;
             let fd = self.switch.run_on_task_event(
                 crate::sys::PERF_COUNT_SW_CONTEXT_SWITCHES,
                 "context switches",
@@ -138,9 +146,10 @@ impl Wakers {
         });
     }
 
-    /// Wake-ups the ring had no room for, so far.
+    /// Wake-ups lost so far: those the ring had no room for, and those the kernel did not run
+    /// the waking program for (it skips a tracepoint's program inside another BPF program).
     pub fn lost(&self) -> u64 {
-        self.count(LOST)
+        self.count(LOST) + self.waking.misses()
     }
 
     /// Wake-ups written to the ring, so far.
@@ -181,14 +190,14 @@ fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
     a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
 }
 
-/// The context-switch event's program: the thread leaving the CPU goes into `sleepers`.
+/// The context-switch event's program: the thread leaving the CPU goes into `followed`.
 /// Returns 0: the event writes no sample.
 fn switch_program() -> Code {
     let mut a = Asm::new();
     a.call(Helper::GetCurrentPidTgid)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .store_imm(Size::DW, Reg::R10, -16, 0)
-        .ld_map(Reg::R1, SLEEPERS);
+        .ld_map(Reg::R1, FOLLOWED);
     frame_ptr(&mut a, Reg::R2, KEY);
     frame_ptr(&mut a, Reg::R3, -16);
     a.mov_imm(Reg::R4, 0)
@@ -198,8 +207,7 @@ fn switch_program() -> Code {
     a.finish()
 }
 
-/// `sched:sched_waking`: a woken thread found in `sleepers` is taken out and its wake-up
-/// written to the ring, with `frames` kernel frames of the waker. Returns 1 (no one's perf
+/// `sched:sched_waking`: the wake-up of a thread found in `followed` is written to the ring, with `frames` kernel frames of the waker. Returns 1 (no one's perf
 /// events lose the hit).
 fn waking_program(pid_off: i16, frames: usize) -> Code {
     let rec = -((HEADER + frames * 8) as i16) - 8;
@@ -211,13 +219,10 @@ fn waking_program(pid_off: i16, frames: usize) -> Code {
     a.mov(Reg::R6, Reg::R1)
         .load(Size::W, Reg::R0, Reg::R6, pid_off)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
-        .ld_map(Reg::R1, SLEEPERS);
+        .ld_map(Reg::R1, FOLLOWED);
     frame_ptr(&mut a, Reg::R2, KEY);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-        .ld_map(Reg::R1, SLEEPERS);
-    frame_ptr(&mut a, Reg::R2, KEY);
-    a.call(Helper::MapDeleteElem)
         .call(Helper::KtimeGetNs)
         .store(Size::DW, Reg::R10, rec, Reg::R0)
         .load(Size::W, Reg::R0, Reg::R10, KEY)
@@ -270,8 +275,8 @@ mod tests {
         ];
         let want = [
             "13 insns 39d6d3f568275d26",
-            "52 insns e3e606d7f4e7f16a",
-            "52 insns a177e84d26050971",
+            "47 insns d0faead7ae9952d1",
+            "47 insns db048056c4da930a",
         ];
         assert_eq!(got, want.map(String::from), "{got:#?}");
     }
