@@ -1,11 +1,11 @@
 //! The attribution's state machine: windows per CPU, held samples, and the decisions made
 //! when the run ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::Kind;
 use crate::entries::SoftirqEntries;
-use crate::event::{Context, Event, NET_RX_VECTOR, What};
+use crate::event::{BLOCK_VECTOR, Context, Event, NET_RX_VECTOR, What};
 use crate::net::NetObjects;
 use crate::split::Splitter;
 
@@ -15,6 +15,8 @@ pub struct Attributor {
     entries: SoftirqEntries,
     /// Whether network receive is attributed (its windows traced).
     net_rx: bool,
+    /// Whether block completion is attributed.
+    block: bool,
     cpus: Vec<CpuState>,
     windows: Vec<Window>,
     net: NetObjects,
@@ -23,6 +25,8 @@ pub struct Attributor {
     /// Timer address → who armed it last (a periodic timer re-armed by its own callback
     /// keeps its owner).
     armed: HashMap<u64, Owner>,
+    /// Block requests pending, by (device, sector), oldest first (FIFO per key).
+    requests: HashMap<(u32, u64), VecDeque<Request>>,
     /// Thread → the work item window it runs (a kworker may be preempted, so its window is
     /// the task's, not the CPU's).
     tasks: HashMap<u32, u32>,
@@ -38,11 +42,20 @@ enum Owner {
     Packet(u32),
 }
 
+/// A block request queued or issued and not yet completed.
+#[derive(Debug, Clone, Copy)]
+struct Request {
+    owner: Owner,
+    sectors: u32,
+    /// Whether its `block_rq_issue` was seen (an inserted request is issued later).
+    issued: bool,
+}
+
 const NO_OWNER: Owner = Owner::Known(Target::Unattributed(Reason::NoOwner));
 
 #[derive(Debug, Clone, Default)]
 struct CpuState {
-    /// The open `NET_RX` window.
+    /// The open `NET_RX` or `BLOCK` softirq window.
     window: Option<u32>,
     /// The open timer callback windows, innermost last (a high-resolution timer's hard
     /// interrupt, the sampling timer's among them, may come inside a softirq's callback).
@@ -83,8 +96,11 @@ struct Window {
     /// whose packets' readers are known only later.
     owner: Option<Owner>,
     /// For network receive: the packet being processed (the last received, or the last TCP
-    /// processed), whose reader owns what the window queues or arms.
-    current: Option<u32>,
+    /// processed), whose reader owns what the window queues or arms; for block completion,
+    /// the owner of the request completed last.
+    serving: Option<Owner>,
+    /// For block completion: the requests completed, with their owners and sectors.
+    requests: Vec<(Owner, u32)>,
 }
 
 impl Window {
@@ -96,7 +112,8 @@ impl Window {
             ready: Ready::None,
             samples: Vec::new(),
             owner,
-            current: None,
+            serving: None,
+            requests: Vec::new(),
         }
     }
 }
@@ -178,7 +195,12 @@ pub enum Reason {
     /// keeps its owner until it is armed again, so a periodic timer re-armed by its own
     /// callback (no record) stays its arming process's.
     /// A work item's or timer's window (`workqueue_execute_start`/`end`,
-    /// `*_expire_entry`/`exit`) goes whole to its owner: it served one object.
+    /// `*_expire_entry`/`exit`) goes whole to its owner: it served one object. A block
+    /// request is owned by the same rule at its first record (`block_rq_insert`, or
+    /// `block_rq_issue` when it went through no scheduler: an issue by a kworker of a request
+    /// inserted earlier is that request); a `BLOCK` window is split among the owners of the
+    /// requests it completed, by sectors (a partial completion completes part of a request;
+    /// a request merged at its front after its record is not found: `no-object`).
     ///
     /// [`Context`]: crate::Context
     NoOwner,
@@ -267,11 +289,13 @@ impl Attributor {
         Attributor {
             entries,
             net_rx: true,
+            block: true,
             cpus: Vec::new(),
             windows: Vec::new(),
             net: NetObjects::default(),
             queued: HashMap::new(),
             armed: HashMap::new(),
+            requests: HashMap::new(),
             tasks: HashMap::new(),
             held: Vec::new(),
         }
@@ -282,6 +306,7 @@ impl Attributor {
     /// receive is one of them. [`Attributor::new`] attributes every kind.
     pub fn with_kinds(mut self, kinds: &[Kind]) -> Attributor {
         self.net_rx = kinds.contains(&Kind::NetRx);
+        self.block = kinds.contains(&Kind::Block);
         self
     }
 
@@ -304,10 +329,14 @@ impl Attributor {
     /// window is open on its CPU, no hard interrupt handler runs inside it, and its stack
     /// passes through a softirq entry (when the entries are known: a stack that does not is
     /// evidence the window's exit was lost), or, with no window open, when its stack passes
-    /// through `net_rx_action` (the window was not seen: [`Reason::WindowUnseen`]); when its
-    /// thread runs a work item and its stack passes through `process_one_work`.
+    /// through `net_rx_action` (the window was not seen: [`Reason::WindowUnseen`]); when a
+    /// `BLOCK` window is open, no hard interrupt handler runs, and its stack passes through
+    /// `blk_done_softirq` ([`BLOCK_NAMES`], cut there), or with no window open likewise
+    /// (unseen); when its thread runs a work item and its stack passes through
+    /// `process_one_work`.
     ///
     /// [`TIMER_NAMES`]: crate::TIMER_NAMES
+    /// [`BLOCK_NAMES`]: crate::BLOCK_NAMES
     pub fn sample(&mut self, cpu: u32, tid: u32, kernel: &[u64]) -> Option<Held> {
         if kernel.is_empty() {
             return None;
@@ -320,15 +349,23 @@ impl Attributor {
                 Some(t.window),
             ))
         });
-        let net = || {
-            let cut = self.entries.cut(kernel);
-            match (state.window, cut) {
+        let softirq = || {
+            let open = state.window.map(|w| (w, self.windows[w as usize].kind));
+            let block = || match self.entries.is_empty() {
+                true => Some(kernel.len()),
+                false => self.entries.cut_block(kernel),
+            };
+            match (open, self.entries.cut(kernel)) {
                 (Some(_), _) if state.irq_depth > 0 => None,
-                (Some(w), Some(c)) => Some((Kind::NetRx, c.frames, Some(w))),
-                (Some(w), None) if self.entries.is_empty() => {
-                    Some((Kind::NetRx, kernel.len(), Some(w)))
+                (Some((w, Kind::Block)), _) => Some((Kind::Block, block()?, Some(w))),
+                (Some((w, kind)), Some(c)) => Some((kind, c.frames, Some(w))),
+                (Some((w, kind)), None) if self.entries.is_empty() => {
+                    Some((kind, kernel.len(), Some(w)))
                 }
                 (None, Some(c)) if c.net_rx && self.net_rx => Some((Kind::NetRx, c.frames, None)),
+                (None, _) if self.block => {
+                    Some((Kind::Block, self.entries.cut_block(kernel)?, None))
+                }
                 _ => None,
             }
         };
@@ -340,7 +377,7 @@ impl Attributor {
                 Some(w),
             ))
         };
-        let (kind, frames, window) = timer.or_else(net).or_else(work)?;
+        let (kind, frames, window) = timer.or_else(softirq).or_else(work)?;
         let ticket = self.held.len() as u32;
         self.held.push(HeldSample { kind, frames });
         if let Some(w) = window {
@@ -366,7 +403,7 @@ impl Attributor {
         }
         match (cpu.window, context) {
             (_, Context::Hardirq) => None,
-            (Some(w), _) => self.windows[w as usize].current.map(Owner::Packet),
+            (Some(w), _) => self.windows[w as usize].serving,
             (None, Context::Softirq) => None,
             (None, Context::Task) => (e.pid != 0).then_some(Owner::Known(Target::Process {
                 pid: e.pid,
@@ -397,16 +434,14 @@ impl Attributor {
     /// Each window's owner resolved, None for network receive windows.
     fn owners(&self) -> Vec<Option<Target>> {
         (self.windows.iter())
-            .map(|w| match w.owner? {
-                Owner::Known(t) => Some(t),
-                Owner::Packet(o) => Some(self.reader_of(o)),
-            })
+            .map(|w| Some(self.resolve(w.owner?)))
             .collect()
     }
 
     /// A tracepoint record (records fed in time order).
     pub fn event(&mut self, e: Event) {
-        let window = self.cpu(e.cpu).window;
+        let open = self.cpu(e.cpu).window;
+        let window = open.filter(|&w| self.windows[w as usize].kind == Kind::NetRx);
         match e.what {
             What::SoftirqEntry { vec } => {
                 // Softirqs do not nest on a CPU, and hard interrupts have returned before one
@@ -415,11 +450,14 @@ impl Attributor {
                 let state = self.cpu(e.cpu);
                 state.irq_depth = 0;
                 state.timers.clear();
-                if vec == NET_RX_VECTOR {
-                    let id = self.windows.len() as u32;
-                    self.windows.push(Window::new(Kind::NetRx, None));
-                    self.cpu(e.cpu).window = Some(id);
-                }
+                let kind = match vec {
+                    NET_RX_VECTOR => Kind::NetRx,
+                    BLOCK_VECTOR => Kind::Block,
+                    _ => return,
+                };
+                let id = self.windows.len() as u32;
+                self.windows.push(Window::new(kind, None));
+                self.cpu(e.cpu).window = Some(id);
             }
             What::SoftirqExit { .. } => self.close(e.cpu),
             What::IrqEntry { .. } => self.cpu(e.cpu).irq_depth += 1,
@@ -433,7 +471,7 @@ impl Attributor {
                 if let Some(w) = window {
                     let o = self.net.received(skb, len);
                     self.windows[w as usize].objects.push(o);
-                    self.windows[w as usize].current = Some(o);
+                    self.windows[w as usize].serving = Some(Owner::Packet(o));
                 }
             }
             // Also outside a window: a packet for a socket its owner held locked was put on
@@ -441,7 +479,7 @@ impl Attributor {
             // the owner's context.
             What::TcpProbe { skb, sk, .. } => {
                 if let (Some(w), Some(o)) = (window, self.net.object_at(skb)) {
-                    self.windows[w as usize].current = Some(o);
+                    self.windows[w as usize].serving = Some(Owner::Packet(o));
                 }
                 self.net.probed(skb, sk, window.is_none());
             }
@@ -496,6 +534,37 @@ impl Attributor {
                     hard: context == Context::Hardirq,
                 });
             }
+            What::BlockQueued {
+                dev,
+                sector,
+                sectors,
+                issue,
+                context,
+            } => {
+                let pending = self.requests.entry((dev, sector)).or_default();
+                if issue && let Some(r) = pending.iter_mut().find(|r| !r.issued) {
+                    r.issued = true;
+                    return;
+                }
+                let owner = self.owner_of(&e, context).unwrap_or(NO_OWNER);
+                (self.requests.entry((dev, sector)).or_default()).push_back(Request {
+                    owner,
+                    sectors,
+                    issued: issue,
+                });
+            }
+            What::BlockComplete {
+                dev,
+                sector,
+                sectors,
+            } => {
+                let owner = self.complete(dev, sector, sectors);
+                if let Some(w) = open.filter(|&w| self.windows[w as usize].kind == Kind::Block) {
+                    let window = &mut self.windows[w as usize];
+                    window.requests.push((owner, sectors));
+                    window.serving = Some(owner);
+                }
+            }
             // The innermost window of that timer closes, with any opened inside it whose exit
             // was lost.
             What::TimerExit { timer } => {
@@ -504,6 +573,65 @@ impl Attributor {
                     timers.truncate(i);
                 }
             }
+        }
+    }
+
+    /// Completes `sectors` sectors of the request pending at (`dev`, `sector`), the oldest
+    /// there: its owner (a request queued before the run: nobody's). A partial completion
+    /// leaves the rest pending where it now starts.
+    fn complete(&mut self, dev: u32, sector: u64, sectors: u32) -> Owner {
+        let Some(pending) = self.requests.get_mut(&(dev, sector)) else {
+            return Owner::Known(Target::Unattributed(Reason::NoObject));
+        };
+        let r = pending.pop_front();
+        if pending.is_empty() {
+            self.requests.remove(&(dev, sector));
+        }
+        let Some(r) = r else {
+            return Owner::Known(Target::Unattributed(Reason::NoObject));
+        };
+        if r.sectors > sectors {
+            let rest = Request {
+                sectors: r.sectors - sectors,
+                ..r
+            };
+            (self
+                .requests
+                .entry((dev, sector + u64::from(sectors)))
+                .or_default())
+            .push_front(rest);
+        }
+        r.owner
+    }
+
+    /// The beneficiary `owner` names, as known at the end.
+    fn resolve(&self, owner: Owner) -> Target {
+        match owner {
+            Owner::Known(t) => t,
+            Owner::Packet(o) => self.reader_of(o),
+        }
+    }
+
+    /// The weighted beneficiaries of a window whose samples are split: its packets' readers
+    /// (by bytes) or its requests' owners (by sectors).
+    fn served(&self, window: &Window) -> Vec<(Target, u64)> {
+        match window.kind {
+            Kind::Block => (window.requests.iter())
+                .map(|&(o, sectors)| (self.resolve(o), u64::from(sectors)))
+                .collect(),
+            _ => (window.objects.iter())
+                .map(|&o| {
+                    let obj = &self.net.objects[o as usize];
+                    let to = match obj.consumer {
+                        Some(c) => Target::Process {
+                            pid: c.pid,
+                            time: c.time,
+                        },
+                        None => Target::Unattributed(Reason::NoConsumer),
+                    };
+                    (to, obj.bytes)
+                })
+                .collect(),
         }
     }
 
@@ -535,9 +663,10 @@ impl Attributor {
             })
             .collect();
         let owners = self.owners();
-        let mut splitter = Splitter::<Option<u32>>::default();
+        // Split by pid or by the reason there is none (credit carries per beneficiary).
+        let mut splitter = Splitter::<Result<u32, Reason>>::default();
         let mut weights = Vec::new();
-        let mut times = Vec::new();
+        let mut times: Vec<(u32, u64)> = Vec::new();
         for (window, owner) in self.windows.iter().zip(&owners) {
             if let &Some(owner) = owner {
                 for &ticket in &window.samples {
@@ -547,27 +676,28 @@ impl Attributor {
             }
             weights.clear();
             times.clear();
-            for &o in &window.objects {
-                let obj = &self.net.objects[o as usize];
-                let pid = obj.consumer.map(|c| c.pid);
-                weights.push((pid, obj.bytes));
-                if let Some(c) = obj.consumer
-                    && !times.iter().any(|&(p, _)| p == c.pid)
-                {
-                    times.push((c.pid, c.time));
+            for (to, weight) in self.served(window) {
+                match to {
+                    Target::Process { pid, time } => {
+                        weights.push((Ok(pid), weight));
+                        if !times.iter().any(|&(p, _)| p == pid) {
+                            times.push((pid, time));
+                        }
+                    }
+                    Target::Unattributed(r) => weights.push((Err(r), weight)),
                 }
             }
             let to = splitter.split(window.samples.len(), &weights);
             for (i, &ticket) in window.samples.iter().enumerate() {
                 decisions[ticket as usize].to = match to.get(i) {
                     None => Target::Unattributed(Reason::NoObject),
-                    Some(None) => Target::Unattributed(Reason::NoConsumer),
-                    Some(Some(pid)) => {
+                    Some(&Err(r)) => Target::Unattributed(r),
+                    Some(&Ok(pid)) => {
                         let time = times
                             .iter()
-                            .find(|&&(p, _)| p == *pid)
+                            .find(|&&(p, _)| p == pid)
                             .map_or(0, |&(_, t)| t);
-                        Target::Process { pid: *pid, time }
+                        Target::Process { pid, time }
                     }
                 };
             }
@@ -590,11 +720,11 @@ impl Attributor {
                 }
                 None => {}
             }
-            t.objects += w.objects.len() as u64;
-            t.unconsumed += w
-                .objects
+            let served = self.served(w);
+            t.objects += served.len() as u64;
+            t.unconsumed += served
                 .iter()
-                .filter(|&&o| self.net.objects[o as usize].consumer.is_none())
+                .filter(|(to, _)| !matches!(to, Target::Process { .. }))
                 .count() as u64;
         }
         for d in decisions {

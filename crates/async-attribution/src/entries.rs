@@ -9,6 +9,9 @@ pub const ENTRY_NAMES: [&str; 2] = ["handle_softirqs", "__do_softirq"];
 /// The `NET_RX` softirq's action: a frame of it in a stack is network receive work.
 pub const NET_RX_NAMES: [&str; 1] = ["net_rx_action"];
 
+/// The `BLOCK` softirq's action: a frame of it in a stack is block I/O completion work.
+pub const BLOCK_NAMES: [&str; 1] = ["blk_done_softirq"];
+
 /// The function a kworker runs each work item in: its frame and those inside it are the work.
 pub const WORK_NAMES: [&str; 1] = ["process_one_work"];
 
@@ -24,6 +27,7 @@ pub const TIMER_NAMES: [&str; 3] = ["call_timer_fn", "__run_hrtimer", "__hrtimer
 pub struct SoftirqEntries {
     entry: Vec<(u64, u64)>,
     net_rx: Vec<(u64, u64)>,
+    block: Vec<(u64, u64)>,
     work: Vec<(u64, u64)>,
     timer: Vec<(u64, u64)>,
 }
@@ -40,7 +44,8 @@ pub struct Cut {
 
 impl SoftirqEntries {
     /// From kernel text symbols as (name, start, end) — end the next symbol's start — keeping
-    /// those named in [`ENTRY_NAMES`], [`NET_RX_NAMES`], [`WORK_NAMES`] and [`TIMER_NAMES`].
+    /// those named in [`ENTRY_NAMES`], [`NET_RX_NAMES`], [`BLOCK_NAMES`], [`WORK_NAMES`] and
+    /// [`TIMER_NAMES`].
     pub fn from_symbols<'a>(symbols: impl IntoIterator<Item = (&'a str, u64, u64)>) -> Self {
         let mut e = SoftirqEntries::default();
         for (name, start, end) in symbols {
@@ -48,6 +53,8 @@ impl SoftirqEntries {
                 &mut e.entry
             } else if NET_RX_NAMES.contains(&name) {
                 &mut e.net_rx
+            } else if BLOCK_NAMES.contains(&name) {
+                &mut e.block
             } else if WORK_NAMES.contains(&name) {
                 &mut e.work
             } else if TIMER_NAMES.contains(&name) {
@@ -77,6 +84,19 @@ impl SoftirqEntries {
         kernel
             .iter()
             .rposition(|&a| ranges.iter().any(|&(s, e)| s <= a && a < e))
+            .map(|i| i + 1)
+    }
+
+    /// Where `kernel` (frames innermost first) entered block I/O completion: the number of
+    /// frames from the innermost out to the outermost frame in [`BLOCK_NAMES`]. The `BLOCK`
+    /// softirq's work is cut there, not at the softirq entry, so that a moved stack names its
+    /// kind by its outermost frame (a network receive stack starts at the entry). None when
+    /// the stack does not pass through it: such a sample in a `BLOCK` window is the softirq
+    /// loop's own, or another vector's, and stays with its victim.
+    pub fn cut_block(&self, kernel: &[u64]) -> Option<usize> {
+        kernel
+            .iter()
+            .rposition(|&a| self.block.iter().any(|&(s, e)| s <= a && a < e))
             .map(|i| i + 1)
     }
 

@@ -4,6 +4,10 @@
 /// 2.6): `irq:softirq_entry`'s `vec` field.
 pub const NET_RX_VECTOR: u32 = 3;
 
+/// The `BLOCK` softirq's vector (`BLOCK_SOFTIRQ` in `include/linux/interrupt.h`, stable since
+/// 2.6.28).
+pub const BLOCK_VECTOR: u32 = 4;
+
 /// One tracepoint record: where and when it fired, in whose context, and what it says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
@@ -155,5 +159,35 @@ pub enum What {
     TimerExit {
         /// The timer's address.
         timer: u64,
+    },
+    /// `block:block_rq_insert` or `block:block_rq_issue`: a request for `sectors` sectors
+    /// at `sector` of device `dev` was queued (insert: in the submitter's context, when it
+    /// goes through a scheduler) or handed to the driver (issue). Its owner is found as a work
+    /// item's ([`Reason::NoOwner`]) at the first of the two; the issue of an inserted request
+    /// is the same request.
+    ///
+    /// [`Reason::NoOwner`]: crate::Reason::NoOwner
+    BlockQueued {
+        /// The device (`dev_t`).
+        dev: u32,
+        /// The first sector.
+        sector: u64,
+        /// How many sectors.
+        sectors: u32,
+        /// Whether it is `block_rq_issue` (else `block_rq_insert`).
+        issue: bool,
+        /// Where it fired.
+        context: Context,
+    },
+    /// `block:block_rq_complete`: `sectors` sectors of the request at `sector` of `dev` are
+    /// done (a partial completion leaves the rest of the request pending); one object served
+    /// by the `BLOCK` softirq window it fires in, weighing `sectors`.
+    BlockComplete {
+        /// The device.
+        dev: u32,
+        /// The first sector completed.
+        sector: u64,
+        /// Sectors completed.
+        sectors: u32,
     },
 }

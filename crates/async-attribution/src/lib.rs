@@ -13,7 +13,10 @@
 //! process that queued it (`workqueue_queue_work`), a timer callback
 //! (`timer:timer_expire_entry`/`exit`, `hrtimer_expire_entry`/`exit`) to the process that
 //! armed the timer (`timer_start`, `hrtimer_start`): see [`Kind`] and the `owned` rules at
-//! [`Reason::NoOwner`]. It knows no perf, no tracefs and no file format, so it is tested on
+//! [`Reason::NoOwner`]. Block I/O completion (the `BLOCK` softirq's windows) is split among
+//! the processes whose requests it completed (`block:block_rq_complete`), by sectors; a
+//! request's owner is found at its `block_rq_insert` or, with no scheduler, its
+//! `block_rq_issue`, by the same rule, and requests are matched FIFO per (device, sector). It knows no perf, no tracefs and no file format, so it is tested on
 //! hand-made timelines (`tests/replay.rs`).
 //!
 //! Use it in three steps:
@@ -55,8 +58,8 @@
 //! What it does not do: read the live machine or decode tracepoint records (collect-perf does),
 //! see what perf cannot sample (a tracepoint fired in the idle task is not sampled, so a
 //! softirq window on an idle CPU is never seen: its samples are residue with
-//! [`Reason::WindowUnseen`]; a timer that fires in the idle task likewise), or attribute
-//! block I/O completions yet ([`Kind`] is `#[non_exhaustive]` for them).
+//! [`Reason::WindowUnseen`]; a timer that fires in the idle task, or a block completion on an
+//! idle CPU, likewise: programs in the kernel, which see those records, are the way).
 
 #![deny(missing_docs)]
 
@@ -67,8 +70,10 @@ mod net;
 pub mod split;
 
 pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
-pub use entries::{Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES};
-pub use event::{Context, Event, NET_RX_VECTOR, What};
+pub use entries::{
+    BLOCK_NAMES, Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES,
+};
+pub use event::{BLOCK_VECTOR, Context, Event, NET_RX_VECTOR, What};
 
 /// A kind of asynchronous work: what a window served and how its beneficiary is found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -84,18 +89,23 @@ pub enum Kind {
     /// high-resolution timer, and the function below it), charged to the process that armed
     /// the timer (`timer:timer_start`, `timer:hrtimer_start`).
     Timer,
+    /// Block I/O completion: the `BLOCK` softirq (`blk_done_softirq` and what it calls, down
+    /// to the waking of the reader), charged to the processes whose requests it completed
+    /// (`block:block_rq_insert`/`issue`, `block:block_rq_complete`), split by sectors.
+    Block,
 }
 
 impl Kind {
     /// Every kind.
-    pub const ALL: [Kind; 3] = [Kind::NetRx, Kind::Workqueue, Kind::Timer];
+    pub const ALL: [Kind; 4] = [Kind::NetRx, Kind::Workqueue, Kind::Timer, Kind::Block];
 
-    /// Its name in reports and files: `net-rx`, `workqueue`, `timer`.
+    /// Its name in reports and files: `net-rx`, `workqueue`, `timer`, `block`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::NetRx => "net-rx",
             Kind::Workqueue => "workqueue",
             Kind::Timer => "timer",
+            Kind::Block => "block",
         }
     }
 }

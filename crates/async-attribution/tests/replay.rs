@@ -3,7 +3,8 @@
 //! samples are conserved.
 
 use async_attribution::{
-    Attributor, Context, Decision, Event, Kind, NET_RX_VECTOR, Reason, SoftirqEntries, Target, What,
+    Attributor, BLOCK_VECTOR, Context, Decision, Event, Kind, NET_RX_VECTOR, Reason,
+    SoftirqEntries, Target, What,
 };
 
 // A fake kernel: each function one 0x100-byte range.
@@ -22,6 +23,8 @@ const RUN_HRTIMER: u64 = 0x6100;
 const TCP_PACE_KICK: u64 = 0x6200;
 const CALL_TIMER_FN: u64 = 0x6300;
 const DELAYED_WORK_TIMER_FN: u64 = 0x6400;
+const BLK_DONE_SOFTIRQ: u64 = 0x7000;
+const BLK_MQ_END_REQUEST: u64 = 0x7100;
 
 fn entries() -> SoftirqEntries {
     SoftirqEntries::from_symbols([
@@ -34,6 +37,11 @@ fn entries() -> SoftirqEntries {
         ),
         ("__run_hrtimer", RUN_HRTIMER, RUN_HRTIMER + 0x100),
         ("call_timer_fn", CALL_TIMER_FN, CALL_TIMER_FN + 0x100),
+        (
+            "blk_done_softirq",
+            BLK_DONE_SOFTIRQ,
+            BLK_DONE_SOFTIRQ + 0x100,
+        ),
     ])
 }
 
@@ -997,4 +1005,156 @@ fn receive_work_is_not_held_when_network_receive_is_not_attributed() {
     assert_eq!(a.sample(0, SENDER, &loopback(UDP_RCV)), None);
     let mut a = Attributor::new(entries());
     assert!(a.sample(0, SENDER, &loopback(UDP_RCV)).is_some());
+}
+
+const DEV: u32 = (7 << 20) | 1;
+
+/// A block request for `sectors` at `sector` queued (`issue`: handed to the driver) in a
+/// task.
+fn queued(sector: u64, sectors: u32, issue: bool) -> What {
+    What::BlockQueued {
+        dev: DEV,
+        sector,
+        sectors,
+        issue,
+        context: Context::Task,
+    }
+}
+fn completed(sector: u64, sectors: u32) -> What {
+    What::BlockComplete {
+        dev: DEV,
+        sector,
+        sectors,
+    }
+}
+
+/// A stack in the `BLOCK` softirq run by ksoftirqd: the completion's frames end at
+/// `blk_done_softirq`, the softirq loop and the thread stay.
+fn in_block_softirq() -> Vec<u64> {
+    vec![
+        BLK_MQ_END_REQUEST + 8,
+        BLK_DONE_SOFTIRQ + 8,
+        HANDLE_SOFTIRQS + 8,
+        RUN_KSOFTIRQD + 8,
+    ]
+}
+
+/// A `BLOCK` softirq window on `cpu` from `t` in `victim`: `inside` at t+1, t+2, …
+fn block_window(t: &mut Timelines, cpu: usize, at: u64, victim: u32, inside: Vec<Rec>) {
+    t.ev(cpu, at, victim, What::SoftirqEntry { vec: BLOCK_VECTOR });
+    let n = inside.len() as u64;
+    for (i, r) in inside.into_iter().enumerate() {
+        t.on(cpu, at + 1 + i as u64, r);
+    }
+    t.ev(
+        cpu,
+        at + 1 + n,
+        victim,
+        What::SoftirqExit { vec: BLOCK_VECTOR },
+    );
+}
+
+const KSOFTIRQD: u32 = 14;
+
+#[test]
+fn block_completions_go_to_the_requests_issuers_by_sectors() {
+    let mut t = Timelines::default();
+    // Two readers issue requests of 8 and 24 sectors; one window completes both, another
+    // only the first reader's next request.
+    t.ev(0, 1, SENDER, queued(100, 8, true))
+        .ev(1, 2, RECEIVER, queued(500, 24, true));
+    block_window(
+        &mut t,
+        1,
+        10,
+        KSOFTIRQD,
+        vec![
+            e(KSOFTIRQD, completed(100, 8)),
+            e(KSOFTIRQD, completed(500, 24)),
+            s(KSOFTIRQD, in_block_softirq()),
+            s(KSOFTIRQD, in_block_softirq()),
+            s(KSOFTIRQD, in_block_softirq()),
+            s(KSOFTIRQD, in_block_softirq()),
+            // The softirq loop's own frames: not completion work, the victim's.
+            s(KSOFTIRQD, vec![HANDLE_SOFTIRQS + 8, RUN_KSOFTIRQD + 8]),
+        ],
+    );
+    t.ev(0, 30, SENDER, queued(100, 8, true));
+    block_window(
+        &mut t,
+        0,
+        40,
+        OTHER,
+        vec![e(OTHER, completed(100, 8)), s(OTHER, in_block_softirq())],
+    );
+    let (d, totals) = t.run();
+    assert_eq!(charged(&d, to_pid(SENDER)), 2);
+    assert_eq!(charged(&d, to_pid(RECEIVER)), 3);
+    assert_eq!(d.iter().filter(|x| x.1.is_some()).count(), 5);
+    // Cut at blk_done_softirq: the softirq entry and ksoftirqd stay.
+    assert!(
+        d.iter()
+            .filter_map(|x| x.1)
+            .all(|x| x.kind == Kind::Block && x.frames == 2)
+    );
+    let b = totals.iter().find(|t| t.kind == Kind::Block).unwrap();
+    assert_eq!((b.windows, b.objects, b.unconsumed), (2, 3, 0));
+}
+
+#[test]
+fn an_inserted_request_is_its_inserters_and_a_partial_completion_leaves_the_rest() {
+    let mut t = Timelines::default();
+    // Inserted by the reader (through a scheduler), issued later by a kworker: the issue
+    // is the same request. 64 sectors complete in two parts of 32.
+    t.ev(0, 1, RECEIVER, queued(1000, 64, false))
+        .ev(1, 2, KWORKER, queued(1000, 64, true));
+    block_window(
+        &mut t,
+        1,
+        10,
+        IDLE,
+        vec![e(IDLE, completed(1000, 32)), s(IDLE, in_block_softirq())],
+    );
+    block_window(
+        &mut t,
+        1,
+        20,
+        OTHER,
+        vec![e(OTHER, completed(1032, 32)), s(OTHER, in_block_softirq())],
+    );
+    // Queued before the run: completed with no request known.
+    block_window(
+        &mut t,
+        0,
+        30,
+        OTHER,
+        vec![e(OTHER, completed(7000, 8)), s(OTHER, in_block_softirq())],
+    );
+    // A completion's samples on a CPU whose window was not recorded (the idle task).
+    t.sample(0, 40, IDLE, in_block_softirq());
+    let (d, totals) = t.run();
+    let decided: Vec<Target> = d.iter().filter_map(|x| x.1).map(|x| x.to).collect();
+    let reader = Target::Process {
+        pid: RECEIVER,
+        time: 1,
+    };
+    assert_eq!(
+        decided,
+        [
+            reader,
+            reader,
+            Target::Unattributed(Reason::NoObject),
+            Target::Unattributed(Reason::WindowUnseen)
+        ]
+    );
+    let b = totals.iter().find(|t| t.kind == Kind::Block).unwrap();
+    assert_eq!((b.windows, b.objects, b.unconsumed), (3, 3, 1));
+}
+
+#[test]
+fn block_work_is_not_held_when_block_is_not_attributed() {
+    let mut a = Attributor::new(entries()).with_kinds(&[Kind::NetRx]);
+    assert_eq!(a.sample(0, KSOFTIRQD, &in_block_softirq()), None);
+    let mut a = Attributor::new(entries());
+    assert!(a.sample(0, KSOFTIRQD, &in_block_softirq()).is_some());
 }

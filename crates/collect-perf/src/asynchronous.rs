@@ -82,28 +82,59 @@ const TIMER: [Traced; 6] = [
     ("timer", "hrtimer_expire_exit", None),
 ];
 
+/// The tracepoints of block I/O completion: the `BLOCK` window (vector 4 only, counted by its
+/// own twin, as network receive's), hard interrupts inside it, who queued each request (at
+/// its insertion into a scheduler, or its issue to the driver when it went through none) and
+/// its completion.
+const BLOCK: [Traced; 7] = [
+    ("irq", "softirq_entry", Some("vec == 4")),
+    ("irq", "softirq_exit", Some("vec == 4")),
+    ("irq", "irq_handler_entry", None),
+    ("irq", "irq_handler_exit", None),
+    ("block", "block_rq_insert", None),
+    ("block", "block_rq_issue", None),
+    ("block", "block_rq_complete", None),
+];
+
 /// The tracepoints a kind needs.
 fn traced(kind: Kind) -> &'static [Traced] {
     match kind {
         Kind::NetRx => &NET,
         Kind::Workqueue => &WORKQUEUE,
         Kind::Timer => &TIMER,
+        Kind::Block => &BLOCK,
         _ => &[],
     }
 }
 
-/// The window tracepoint whose counting twin counts every window (of network receive).
+/// The window tracepoint whose counting twins count every window of a softirq kind (one
+/// event per kind, each filtered to its vector: [`window_kind`] tells them apart).
 pub(crate) const WINDOW_EVENT: &str = "irq:softirq_entry";
 
+/// The kind whose windows a [`WINDOW_EVENT`] with `filter` records.
+pub(crate) fn window_kind(filter: Option<&str>) -> Option<Kind> {
+    [Kind::NetRx, Kind::Block]
+        .into_iter()
+        .find(|&k| traced(k)[0].2 == filter)
+}
+
 impl AsyncOptions {
-    fn traced(&self) -> impl Iterator<Item = &'static Traced> + '_ {
-        self.kinds.iter().flat_map(|&k| traced(k))
+    /// Every tracepoint of the kinds, once (kinds share the hard-interrupt ones).
+    fn traced(&self) -> Vec<&'static Traced> {
+        let mut out: Vec<&'static Traced> = Vec::new();
+        for t in self.kinds.iter().flat_map(|&k| traced(k)) {
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
     }
 
     /// The tracepoint requests for the sampler: every task on every CPU (the window runs in
     /// whatever task the CPU was running; the consumer is another process), no callchains.
     pub fn tracepoints(&self) -> Vec<TracepointRequest> {
         self.traced()
+            .into_iter()
             .map(|&(system, name, filter)| {
                 let mut r = TracepointRequest::new(system, name);
                 r.all_tasks = true;
@@ -187,6 +218,18 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
         "timer:hrtimer_expire_exit" => What::TimerExit {
             timer: u("hrtimer")?,
         },
+        "block:block_rq_insert" | "block:block_rq_issue" => What::BlockQueued {
+            dev: u("dev")? as u32,
+            sector: u("sector")?,
+            sectors: u("nr_sector")? as u32,
+            issue: name == "block:block_rq_issue",
+            context: context(),
+        },
+        "block:block_rq_complete" => What::BlockComplete {
+            dev: u("dev")? as u32,
+            sector: u("sector")?,
+            sectors: u("nr_sector")? as u32,
+        },
         _ => return None,
     })
 }
@@ -247,10 +290,7 @@ impl AsyncCollector {
         let event = t.event as usize;
         while self.ours.len() < rec.tracepoints.len() {
             let name = &rec.tracepoints[self.ours.len()].format.name;
-            let ours = self
-                .opts
-                .traced()
-                .any(|(s, n, _)| *name == format!("{s}:{n}"));
+            let ours = (self.opts.traced().iter()).any(|(s, n, _)| *name == format!("{s}:{n}"));
             self.ours.push(ours);
         }
         if !self.ours.get(event).copied().unwrap_or(false) {

@@ -571,14 +571,15 @@ pub fn write_measurement_to(
     }
     if let Some(moves) = &agg.asynchronous {
         let mut moves = moves.clone();
-        let counted = rec
-            .tracepoints
-            .iter()
-            .find(|t| t.format.name == crate::asynchronous::WINDOW_EVENT)
-            .and_then(|t| t.counted);
-        let net = async_attribution::Kind::NetRx.as_str();
-        for k in moves.kinds.iter_mut().filter(|k| k.kind == net) {
-            k.counted = counted;
+        for t in
+            (rec.tracepoints.iter()).filter(|t| t.format.name == crate::asynchronous::WINDOW_EVENT)
+        {
+            let Some(kind) = crate::asynchronous::window_kind(t.filter.as_deref()) else {
+                continue;
+            };
+            for k in moves.kinds.iter_mut().filter(|k| k.kind == kind.as_str()) {
+                k.counted = t.counted;
+            }
         }
         let mut text = Vec::new();
         moves

@@ -180,8 +180,9 @@ struct Args {
     /// `[async unattributed net-rx]`. KINDS, separated by commas: `net` (the default),
     /// `workqueue` (a kworker's work item charged to the process that queued it, under
     /// `PIDk:[async workqueue]`), `timer` (a timer's callback charged to the process that
-    /// armed it, `PIDk:[async timer]`). Samples every CPU and traces the kinds' tracepoints;
-    /// the cost is printed.
+    /// armed it, `PIDk:[async timer]`), `block` (block I/O completion, the BLOCK softirq,
+    /// charged to the processes whose requests it completed, `PIDk:[async block]`). Samples
+    /// every CPU and traces the kinds' tracepoints; the cost is printed.
     #[arg(long = "async", value_name = "KINDS", num_args = 0..=1, require_equals = true,
           default_missing_value = "net", value_delimiter = ',', conflicts_with = "continuous")]
     asynchronous: Option<Vec<AsyncKind>>,
@@ -231,6 +232,8 @@ enum AsyncKind {
     Workqueue,
     /// Timer callbacks, charged to the process that armed the timer.
     Timer,
+    /// Block I/O completions, charged to the processes whose requests they completed.
+    Block,
 }
 
 impl AsyncKind {
@@ -239,6 +242,7 @@ impl AsyncKind {
             AsyncKind::Net => collect_perf::AsyncKind::NetRx,
             AsyncKind::Workqueue => collect_perf::AsyncKind::Workqueue,
             AsyncKind::Timer => collect_perf::AsyncKind::Timer,
+            AsyncKind::Block => collect_perf::AsyncKind::Block,
         }
     }
 }

@@ -1,11 +1,15 @@
-//! `pkgmon --async=workqueue,timer` on workloads whose kernel work is deferred
+//! `pkgmon --async=workqueue,timer,block` on workloads whose kernel work is deferred
 //! (tests/workloads/deferred.c): a writer whose dirty pages a kworker writes back (syncfs
-//! queues the flusher's work item), and a TCP sender whose bursts its socket's pacing timer
+//! queues the flusher's work item), a TCP sender whose bursts its socket's pacing timer
 //! sends from the timer's callback, in whatever task runs (a spinning victim on the same
-//! CPU). Ground truth by construction: the functions counted below (`wb_workfn`,
-//! `tcp_pace_kick`) run only for work items and timers of those processes during the run, in
-//! a kworker or in the victim, never in the owner's own context. Samples are counted only in
-//! the processes the test started, plus the kworkers' share left in the system-wide files.
+//! CPU), and a reader of a loop device made by the test, whose requests complete in the
+//! BLOCK softirq in ksoftirqd. Ground truth by construction: the functions counted below
+//! (`wb_workfn`, `tcp_pace_kick`) run only for work items and timers of those processes
+//! during the run, in a kworker or in the victim, never in the owner's own context; the
+//! loop device's completions run in ksoftirqd and are all the reader's (other sessions'
+//! disk completions run mostly at interrupt exit in whatever task was running). Samples are
+//! counted only in the processes the test started, plus the kernel threads' share left in
+//! the system-wide files.
 //!
 //! These need root, as tests/async_net.rs; they never skip.
 
@@ -59,14 +63,20 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
         .arg(&dir)
         .arg("--")
         .arg(deferred())
-        // The pacing work is a few percent of a CPU: longer, for enough samples.
-        .args([mode, if mode == "pacing" { "2.5" } else { "1.5" }])
+        // The pacing and completion work is a few percent of a CPU: longer, for enough
+        // samples.
+        .args([mode, if mode == "writeback" { "1.5" } else { "2.5" }])
         .arg(&pidfile);
     let file = scratch().join(format!("{name}.dirty"));
-    if mode == "writeback" {
-        cmd.arg(&file);
-    }
+    let device =
+        (mode == "direct").then(|| LoopDevice::new(&scratch().join(format!("{name}.img"))));
+    match &device {
+        Some(d) => cmd.arg(&d.path),
+        None if mode == "writeback" => cmd.arg(&file),
+        None => &mut cmd,
+    };
     let out = cmd.output().unwrap();
+    drop(device);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "pkgmon failed: {stderr}");
     let pids = std::fs::read_to_string(&pidfile)
@@ -79,6 +89,55 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
         .collect();
     std::fs::remove_file(&pidfile).unwrap();
     Run { dir, pids, stderr }
+}
+
+/// A loop device over a sparse 16 MiB file (its reads come from the page cache, never the
+/// disk), detached and removed when dropped.
+struct LoopDevice {
+    path: PathBuf,
+    file: PathBuf,
+}
+
+impl LoopDevice {
+    fn new(file: &Path) -> LoopDevice {
+        std::fs::File::create(file)
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        LoopDevice {
+            path,
+            file: file.to_path_buf(),
+        }
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// The pids of the kernel's softirq threads (`ksoftirqd/N`).
+fn ksoftirqd_pids() -> Vec<u32> {
+    (std::fs::read_dir("/proc").unwrap().flatten())
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let comm = std::fs::read_to_string(e.path().join("comm")).ok()?;
+            comm.starts_with("ksoftirqd/").then_some(pid)
+        })
+        .collect()
 }
 
 impl Run {
@@ -320,4 +379,53 @@ fn receive_work_and_timers_attributed_together_go_where_each_goes_alone() {
         "the reader's share of its receive work moved beside timers: {report}"
     );
     assert!(share(*timer) >= 0.9 && share(*net) >= 0.9, "{report}");
+}
+
+#[test]
+fn a_direct_reader_gets_the_completions_of_its_requests() {
+    let _g = serial();
+    let plain = run("direct", None);
+    let owner = plain.pid("owner");
+    let before = plain.samples_in("blk_done_softirq", BoundaryKind::AsyncBlock);
+    let own: u64 = before.iter().filter(|r| r.0 == owner).map(|r| r.1).sum();
+    let elsewhere = plain.left_in_system("blk_done_softirq");
+    assert!(
+        elsewhere >= 20 && own * 4 <= elsewhere,
+        "without attribution the completions should be ksoftirqd's ({elsewhere}), not the \
+         reader's ({own})\n{}",
+        plain.stderr
+    );
+
+    let run = run("direct", Some("block"));
+    let owner = run.pid("owner");
+    let moves = conserved_moves(&run.dir);
+    let got = run.samples_in("blk_done_softirq", BoundaryKind::AsyncBlock);
+    let (all, moved): (u64, u64) = got
+        .iter()
+        .filter(|r| r.0 == owner)
+        .fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.2));
+    // The completions ksoftirqd ran: where each went (the residue is `None`).
+    let ksoftirqd = ksoftirqd_pids();
+    let in_ksoftirqd: Vec<_> = moves
+        .moves_of("block")
+        .filter(|m| m.victim.is_some_and(|v| ksoftirqd.contains(&v)))
+        .collect();
+    let total: u64 = in_ksoftirqd.iter().map(|m| m.samples).sum();
+    let to_reader: u64 = (in_ksoftirqd.iter())
+        .filter(|m| m.beneficiary == Some(owner))
+        .map(|m| m.samples)
+        .sum();
+    let report = format!(
+        "reader {moved} of {all}; of ksoftirqd's {total}, {to_reader} to the reader\n{}",
+        run.stderr
+    );
+    eprintln!("direct: {report}");
+    assert!(moved >= 20, "too few: {report}");
+    assert_eq!(moved, all, "{report}");
+    assert!(
+        to_reader * 10 >= total * 9,
+        "the reader got less than 90% of ksoftirqd's completions: {report}"
+    );
+    assert!(run.stderr.contains("pkgmon: async block: "), "{report}");
+    listing_shows(&run, "block", &["blk_done_softirq"]);
 }

@@ -82,13 +82,15 @@ impl KindTotals {
 
     /// How reports name the kind's objects and those of them no process was found for:
     /// `packets` and `never read` for `net-rx`, `work items` and `queued by no process` for
-    /// `workqueue`, `timer expiries` and `armed by no process` for `timer`; `objects` and
+    /// `workqueue`, `timer expiries` and `armed by no process` for `timer`, `requests` and
+    /// `issued by no known process` for `block`; `objects` and
     /// `unconsumed` for a kind this reader does not know.
     pub fn object_words(&self) -> (&'static str, &'static str) {
         match self.kind.as_str() {
             "net-rx" => ("packets", "never read"),
             "workqueue" => ("work items", "queued by no process"),
             "timer" => ("timer expiries", "armed by no process"),
+            "block" => ("requests", "issued by no known process"),
             _ => ("objects", "unconsumed"),
         }
     }

@@ -133,6 +133,12 @@ boundary_kinds! {
     AsyncTimer = 7, "async-timer", pseudo Some("[async timer]"),
         residue Some("[async unattributed timer]"),
         prefixes ["call_timer_fn", "__run_hrtimer", "__hrtimer_run_queues"], suffixes [];
+    /// Block I/O completion (the `BLOCK` softirq) charged to the processes whose requests it
+    /// completed, by `pkgmon --async=block`: a kernel stack cut at `blk_done_softirq` (not at
+    /// the softirq entry, so that it is told from network receive), with no user frames.
+    AsyncBlock = 8, "async-block", pseudo Some("[async block]"),
+        residue Some("[async unattributed block]"),
+        prefixes ["blk_done_softirq"], suffixes [];
 }
 
 impl BoundaryKind {
@@ -243,6 +249,7 @@ mod tests {
             ("process_one_work", BoundaryKind::AsyncWorkqueue),
             ("call_timer_fn", BoundaryKind::AsyncTimer),
             ("__run_hrtimer", BoundaryKind::AsyncTimer),
+            ("blk_done_softirq", BoundaryKind::AsyncBlock),
         ] {
             assert_eq!(BoundaryKind::from_entry_symbol(name), kind, "{name}");
             assert_eq!(BoundaryKind::classify([Some(name)]), kind, "{name}");

@@ -33,7 +33,7 @@
 //! | 8 | 8 | nanoseconds: the CPU time those samples stand for (sum of their periods) |
 //! | 16 | 2 | kernel frame count *k* |
 //! | 18 | 2 | user frame count *u* |
-//! | 20 | 1 | boundary kind: 0 none (only one side has frames), 1 `syscall`, 2 `fault`, 3 `interrupt`, 4 `other`, 5 `async-net-rx`, 6 `async-workqueue`, 7 `async-timer` (kernel frames only: asynchronous work moved to this process, see [`BoundaryKind`]) |
+//! | 20 | 1 | boundary kind: 0 none (only one side has frames), 1 `syscall`, 2 `fault`, 3 `interrupt`, 4 `other`, 5 `async-net-rx`, 6 `async-workqueue`, 7 `async-timer`, 8 `async-block` (kernel frames only: asynchronous work moved to this process, see [`BoundaryKind`]) |
 //! | 21 | 1 | flags: bit 0 set when the user frames may lack outer frames (unwinding stopped early) |
 //! | 22 | 2 | reserved, 0 |
 //! | 24 | 8 × (*k* + *u*) | the *k* kernel frames, then the *u* user frames |

@@ -7,6 +7,11 @@
  *                                             own timer (SO_MAX_PACING_RATE): each paced burst
  *                                             is sent from the timer's callback, in whatever
  *                                             task the CPU runs, for this process
+ *   deferred direct SECONDS PIDFILE DEVICE    reads DEVICE (a loop device) with O_DIRECT, 4 KiB
+ *                                             at a time, round and round: each read's
+ *                                             completion runs in the BLOCK softirq (a loop
+ *                                             device completes from its worker, so in
+ *                                             ksoftirqd), for this process
  *
  * PIDFILE gets "owner PID" (the process the work is for) and, in pacing mode, "reader PID"
  * and "victim PID": a process that only spins in user space on the same CPU as the others,
@@ -98,9 +103,26 @@ static void pacing(double seconds, FILE *pids) {
     waitpid(victim, NULL, 0);
 }
 
+static void direct(double seconds, const char *device) {
+    int fd = open(device, O_RDONLY | O_DIRECT);
+    if (fd < 0)
+        die(device);
+    off_t size = lseek(fd, 0, SEEK_END);
+    enum { BLOCK = 4096 };
+    void *buf;
+    if (size < BLOCK || posix_memalign(&buf, 4096, BLOCK))
+        die("size");
+    double end = now() + seconds;
+    for (off_t at = 0; now() < end; at = (at + BLOCK) % (size / BLOCK * BLOCK))
+        if (pread(fd, buf, BLOCK, at) != BLOCK)
+            die("pread");
+    close(fd);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 4 || (!strcmp(argv[1], "writeback") && argc != 5)) {
-        fprintf(stderr, "usage: deferred writeback SECONDS PIDFILE FILE | pacing SECONDS PIDFILE\n");
+    if (argc < 4 || ((!strcmp(argv[1], "writeback") || !strcmp(argv[1], "direct")) && argc != 5)) {
+        fprintf(stderr, "usage: deferred writeback SECONDS PIDFILE FILE | pacing SECONDS PIDFILE"
+                        " | direct SECONDS PIDFILE DEVICE\n");
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -113,6 +135,8 @@ int main(int argc, char **argv) {
         writeback(seconds, argv[4]);
     else if (!strcmp(argv[1], "pacing"))
         pacing(seconds, pids);
+    else if (!strcmp(argv[1], "direct"))
+        direct(seconds, argv[4]);
     else
         return 2;
     fclose(pids);

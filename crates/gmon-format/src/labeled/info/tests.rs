@@ -665,7 +665,16 @@ fn collector_keys_are_typed_and_written_back_the_same() {
     assert_eq!(
         BoundaryKind::ALL.map(|k| b.entries.get(&k).copied()),
         // Written before the asynchronous kinds: none of them.
-        [Some(175), Some(10), Some(8), Some(0), None, None, None]
+        [
+            Some(175),
+            Some(10),
+            Some(8),
+            Some(0),
+            None,
+            None,
+            None,
+            None
+        ]
     );
     assert_eq!((b.user_only, b.kernel_only), (Some(40), Some(2)));
     assert_eq!(b.stacks_file.as_deref(), Some("gmon.out.9s.x"));
