@@ -16,6 +16,13 @@
 # churn before reaping it) must appear in the index as an instance line of its pid whose life
 # overlaps the child's, with one application instance per program image.
 #
+# The memory bound (README, `pkgmon --help`), checked at the end: VmHWM at most MAX_HWM_MIB
+# (default 256), and no growth: the lowest RssAnon of the last 10 status lines at most
+# MAX_GROWTH_MIB (default 16) above the lowest of the first 10 after SETTLE seconds (default
+# 300). The lowest, because a window's peak follows what the machine ran in it (a build of
+# thousands of processes a minute) while what the collector keeps shows between the peaks.
+# The slope of RssAnon after SETTLE (least squares, MiB a minute) is printed beside.
+#
 # With BASELINE, a second `pkgmon --continuous -a` (another build) samples the same machine at
 # the same time, and its memory is printed beside: a before/after comparison on one workload.
 #
@@ -23,6 +30,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${SECONDS_TOTAL:-3600}"
+settle="${SETTLE:-300}"
+max_hwm_mib="${MAX_HWM_MIB:-256}"
+max_growth_mib="${MAX_GROWTH_MIB:-16}"
 rate="${RATE:-28}"
 window="${WINDOW:-60}"
 . "$root/benches/lib.sh"
@@ -58,10 +68,13 @@ status() {
 echo "pkgmon $pkgmon, pid $mon; $rate processes/s for $seconds s, ${window} s windows"
 echo "start: $(status) load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$SECONDS
+: >"$work/memory"
 while kill -0 "$churn" 2>/dev/null; do
   sleep "$window" & wait $! || true
   kill -0 "$mon" 2>/dev/null || { echo "pkgmon died" >&2; cat "$work/pkgmon.err" >&2; exit 1; }
   echo "t=$((SECONDS - t0))s children=$(wc -l <"$work/children") $(status) load $(cut -d' ' -f1-3 /proc/loadavg)"
+  awk -v t=$((SECONDS - t0)) '/^(RssAnon|VmHWM):/ { v[$1] = $2 }
+    END { print t, v["RssAnon:"], v["VmHWM:"] }' "/proc/$mon/status" >>"$work/memory"
 done
 wait "$churn"
 sleep 1
@@ -72,8 +85,9 @@ if [ -n "$base" ]; then
   wait "$base" || true
 fi
 
-python3 - "$work/children" "$work/cont/index" <<'EOF'
-import collections, sys
+failed=0
+python3 - "$work/children" "$work/cont/index" <<'EOF' || failed=1
+import collections, os, sys
 children, total = [], None
 for line in open(sys.argv[1]):
     f = line.split()
@@ -82,7 +96,15 @@ for line in open(sys.argv[1]):
     else:
         children.append(tuple(int(x) for x in f))
 windows, groups = [], collections.defaultdict(lambda: [None, None, 0])
-for line in open(sys.argv[2]):
+def lines(index):
+    """The index's lines, each window's instances (version 2: in DIR/wNNNNNNNN/instances)
+    after its window line."""
+    for line in open(index):
+        yield line
+        f = line.split()
+        if f[0] == "window" and "instances=" in line:
+            yield from open(os.path.join(os.path.dirname(index), f[2], "instances"))
+for line in lines(sys.argv[2]):
     f = line.split()
     if f[0] == "window":
         kv = dict(x.split("=", 1) for x in f[5:])
@@ -139,3 +161,28 @@ if double:
     print("counted twice (first 10):", double[:10])
 sys.exit(1 if missing or double or total != len(children) else 0)
 EOF
+
+# The memory bound README and `pkgmon --help` document.
+python3 - "$work/memory" "$settle" "$max_hwm_mib" "$max_growth_mib" <<'EOF' || failed=1
+import sys
+rows = [tuple(int(x) for x in l.split()) for l in open(sys.argv[1]) if len(l.split()) == 3]
+settle, max_hwm, max_growth = (int(x) for x in sys.argv[2:5])
+hwm = max((r[2] for r in rows), default=0) / 1024
+after = [(t, a / 1024) for t, a, _ in rows if t >= settle]
+ok = hwm <= max_hwm
+print(f"memory: VmHWM {hwm:.1f} MiB (bound {max_hwm})", end="")
+if len(after) >= 20:
+    early, late = min(a for _, a in after[:10]), min(a for _, a in after[-10:])
+    n = len(after)
+    mt, ma = sum(t for t, _ in after) / n, sum(a for _, a in after) / n
+    slope = (sum((t - mt) * (a - ma) for t, a in after)
+             / sum((t - mt) ** 2 for t, _ in after) * 60)
+    ok = ok and late - early <= max_growth
+    print(f"; RssAnon after {settle} s: lowest of the first 10 status lines {early:.1f} MiB, "
+          f"of the last 10 {late:.1f} (growth bound +{max_growth}); slope {slope:+.3f} MiB/min; "
+          f"range {min(a for _, a in after):.1f}..{max(a for _, a in after):.1f} MiB")
+else:
+    print(f"; too short to check growth ({len(after)} status lines after {settle} s, 20 needed)")
+sys.exit(0 if ok else 1)
+EOF
+exit "$failed"

@@ -93,16 +93,31 @@ fn async_moves_and_their_cuts_and_flips() {
 
 #[test]
 fn continuous_indexes_and_their_damaged_forms() {
-    let text = b"# pkgprof-continuous 1\nhost h\nfrequency 19\n\
+    let v1 = b"# pkgprof-continuous 1\nhost h\nfrequency 19\n\
 window 1 w00000001 10 20 samples=3 lost=0 rss-kib=5\n\
 instance 7 sh#0 pid=7 start=9 samples=2 cpu-ns=4 later=x\n\
 instance 7_1 a%20b#2 pid=7 samples=1 end=15\nend 1\n";
-    assert!(gmon_format::continuous::ContinuousIndex::parse(text).is_ok());
-    continuous_index::run(text);
-    for cut in 0..text.len() {
-        continuous_index::run(&text[..cut]);
-        let mut damaged = text.to_vec();
-        damaged[cut] ^= 0x41;
-        continuous_index::run(&damaged);
+    let v2 = b"# pkgprof-continuous 2\nhost h\nfrequency 19\n\
+window 1 w00000001 10 20 samples=3 lost=0 rss-kib=5 instances=2\nend 1\n";
+    let instances = b"# pkgprof-continuous-instances 2 window 1\n\
+instance 7 sh#0 pid=7 start=9 samples=2 cpu-ns=4 later=x\n\
+instance 7_1 a%20b#2 pid=7 samples=1 end=15\nend 2\n";
+    let index = gmon_format::continuous::ContinuousIndex::parse(v2).unwrap();
+    let read = index.windows[0].parse_instances(instances).unwrap();
+    assert_eq!(
+        read,
+        gmon_format::continuous::ContinuousIndex::parse(v1)
+            .unwrap()
+            .windows[0]
+            .instances
+    );
+    for text in [&v1[..], &v2[..], &instances[..]] {
+        continuous_index::run(text);
+        for cut in 0..text.len() {
+            continuous_index::run(&text[..cut]);
+            let mut damaged = text.to_vec();
+            damaged[cut] ^= 0x41;
+            continuous_index::run(&damaged);
+        }
     }
 }

@@ -88,21 +88,33 @@ fn when(text: &str, index: &ContinuousIndex, to: bool) -> Result<u64> {
     Ok(if to { w.end_ns } else { w.start_ns })
 }
 
-/// The windows `--from`/`--to` select: those that overlap the span.
-fn selected<'a>(o: &Options, index: &'a ContinuousIndex) -> Result<Vec<&'a IndexWindow>> {
+/// The index of the continuous directory `dir` and the windows `--from`/`--to` select (those
+/// that overlap the span), with their instances read.
+fn selected(o: &Options, dir: &Path) -> Result<(ContinuousIndex, Vec<usize>)> {
+    let mut index = read_index(dir)?;
     let from = o
         .from
         .as_deref()
-        .map(|t| when(t, index, false))
+        .map(|t| when(t, &index, false))
         .transpose()?;
-    let to = o.to.as_deref().map(|t| when(t, index, true)).transpose()?;
-    let windows: Vec<_> = (index.windows.iter())
-        .filter(|w| from.is_none_or(|f| w.end_ns > f) && to.is_none_or(|t| w.start_ns < t))
+    let to = (o.to.as_deref())
+        .map(|t| when(t, &index, true))
+        .transpose()?;
+    let picked: Vec<usize> = (0..index.windows.len())
+        .filter(|&k| {
+            let w = &index.windows[k];
+            from.is_none_or(|f| w.end_ns > f) && to.is_none_or(|t| w.start_ns < t)
+        })
         .collect();
-    if windows.is_empty() {
+    if picked.is_empty() {
         bail!("no window of the index falls between --from and --to");
     }
-    Ok(windows)
+    for &k in &picked {
+        index.windows[k]
+            .read_instances(dir)
+            .map_err(anyhow::Error::new)?;
+    }
+    Ok((index, picked))
 }
 
 /// `NAME[#N]` of `--app`: the application's name (escaped as in the index) and instance.
@@ -136,8 +148,8 @@ pub(crate) fn run(
             o.operands.len()
         );
     }
-    let index = read_index(&dir)?;
-    let windows = selected(o, &index)?;
+    let (index, picked) = selected(o, &dir)?;
+    let windows: Vec<&IndexWindow> = picked.iter().map(|&k| &index.windows[k]).collect();
     if o.apps {
         return write_apps(&dir, &index, &windows, out);
     }
@@ -152,8 +164,8 @@ pub(crate) fn export_model(o: &Options) -> Result<Profile> {
     let Some(dir) = o.operands.first().map(PathBuf::from) else {
         bail!("give the continuous directory");
     };
-    let index = read_index(&dir)?;
-    let windows = selected(o, &index)?;
+    let (index, picked) = selected(o, &dir)?;
+    let windows: Vec<&IndexWindow> = picked.iter().map(|&k| &index.windows[k]).collect();
     Ok(callgraph::export_view(&sum(o, &dir, &windows)?.0))
 }
 
@@ -179,8 +191,8 @@ pub(crate) fn export_instances(
     let Some(out_dir) = o.output.as_ref().map(PathBuf::from) else {
         bail!("--apps --export writes one file per instance and window: give --output=DIRECTORY");
     };
-    let index = read_index(&dir)?;
-    let windows = selected(o, &index)?;
+    let (index, picked) = selected(o, &dir)?;
+    let windows: Vec<&IndexWindow> = picked.iter().map(|&k| &index.windows[k]).collect();
     let target = safe_fs::Dir::open_following(&out_dir).with_context(|| {
         format!(
             "--output {} must be an existing directory",

@@ -70,15 +70,16 @@ Continuous profiling (--continuous -a): every CPU is sampled at 19 Hz (-F),
 kernel and user stacks, until SIGINT or SIGTERM, which finish the current
 window. DIR/wNNNNNNNN is one complete measurement per window (written as
 .wNNNNNNNN.partial and renamed when complete, so a killed pkgmon leaves only
-complete windows); DIR/index lists the windows and, for each file set, its
-application instance APP#N (SLEEPY's appid: the command name and its
-instance number; a reused pid is a new instance). SIGUSR1 pauses sampling,
-SIGUSR2 resumes it. Memory: one window's distinct stacks, the live
-processes' mappings, the unwind tables (.eh_frame) of the files they run, at
-most 64 MiB of tables of files no live process runs (tables are mapped from
-files no other user can write, copied otherwise), and the index of the windows
-kept, about 110 bytes per instance line (--keep bounds it). An hour with
-100,000 short-lived processes stayed under 260 MiB (README).
+complete windows); DIR/index lists the windows, and each window's instances
+file gives each of its file sets' application instance APP#N (SLEEPY's
+appid: the command name and its instance number; a reused pid is a new
+instance). SIGUSR1 pauses sampling, SIGUSR2 resumes it. Memory: one window's
+distinct stacks and processes, the live processes' mappings, the unwind
+tables (.eh_frame) of the files they run, at most 64 MiB of tables of files
+no live process runs (tables are mapped from files no other user can write,
+copied otherwise), and one index line per window kept; free memory goes back
+to the system after each window, so it does not grow with the run (README:
+an hour of 100,000 short-lived processes).
 
 Ctrl-C (or SIGTERM) stops profiling and still writes complete files; the
 command gets Ctrl-C as usual, and SIGTERM if it is still running (SIGKILL

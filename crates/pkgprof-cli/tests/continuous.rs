@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use gmon_format::continuous::{ContinuousIndex, IndexInstance};
+use gmon_format::continuous::{ContinuousIndex, INSTANCES_NAME, IndexInstance};
 
 mod common;
 
@@ -33,8 +33,37 @@ fn workload() -> &'static (PathBuf, PathBuf) {
     })
 }
 
+/// The index of `dir` with every window's instances.
 fn index(dir: &Path) -> ContinuousIndex {
-    ContinuousIndex::parse(&std::fs::read(dir.join("index")).unwrap()).unwrap()
+    let mut index = ContinuousIndex::parse(&std::fs::read(dir.join("index")).unwrap()).unwrap();
+    for w in &mut index.windows {
+        w.read_instances(dir).unwrap();
+    }
+    index
+}
+
+/// Rewrites the index of `dir` as pkgmon wrote it before version 2: each window's instance
+/// lines in the index, no instances files.
+fn downgrade_to_version_1(dir: &Path) {
+    let index = index(dir);
+    let mut text = format!(
+        "# pkgprof-continuous 1\nhost {}\nfrequency {}\n",
+        index.host, index.frequency
+    );
+    for w in &index.windows {
+        let line = w.to_line();
+        let line = line.rsplit_once(" instances=").unwrap().0;
+        text += &format!("{line}\n");
+        let inst = w.instances_text();
+        for l in inst.lines().filter(|l| l.starts_with("instance ")) {
+            text += &format!("{l}\n");
+        }
+        std::fs::remove_file(dir.join(&w.dir).join(INSTANCES_NAME)).unwrap();
+    }
+    text += &format!("end {}\n", index.windows.len());
+    std::fs::write(dir.join("index"), text).unwrap();
+    let v1 = ContinuousIndex::parse(&std::fs::read(dir.join("index")).unwrap()).unwrap();
+    assert_eq!((v1.version, &v1.windows), (1, &index.windows));
 }
 
 /// Every instance of the index by appid, with its samples summed over the windows.
@@ -402,7 +431,8 @@ fn own_cgroup_id() -> u64 {
 }
 
 /// A SIGKILLed collector leaves only complete windows listed; the next run removes the
-/// half-written one and continues the window and instance numbering.
+/// half-written one and continues the window and instance numbering, also over an index of
+/// version 1 (instances in the index), whose instances it moves to their windows.
 #[test]
 fn a_killed_collector_leaves_complete_windows_and_the_next_run_continues() {
     let _serial = serial();
@@ -433,6 +463,7 @@ fn a_killed_collector_leaves_complete_windows_and_the_next_run_continues() {
         .map(|i| i.number)
         .max()
         .unwrap();
+    downgrade_to_version_1(&dir);
 
     let m = start(&dir, &["--window", "1s"]);
     let st = Command::new(bin)
@@ -457,6 +488,11 @@ fn a_killed_collector_leaves_complete_windows_and_the_next_run_continues() {
     );
     assert!(after.windows.len() > before.windows.len());
     assert_eq!(after.windows[..before.windows.len()], before.windows[..]);
+    let text = std::fs::read_to_string(dir.join("index")).unwrap();
+    assert!(
+        text.starts_with("# pkgprof-continuous 2\n") && !text.contains("\ninstance "),
+        "{text}"
+    );
     let last = own(&out).last().unwrap().0;
     let new = instances(&after)
         .values()
