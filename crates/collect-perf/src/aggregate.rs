@@ -496,6 +496,22 @@ impl Aggregator {
         self.syscalls = Some(tracer);
     }
 
+    /// Takes the wakers of blocked calls from BPF programs ([`crate::bpf::Wakers`], with
+    /// [`crate::LatencyOptions::kernel_wakers`]); they are read before each batch of records.
+    /// Without a latency collection, they are dropped.
+    pub fn kernel_wakers(&mut self, wakers: crate::bpf::Wakers) {
+        if let Some(t) = &mut self.syscalls {
+            t.set_wakers(wakers);
+        }
+    }
+
+    /// Reads the wake-ups the kernel recorded since the last batch (before the next is fed).
+    pub(crate) fn read_kernel_wakers(&mut self) {
+        if let Some(t) = &mut self.syscalls {
+            t.read_wakers();
+        }
+    }
+
     /// Adds the system calls counted in the kernel ([`crate::bpf::SyscallLatency::finish`])
     /// to the latency collection, each to its process image: the programs count a process's
     /// execs as the replay does, so generation g is image g.
