@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The cost of system-call tracing, side by side: pkgmon --latency (counted in the kernel by its
 # BPF programs, the default, and through the perf rings, --latency-path=ring) and --blocking
+# (wakers from BPF programs, the default, or from a sampled sched_waking event: ring)
 # against `perf trace -s` and `strace -c -w` (the tools that give per-call latency tables),
 # pkgmon sampling alone, and the bare workload, on
 #   - getpid: N getpid calls, nothing else (the worst case: the call costs ~100 ns), and
@@ -74,6 +75,7 @@ tools = [
     ("pkgmon --latency (bpf)", [pkgmon, "-o", out, "--latency", "--latency-path=bpf", "--"]),
     ("pkgmon --latency (ring)", [pkgmon, "-o", out, "--latency", "--latency-path=ring", "--"]),
     ("pkgmon --blocking", [pkgmon, "-o", out, "--blocking", "--"]),
+    ("pkgmon --blocking (ring)", [pkgmon, "-o", out, "--blocking", "--latency-path=ring", "--"]),
     ("perf trace -s", ["perf", "trace", "-s", "-o", os.path.join(work, "trace.txt"), "--"]),
     ("strace -c -w", ["strace", "-c", "-w", "-o", os.path.join(work, "strace.txt"), "--"]),
 ] + [

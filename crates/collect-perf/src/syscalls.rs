@@ -1,13 +1,15 @@
 //! Per-system-call latencies and blocking (OSprof, DeBox), built from tracepoint records fed in
 //! time order: `raw_syscalls` entries and exits paired per thread, page faults counted into
 //! the call they interrupt, and with blocking `sched_switch` (where a call blocked),
-//! `PERF_RECORD_SWITCH` (when it left and got back the CPU) and `sched_waking` (who woke it).
+//! `PERF_RECORD_SWITCH` (when it left and got back the CPU) and `sched_waking` (who woke it:
+//! a perf event's records, or the BPF programs' wake-ups of [`crate::bpf::Wakers`], read
+//! ahead and matched at the thread's switch back in).
 //!
 //! Nothing is hidden: calls entered and never left, exits without an entry, and calls during
 //! which the kernel dropped records are counted and written, beside OSprof's checksums (the
 //! records received against counting-mode twins).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use gmon_format::latency::{Blocking, BucketCount, LatencyFile, Operation, SleepSite, Waker};
 use latency::Resolution;
@@ -43,6 +45,11 @@ pub struct LatencyOptions {
     /// checked against what they accounted for instead. The ring path always has them.
     /// Default is false.
     pub counting_events: bool,
+    /// With `blocking`, the wakers come from BPF programs ([`crate::bpf::Wakers`], handed to
+    /// the aggregator with [`crate::Aggregator::kernel_wakers`]), which see the wake-ups
+    /// fired in the idle task with their frames: `sched_waking` is then not recorded
+    /// through perf. Default is false.
+    pub kernel_wakers: bool,
 }
 
 impl Default for LatencyOptions {
@@ -55,6 +62,7 @@ impl Default for LatencyOptions {
             stack_bytes: 1024,
             kernel_frames: 8,
             counting_events: false,
+            kernel_wakers: false,
         }
     }
 }
@@ -114,6 +122,10 @@ impl LatencyOptions {
                 None => "prev_state != 0".into(),
             });
             switch.count = true;
+            out.push(switch);
+            if self.kernel_wakers {
+                return Ok(out);
+            }
             let mut waking = TracepointRequest::new("sched", "sched_waking");
             waking.kernel_chain = true;
             waking.all_tasks = true;
@@ -121,7 +133,7 @@ impl LatencyOptions {
             // tracepoint sample in the idle task, so an interrupt that wakes a sleeper on an
             // idle CPU is counted only (see `idle_wakeups`).
             waking.count = true;
-            out.extend([switch, waking]);
+            out.push(waking);
         }
         Ok(out)
     }
@@ -164,6 +176,10 @@ struct ThreadState {
     off: Option<OffCpu>,
     /// The chain of the last voluntary `sched_switch`, until its SWITCH-out record.
     pending_sleep: Option<Vec<u64>>,
+    /// The last wake-up while it ran in its call since its last switch in: the waker of the
+    /// sleep it then switches out for, when an interrupt on another CPU woke the sleeper
+    /// while it was still leaving its own (off its run queue, before its switch-out).
+    early_waker: Option<WakerKey>,
 }
 
 /// Sums of one operation (system call, call site) of one process image.
@@ -207,6 +223,13 @@ pub(crate) struct SyscallTracer {
     unseen: u64,
     /// Set when the calls were counted in the kernel ([`crate::bpf::SyscallLatency`]).
     kernel: Option<KernelRun>,
+    /// The wakers seen in the kernel ([`LatencyOptions::kernel_wakers`]), until the end.
+    wakers: Option<crate::bpf::Wakers>,
+    /// Their wake-ups not yet matched, per woken thread, in time order: the ring is read
+    /// ahead of the perf records, so a wake-up waits here for its thread's switch back in.
+    wakeups: HashMap<u32, VecDeque<(u64, WakerKey)>>,
+    /// Wake-ups the kernel had no room for in the wakers' ring.
+    wakers_lost: u64,
 }
 
 /// What a run counted in the kernel adds to each file: its checksums, the calls that did not
@@ -252,6 +275,9 @@ impl SyscallTracer {
             start: 0,
             unseen: 0,
             kernel: None,
+            wakers: None,
+            wakeups: HashMap::new(),
+            wakers_lost: 0,
         }
     }
 
@@ -296,6 +322,20 @@ impl SyscallTracer {
         self.kernel = Some(run);
     }
 
+    /// The wakers come from `w` from now on.
+    pub(crate) fn set_wakers(&mut self, w: crate::bpf::Wakers) {
+        self.wakers = Some(w);
+    }
+
+    /// Takes the wake-ups the kernel recorded since the last call. Called before each batch of
+    /// records is fed: a wake-up is in the ring as soon as it happens, so every wake-up
+    /// before the batch's last record is then here.
+    pub(crate) fn read_wakers(&mut self) {
+        let Some(w) = &mut self.wakers else { return };
+        let kframes = self.opts.kernel_frames.max(1);
+        w.read(|x| queue_wakeup(&mut self.wakeups, kframes, x));
+    }
+
     /// What tracepoint `event` of `rec` is to us.
     pub(crate) fn kind(&mut self, rec: &Recording, event: u32) -> Kind {
         while self.kinds.len() < rec.tracepoints.len() {
@@ -320,6 +360,7 @@ impl SyscallTracer {
 
     /// A thread ended: a call it was in never returns.
     pub(crate) fn thread_exit(&mut self, tid: u32) {
+        self.wakeups.remove(&tid);
         if let Some(t) = self.threads.remove(&tid)
             && let Some(c) = t.call
         {
@@ -332,6 +373,7 @@ impl SyscallTracer {
         match input {
             Input::Enter { nr, key, frames } => {
                 let t = self.threads.entry(tid).or_default();
+                t.early_waker = None;
                 if let Some(old) = t.call.take() {
                     self.images.entry(old.key).or_default().unpaired_enters += 1;
                 }
@@ -367,25 +409,47 @@ impl SyscallTracer {
             Input::Out { preempted } => {
                 let t = self.threads.entry(tid).or_default();
                 let sleep = t.pending_sleep.take().filter(|_| !preempted);
+                let waker = t.early_waker.take().filter(|_| sleep.is_some());
                 t.off = Some(OffCpu {
                     since: time,
                     sleep,
-                    waker: None,
+                    waker,
                 });
             }
             Input::Waking { waker_pid, chain } => {
-                if let Some(off) = self.threads.get_mut(&tid).and_then(|t| t.off.as_mut())
-                    && off.sleep.is_some()
-                    && off.waker.is_none()
-                {
-                    off.waker = Some((waker_pid, chain[..chain.len().min(kframes)].to_vec()));
-                }
-            }
-            Input::In => {
                 let Some(t) = self.threads.get_mut(&tid) else {
                     return;
                 };
-                let Some(off) = t.off.take() else { return };
+                let waker = (waker_pid, chain[..chain.len().min(kframes)].to_vec());
+                match &mut t.off {
+                    Some(off) if off.sleep.is_some() && off.waker.is_none() => {
+                        off.waker = Some(waker);
+                    }
+                    None if t.call.is_some() => t.early_waker = Some(waker),
+                    _ => {}
+                }
+            }
+            Input::In => {
+                // The kernel's wake-ups of this thread up to now (earlier ones went at its
+                // last switch in): the last one woke it. It may precede the switch-out: an
+                // interrupt on another CPU can wake a sleeper still on its own CPU.
+                let mut woken = None;
+                if let Some(q) = self.wakeups.get_mut(&tid) {
+                    while q.front().is_some_and(|(at, _)| *at <= time) {
+                        woken = q.pop_front();
+                    }
+                }
+                let Some(t) = self.threads.get_mut(&tid) else {
+                    return;
+                };
+                t.early_waker = None;
+                let Some(mut off) = t.off.take() else { return };
+                if let Some((_, w)) = woken
+                    && off.sleep.is_some()
+                    && off.waker.is_none()
+                {
+                    off.waker = Some(w);
+                }
                 let Some(c) = t.call.as_mut() else { return };
                 let d = time.saturating_sub(off.since.max(c.enter));
                 match off.sleep {
@@ -451,6 +515,10 @@ impl SyscallTracer {
 
     /// Ends the collection: calls still open never returned.
     pub(crate) fn finish(&mut self) {
+        if let Some(w) = self.wakers.take() {
+            self.wakers_lost = w.lost();
+        }
+        self.wakeups.clear();
         for (_, t) in self.threads.drain() {
             if let Some(c) = t.call {
                 self.images.entry(c.key).or_default().unpaired_enters += 1;
@@ -480,7 +548,7 @@ impl SyscallTracer {
         let mut f = LatencyFile::new(self.resolution.get(), std::env::consts::ARCH);
         f.slices = self.opts.slice_ns.map(|l| (l, rec.start_time));
         f.checks = rec.tracepoints.iter().map(TracepointInfo::check).collect();
-        f.lost = rec.lost_samples();
+        f.lost = rec.lost_samples() + self.wakers_lost;
         if let Some(k) = &self.kernel {
             f.slices = self.opts.slice_ns.map(|l| (l, k.start));
             f.checks = k.checks.clone();
@@ -513,6 +581,20 @@ impl SyscallTracer {
         f.operations = ops.into_values().collect();
         Some(f)
     }
+}
+
+/// Queues wake-up `w` for its thread's next switch back in, with `kframes` of its frames.
+fn queue_wakeup(
+    queues: &mut HashMap<u32, VecDeque<(u64, WakerKey)>>,
+    kframes: usize,
+    w: crate::bpf::Wakeup,
+) {
+    let mut frames = w.frames;
+    frames.truncate(kframes);
+    queues
+        .entry(w.tid)
+        .or_default()
+        .push_back((w.time, (w.waker_pid, frames)));
 }
 
 /// The waker of a sleep whose wake-up fired in the idle task: pid 0, no frames (the kernel
@@ -743,6 +825,100 @@ mod tests {
         );
         // Every wake-up received: the unseen one is not explained, so it stays unnamed.
         assert_eq!(wakers(&run_with_wakings(2, 2)), vec![sampled]);
+    }
+
+    #[test]
+    fn a_wakeup_before_the_switch_out_names_the_waker_of_that_sleep_only() {
+        let mut t = SyscallTracer::new(LatencyOptions {
+            blocking: true,
+            ..LatencyOptions::default()
+        });
+        let key = (0, 0);
+        let enter = || Input::Enter {
+            nr: 17,
+            key,
+            frames: &[],
+        };
+        let waking = |pid| Input::Waking {
+            waker_pid: pid,
+            chain: &[0xb],
+        };
+        // A call woken by 41 while it ran (it never slept for that one).
+        t.feed(0, 7, enter());
+        t.feed(5, 7, waking(41));
+        t.feed(8, 7, Input::Exit { nr: 17, key });
+        // The next, woken by 40 before its voluntary switch-out, then a sleep whose waker is
+        // not seen: neither 41 nor 40 is named for it.
+        t.feed(9, 7, enter());
+        t.feed(10, 7, Input::Blocked { chain: &[0xa] });
+        t.feed(11, 7, waking(40));
+        t.feed(12, 7, Input::Out { preempted: false });
+        t.feed(50, 7, Input::In);
+        t.feed(70, 7, Input::Blocked { chain: &[0xa] });
+        t.feed(70, 7, Input::Out { preempted: false });
+        t.feed(100, 7, Input::In);
+        t.feed(200, 7, Input::Exit { nr: 17, key });
+        let f = t.file(&run_with_wakings(2, 2), &[key]).expect("an image");
+        let b = f.operations[0].blocking.clone().expect("blocking");
+        assert_eq!(b.sleeps, 2);
+        let wakers: Vec<_> = (b.wakers.iter()).map(|w| (w.pid, w.count)).collect();
+        assert_eq!(wakers, vec![(40, 1)]);
+    }
+
+    #[test]
+    fn a_kernel_wakeup_names_the_waker_of_the_sleep_it_ended() {
+        let rec = Recording::default();
+        let mut t = SyscallTracer::new(LatencyOptions {
+            blocking: true,
+            kernel_wakers: true,
+            kernel_frames: 2,
+            ..LatencyOptions::default()
+        });
+        let key = (0, 0);
+        // Read from the ring ahead of the records: a wake-up while the thread ran (stale at
+        // its next sleep), one in the idle task ending the first sleep, one ending the second,
+        // and one that came before the third sleep's switch-out (an interrupt on another CPU
+        // while the sleeper was still on its own).
+        for (time, waker_pid, frames) in [
+            (5, 9, vec![0x1]),
+            (50, 0, vec![0xc, 0xd, 0xe]),
+            (150, 40, vec![0xf]),
+            (205, 41, vec![0xb]),
+        ] {
+            let w = crate::bpf::Wakeup {
+                time,
+                tid: 7,
+                waker_pid,
+                frames,
+            };
+            queue_wakeup(&mut t.wakeups, 2, w);
+        }
+        let enter = Input::Enter {
+            nr: 17,
+            key,
+            frames: &[],
+        };
+        t.feed(0, 7, enter);
+        for (out, back) in [(10, 60), (100, 160), (210, 240)] {
+            t.feed(out, 7, Input::Blocked { chain: &[0xa] });
+            t.feed(out, 7, Input::Out { preempted: false });
+            t.feed(back, 7, Input::In);
+        }
+        t.feed(300, 7, Input::Exit { nr: 17, key });
+        assert!(t.wakeups[&7].is_empty());
+        let f = t.file(&rec, &[key]).expect("an image");
+        let b = f.operations[0].blocking.clone().expect("blocking");
+        let wakers: Vec<_> = (b.wakers.iter())
+            .map(|w| (w.pid, w.frames.clone(), w.count, w.blocked_ns))
+            .collect();
+        assert_eq!(
+            wakers,
+            vec![
+                (40, vec![0xf], 1, 60),
+                (0, vec![0xc, 0xd], 1, 50),
+                (41, vec![0xb], 1, 30)
+            ]
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The BPF facility on the live kernel (root): a refused program's error carries the
 //! verifier's words, and the in-kernel latency collection's enters and exits match
 //! counting-mode perf events on the same process (OSprof's checksums) and a ring-buffer map
-//! carries one record per entry, read through its mmap consumer.
+//! carries one record per entry, read through its mmap consumer; the wakers of a followed
+//! sleeper are reported with their frames.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -12,7 +13,7 @@ use std::process::{Command, Stdio};
 use collect_perf::LatencyOptions;
 use collect_perf::bpf::{
     Alu, Asm, Code, Cond, Helper, Map, MapKind, MapSlot, Program, Reg, RingBuf, Size,
-    SyscallLatency,
+    SyscallLatency, Wakers,
 };
 
 /// `bpf_ringbuf_output(ring, &pid_tgid, 8, 0)` for the tasks of process `pid`.
@@ -147,4 +148,56 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
         "{:?}",
         counts.notes
     );
+}
+
+#[test]
+fn a_followed_sleeper_is_reported_with_its_waker_and_the_wakers_frames() {
+    let mut wakers = Wakers::load(8).unwrap();
+    // A shell that says it is ready, then sleeps reading a pipe: this test's write wakes it.
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "echo ready; read x; read y"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    wakers.follow(pid, true).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Asleep once followed: its next switch-out is seen, and the write wakes it.
+    for line in [&b"a\n"[..], b"b\n"] {
+        while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('S'))
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        stdin.write_all(line).unwrap();
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let mut seen = Vec::new();
+    wakers.read(|w| {
+        if w.tid == pid {
+            seen.push(w);
+        }
+    });
+    let me = std::process::id();
+    let by_me: Vec<_> = seen.iter().filter(|w| w.waker_pid == me).collect();
+    assert!(!by_me.is_empty(), "{seen:?}");
+    assert!(
+        by_me
+            .iter()
+            .all(|w| !w.frames.is_empty() && w.frames.len() <= 8),
+        "{by_me:?}"
+    );
+    assert!(seen.windows(2).all(|p| p[0].time <= p[1].time), "{seen:?}");
+    assert_eq!(wakers.lost(), 0);
+    assert!(wakers.recorded() >= seen.len() as u64);
 }

@@ -154,7 +154,9 @@ struct Args {
     /// record to lose), `ring` records every entry and exit through the perf rings and
     /// unwinds each call site from a stack copy (exact call sites in code without frame
     /// pointers, but microseconds per call); `auto` is bpf when the kernel allows it, else
-    /// ring with a note. --blocking always records through the rings.
+    /// ring with a note. --blocking records the calls and their sleeps through the rings,
+    /// and their wakers with BPF programs unless `ring` (which sees wake-ups fired on an idle
+    /// CPU without their frames, and infers them as the interrupts they are).
     #[arg(long = "latency-path", value_name = "PATH", default_value = "auto",
           value_parser = ["auto", "bpf", "ring"])]
     latency_path: String,
@@ -465,7 +467,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         config.duration = Some(Duration::from_secs_f64(s));
     }
     config.keep_running = args.keep_running;
-    let latency = (args.latency || args.blocking).then(|| {
+    let mut latency = (args.latency || args.blocking).then(|| {
         let mut l = collect_perf::LatencyOptions::default();
         l.resolution = args.resolution;
         l.slice_ns = args.slice;
@@ -474,8 +476,11 @@ fn run(args: Args) -> anyhow::Result<u8> {
         l
     });
     let mut in_kernel = None;
-    if let Some(l) = &latency {
+    let mut wakers = None;
+    if let Some(l) = &mut latency {
         in_kernel = kernel_latency(l, &args)?;
+        wakers = kernel_wakers(l, &args);
+        l.kernel_wakers = wakers.is_some();
         if in_kernel.is_none() {
             config.tracepoints = l.tracepoints()?;
             config.context_switches = l.blocking;
@@ -510,15 +515,23 @@ fn run(args: Args) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot write into {}", args.dir.display()))?;
     catch_signals();
     let started = if !args.command.is_empty() {
-        Sampler::launch_with(&args.command, &config, |pid| match &mut in_kernel {
-            Some(k) => k.follow(pid, false),
-            None => Ok(()),
+        Sampler::launch_with(&args.command, &config, |pid| {
+            if let Some(k) = &mut in_kernel {
+                k.follow(pid, false)?;
+            }
+            if let Some(w) = &mut wakers {
+                w.follow(pid, false)?;
+            }
+            Ok(())
         })
     } else {
         Sampler::attach(&args.pids, &config).and_then(|s| {
-            if let Some(k) = &mut in_kernel {
-                for &pid in &args.pids {
+            for &pid in &args.pids {
+                if let Some(k) = &mut in_kernel {
                     k.follow(pid as u32, true)?;
+                }
+                if let Some(w) = &mut wakers {
+                    w.follow(pid as u32, true)?;
                 }
             }
             Ok(s)
@@ -553,6 +566,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         aggregate.system_wide = Some(asked);
     }
     let mut agg = Aggregator::new(aggregate);
+    if let Some(w) = wakers {
+        agg.kernel_wakers(w);
+    }
     let mut drain_error = None;
     let rec = sampler.run_aggregating(
         &STOP,
@@ -674,6 +690,28 @@ fn kernel_latency(
         bail!("--latency-path bpf: {why_not}; use --latency-path ring or auto");
     }
     Ok(None)
+}
+
+/// The wakers of `--blocking`'s sleeps seen by BPF programs, loaded, unless the run is
+/// system-wide (its waker event covers every task already), `--latency-path ring` asked for
+/// perf alone, or the kernel refuses them (said in a note: wake-ups fired on idle CPUs then
+/// lose their frames).
+fn kernel_wakers(
+    l: &collect_perf::LatencyOptions,
+    args: &Args,
+) -> Option<collect_perf::bpf::Wakers> {
+    if !l.blocking || args.all || args.latency_path == "ring" {
+        return None;
+    }
+    match collect_perf::bpf::Wakers::load(l.kernel_frames) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!(
+                "pkgmon: note: wakers are recorded through perf, which takes no sample of a                  wake-up on an idle CPU (its frames are lost): {e}"
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -93,21 +93,21 @@ fn record(tag: &str, blocking: bool, args: &[&str]) -> Run {
 /// How `--latency` counts: in the kernel (BPF) or through the perf rings.
 const LATENCY_PATHS: [&str; 2] = ["--latency-path=bpf", "--latency-path=ring"];
 
-/// `pkgmon -o DIR --latency|--blocking|--latency-path=P|--latency-checksums -- workload
-/// ARGS... OUT`.
+/// `pkgmon -o DIR --latency|--blocking [OPTIONS] -- workload ARGS... OUT`, `how` being
+/// `--blocking` or `--latency` then options, or options alone (with `--latency`), separated
+/// by spaces.
 fn record_via(tag: &str, how: &str, args: &[&str]) -> Run {
     let dir = scratch().join(format!("latency-{tag}"));
     let _ = std::fs::remove_dir_all(&dir);
     let own_path = scratch().join(format!("latency-{tag}.own"));
+    let mut opts: Vec<&str> = how.split(' ').collect();
+    if !["--latency", "--blocking"].contains(&opts[0]) {
+        opts.insert(0, "--latency");
+    }
     let out = Command::new(PKGMON)
         .arg("-o")
         .arg(&dir)
-        .arg(if how == "--blocking" {
-            "--blocking"
-        } else {
-            "--latency"
-        })
-        .args(how.starts_with("--latency-").then_some(how))
+        .args(opts)
         .arg("--")
         .arg(workload())
         .args(args)
@@ -236,6 +236,14 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
     let sites = p.sleep_sites(&ops);
     let top = sites.iter().max_by_key(|(_, n)| **n).unwrap();
     assert_eq!(top.0, "do_nanosleep", "{sites:?}");
+    // Every sleep has its waker, the timer's interrupt, with its frames: also when it fired
+    // on an idle CPU (pid 0), which perf does not sample but the BPF program sees.
+    let wakers: Vec<_> = ops
+        .iter()
+        .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
+        .collect();
+    assert_eq!(wakers.iter().map(|w| w.count).sum::<u64>(), sleeps);
+    assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     let report = pkgprof(&["--blocking"], &run.dir);
     assert!(report.contains("slept in do_nanosleep"), "{report}");
     assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
@@ -483,8 +491,16 @@ fn disk_file() -> PathBuf {
 fn direct_reads_from_a_disk_sleep_and_are_woken_by_its_interrupt() {
     let _g = serial();
     let file = disk_file();
-    let mut run = record("direct", true, &["direct", "200", &file.to_string_lossy()]);
+    for how in ["--blocking", "--blocking --latency-path=ring"] {
+        direct_reads_via(how, &file);
+    }
     let _ = std::fs::remove_file(&file);
+}
+
+/// The disk's interrupt wakes each read; with the wakers in BPF (the default) each has its
+/// frames, on the ring path those fired on an idle CPU are inferred, without frames.
+fn direct_reads_via(how: &str, file: &Path) {
+    let mut run = record_via("direct", how, &["direct", "200", &file.to_string_lossy()]);
     let own_mode = run.own.mode();
     let p = &mut run.procs[0];
     let ops = p.ops("pread64", "read_block");
@@ -507,8 +523,16 @@ fn direct_reads_from_a_disk_sleep_and_are_woken_by_its_interrupt() {
         .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
         .map(|w| w.count)
         .sum();
-    assert_eq!(woken, sleeps);
     let report = pkgprof(&["--blocking"], &run.dir);
+    assert_eq!(woken, sleeps, "{how}\n{report}");
     assert!(report.contains("(interrupt)"), "{report}");
     assert!(!report.contains("waker not seen"), "{report}");
+    if how == "--blocking" {
+        let wakers: Vec<_> = ops
+            .iter()
+            .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
+            .collect();
+        assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
+        assert!(!report.contains("frames not sampled"), "{report}");
+    }
 }

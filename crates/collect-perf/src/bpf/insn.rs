@@ -95,6 +95,7 @@ pub enum Helper {
     GetCurrentPidTgid = 14,
     GetStackid = 27,
     GetCurrentTask = 35,
+    GetStack = 67,
     ProbeReadUser = 112,
     ProbeReadKernel = 113,
     RingbufOutput = 130,
@@ -167,6 +168,17 @@ impl Code {
     /// The program's bytes with map fds left 0: what the unit tests pin.
     pub fn bytes(&self) -> Vec<u8> {
         self.insns.iter().flat_map(|i| i.to_bytes()).collect()
+    }
+
+    /// The instruction count and an FNV-1a hash of [`Code::bytes`]: a test pins every byte
+    /// of a program without a page of hex.
+    #[cfg(test)]
+    pub(crate) fn digest(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        format!("{} insns {h:016x}", self.insns.len())
     }
 }
 

@@ -60,6 +60,8 @@ use crate::{Error, Result};
 
 mod programs;
 
+pub(super) use programs::field;
+
 use programs::{
     COUNTS, ENTERS, EXITS, HIST, HIST_FULL, HIST_KEY, HIST_VALUE, N_COUNTS, Offsets, PIDS,
     PIDS_FULL, S_GEN, S_TGID, START, START_FULL, START_VALUE, Shape, UNPAIRED_ENTER, UNPAIRED_EXIT,
@@ -301,16 +303,12 @@ impl SyscallLatency {
                 let pair = (open(&self.enter_format)?, open(&self.exit_format)?);
                 self.counting.push(pair);
             }
-            let mut attr = crate::sys::counter_attr(crate::sys::PERF_COUNT_SW_PAGE_FAULTS, &spec);
-            let faults = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
-                what: format!("cannot count the page faults of pid {tid}"),
-                source: Some(e),
-            })?;
-            self.fault.attach_to_event(&faults)?;
-            if now {
-                crate::sys::set_enabled(&faults, true)
-                    .map_err(|e| Error::io("cannot enable a page-fault event", e))?;
-            }
+            let faults = self.fault.run_on_task_event(
+                crate::sys::PERF_COUNT_SW_PAGE_FAULTS,
+                "page faults",
+                tid,
+                now,
+            )?;
             self.fault_events.push(faults);
         }
         Ok(())

@@ -23,6 +23,8 @@ pub enum MapKind {
     StackTrace,
     /// `BPF_MAP_TYPE_RINGBUF`: a ring buffer of records read by mmap ([`super::RingBuf`]).
     RingBuf,
+    /// `BPF_MAP_TYPE_LRU_HASH`: a hash that evicts its least recently used entry when full.
+    LruHash,
 }
 
 impl MapKind {
@@ -34,6 +36,7 @@ impl MapKind {
             MapKind::PercpuArray => 6,
             MapKind::StackTrace => 7,
             MapKind::RingBuf => 27,
+            MapKind::LruHash => 9,
         }
     }
 

@@ -9,8 +9,8 @@
 //! drain the ring buffer) while it runs. Everything is owned: dropping the [`Attachment`]
 //! detaches, dropping the last handle frees the program or map.
 //!
-//! Its first user is the in-kernel system-call latency collection
-//! ([`SyscallLatency`], `pkgmon --latency`).
+//! Its users are the in-kernel system-call latency collection ([`SyscallLatency`],
+//! `pkgmon --latency`) and the wakers of blocked calls ([`Wakers`], `pkgmon --blocking`).
 
 mod insn;
 mod latency;
@@ -18,9 +18,11 @@ mod map;
 mod prog;
 mod ringbuf;
 mod sys;
+mod wakers;
 
 pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
 pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
 pub use map::{Map, MapKind};
 pub use prog::{Attachment, LICENSE, Program};
 pub use ringbuf::RingBuf;
+pub use wakers::{MAX_FRAMES, Wakers, Wakeup};

@@ -103,6 +103,18 @@ impl Program {
         &self.name
     }
 
+    /// The times the kernel skipped this program because a BPF program was already running
+    /// on that CPU (an interrupt's tracepoint inside another program: the kernel does not
+    /// nest them), from `recursion_misses` in the program's fdinfo; 0 if not shown.
+    pub fn misses(&self) -> u64 {
+        let path = format!("/proc/self/fdinfo/{}", self.fd.as_raw_fd());
+        let text = crate::procfs::text(&path, crate::procfs::SMALL).unwrap_or_default();
+        text.lines()
+            .find_map(|l| l.strip_prefix("recursion_misses:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Runs this program at every hit of tracepoint `format` on every CPU, for every task:
     /// the kernel runs a tracepoint's programs before any per-event filtering, so the
     /// program itself decides which tasks count. Its return value decides whether the
@@ -192,6 +204,45 @@ impl Program {
             });
         }
         Ok(())
+    }
+}
+
+impl Program {
+    /// Opens software event `config` (`what` it counts, for errors) on task `tid`, one
+    /// occurrence a sample, inherited by the threads and processes the task starts, enabled
+    /// now if `now`, else at the task's exec, and runs this program at each occurrence
+    /// ([`Program::attach_to_event`]). The event lives as long as the returned descriptor.
+    ///
+    /// Returns an error if the event cannot be opened or take the program.
+    pub fn run_on_task_event(
+        &self,
+        config: u64,
+        what: &str,
+        tid: i32,
+        now: bool,
+    ) -> Result<OwnedFd> {
+        let spec = crate::sys::EventSpec {
+            freq: 0,
+            stack_user: 0,
+            max_stack: 0,
+            user_only: false,
+            enable_on_exec: !now,
+            inherit: true,
+            wakeup_watermark: 0,
+            mmap_build_ids: false,
+        };
+        let mut attr = crate::sys::counter_attr(config, &spec);
+        let fd = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
+            what: format!("cannot count the {what} of pid {tid}"),
+            source: Some(e),
+        })?;
+        self.attach_to_event(&fd)?;
+        if now {
+            crate::sys::set_enabled(&fd, true).map_err(|e| {
+                Error::io(format!("cannot enable the {what} event of pid {tid}"), e)
+            })?;
+        }
+        Ok(fd)
     }
 }
 

@@ -99,7 +99,7 @@ pub(super) struct Shape {
     pub slices: Option<(u64, u64)>,
 }
 
-pub(super) fn field(f: &EventFormat, name: &str, size: usize) -> Result<i16> {
+pub(in crate::bpf) fn field(f: &EventFormat, name: &str, size: usize) -> Result<i16> {
     f.field(name)
         .filter(|t| t.size == size && !t.data_loc)
         .and_then(|t| i16::try_from(t.offset).ok())
@@ -531,15 +531,6 @@ mod tests {
         exit_pid: 24,
     };
 
-    fn digest(c: &Code) -> String {
-        // FNV-1a over the bytes: the test pins every byte without a page of hex.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in c.bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-        format!("{} insns {h:016x}", c.insns.len())
-    }
-
     #[test]
     fn the_programs_are_the_same_bytes_on_every_build() {
         let shape = Shape {
@@ -551,13 +542,13 @@ mod tests {
             slices: Some((1_000, 1_000_000_000)),
         };
         let got = [
-            digest(&enter_program()),
-            digest(&exit_program(&shape)),
-            digest(&exit_program(&sliced)),
-            digest(&fault_program()),
-            digest(&exec_program()),
-            digest(&fork_program(&OFF)),
-            digest(&exit_task_program(&OFF)),
+            enter_program().digest(),
+            exit_program(&shape).digest(),
+            exit_program(&sliced).digest(),
+            fault_program().digest(),
+            exec_program().digest(),
+            fork_program(&OFF).digest(),
+            exit_task_program(&OFF).digest(),
         ];
         let want = [
             "174 insns 6fbf2df989813f09",
