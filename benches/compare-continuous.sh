@@ -17,9 +17,10 @@
 #    default 0.5) on every CPU at once, so the CPUs are saturated. Per pair: how much longer
 #    the work took with sampling on, (on − off) / off, in wall time (the slowest CPU's copy) and
 #    in the work's own CPU time (what the kernel's sampling adds in the sampled task; the
-#    machine's other load moves it far less than the wall time: caches and the like only). A first row with no collector at all (both runs
-#    of each pair alike: an A/A control) shows what the method reads when there is nothing
-#    to find, the resolution of the other rows. The table gives the median of the pairs'
+#    machine's other load moves it far less than the wall time: caches and the like only).
+#    A first row with no collector at all (both runs of each pair alike: an A/A control)
+#    shows what the method reads when there is nothing to find, the resolution of the
+#    other rows. The table gives the median of the pairs'
 #    differences with its 95% confidence interval (distribution-free: order statistics of the
 #    binomial), and the collector's own CPU time while on and while off
 #    (/proc/PID/task/*/schedstat, ns) as a share of the machine: on a saturated machine what
