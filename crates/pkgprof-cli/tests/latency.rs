@@ -387,6 +387,23 @@ fn pipe_reads_block_in_pipe_read_and_are_woken_by_the_writer() {
         .sum();
     assert_eq!(exported, blocked_in_pipe_read, "{folded}");
     assert!(exported >= 90 * 4_000_000, "{folded}");
+    // And as the value the listing counts, in seconds: the call graph charges the time slept
+    // in the pipe read path to it, and to `reader` above it.
+    let listing = pkgprof(&["--value=off-cpu", "-b", "--pid", &pid], &run.dir);
+    let want = blocked_in_pipe_read as f64 / 1e9;
+    let inclusive = |name: &str| -> f64 {
+        let line = (listing.lines())
+            .find(|l| l.starts_with('[') && l.contains(name))
+            .unwrap_or_else(|| panic!("no {name}\n{listing}"));
+        let f: Vec<f64> = (line.split_whitespace().skip(2).take(2))
+            .map(|x| x.parse().unwrap())
+            .collect();
+        f[0] + f[1]
+    };
+    let in_pipe_read = inclusive("pipe_read [");
+    assert!((in_pipe_read - want).abs() < 0.015, "{want} s\n{listing}");
+    let reader = inclusive(&format!("{pid}u:reader ["));
+    assert!(reader >= want - 0.015, "{want} s\n{listing}");
 }
 
 #[test]
