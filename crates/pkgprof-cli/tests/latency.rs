@@ -242,9 +242,10 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
         .iter()
         .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
         .collect();
-    assert_eq!(wakers.iter().map(|w| w.count).sum::<u64>(), sleeps);
-    assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     let report = pkgprof(&["--blocking"], &run.dir);
+    let woken: u64 = wakers.iter().map(|w| w.count).sum();
+    assert_eq!(woken, sleeps, "{report}");
+    assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     assert!(report.contains("slept in do_nanosleep"), "{report}");
     assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
     let report = pkgprof(&["--latency"], &run.dir);
