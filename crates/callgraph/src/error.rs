@@ -170,6 +170,27 @@ pub enum Error {
         /// The measurement directory.
         dir: PathBuf,
     },
+    /// The view as recorded was asked for, but the measurement's `async.moves` does not say
+    /// which stacks moved.
+    #[error(
+        "{dir}/async.moves does not list the moved stacks (it was written by an older pkgmon), \
+         so the view as recorded cannot be rebuilt: leave out --async=victim, or record again"
+    )]
+    NoMovedStacks {
+        /// The measurement directory.
+        dir: PathBuf,
+    },
+    /// The view as recorded was asked for, but `async.moves` moved stacks of a kind this
+    /// reader does not know.
+    #[error(
+        "{dir}/async.moves moved stacks of a kind this pkgprof does not know (`{kind}`): use a newer pkgprof"
+    )]
+    UnknownAsyncKind {
+        /// The measurement directory.
+        dir: PathBuf,
+        /// The kind's name.
+        kind: String,
+    },
 }
 
 impl Error {

@@ -369,7 +369,7 @@ impl Aggregator {
         let kernel = rec.kernel_chain(s);
         // Asynchronous work is held back until its beneficiary is known (`finish`).
         if let Some(a) = &mut self.asynchronous
-            && a.sample(s, kernel)
+            && a.sample(s, pi, kernel)
         {
             return;
         }
@@ -379,7 +379,7 @@ impl Aggregator {
             if s.user_mode || kernel.is_empty() {
                 return;
             }
-            let side = if s.pid == 0 || s.regs.is_none() {
+            let side = if system_side(s) {
                 &mut self.system
             } else {
                 &mut self.other
@@ -550,7 +550,7 @@ impl Aggregator {
     /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
     /// each sample entered the kernel and are saved with the measurement.
     pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
-        let asynchronous = self.attribute();
+        let (asynchronous, moved) = self.attribute().unzip();
         let replay = self.replay.finish();
         if let Some(t) = &mut self.syscalls {
             t.finish();
@@ -582,42 +582,64 @@ impl Aggregator {
             stats: self.stats,
             syscalls: self.syscalls,
             asynchronous,
+            moved: moved.unwrap_or_default(),
+        }
+    }
+
+    /// Where the counts of a sample of process `pi` at `time` go: its image's files when it
+    /// is profiled, else `-k.kernel` when `system` (the idle task, a kernel thread: see
+    /// [`system_side`]), else `-k.other`.
+    fn place(&mut self, pi: usize, time: u64, system: bool) -> Place {
+        if self.is_profiled(pi) {
+            Place::Image(pi, self.image_of(pi, time))
+        } else if system {
+            Place::System
+        } else {
+            Place::Other
         }
     }
 
     /// Ends the attribution: each held sample's cut kernel stack goes to its beneficiary's
     /// image (a process not profiled: `-k.other`; the residue: `-k.kernel`), and the moves
-    /// are counted for `async.moves`.
-    fn attribute(&mut self) -> Option<AsyncMoves> {
+    /// are counted for `async.moves`, with each moved stack's places (`Aggregate::moved`).
+    fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks)> {
         let (outcome, held) = self.asynchronous.take()?.finish();
         // (kind, victim, beneficiary) → (samples, nanoseconds).
         type Cell<'a> = (&'a str, Option<u32>, Option<u32>);
         let mut moves: BTreeMap<Cell<'_>, (u64, u64)> = BTreeMap::new();
+        let mut stacks = MovedStacks::new();
         for (d, h) in outcome.decisions.iter().zip(&held) {
-            let beneficiary = match d.to {
+            let (beneficiary, to) = match d.to {
                 Target::Process { pid, time } => {
                     let pi = self.replay.owner(pid, time);
-                    if self.is_profiled(pi) {
-                        let image = self.image_of(pi, time);
-                        let acc = self.images.entry((pi, image)).or_default();
-                        acc.samples += 1;
-                        acc.kernel.add_moved(&h.kernel, &mut self.edges);
-                        acc.stacks.add(&h.kernel, &[], false, h.period);
-                    } else {
-                        self.other.add_moved(&h.kernel, &mut self.edges);
-                    }
-                    Some(pid)
+                    (Some(pid), self.place(pi, time, false))
                 }
-                Target::Unattributed(_) => {
-                    self.system.add_moved(&h.kernel, &mut self.edges);
-                    None
-                }
+                Target::Unattributed(_) => (None, Place::System),
             };
-            let m = moves
-                .entry((d.kind.as_str(), h.victim, beneficiary))
-                .or_default();
-            m.0 += 1;
-            m.1 += h.period;
+            let side = match to {
+                Place::Image(pi, image) => {
+                    let acc = self.images.entry((pi, image)).or_default();
+                    acc.samples += 1;
+                    acc.stacks.add(&h.kernel, &[], false, h.period);
+                    &mut acc.kernel
+                }
+                Place::System => &mut self.system,
+                Place::Other => &mut self.other,
+            };
+            side.add_moved(&h.kernel, &mut self.edges);
+            let (pi, time, system) = h.taken;
+            let from = self.place(pi, time, system);
+            for c in [
+                moves
+                    .entry((d.kind.as_str(), h.victim, beneficiary))
+                    .or_default(),
+                stacks
+                    .entry((d.kind.as_str(), from, to, h.kernel.clone()))
+                    .or_default(),
+            ] {
+                c.0 += 1;
+                c.1 += h.period;
+            }
         }
         let mut out = AsyncMoves::default();
         for t in &outcome.totals {
@@ -646,7 +668,7 @@ impl Aggregator {
                 },
             )
             .collect();
-        Some(out)
+        Some((out, stacks))
     }
 }
 
@@ -672,6 +694,28 @@ pub struct Aggregate {
     /// The asynchronous-event attribution's moves and totals, when asked for (the counts of
     /// windows the kernel counted are added by the writer, from the recording).
     pub(crate) asynchronous: Option<AsyncMoves>,
+    /// The moved stacks with the places they were taken in and moved to (the writer names the
+    /// places' files in `async.moves`).
+    pub(crate) moved: MovedStacks,
+}
+
+/// Where a sample's counts go: a process image's files (process index, image), or a
+/// system-wide kernel profile (`-k.kernel`, `-k.other`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Place {
+    Image(usize, usize),
+    System,
+    Other,
+}
+
+/// Moved stacks: (kind, taken in, moved to, kernel frames innermost first) → (samples,
+/// nanoseconds).
+pub(crate) type MovedStacks = BTreeMap<(&'static str, Place, Place, Vec<u64>), (u64, u64)>;
+
+/// Whether an unprofiled sample's kernel part belongs to `-k.kernel` (the idle task and kernel
+/// threads, which have no user context) rather than `-k.other`.
+pub(crate) fn system_side(s: &Sample) -> bool {
+    s.pid == 0 || s.regs.is_none()
 }
 
 impl Aggregate {

@@ -239,6 +239,9 @@ fn decode(name: &str, raw: &crate::tracepoint::RawEvent<'_>) -> Option<What> {
 pub(crate) struct HeldSample {
     /// The process it was taken in (its victim), None for the idle task.
     pub victim: Option<u32>,
+    /// Where its counts would have gone unmoved: the victim's process (by replay index) and
+    /// time, or the system-wide kernel profile (the idle task, a kernel thread).
+    pub taken: (usize, u64, bool),
     /// Its kernel frames from the softirq entry in, innermost first.
     pub kernel: Vec<u64>,
     /// The CPU time it stands for.
@@ -268,8 +271,9 @@ impl AsyncCollector {
         }
     }
 
-    /// Offers a sample; true when it was held back (the caller must not count it).
-    pub fn sample(&mut self, s: &Sample, kernel: &[u64]) -> bool {
+    /// Offers a sample of process `pi` (by replay index); true when it was held back (the
+    /// caller must not count it).
+    pub fn sample(&mut self, s: &Sample, pi: usize, kernel: &[u64]) -> bool {
         if s.user_mode {
             return false;
         }
@@ -279,6 +283,7 @@ impl AsyncCollector {
         debug_assert_eq!(h.ticket as usize, self.held.len());
         self.held.push(HeldSample {
             victim: (s.pid != 0).then_some(s.pid),
+            taken: (pi, s.time, crate::aggregate::system_side(s)),
             kernel: kernel[..h.frames].to_vec(),
             period: s.period,
         });

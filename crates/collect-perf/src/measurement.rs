@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use gmon_format::async_moves::MovedStack;
 use gmon_format::{
     ArcCounts, BoundaryKind, Comm, Endian, HistogramUnit, Mapping as InfoMapping, MeasurementInfo,
     ProcessCounters, ProfileName, Rename, SECONDS, SampleRate, Stack, StacksWriter,
@@ -15,7 +16,7 @@ use gmon_format::{
 
 #[cfg(test)]
 use crate::aggregate::AggregateOptions;
-use crate::aggregate::{Aggregate, ImageAcc, Side, StackKey};
+use crate::aggregate::{Aggregate, ImageAcc, Place, Side, StackKey};
 use crate::counters::{UnderSampled, process_counters, taskstats_counters, under_sampled};
 use crate::error::{Error, Result};
 use crate::kernel_symbols::KernelSymbols;
@@ -580,6 +581,32 @@ pub fn write_measurement_to(
             for k in moves.kinds.iter_mut().filter(|k| k.kind == kind.as_str()) {
                 k.counted = t.counted;
             }
+        }
+        // Each moved stack with the kernel profiles it left and went to: what a reader needs
+        // for the view as recorded.
+        let mut kernel_files: HashMap<Place, String> = HashMap::new();
+        for ((pid, instance, comm), (pi, set)) in &sets {
+            let comm = Comm::new(comm.clone()).map_err(|e| gmon_error("a command name", e))?;
+            let name = ProfileName::kernel(*pid, comm).with_instance(*instance);
+            for seg in &set.segments {
+                kernel_files.insert(Place::Image(*pi, seg.image), name.file_name());
+            }
+        }
+        kernel_files.insert(Place::System, ProfileName::KernelSystem.file_name());
+        kernel_files.insert(Place::Other, ProfileName::KernelOther.file_name());
+        for (&(kind, from, to, ref frames), &(samples, nanoseconds)) in &agg.moved {
+            // A beneficiary always has files: the samples it received.
+            let Some(to) = kernel_files.get(&to) else {
+                continue;
+            };
+            moves.stacks.push(MovedStack {
+                kind: kind.into(),
+                from: kernel_files.get(&from).cloned(),
+                to: to.clone(),
+                frames: frames.clone(),
+                samples,
+                nanoseconds,
+            });
         }
         let mut text = Vec::new();
         moves

@@ -60,6 +60,7 @@ pub enum Opt {
     MergeOut,
     ObjectPath,
     Inclusive,
+    Async,
     Force,
     Export,
     Output,
@@ -203,6 +204,7 @@ pub const TABLE: &[Spec<Opt>] = &[
     ours(Opt::MergeOut, "merge-out", Required),
     ours(Opt::ObjectPath, "object-path", Required),
     ours(Opt::Inclusive, "inclusive", Required),
+    ours(Opt::Async, "async", Required),
     ours(Opt::Force, "force", No),
     ours(Opt::Export, "export", Required),
     ours(Opt::Output, "output", Required),
@@ -265,6 +267,10 @@ exists, else .):
 \t                     count, as if every call cost the same
 \t--inclusive=stacks   exact inclusive times from the sampled stacks: a function
 \t                     counts once per sample it was on the stack of
+\t--async=victim       for a measurement of pkgmon --async: asynchronous kernel
+\t                     work in the process it ran in, as recorded, under
+\t                     PIDk:[async KIND] (--async=beneficiary, the default:
+\t                     in the process it was done for)
 \t--force              report a measurement that its manifest says is incomplete
 \t                     or changed (pkgmon killed, disk full), with a warning
 \t--threads            refused: the threads of a process are merged when pkgmon
@@ -495,6 +501,8 @@ pub struct Options {
     pub object_path: Vec<OsString>,
     /// `--inclusive`.
     pub inclusive: Option<String>,
+    /// `--async`: which view of asynchronous work (`victim`, `beneficiary`).
+    pub async_view: Option<String>,
     /// `--force`: report an incomplete measurement.
     pub force: bool,
     /// `--export`: the format's name.
@@ -673,6 +681,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, UsageE
             Opt::MergeOut => o.merge_out = arg.clone(),
             Opt::ObjectPath => o.object_path.extend(arg.clone()),
             Opt::Inclusive => o.inclusive = text,
+            Opt::Async => o.async_view = text,
             Opt::Force => o.force = true,
             Opt::Export => o.export = text,
             Opt::Output => o.output = arg.clone(),

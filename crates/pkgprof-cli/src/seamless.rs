@@ -39,6 +39,13 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         &seamless.processes,
         seamless.async_moves.as_ref(),
     )?;
+    if let (true, Some(_)) = (as_recorded(o)?, &seamless.async_moves) {
+        writeln!(
+            out,
+            "Asynchronous kernel work is listed in the process it ran in (--async=victim), \
+             under PIDk:[async KIND]; the frames it ran inside were not kept.\n"
+        )?;
+    }
     if let (true, Some(moves)) = (o.system, &seamless.async_moves) {
         write_async_matrix(&mut *out, moves)?;
     }
@@ -78,6 +85,18 @@ fn listed_value(
             unit.as_str()
         ),
     }
+}
+
+/// Whether `--async` asks for the view as recorded (`victim`) rather than the one charged to
+/// the beneficiary (`beneficiary`, the default).
+///
+/// Returns an error for another view.
+fn as_recorded(o: &Options) -> Result<bool> {
+    Ok(match o.async_view.as_deref() {
+        None | Some("beneficiary") => false,
+        Some("victim") => true,
+        Some(view) => bail!("--async: unknown view `{view}' (expected victim or beneficiary)"),
+    })
 }
 
 /// Whether `--inclusive` asks for exact inclusive times from the sampled stacks.
@@ -204,6 +223,7 @@ pub(crate) fn build_at(
     options.demangle = o.demangle && !o.traditional;
     options.stacks = stacks;
     options.labels = labels;
+    options.async_as_recorded = as_recorded(o)?;
     let seamless = Seamless::build(&measurement, &selection, &options)?;
     for w in &seamless.warnings {
         eprintln!("pkgprof: warning: {w}");

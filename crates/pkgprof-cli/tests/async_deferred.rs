@@ -248,6 +248,8 @@ fn a_writer_gets_the_kworkers_writeback_of_its_pages() {
     let run = run("writeback", Some("workqueue,timer"));
     let owner = run.pid("owner");
     let moves = conserved_moves(&run.dir);
+    // As recorded, the writeback is the kworkers' again (in `-k.kernel`).
+    common::as_recorded_is_exact(&run.dir, &[owner]);
     let got = run.samples_in("wb_workfn", BoundaryKind::AsyncWorkqueue);
     let (all, moved): (u64, u64) = got
         .iter()
@@ -399,6 +401,7 @@ fn a_direct_reader_gets_the_completions_of_its_requests() {
     let run = run("direct", Some("block"));
     let owner = run.pid("owner");
     let moves = conserved_moves(&run.dir);
+    common::as_recorded_is_exact(&run.dir, &[owner]);
     let got = run.samples_in("blk_done_softirq", BoundaryKind::AsyncBlock);
     let (all, moved): (u64, u64) = got
         .iter()

@@ -251,6 +251,15 @@ fn udp_over_loopback_is_charged_to_the_reader() {
         !listing.contains(&format!("{s}k:[async net-rx]")),
         "{listing}"
     );
+    // The view as recorded puts it back where it ran: in the sender, under its
+    // pseudo-function, exactly as much as the matrix says it gave.
+    common::as_recorded_is_exact(&run.dir, &[run.sender, run.receivers[0]]);
+    let listing = run.pkgprof(&["-b", "--async=victim", "--pid", &s]);
+    assert!(
+        listing.contains(&format!("{s}k:[async net-rx]"))
+            && listing.contains("listed in the process it ran in"),
+        "{listing}"
+    );
     // The system view has the matrix, with this flow's cell.
     let system = run.pkgprof(&["-b", "--system"]);
     assert!(

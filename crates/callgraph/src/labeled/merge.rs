@@ -20,6 +20,13 @@ const TRUNCATED: &[u8] = b"[truncated]";
 /// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
 const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
 
+/// The last component of a profile's path, which `async.moves` names it by.
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 /// The histogram bins (address of each bin, count) and arcs of one gmon file.
 pub(super) type Contents = (Vec<(u64, u64)>, Vec<Arc>);
 
@@ -170,12 +177,23 @@ impl Builder {
                 *total = self.read_gmon(path)?.0.iter().map(|&(_, n)| n).sum();
             }
         }
+        // In the view as recorded, the kernel samples moved out and in (when the listing shows
+        // no kernel side; `add_kernel_profile` counts them otherwise).
+        if let (false, Some(path), Some(recorded)) =
+            (self.options.kernel, &files.kernel, &self.recorded)
+        {
+            let (out, back) = recorded.balance(&file_name(path));
+            summary.kernel_samples = summary.kernel_samples.saturating_sub(out) + back;
+        }
         // The collector's own count of entries by kind, when it wrote one, is the full one
         // (boundary arcs are not read with --user).
         if let Some(info) = &summary.info
             && !info.boundary.entries.is_empty()
         {
             summary.entries = info.boundary.entries.clone();
+            if let (Some(path), Some(recorded)) = (&files.kernel, &self.recorded) {
+                recorded.recount_entries(&file_name(path), &mut summary.entries);
+            }
         }
         if self.options.stacks {
             let Some(path) = &files.stacks else {
@@ -190,18 +208,34 @@ impl Builder {
             let data = read_file(path, crate::input::PROFILE_MAX_BYTES)?;
             let located = |e: gmon_format::Error| Error::from(e.with_path(path));
             let stacks = gmon_format::Stacks::parse(&data).map_err(located)?;
+            // The view as recorded: the stacks moved in are taken out, those taken here put
+            // back.
+            let kernel_name = files.kernel.as_deref().map(file_name);
+            let recorded = self.recorded.take();
+            let (mut out, back) = match (&recorded, &kernel_name) {
+                (Some(r), Some(name)) => (r.stacks_out(name), r.stacks_back(name)),
+                _ => Default::default(),
+            };
             for record in stacks.records() {
                 let (_, r) = record.map_err(located)?;
                 let (kernel, user) = (r.kernel.to_vec(), r.user.to_vec());
-                self.add_stack(
-                    space,
-                    r.boundary,
-                    r.user_truncated,
-                    &kernel,
-                    &user,
-                    r.samples,
-                );
+                let mut samples = r.samples;
+                if let Some(kind) = r
+                    .boundary
+                    .filter(|k| user.is_empty() && k.is_asynchronous())
+                    && let Some(left) = out.get_mut(&(kind, kernel.clone()))
+                {
+                    let taken = samples.min(*left);
+                    (samples, *left) = (samples - taken, *left - taken);
+                }
+                if samples > 0 {
+                    self.add_stack(space, r.boundary, r.user_truncated, &kernel, &user, samples);
+                }
             }
+            for (frames, kind, n) in back {
+                self.add_stack(space, Some(*kind), false, frames, &[], *n);
+            }
+            self.recorded = recorded;
             if let Some(path) = &files.latency {
                 self.add_sleeps(space, path)?;
             }
@@ -258,13 +292,30 @@ impl Builder {
         path: &Path,
         summary: &mut ProcessSummary,
     ) -> Result<()> {
-        let (bins, arcs) = self.read_gmon(path)?;
+        let (mut bins, mut arcs) = self.read_gmon(path)?;
+        let name = file_name(path);
+        if let Some(recorded) = &self.recorded {
+            let missing = recorded.take_out(&name, &mut bins, &mut arcs);
+            if missing > 0 {
+                self.warnings.push(format!(
+                    "{}: {missing} counts of the asynchronous work async.moves says was moved \
+                     into it are not in it; the view as recorded is not exact",
+                    path.display()
+                ));
+            }
+        }
         for (at, count) in bins {
+            if count == 0 {
+                continue;
+            }
             summary.kernel_samples += count;
             let loc = self.kernel_loc(space, at);
             self.hit(loc, count);
         }
         for a in arcs {
+            if a.count == 0 {
+                continue;
+            }
             let to = self.kernel_loc(space, a.self_pc);
             if a.from_pc >= KERNEL_SPACE_START {
                 let from = self.kernel_loc(space, a.from_pc);
@@ -291,13 +342,14 @@ impl Builder {
             // Without the user side (or for work of no known process) the entry function
             // (or `[interrupt]`) keeps no caller, and gprof lists it as <spontaneous>.
         }
+        self.put_back(space, &name, summary);
         Ok(())
     }
 
     /// The pseudo-function above the kernel frames of a boundary of `kind`, if it has one
     /// (`[interrupt]`, `[async net-rx]`); for asynchronous work in a space of no process
     /// (the attribution's residue) the residue's (`[async unattributed net-rx]`).
-    fn pseudo_parent(&mut self, space: usize, kind: BoundaryKind) -> Option<Loc> {
+    pub(super) fn pseudo_parent(&mut self, space: usize, kind: BoundaryKind) -> Option<Loc> {
         let name = match (self.spaces[space].process.is_some(), kind.residue_parent()) {
             (false, Some(residue)) => residue,
             _ => kind.pseudo_parent()?,

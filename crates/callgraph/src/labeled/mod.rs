@@ -86,6 +86,7 @@ mod header;
 mod layout;
 mod merge;
 mod objects;
+mod recorded;
 mod resolve;
 mod state;
 mod stripped;
@@ -171,6 +172,13 @@ pub struct SeamlessOptions {
     /// How the model labels each process's functions. Default is [`ProcessLabels::Pid`], the
     /// listings' labels; the others are for diffs across runs.
     pub labels: ProcessLabels,
+    /// For a measurement made with `pkgmon --async`: show its asynchronous work in the
+    /// process it ran in (the victim), as recorded, rather than in the one it was charged to
+    /// (`pkgprof --async=victim`). The work's frames outside its cut (the system call or
+    /// interrupt it ran inside) were not kept: it hangs under the kind's pseudo-function
+    /// (`[async net-rx]`) in a process, under no caller in a system-wide profile. Default is
+    /// false.
+    pub async_as_recorded: bool,
 }
 
 impl Default for SeamlessOptions {
@@ -183,6 +191,7 @@ impl Default for SeamlessOptions {
             stacks: false,
             demangle: true,
             labels: ProcessLabels::Pid,
+            async_as_recorded: false,
         }
     }
 }
@@ -283,6 +292,18 @@ impl Seamless {
                 ));
             }
         }
+        let async_moves = read_async_moves(&measurement.dir)?;
+        if let (true, Some(moves)) = (options.async_as_recorded, &async_moves) {
+            let recorded = recorded::Recorded::new(moves, &measurement.dir)?;
+            if recorded.homeless > 0 && *selection == ProcessSelection::System {
+                b.warnings.push(format!(
+                    "{} samples of asynchronous work ran in processes that have no files (all \
+                     their samples were moved); the view as recorded leaves them out",
+                    recorded.homeless
+                ));
+            }
+            b.recorded = Some(recorded);
+        }
         let mut processes = Vec::new();
         let files = selection.files(measurement)?;
         let labels = image_labels(&files)?;
@@ -305,7 +326,6 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
-        let async_moves = read_async_moves(&measurement.dir)?;
         let model = b.finish();
         Ok(Seamless {
             model,
@@ -729,5 +749,72 @@ mod tests {
             out.contains("3 truncated stacks (3 unwind info)\n"),
             "{out}"
         );
+    }
+
+    /// The view as recorded takes what `async.moves` says moved out of the beneficiary's
+    /// kernel profile (histogram, arcs, boundary arc) and puts it into the victim's, under the
+    /// kind's pseudo-function; a file written before the moved stacks were listed is refused,
+    /// and a profile that does not hold what moved in is said to make the view inexact.
+    #[test]
+    fn the_view_as_recorded_puts_moved_work_back_into_its_victim() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-recorded-{}", std::process::id()));
+        measurement(&dir);
+        // Process 8 received 3 samples from process 7: inner frame K1, outer K2.
+        let (k1, k2) = (0xffff_ffff_8100_2200_u64, 0xffff_ffff_8100_3300_u64);
+        let info = std::fs::read_to_string(dir.join("gmon.out.7.x")).unwrap();
+        std::fs::write(dir.join("gmon.out.8.x"), info.replace("pid 7", "pid 8")).unwrap();
+        let own = 0xffff_ffff_8100_0010;
+        std::fs::write(
+            dir.join("gmon.out.8k.x"),
+            gmon(
+                &[(own, 2), (k1, 5)],
+                &[(0x7000_1000, own, 2), (k2, k1, 4), (0, k2, 3)],
+            ),
+        )
+        .unwrap();
+        std::fs::write(dir.join("gmon.out.8u.x"), gmon(&[(0x7000_1004, 1)], &[])).unwrap();
+        let moves = |samples: u64, version: &str| {
+            let stack =
+                format!("stack net-rx gmon.out.7k.x gmon.out.8k.x {samples} 1 {k1:x},{k2:x}\n");
+            let text = format!(
+                "pkgasync {version}\nkind net-rx held 3 attributed 3 windows 1 objects 1 unconsumed 0\n\
+                 move net-rx 7 8 3 3\n{}",
+                if version == "1.0" { "" } else { &stack }
+            );
+            std::fs::write(dir.join("async.moves"), text).unwrap();
+            let m = gmon_format::scan(&dir).unwrap();
+            let o = SeamlessOptions {
+                async_as_recorded: true,
+                ..SeamlessOptions::default()
+            };
+            Seamless::build(&m, &ProcessSelection::Pids(vec![(7, 0), (8, 0)]), &o)
+        };
+        let s = moves(3, "1.1").unwrap();
+        let samples: Vec<u64> = s.processes.iter().map(|p| p.kernel_samples).collect();
+        assert_eq!(samples, [2 + 3, 2 + 5 - 3], "{:?}", s.warnings);
+        assert!(
+            s.warnings.iter().all(|w| !w.contains("not exact")),
+            "{:?}",
+            s.warnings
+        );
+        let net = BoundaryKind::AsyncNetRx;
+        let entries: Vec<Option<u64>> = (s.processes.iter())
+            .map(|p| p.entries.get(&net).copied())
+            .collect();
+        assert_eq!(entries, [Some(3), None]);
+        assert!(
+            names(&s).contains(&"7k:[async net-rx]".to_string()),
+            "{:?}",
+            names(&s)
+        );
+        let short = moves(9, "1.1").unwrap();
+        assert!(
+            short.warnings.iter().any(|w| w.contains("not exact")),
+            "{:?}",
+            short.warnings
+        );
+        let old = moves(3, "1.0");
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(old, Err(Error::NoMovedStacks { .. })), "{old:?}");
     }
 }

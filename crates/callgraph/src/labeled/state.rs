@@ -36,6 +36,9 @@ pub(super) struct Builder {
     pub(super) off_cpu: Vec<(Vec<Loc>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
     pub(super) warnings: Vec<String>,
+    /// The moved stacks to take out and put back, for the view as recorded
+    /// ([`SeamlessOptions::async_as_recorded`]).
+    pub(super) recorded: Option<super::recorded::Recorded>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -7,9 +7,11 @@
 //! boundary kind of their work ([`BoundaryKind`](super::BoundaryKind), e.g. `async-net-rx`), the
 //! residue in `gmon.out.-k.kernel`. This file says where they came from: the victim → beneficiary
 //! matrix, each process's received and given totals, the residue by reason, and the windows
-//! and objects the collector saw — all a report needs, without the raw event stream.
+//! and objects the collector saw — all a report needs, without the raw event stream — and the
+//! moved stacks with the files they left and went to, from which a reader rebuilds the view as
+//! recorded (`pkgprof --async=victim`).
 //!
-//! # Format, version 1.0
+//! # Format, version 1.1
 //!
 //! Text, UTF-8, one record per line, fields separated by one space; the first line is
 //! `pkgasync <major>.<minor>`. Then, in any order:
@@ -20,8 +22,13 @@
 //! | `counted <kind> <n>` | windows the kernel counted (a counting twin of the window tracepoint): more than `windows` when windows ran in the idle task, where perf samples no tracepoint |
 //! | `residue <kind> <reason> <n>` | samples unattributed for `reason` (`window-unseen`, `no-object`, `no-consumer`) |
 //! | `move <kind> <victim> <beneficiary> <samples> <nanoseconds>` | samples (and the CPU time they stand for) of `kind` taken in process `victim` and charged to `beneficiary`; pids, `-` for no process (the idle task, or the residue as beneficiary) |
+//! | `stack <kind> <from> <to> <samples> <nanoseconds> <frames>` (1.1) | samples of `kind` with these moved kernel frames (lower-case hex addresses, innermost first, separated by commas: the frames from the kind's cut in), taken in the file set whose kernel profile is named `from` and written into the kernel profile named `to`: a process's `gmon.out.<label>k.<comm>`, or `gmon.out.-k.kernel`, `gmon.out.-k.other`; `from` is `-` when the victim has no files |
 //!
 //! `<kind>` is a kind's name without its `async-` prefix (`net-rx`). Numbers are decimal.
+//! Each moved sample is in `to`'s histogram at its innermost frame, and in its arcs: each
+//! distinct caller → callee pair of its frames once, and 0 → its outermost frame; the
+//! `stack` lines are what rebuilds the view as recorded: take them out of `to` and put them
+//! into `from`.
 //! The writer sorts the lines (kinds, then counts, residue and moves, each by its fields) so
 //! files are reproducible.
 //!
@@ -40,7 +47,7 @@ pub const ASYNC_MOVES_FILE: &str = "async.moves";
 /// The major version this crate reads and writes.
 pub const ASYNC_MOVES_MAJOR: u32 = 1;
 /// The minor version this crate writes.
-pub const ASYNC_MOVES_MINOR: u32 = 0;
+pub const ASYNC_MOVES_MINOR: u32 = 1;
 
 const MAGIC: &str = "pkgasync";
 
@@ -123,6 +130,27 @@ pub struct Move {
     pub nanoseconds: u64,
 }
 
+/// Samples of one moved stack, with the kernel profiles they left and went to (a `stack`
+/// line).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MovedStack {
+    /// The kind's name.
+    pub kind: String,
+    /// The file name of the kernel profile the samples were taken for (the victim's; a
+    /// system-wide one for the idle task, a kernel thread or a process not profiled), None
+    /// when the victim has no files.
+    pub from: Option<String>,
+    /// The file name of the kernel profile they were written into (the beneficiary's, or
+    /// `gmon.out.-k.kernel` for the residue, `gmon.out.-k.other` for a process not profiled).
+    pub to: String,
+    /// The moved kernel frames, innermost first.
+    pub frames: Vec<u64>,
+    /// Samples.
+    pub samples: u64,
+    /// The CPU time they stand for.
+    pub nanoseconds: u64,
+}
+
 /// The contents of `async.moves`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -131,6 +159,8 @@ pub struct AsyncMoves {
     pub kinds: Vec<KindTotals>,
     /// The matrix, one cell per (kind, victim, beneficiary).
     pub moves: Vec<Move>,
+    /// The moved stacks, one per (kind, from, to, frames); empty in a version 1.0 file.
+    pub stacks: Vec<MovedStack>,
 }
 
 impl AsyncMoves {
@@ -211,6 +241,10 @@ impl AsyncMoves {
                     Ok(s.to_string())
                 }
             };
+            let file = |s: &str| match crate::ProfileName::parse(s) {
+                Ok(_) => Ok(s.to_string()),
+                Err(_) => Err(fail(format!("`{s}` is not a profile's file name"))),
+            };
             match f.as_slice() {
                 [
                     "kind",
@@ -248,7 +282,23 @@ impl AsyncMoves {
                     samples: num(s)?,
                     nanoseconds: num(ns)?,
                 }),
-                ["kind" | "counted" | "residue" | "move", ..] => {
+                ["stack", k, from, to, s, ns, frames] => out.stacks.push(MovedStack {
+                    kind: name(k)?,
+                    from: match *from {
+                        "-" => None,
+                        f => Some(file(f)?),
+                    },
+                    to: file(to)?,
+                    frames: (frames.split(','))
+                        .map(|a| {
+                            u64::from_str_radix(a, 16)
+                                .map_err(|_| fail(format!("`{a}` is not a hex address")))
+                        })
+                        .collect::<Result<_>>()?,
+                    samples: num(s)?,
+                    nanoseconds: num(ns)?,
+                }),
+                ["kind" | "counted" | "residue" | "move" | "stack", ..] => {
                     return Err(fail(format!("malformed `{}` line", f[0])));
                 }
                 [""] if line.trim().is_empty() => {}
@@ -326,6 +376,30 @@ impl AsyncMoves {
                 m.nanoseconds
             ));
         }
+        let mut stacks: Vec<&MovedStack> = self.stacks.iter().collect();
+        stacks.sort();
+        for m in stacks {
+            check(&m.kind)?;
+            for f in m.from.iter().chain([&m.to]) {
+                check(f)?;
+            }
+            let frames: Vec<String> = m.frames.iter().map(|a| format!("{a:x}")).collect();
+            if frames.is_empty() {
+                return Err(Error::new(ErrorKind::InvalidAsyncMoves {
+                    line: 0,
+                    message: "a moved stack without frames".into(),
+                }));
+            }
+            lines.push(format!(
+                "stack {} {} {} {} {} {}",
+                m.kind,
+                m.from.as_deref().unwrap_or("-"),
+                m.to,
+                m.samples,
+                m.nanoseconds,
+                frames.join(",")
+            ));
+        }
         let mut text = format!("{MAGIC} {ASYNC_MOVES_MAJOR}.{ASYNC_MOVES_MINOR}\n");
         for l in lines {
             text.push_str(&l);
@@ -362,6 +436,14 @@ mod tests {
             cell(None, None, 2),
             cell(Some(100), None, 1),
         ];
+        m.stacks = vec![MovedStack {
+            kind: "net-rx".into(),
+            from: Some("gmon.out.100k.send".into()),
+            to: "gmon.out.200_1k.recv%20er".into(),
+            frames: vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0200],
+            samples: 9,
+            nanoseconds: 9_000_000,
+        }];
         m
     }
 
@@ -372,14 +454,16 @@ mod tests {
         let text = String::from_utf8(out.clone()).expect("utf-8");
         assert_eq!(
             text,
-            "pkgasync 1.0\n\
+            "pkgasync 1.1\n\
              kind net-rx held 12 attributed 9 windows 5 objects 6 unconsumed 1\n\
              counted net-rx 7\n\
              residue net-rx no-consumer 1\n\
              residue net-rx window-unseen 2\n\
              move net-rx - - 2 2000000\n\
              move net-rx 100 - 1 1000000\n\
-             move net-rx 100 200 9 9000000\n"
+             move net-rx 100 200 9 9000000\n\
+             stack net-rx gmon.out.100k.send gmon.out.200_1k.recv%20er 9 9000000 \
+             ffffffff81000010,ffffffff81000200\n"
         );
         let back = AsyncMoves::parse(&out).expect("parse");
         let mut again = Vec::new();
@@ -401,12 +485,34 @@ mod tests {
             (b"pkgasync 1.0\nmove net-rx 1\n", "malformed"),
             (b"pkgasync 1.0\nkind net-rx held 1\n", "malformed"),
             (b"pkgasync 1.0\n\xff\n", "UTF-8"),
+            (
+                b"pkgasync 1.1\nstack net-rx - gmon.out.1k.a 1 2 zz\n",
+                "hex address",
+            ),
+            (
+                b"pkgasync 1.1\nstack net-rx - gmon.out.1k.a 1 2 \n",
+                "hex address",
+            ),
+            (
+                b"pkgasync 1.1\nstack net-rx - /etc/passwd 1 2 ff\n",
+                "file name",
+            ),
+            (
+                b"pkgasync 1.1\nstack net-rx gmon.out.1k.a gmon.out.2k.b 1 2\n",
+                "malformed",
+            ),
         ] {
             let e = AsyncMoves::parse(bad).expect_err(what).to_string();
             assert!(e.contains(what), "{e}");
         }
+        // A 1.0 file (no stacks) still reads.
+        let old = AsyncMoves::parse(b"pkgasync 1.0\nmove net-rx 1 2 3 4\n").expect("1.0");
+        assert!(old.stacks.is_empty());
         let mut m = sample();
         m.kinds[0].kind = "net rx".into();
+        assert!(m.write(Vec::new()).is_err());
+        let mut m = sample();
+        m.stacks[0].frames.clear();
         assert!(m.write(Vec::new()).is_err());
     }
 }

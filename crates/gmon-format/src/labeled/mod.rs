@@ -160,15 +160,16 @@
 //!    summary: time blocked and runnable, sleeps by kernel site, wakers; with OSprof's
 //!    checksums (records received against counting-mode twins, lost records, unpaired calls).
 //! 9. **Asynchronous-event attribution** (`pkgmon --async`), [`async_moves`]: kernel work done
-//!    asynchronously (today the `NET_RX` softirq) is in the files of the process that consumed
-//!    what it served, not of the process it interrupted. Such a sample's kernel frames are cut
+//!    asynchronously (network receive, block completion, work items, timers) is in the files
+//!    of the process it served, not of the process it interrupted. Such a sample's kernel frames are cut
 //!    at the softirq entry (its user frames and the frames outside the entry are the victim's
 //!    and are dropped); its kernel profile counts its hit and arcs as for any kernel stack,
 //!    plus one boundary arc from `from_pc` **0** (no user caller) to its outermost frame,
 //!    and its stacks record has no user frames and the boundary kind of the work
 //!    (`async-net-rx`, classified from the entry symbols by the one rule). The residue (work
 //!    no consumer was found for) is in `gmon.out.-k.kernel` in the same form. `async.moves`
-//!    says who gave how much to whom.
+//!    says who gave how much to whom, and (version 1.1) which stacks left which file set for
+//!    which: what a reader takes out and puts back for the view as recorded.
 //!
 //! **Boundary kinds.** A sample's kernel chain is classified by the kernel symbols of its
 //! outermost frames with [`BoundaryKind::classify`], the one rule (the collector applies it
@@ -200,7 +201,7 @@ pub mod latency;
 pub mod manifest;
 pub mod stacks;
 
-pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move};
+pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move, MovedStack};
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
     ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,

@@ -128,7 +128,8 @@ impl MeasuredKernel {
 }
 
 /// The `async.moves` of measurement `dir`, its conservation checked: every held sample was
-/// charged once, to a process or to the residue, and the matrix holds them all.
+/// charged once, to a process or to the residue, and the matrix and the moved stacks hold
+/// them all.
 pub fn conserved_moves(dir: &Path) -> gmon_format::AsyncMoves {
     let data = std::fs::read(dir.join(gmon_format::ASYNC_MOVES_FILE)).unwrap();
     let moves = gmon_format::AsyncMoves::parse(&data).unwrap();
@@ -136,8 +137,60 @@ pub fn conserved_moves(dir: &Path) -> gmon_format::AsyncMoves {
         assert_eq!(k.held, k.attributed + k.unattributed(), "{k:?}");
         let cells: u64 = moves.moves_of(&k.kind).map(|m| m.samples).sum();
         assert_eq!(cells, k.held, "{k:?}");
+        let stacks: u64 = (moves.stacks.iter())
+            .filter(|s| s.kind == k.kind)
+            .map(|s| s.samples)
+            .sum();
+        assert_eq!(stacks, k.held, "{k:?}");
     }
     moves
+}
+
+/// Checks the view as recorded (`pkgprof --async=victim`) of measurement `dir` against the
+/// view charged to the beneficiary, on the whole system: the same kernel samples in all,
+/// and for each of `pids` exactly its own plus what it gave less what it received, as the
+/// matrix says; no file disagrees with `async.moves`.
+pub fn as_recorded_is_exact(dir: &Path, pids: &[u32]) {
+    let m = gmon_format::scan(dir).unwrap();
+    let build = |as_recorded: bool| {
+        let mut o = callgraph::SeamlessOptions::default();
+        o.stacks = true;
+        o.async_as_recorded = as_recorded;
+        callgraph::Seamless::build(&m, &callgraph::ProcessSelection::System, &o).unwrap()
+    };
+    let (charged, recorded) = (build(false), build(true));
+    assert!(
+        (recorded.warnings.iter()).all(|w| !w.contains("async")),
+        "{:?}",
+        recorded.warnings
+    );
+    let kernel = |s: &callgraph::Seamless| -> std::collections::BTreeMap<String, u64> {
+        (s.processes.iter())
+            .map(|p| (p.label.clone(), p.kernel_samples))
+            .collect()
+    };
+    let (charged, recorded) = (kernel(&charged), kernel(&recorded));
+    assert_eq!(
+        charged.values().sum::<u64>(),
+        recorded.values().sum::<u64>(),
+        "{charged:?}\n{recorded:?}"
+    );
+    let moves = conserved_moves(dir);
+    for &pid in pids {
+        let sum = |f: &dyn Fn(&gmon_format::async_moves::Move) -> bool| -> u64 {
+            moves.moves.iter().filter(|m| f(m)).map(|m| m.samples).sum()
+        };
+        let received = sum(&|m| m.beneficiary == Some(pid));
+        let gave = sum(&|m| m.victim == Some(pid));
+        let label = pid.to_string();
+        assert_eq!(
+            recorded[&label] + received,
+            charged[&label] + gave,
+            "process {pid}: as recorded {}, charged {}, received {received}, gave {gave}",
+            recorded[&label],
+            charged[&label]
+        );
+    }
 }
 
 /// Standard output of `pkgprof ARGS… DIR`, which must succeed (its stderr in the message if not).
