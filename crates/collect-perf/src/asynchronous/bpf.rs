@@ -15,8 +15,8 @@
 
 use async_attribution::{BLOCK_VECTOR, Event, What};
 
-use crate::bpf::{Alu, Asm, Attachment, Code, Cond, Helper, Map, MapKind, MapSlot, Program};
-use crate::bpf::{Reg, RingBuf, Size};
+use crate::bpf::{Asm, Attachment, Code, Cond, CountedOutput, Helper, Map, MapKind, MapSlot};
+use crate::bpf::{Program, Reg, RingBuf, Size};
 use crate::tracefs::Tracefs;
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
@@ -223,7 +223,6 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 fn program(what: u32, fields: &[Read], vector: Option<Read>) -> Code {
     let mut a = Asm::new();
     let out = a.label();
-    let written = a.label();
     a.mov(Reg::R6, Reg::R1);
     if let Some(v) = vector {
         a.load(v.size, Reg::R0, Reg::R6, v.off).jmp_imm(
@@ -250,27 +249,17 @@ fn program(what: u32, fields: &[Read], vector: Option<Read>) -> Code {
             None => a.store_imm(Size::DW, Reg::R10, at, 0),
         };
     }
-    a.ld_map(Reg::R1, RING)
-        .mov(Reg::R2, Reg::R10)
-        .alu_imm(Alu::Add, Reg::R2, i32::from(REC))
-        .mov_imm(Reg::R3, RECORD as i32)
-        .mov_imm(Reg::R4, 0)
-        .call(Helper::RingbufOutput)
-        .store_imm(Size::W, Reg::R10, CKEY, 2 * what as i32)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, written)
-        .store_imm(Size::W, Reg::R10, CKEY, 2 * what as i32 + 1)
-        .bind(written)
-        .ld_map(Reg::R1, COUNTS)
-        .mov(Reg::R2, Reg::R10)
-        .alu_imm(Alu::Add, Reg::R2, i32::from(CKEY))
-        .call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-        .load(Size::DW, Reg::R1, Reg::R0, 0)
-        .alu_imm(Alu::Add, Reg::R1, 1)
-        .store(Size::DW, Reg::R0, 0, Reg::R1)
-        .bind(out)
-        .mov_imm(Reg::R0, 1)
-        .exit();
+    let output = CountedOutput {
+        ring: RING,
+        record: REC,
+        len: RECORD as i32,
+        counts: COUNTS,
+        key: CKEY,
+        written: 2 * what as i32,
+        lost: 2 * what as i32 + 1,
+    };
+    output.emit(&mut a, out);
+    a.bind(out).mov_imm(Reg::R0, 1).exit();
     a.finish()
 }
 
