@@ -2,7 +2,7 @@
 # What always-on profiling costs: how much longer a fixed amount of CPU work takes while the
 # whole machine is sampled, side by side with perf at the same rate.
 #
-#   bash benches/compare-continuous.sh                         (about 20 minutes)
+#   bash benches/compare-continuous.sh                         (about 25 minutes)
 #   PAIRS=20 bash benches/compare-continuous.sh                (shorter, a wider interval)
 #   PKGMON=path/to/pkgmon bash benches/compare-continuous.sh   (a pkgmon already built)
 #   MEMORY_SECONDS=0 bash benches/compare-continuous.sh        (overhead only)
@@ -17,12 +17,15 @@
 #    default 0.5) on every CPU at once, so the CPUs are saturated. Per pair: how much longer
 #    the work took with sampling on, (on − off) / off, in wall time (the slowest CPU's copy) and
 #    in the work's own CPU time (what the kernel's sampling adds in the sampled task; the
-#    machine's other load does not move it). The table gives the median of the pairs'
+#    machine's other load moves it far less than the wall time: caches and the like only).
+#    A first row with no collector at all (both runs of each pair alike: an A/A control)
+#    shows what the method reads when there is nothing to find, the resolution of the
+#    other rows. The table gives the median of the pairs'
 #    differences with its 95% confidence interval (distribution-free: order statistics of the
 #    binomial), and the collector's own CPU time while on and while off
 #    (/proc/PID/task/*/schedstat, ns) as a share of the machine: on a saturated machine what
 #    it runs is taken from the work, so "work CPU + collector share" is the overhead as a
-#    throughput loss, with an interval that the machine's other load does not widen.
+#    throughput loss, with an interval that the machine's other load widens far less.
 # 2. Memory. pkgmon's resident memory (VmRSS, from the index: read at the end of each window)
 #    over a MEMORY_SECONDS run (default 120) with a short-lived process started every 10 ms
 #    beside the load (MEMORY_SECONDS=0 skips it; benches/soak-continuous.sh is the long one).
@@ -56,12 +59,24 @@ def run_work(units):
 def cpu_ns(pid):
     """A process's CPU time in ns, all its threads (schedstat's first field)."""
     total = 0
+    if pid is None:
+        return 0
     for t in os.listdir(f"/proc/{pid}/task"):
         try:
             total += int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
         except OSError:
             pass
     return total
+
+class Nothing:
+    """No collector: both runs of a pair alike (A/A), what the method reads when there is no
+    effect at all; its interval is the resolution of the others."""
+    name = "nothing (A/A control)"
+    pid = None
+    def set(self, on):
+        pass
+    def stop(self):
+        pass
 
 class Pkgmon:
     name = "pkgmon --continuous -a (19 Hz)"
@@ -77,6 +92,7 @@ class Pkgmon:
             time.sleep(0.1)
         else:
             sys.exit("pkgmon did not start")
+        self.pid = self.p.pid
         self.set(False)
     def set(self, on):
         self.p.send_signal(signal.SIGUSR2 if on else signal.SIGUSR1)
@@ -96,6 +112,7 @@ class Perf:
                                    "--control", f"fifo:{ctl},{ack}",
                                    "-o", os.path.join(work, "perf.data")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.pid = self.p.pid
         self.ctl = open(ctl, "w")
         self.ack = open(ack, "r")
     def set(self, on):
@@ -123,7 +140,7 @@ _, c = run_work(20000)
 units = max(1000, int(20000 * work_seconds * 1e9 / (c / cpus)))
 print(f"{cpus} CPUs, {units} units per copy (~{work_seconds} s of CPU), {pairs} pairs per collector")
 rows = []
-for make in (Pkgmon, lambda: Perf(19), lambda: Perf(20)):
+for make in (Nothing, Pkgmon, lambda: Perf(19), lambda: Perf(20)):
     c = make()
     time.sleep(2)
     diffs_wall, diffs_cpu = [], []
@@ -133,9 +150,9 @@ for make in (Pkgmon, lambda: Perf(19), lambda: Perf(20)):
         for on in random.sample([False, True], 2):
             c.set(on)
             time.sleep(0.2)
-            t0, c0 = time.monotonic_ns(), cpu_ns(c.p.pid)
+            t0, c0 = time.monotonic_ns(), cpu_ns(c.pid)
             got[on] = run_work(units)
-            own[on][0] += cpu_ns(c.p.pid) - c0
+            own[on][0] += cpu_ns(c.pid) - c0
             own[on][1] += (time.monotonic_ns() - t0) * cpus
         diffs_wall.append(100.0 * (got[True][0] / got[False][0] - 1))
         diffs_cpu.append(100.0 * (got[True][1] / got[False][1] - 1))

@@ -13,12 +13,6 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 . "$root/benches/lib.sh"
 find_pkgmon
-if [ -n "${PKGPROF:-}" ]; then
-  pkgprof="$(realpath "$PKGPROF")"
-else
-  cargo build -q --release -p pkgprof-cli --bin pkgprof --manifest-path "$root/Cargo.toml"
-  pkgprof="$root/target/release/pkgprof"
-fi
 work="$(mktemp -d /tmp/readme-latency.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -g -fno-omit-frame-pointer -o "$work/latency" "$root/crates/pkgprof-cli/tests/workloads/latency.c"
