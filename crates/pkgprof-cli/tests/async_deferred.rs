@@ -65,12 +65,7 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
     // On CPU 0, its completions sent back to CPU 0 (`rq_affinity` 2): there while it waits
     // for them, in the idle task when nothing else runs.
     let idle = mode == "direct-idle";
-    let mode = if idle {
-        cmd.args(["taskset", "-c", "0"]);
-        "direct"
-    } else {
-        mode
-    };
+    let mode = if idle { "direct" } else { mode };
     cmd.arg(deferred())
         // The pacing and completion work is a few percent of a CPU: longer, for enough
         // samples.
@@ -80,6 +75,7 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
     let device =
         (mode == "direct").then(|| LoopDevice::new(&scratch().join(format!("{name}.img")), idle));
     match &device {
+        Some(d) if idle => cmd.arg(&d.path).arg("0"),
         Some(d) => cmd.arg(&d.path),
         None if mode == "writeback" => cmd.arg(&file),
         None => &mut cmd,
