@@ -2,7 +2,8 @@
 # Regenerates README's latency examples from real runs: the fcntl latency profile of two
 # processes contending for one lock (pkgprof --latency, and its plot), the same program alone
 # against contending (pkgprof --latency-diff, and its overlaid plot), and the DeBox table of a
-# pipe reader whose writer sleeps 5 ms between writes (pkgprof --blocking). The plots go to
+# pipe reader whose writer sleeps 5 ms between writes (pkgprof --blocking), with its sleeps in
+# the off-CPU call graph (pkgprof --value=off-cpu). The plots go to
 # docs/img/ (checked by rsvg-convert in crates/latency/tests/render.rs); the text replaces the
 # blocks between README's `<!-- readme-latency:NAME -->` and `<!-- /readme-latency:NAME -->`
 # lines.
@@ -41,9 +42,20 @@ for line in sys.stdin:
         print("  ...")
         break
     print(line, end="")' > blocking.txt
-python3 - "$root/README.md" fcntl.txt diff.txt blocking.txt <<'PY'
+# The same sleeps as the listing's off-CPU value: the call graph's entry of the reader.
+"$pkgprof" --value=off-cpu -b -q --pid="$reader" pipe | python3 -c '
+import sys
+entries = sys.stdin.read().split("-----------------------------------------------\n")
+for e in entries:
+    if any(l.startswith("[") and "u:reader [" in l for l in e.splitlines()):
+        print(e, end="")
+        break
+else:
+    sys.exit("no reader in the off-CPU call graph")' > offcpu.txt
+python3 - "$root/README.md" fcntl.txt diff.txt blocking.txt offcpu.txt <<'PY'
 import re, sys
-readme, parts = sys.argv[1], {"fcntl": sys.argv[2], "diff": sys.argv[3], "blocking": sys.argv[4]}
+readme = sys.argv[1]
+parts = {"fcntl": sys.argv[2], "diff": sys.argv[3], "blocking": sys.argv[4], "offcpu": sys.argv[5]}
 text = open(readme).read()
 for name, path in parts.items():
     body = open(path).read().rstrip("\n")

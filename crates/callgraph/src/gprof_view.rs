@@ -20,8 +20,10 @@
 
 use std::collections::BTreeMap;
 
-use gmon_format::{AddressSize, Endian, HistogramUnit, Sum, sampled_sum, write_sampled_profile};
-use profile_model::{Profile, Unit, ValueKind};
+use gmon_format::{
+    AddressSize, Endian, HistogramUnit, SECONDS, Sum, sampled_sum, write_sampled_profile,
+};
+use profile_model::{Profile, Unit, ValueKind, ValueTypeId};
 
 use crate::error::Result;
 use crate::inclusive::SampledStack;
@@ -31,6 +33,14 @@ use crate::symbols::{RawSymbol, SymbolTable};
 /// profile. A model keeps them under this name beside its sampled stacks (`samples`), which
 /// may differ from them (stacks cut short, lost records).
 pub const HISTOGRAM: ValueKind<'static> = ValueKind::new("histogram", Unit::Count);
+
+/// The histogram unit of a value in nanoseconds ([`gprof_view_of`]): each count is a
+/// nanosecond, so the listings print seconds.
+pub const NANOSECONDS: HistogramUnit = HistogramUnit {
+    prof_rate: 1_000_000_000,
+    dimension: SECONDS.0,
+    dimension_abbrev: SECONDS.1,
+};
 
 /// Where the synthetic address space of a merged measurement starts.
 pub(crate) const SYNTHETIC_BASE: u64 = 0x10000;
@@ -52,6 +62,59 @@ pub struct GprofView {
 /// The gprof structures of `profile`, its histogram counted in `unit` (the rate and
 /// dimension of the histograms it was made from; `None` when it had none: no histogram).
 pub fn gprof_view(profile: &Profile, unit: Option<HistogramUnit>) -> GprofView {
+    let histogram = profile.find_value_type(HISTOGRAM);
+    let flat = histogram.or_else(|| profile.find_value_type(ValueKind::SAMPLES));
+    let stacked = histogram.and_then(|_| profile.find_value_type(ValueKind::SAMPLES));
+    let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for arc in profile.arcs() {
+        if let (Some(from), Some(to)) = (address(profile, arc.caller), address(profile, arc.callee))
+        {
+            *arcs.entry((from, to)).or_default() += count(arc.count);
+        }
+    }
+    view(profile, flat, stacked, arcs, unit)
+}
+
+/// The gprof structures of value type `value` of `profile` (such as `off-cpu` nanoseconds,
+/// `pkgprof --value off-cpu --pid`): the flat profile counts the value at each stack's
+/// innermost frame, in `unit` ([`NANOSECONDS`] for time), the stacks carry it for exact
+/// inclusive times, and the arcs are the edges of those stacks, each counted once per stack
+/// (where a value was spent need not be where the samples' call edges are).
+pub fn gprof_view_of(profile: &Profile, value: ValueTypeId, unit: HistogramUnit) -> GprofView {
+    let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for s in profile.samples() {
+        if s.values[value.index()] <= 0 {
+            continue;
+        }
+        let frames: Vec<u64> = (profile.stack_frames(s.stack))
+            .filter_map(|f| address(profile, f))
+            .collect();
+        // Innermost first: each frame is called from the next.
+        for pair in frames.windows(2) {
+            *arcs.entry((pair[1], pair[0])).or_default() += 1;
+        }
+    }
+    view(profile, Some(value), Some(value), arcs, Some(unit))
+}
+
+/// The address of `frame` if its function has one (the functions of a measurement's model).
+fn address(profile: &Profile, frame: profile_model::FrameId) -> Option<u64> {
+    profile.frame(frame).address
+}
+
+fn count(v: i64) -> u64 {
+    u64::try_from(v).unwrap_or(0)
+}
+
+/// The symbol table of `profile`'s functions, the histogram of value `flat` at each stack's
+/// innermost frame, the stacks of value `stacked`, and `arcs`.
+fn view(
+    profile: &Profile,
+    flat: Option<ValueTypeId>,
+    stacked: Option<ValueTypeId>,
+    arcs: BTreeMap<(u64, u64), u64>,
+    unit: Option<HistogramUnit>,
+) -> GprofView {
     let mut raw = Vec::new();
     let mut last = None;
     for (_, f) in profile.functions() {
@@ -70,7 +133,7 @@ pub fn gprof_view(profile: &Profile, unit: Option<HistogramUnit>) -> GprofView {
         });
         last = last.max(Some(at));
     }
-    let address = |frame| profile.frame(frame).address;
+    let address = |frame| address(profile, frame);
     for (_, frame) in profile.frames() {
         if profile.function(frame.function).address.is_some() {
             last = last.max(frame.address);
@@ -88,10 +151,6 @@ pub fn gprof_view(profile: &Profile, unit: Option<HistogramUnit>) -> GprofView {
     });
     let table = SymbolTable::from_symbols(raw, end + 0x10, AddressSize::U64, Endian::Little);
 
-    let histogram = profile.find_value_type(HISTOGRAM);
-    let flat = histogram.or_else(|| profile.find_value_type(ValueKind::SAMPLES));
-    let stacked = histogram.and_then(|_| profile.find_value_type(ValueKind::SAMPLES));
-    let count = |v: i64| u64::try_from(v).unwrap_or(0);
     let mut samples: Vec<(u64, u64)> = Vec::new();
     let mut stacks = Vec::new();
     for s in profile.samples() {
@@ -118,12 +177,6 @@ pub fn gprof_view(profile: &Profile, unit: Option<HistogramUnit>) -> GprofView {
         }
         same
     });
-    let mut arcs: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-    for arc in profile.arcs() {
-        if let (Some(from), Some(to)) = (address(arc.caller), address(arc.callee)) {
-            *arcs.entry((from, to)).or_default() += count(arc.count);
-        }
-    }
     GprofView {
         table,
         sum: sampled_sum(&samples, arcs, unit),
@@ -248,6 +301,46 @@ mod tests {
             assert_eq!(view.stacks, want_stacks);
             assert_eq!(view.sum.unit(), Some(UNIT));
         }
+    }
+
+    #[test]
+    fn another_value_is_listed_at_its_stacks_innermost_frames_with_their_edges_as_arcs() {
+        let mut b = ProfileBuilder::new();
+        b.value_type(ValueKind::SAMPLES);
+        let off_cpu = b.value_type(ValueKind::OFF_CPU_TIME);
+        let mut function = |name, label, side, at| {
+            let (name, label) = (b.string(name), b.string(label));
+            let f = b.function(Function::new(name, side).with_label(label).at(at, true));
+            b.frame(Frame::new(f).with_address(at))
+        };
+        let main = function("main", "7u", Side::User, 0x10000);
+        let read = function("read", "7k", Side::Kernel, 0x11000);
+        let sleep = function("pipe_read", "7k", Side::Kernel, 0x12000);
+        // CPU samples in main → read, with a call arc; 5 µs slept in read → pipe_read.
+        let cpu = b.stack_of(&[main, read]).unwrap();
+        b.add_sample(cpu, LabelSetId::EMPTY, &[4, 0]).unwrap();
+        let slept = b.stack_of(&[main, read, sleep]).unwrap();
+        b.add_sample(slept, LabelSetId::EMPTY, &[0, 5000]).unwrap();
+        b.add_arc(Arc::new(main, read, 9));
+        let view = gprof_view_of(&b.build(), off_cpu, NANOSECONDS);
+        let hits: Vec<(u64, u64)> = (view.sum.histograms().iter())
+            .flat_map(|h| {
+                (h.bins.iter().enumerate())
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
+            })
+            .collect();
+        assert_eq!(hits, [(0x12000, 5000)]);
+        let arcs: Vec<(u64, u64, u64)> = (view.sum.arcs().iter())
+            .map(|a| (a.from_pc, a.self_pc, a.count))
+            .collect();
+        assert_eq!(arcs, [(0x10000, 0x11000, 1), (0x11000, 0x12000, 1)]);
+        let want = SampledStack {
+            frames: vec![0x12000, 0x11000, 0x10000],
+            samples: 5000,
+        };
+        assert_eq!(view.stacks, [want]);
+        assert_eq!(view.sum.unit(), Some(NANOSECONDS));
     }
 
     #[test]

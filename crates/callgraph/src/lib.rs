@@ -150,7 +150,7 @@ pub use diagnose::{Warning, check_line_mode_blocks, check_profile, check_samples
 pub use error::{Error, Result};
 pub use flat::{FlatOptions, FlatProfile, FlatRow};
 pub use gmon_sum::{BASIC_BLOCKS_PER_SYMBOL, sum_arcs, sum_basic_blocks, write_gmon_sum};
-pub use gprof_view::{GprofView, HISTOGRAM, gprof_view};
+pub use gprof_view::{GprofView, HISTOGRAM, NANOSECONDS, gprof_view, gprof_view_of};
 pub use graph::{CallGraph, GraphArc, Node};
 pub use histogram::{HistogramTimes, MCOUNT_NAMES, default_flat_selection};
 pub use inclusive::{SampledStack, apply_stacks};

@@ -346,7 +346,11 @@ Exports and diffs of a gmon.out with its image, or of a measurement directory:
 \t                     also carry the arcs with their counts.
 \t--output=FILE        write there instead of standard output (pprof is binary
 \t                     and is not written to a terminal)
-\t--value=NAME         the value exported or compared (default: samples)
+\t--value=NAME         the value exported or compared (default: samples); with
+\t                     --pid or --system and no --export, the value the listing
+\t                     counts: off-cpu lists the time the system calls of a
+\t                     pkgmon --blocking run slept, in seconds, by where they
+\t                     slept and the callers that led there
 \t--title=TEXT         a flame graph's title, a speedscope or Firefox name
 \t--inverted           an icicle graph: roots at the top
 \t--diff BASE NEW      compare two profiles, functions matched by name, object

@@ -726,7 +726,8 @@ fn kernel_wakers(
         Ok(w) => Some(w),
         Err(e) => {
             eprintln!(
-                "pkgmon: note: wakers are recorded through perf, which takes no sample of a                  wake-up on an idle CPU (its frames are lost): {e}"
+                "pkgmon: note: wakers are recorded through perf, which takes no sample of a \
+                 wake-up on an idle CPU (its frames are lost): {e}"
             );
             None
         }

@@ -54,7 +54,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Res
     if o.latency || o.blocking || o.latency_diff {
         return crate::latency::run(&o, out);
     }
-    let export_options = o.output.is_some() || o.value.is_some() || o.inverted;
+    // With --pid or --system, --value picks what the listing counts.
+    let listed_value = o.seamless || o.system;
+    let export_options = o.output.is_some() || (o.value.is_some() && !listed_value) || o.inverted;
     #[cfg(target_os = "linux")]
     if o.apps && o.export.is_some() {
         let format = o.export.as_deref().unwrap_or("").parse()?;

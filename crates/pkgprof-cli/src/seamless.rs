@@ -25,9 +25,12 @@ use crate::options::Options;
 /// Returns an error if the options conflict, the directory cannot be scanned, a process asked
 /// for is absent, or a profile is damaged.
 pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let exact = exact_inclusive(o)?;
-    let seamless = build(o, exact)?;
-    let view = seamless.gprof();
+    let asked = exact_inclusive(o)?;
+    let seamless = build(o, asked || o.value.is_some())?;
+    let (view, exact) = match listed_value(&seamless, o.value.as_deref())? {
+        Some((value, unit)) => (callgraph::gprof_view_of(&seamless.model, value, unit), true),
+        None => (seamless.gprof(), asked),
+    };
     if let Some(path) = &o.merge_out {
         write_merged(Path::new(path), &view)?;
     }
@@ -47,6 +50,41 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
         write_async_matrix(&mut *out, moves)?;
     }
     write_listing(o, report, view, exact, out)
+}
+
+/// The value `--value=NAME` asks the listing to count instead of the samples, with its unit:
+/// `off-cpu`, the nanoseconds the system calls of a `pkgmon --blocking` run slept (listed
+/// in seconds, inclusive times exact from its stacks). None for the samples (no `--value`,
+/// `samples`).
+///
+/// Returns an error for a value the measurement does not have, or one that is not a time.
+fn listed_value(
+    seamless: &Seamless,
+    name: Option<&str>,
+) -> Result<Option<(profile_model::ValueTypeId, gmon_format::HistogramUnit)>> {
+    let samples = profile_model::ValueKind::SAMPLES.name;
+    let Some(name) = name.filter(|&n| n != samples && n != callgraph::HISTOGRAM.name) else {
+        return Ok(None);
+    };
+    let model = &seamless.model;
+    let Some((value, kind)) = model.value_types().find(|(_, k)| k.name == name) else {
+        let known: Vec<_> = (model.value_types().map(|(_, k)| k.name))
+            .filter(|&n| n != callgraph::HISTOGRAM.name)
+            .collect();
+        bail!(
+            "--value={name}: the measurement has no such value (it has: {}); off-cpu comes \
+             from a run with pkgmon --blocking",
+            known.join(", ")
+        );
+    };
+    match kind.unit {
+        profile_model::Unit::Nanoseconds => Ok(Some((value, callgraph::NANOSECONDS))),
+        unit => bail!(
+            "--value={name}: the listing counts time, and {name} is in {}; export it instead \
+             (--export=folded|svg|pprof --value={name})",
+            unit.as_str()
+        ),
+    }
 }
 
 /// Whether `--async` asks for the view as recorded (`victim`) rather than the one charged to

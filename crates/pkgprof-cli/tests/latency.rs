@@ -242,9 +242,10 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
         .iter()
         .flat_map(|o| &o.blocking.as_ref().unwrap().wakers)
         .collect();
-    assert_eq!(wakers.iter().map(|w| w.count).sum::<u64>(), sleeps);
-    assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     let report = pkgprof(&["--blocking"], &run.dir);
+    let woken: u64 = wakers.iter().map(|w| w.count).sum();
+    assert_eq!(woken, sleeps, "{report}");
+    assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     assert!(report.contains("slept in do_nanosleep"), "{report}");
     assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
     let report = pkgprof(&["--latency"], &run.dir);
@@ -387,6 +388,23 @@ fn pipe_reads_block_in_pipe_read_and_are_woken_by_the_writer() {
         .sum();
     assert_eq!(exported, blocked_in_pipe_read, "{folded}");
     assert!(exported >= 90 * 4_000_000, "{folded}");
+    // And as the value the listing counts, in seconds: the call graph charges the time slept
+    // in the pipe read path to it, and to `reader` above it.
+    let listing = pkgprof(&["--value=off-cpu", "-b", "--pid", &pid], &run.dir);
+    let want = blocked_in_pipe_read as f64 / 1e9;
+    let inclusive = |name: &str| -> f64 {
+        let line = (listing.lines())
+            .find(|l| l.starts_with('[') && l.contains(name))
+            .unwrap_or_else(|| panic!("no {name}\n{listing}"));
+        let f: Vec<f64> = (line.split_whitespace().skip(2).take(2))
+            .map(|x| x.parse().unwrap())
+            .collect();
+        f[0] + f[1]
+    };
+    let in_pipe_read = inclusive("pipe_read [");
+    assert!((in_pipe_read - want).abs() < 0.015, "{want} s\n{listing}");
+    let reader = inclusive(&format!("{pid}u:reader ["));
+    assert!(reader >= want - 0.015, "{want} s\n{listing}");
 }
 
 #[test]
