@@ -282,6 +282,8 @@ pub(crate) struct AsyncCollector {
 pub struct KernelBlock {
     /// `BLOCK` softirqs the kernel ran.
     pub windows: u64,
+    /// Records written.
+    pub records: u64,
     /// Records lost.
     pub lost: u64,
 }
@@ -391,6 +393,7 @@ impl AsyncCollector {
         self.catch_up(u64::MAX);
         let kernel = self.kernel.as_ref().map(|k| KernelBlock {
             windows: k.windows(),
+            records: k.records(),
             lost: k.lost(),
         });
         (self.attributor.finish(), self.held, kernel)
