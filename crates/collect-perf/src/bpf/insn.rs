@@ -92,6 +92,7 @@ pub enum Helper {
     MapUpdateElem = 2,
     MapDeleteElem = 3,
     KtimeGetNs = 5,
+    GetSmpProcessorId = 8,
     GetCurrentPidTgid = 14,
     GetStackid = 27,
     GetCurrentTask = 35,
