@@ -43,7 +43,7 @@ impl LoadedObject {
 
 /// The objects several merges of one run (the windows of a continuous directory) found, each
 /// read once: keyed by the path tried first, the recorded build-id and the search
-/// directories, which are all [`find`] looks at, so a merge gets what it would read itself
+/// directories, which are all the search looks at, so a merge gets what it would read itself
 /// (objects are read when the report runs, not when they were recorded: an object without a
 /// build-id is the file at its path now, for every window alike).
 #[derive(Debug, Default)]
