@@ -324,9 +324,11 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         (index.windows.iter()).fold((0, 0), |(s, l), w| (s + w.samples, l + w.lost));
     assert!(lost * 50 <= samples, "{lost} lost of {samples}");
     let all = instances(&index);
+    // The workload's instance of a pid (a process started by this test may have a sample
+    // as the test binary, between its fork and its exec: another instance, of that name).
     let of = |pid: u32| {
-        let (k, v) = all
-            .iter()
+        let (k, v) = (all.iter())
+            .filter(|(k, _)| k.starts_with("instances#"))
             .find(|(_, v)| v.0.iter().any(|i| i.pid == pid))
             .unwrap_or_else(|| panic!("no instance of pid {pid}"));
         assert!(v.0.iter().all(|i| i.pid == pid), "{k} mixes pids");
@@ -344,7 +346,6 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         pids.len(),
         "five processes, five instances: {seen:?}"
     );
-    assert!(keys.iter().all(|k| k.starts_with("instances#")), "{seen:?}");
     // Each instance's share of the samples is its share of the /proc CPU time (all its
     // threads'), within 2 points.
     let samples: u64 = seen.iter().map(|(_, n)| n).sum();
