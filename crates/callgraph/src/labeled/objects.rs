@@ -45,16 +45,30 @@ impl LoadedObject {
 /// read once: keyed by the path tried first, the recorded build-id and the search
 /// directories, which are all the search looks at, so a merge gets what it would read itself
 /// (objects are read when the report runs, not when they were recorded: an object without a
-/// build-id is the file at its path now, for every window alike).
+/// build-id is the file at its path now, for every window alike). It keeps at most
+/// [`ObjectCache::BYTES`] of symbol tables; objects beyond are read by each merge, as without
+/// it.
 #[derive(Debug, Default)]
 pub struct ObjectCache {
-    found: std::sync::Mutex<std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>>,
+    found: std::sync::Mutex<Cached>,
+}
+
+/// The objects kept, and the bytes their symbol tables take.
+#[derive(Debug, Default)]
+struct Cached {
+    objects: std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>,
+    bytes: usize,
 }
 
 /// The path tried first, the recorded build-id and the search directories.
 type ObjectKey = (PathBuf, Option<Vec<u8>>, Vec<PathBuf>);
 
 impl ObjectCache {
+    /// The most symbol-table bytes (symbols and their names) a cache keeps: a day of windows
+    /// of a machine that builds programs all day runs thousands of distinct objects, and
+    /// reading them again costs less than holding them all.
+    pub const BYTES: usize = 256 << 20;
+
     /// [`find`], through `cache` when there is one.
     pub(crate) fn find(
         cache: Option<&ObjectCache>,
@@ -70,17 +84,24 @@ impl ObjectCache {
             build_id.map(<[u8]>::to_vec),
             search.to_vec(),
         );
-        if let Some(o) = cache.lock().get(&key) {
+        if let Some(o) = cache.lock().objects.get(&key) {
             return Ok(o.clone());
         }
         let o = std::sync::Arc::new(find(recorded, build_id, search)?);
-        cache.lock().insert(key, o.clone());
+        let bytes: usize = (o.table.symbols().iter())
+            .map(|s| std::mem::size_of_val(s) + s.name.len())
+            .sum();
+        let mut cached = cache.lock();
+        if cached.bytes + bytes <= Self::BYTES && !cached.objects.contains_key(&key) {
+            cached.bytes += bytes;
+            cached.objects.insert(key, o.clone());
+        }
         Ok(o)
     }
 
     /// How many objects it holds.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().objects.len()
     }
 
     /// Whether it holds none.
@@ -89,10 +110,7 @@ impl ObjectCache {
     }
 
     /// The map, even if a merge panicked while holding it (a map of finished reads).
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>>
-    {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
         self.found.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
