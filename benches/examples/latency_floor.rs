@@ -77,17 +77,8 @@ mod floor {
                     .load(Size::DW, Reg::R1, Reg::R0, 0)
                     .mov(Reg::R2, Reg::R8)
                     .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
-                    .mov_imm(Reg::R9, 0);
-                for s in [32, 16, 8, 4, 2, 1] {
-                    let skip = a.label();
-                    a.mov(Reg::R3, Reg::R2)
-                        .alu_imm(Alu::Rsh, Reg::R3, s)
-                        .jmp_imm(Cond::Eq, Reg::R3, 0, skip)
-                        .mov(Reg::R2, Reg::R3)
-                        .alu_imm(Alu::Add, Reg::R9, s)
-                        .bind(skip);
-                }
-                a.store(Size::W, Reg::R10, -12, Reg::R9)
+                    .log2(Reg::R2, Reg::R3, Reg::R9)
+                    .store(Size::W, Reg::R10, -12, Reg::R9)
                     .ld_map(Reg::R1, HIST);
                 frame(&mut a, Reg::R2, -12);
                 a.call(Helper::MapLookupElem)

@@ -278,6 +278,22 @@ impl Asm {
         self.push(STX | ATOMIC | Size::DW.code(), dst, src, off, 0)
     }
 
+    /// `out = floor(log2(x))` (0 for `x` <= 1) by halving in six steps, no loop for the
+    /// verifier: OSprof's log2 bucket of a latency. Consumes `x`; clobbers `tmp`.
+    pub fn log2(&mut self, x: Reg, tmp: Reg, out: Reg) -> &mut Asm {
+        self.mov_imm(out, 0);
+        for s in [32, 16, 8, 4, 2, 1] {
+            let skip = self.label();
+            self.mov(tmp, x)
+                .alu_imm(Alu::Rsh, tmp, s)
+                .jmp_imm(Cond::Eq, tmp, 0, skip)
+                .mov(x, tmp)
+                .alu_imm(Alu::Add, out, s)
+                .bind(skip);
+        }
+        self
+    }
+
     /// Calls a kernel helper: arguments in `R1`–`R5`, result in `R0`.
     pub fn call(&mut self, helper: Helper) -> &mut Asm {
         self.push(JMP | 0x80, Reg::R0, Reg::R0, 0, helper as i32)
