@@ -153,6 +153,20 @@ pub(crate) fn run(
     if o.apps {
         return write_apps(&dir, &index, &windows, out);
     }
+    if o.line {
+        let mut instructions = crate::instructions::Instructions::default();
+        for s in build_windows(o, &dir, &windows)? {
+            instructions.add(s.instructions);
+        }
+        let what = format!(
+            "{}, windows {} to {} of {}",
+            o.app.as_deref().unwrap_or("the system"),
+            windows[0].seq,
+            windows[windows.len() - 1].seq,
+            dir.display()
+        );
+        return instructions.write(&what, o.print_path, out);
+    }
     let exact = crate::seamless::exact_inclusive(o)?;
     let (seamless, unit) = sum(o, &dir, &windows)?;
     let view = callgraph::gprof_view(&seamless, unit);
@@ -290,6 +304,21 @@ fn sum(
     dir: &Path,
     windows: &[&IndexWindow],
 ) -> Result<(Profile, Option<gmon_format::HistogramUnit>)> {
+    let mut models = Vec::new();
+    let mut unit = None;
+    for s in build_windows(o, dir, windows)? {
+        unit = unit.or(s.unit);
+        models.push((s.model, Vec::new()));
+    }
+    Ok((sum_seamless_models(&models), unit))
+}
+
+/// The seamless profiles of `--app` (or `--system`) in each of `windows` that has a file
+/// set of it, built in parallel, with the instructions sampled for `-l`; warnings printed
+/// once each.
+///
+/// Returns an error if no window has one.
+fn build_windows(o: &Options, dir: &Path, windows: &[&IndexWindow]) -> Result<Vec<Seamless>> {
     if o.app.is_none() && !o.system {
         bail!("over a continuous directory, give --apps, --app=NAME[#N] or --system");
     }
@@ -301,6 +330,7 @@ fn sum(
     options.demangle = o.demangle && !o.traditional;
     options.stacks = true;
     options.labels = ProcessLabels::Comm;
+    options.instructions = o.line;
     let built: Vec<Result<Option<Seamless>>> = windows
         .par_iter()
         .map(|w| -> Result<Option<Seamless>> {
@@ -333,23 +363,21 @@ fn sum(
             Ok(Some(Seamless::build(&m, &selection, &options)?))
         })
         .collect();
-    let mut models = Vec::new();
-    let mut unit = None;
+    let mut profiles = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     for b in built {
-        let Some(s) = b? else { continue };
-        unit = unit.or(s.unit);
-        for w in s.warnings {
+        let Some(mut s) = b? else { continue };
+        for w in std::mem::take(&mut s.warnings) {
             if !warnings.contains(&w) {
                 warnings.push(w);
             }
         }
-        models.push((s.model, Vec::new()));
+        profiles.push(s);
     }
     for w in &warnings {
         eprintln!("pkgprof: warning: {w}");
     }
-    if models.is_empty() {
+    if profiles.is_empty() {
         bail!(
             "no file set of {} in the windows selected; `pkgprof --apps {}` lists the \
              applications",
@@ -357,7 +385,7 @@ fn sum(
             dir.display()
         );
     }
-    Ok((sum_seamless_models(&models), unit))
+    Ok(profiles)
 }
 
 /// `HH:MM:SS` (UTC) of CLOCK_REALTIME ns, with the date when `date`.

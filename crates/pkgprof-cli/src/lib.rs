@@ -7,6 +7,7 @@ mod apps;
 #[cfg(target_os = "linux")]
 mod export;
 mod getopt;
+mod instructions;
 mod latency;
 mod listing;
 mod options;

@@ -291,6 +291,11 @@ Continuous directories (of `pkgmon --continuous -a`: a measurement per window):
 \t--app=NAME[#N]       the seamless listing of one application, all its
 \t                     instances summed, or of instance N; functions labelled
 \t                     NAME/u: and NAME/k:; every --export works on it
+\t-l (with --app, --system or --pid)
+\t                     per instruction (SLEEPY's EIP view): each address the
+\t                     samples were taken at, in its object file's addresses
+\t                     (objdump -d), with function+offset, source file:line
+\t                     (DWARF) and object, most samples first; -L: full paths
 \t--from, --to=WHEN    the windows to read: a window number (12 or w12), a
 \t                     time before the last window's end (-30m, -2h), or
 \t                     seconds since the epoch (@1732426000); default all

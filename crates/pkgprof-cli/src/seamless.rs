@@ -49,6 +49,18 @@ pub fn run(o: &Options, report: callgraph::ReportOptions, out: &mut dyn Write) -
     if let (true, Some(moves)) = (o.system, &seamless.async_moves) {
         write_async_matrix(&mut *out, moves)?;
     }
+    if o.line {
+        let mut instructions = crate::instructions::Instructions::default();
+        instructions.add(seamless.instructions);
+        let what = match o.system {
+            true => "the system".to_string(),
+            false => (o.pids.iter())
+                .map(|&(pid, n)| gmon_format::process_label(pid, n))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        return instructions.write(&what, o.print_path, out);
+    }
     write_listing(o, report, view, exact, out)
 }
 
@@ -221,7 +233,9 @@ pub(crate) fn build_at(
         .extend(gmon_format::perf_cache::default_dir().filter(|d| d.is_dir()));
     options.keep_unused = o.display_unused;
     options.demangle = o.demangle && !o.traditional;
-    options.stacks = stacks;
+    // `-l` lists the instructions the samples were taken at: their stacks' innermost frames.
+    options.stacks = stacks || o.line;
+    options.instructions = o.line;
     options.labels = labels;
     options.async_as_recorded = as_recorded(o)?;
     let seamless = Seamless::build(&measurement, &selection, &options)?;

@@ -342,6 +342,13 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         calls * 10 >= sb * 9 && calls <= sb,
         "{calls} of {sb}: {listing}"
     );
+    let one = eip_view(&dir, &kb, sb);
+    // Both instances, loaded at other addresses, meet at the file's addresses.
+    let both = eip_view(&dir, "instances", sa + sb);
+    assert!(
+        one.iter().all(|a| both.contains(a)),
+        "{one:x?} not in {both:x?}"
+    );
     // An export of the application (both instances summed) is gzip pprof.
     let pprof = scratch().join("truth.pb.gz");
     pkgprof(&[
@@ -407,6 +414,72 @@ fn instances_of_one_program_stay_apart_with_their_cpu_shares() {
         }),
         "no profile of {kb} labelled cgroup_id {cgroup}"
     );
+}
+
+/// `-l --app NAME[#N]` (SLEEPY's EIP view) of the workload with `samples` in the index:
+/// every sample at the instruction it was taken at, nearly all its user samples in burn, at
+/// instructions of the file (as `objdump -d` lists them), and nearly all on the loop's source
+/// line; returns burn's addresses.
+fn eip_view(dir: &Path, app: &str, samples: u64) -> Vec<u64> {
+    let listing = pkgprof(&["-l", "--app", app, dir.to_str().unwrap()]);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/instances.c");
+    let text = std::fs::read_to_string(&src).unwrap();
+    let loop_line = 1 + text.lines().position(|l| l.contains("sink += i")).unwrap();
+    let dump = Command::new("objdump")
+        .args(["-d", "--no-show-raw-insn"])
+        .arg(&workload().0)
+        .output()
+        .unwrap();
+    let starts: Vec<u64> = String::from_utf8_lossy(&dump.stdout)
+        .lines()
+        .filter_map(|l| u64::from_str_radix(l.trim_start().split_once(":\t")?.0, 16).ok())
+        .collect();
+    assert!(
+        starts.len() > 20,
+        "objdump -d listed {} instructions",
+        starts.len()
+    );
+    let rows: Vec<Vec<&str>> = (listing.lines())
+        .skip_while(|l| !l.trim_start().starts_with("samples"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let count = |r: &Vec<&str>| r[0].parse::<u64>().unwrap();
+    let total: u64 = rows.iter().map(count).sum();
+    assert_eq!(total, samples, "{listing}");
+    let burn: Vec<&Vec<&str>> = (rows.iter())
+        .filter(|r| r[6].starts_with("instances/u:burn"))
+        .collect();
+    let in_burn: u64 = burn.iter().map(|r| count(r)).sum();
+    // Its kernel samples are the kernel's work while it ran (interrupts, softirqs): as many
+    // as the machine's other load brings.
+    let user: u64 = (rows.iter())
+        .filter(|r| r[4] != "[kernel]")
+        .map(count)
+        .sum();
+    assert!(
+        in_burn * 10 >= user * 9,
+        "{in_burn} of {user} user samples in burn: {listing}"
+    );
+    let mut addresses = Vec::new();
+    for r in &burn {
+        let at = u64::from_str_radix(r[3].trim_start_matches("0x"), 16).unwrap();
+        addresses.push(at);
+        assert!(
+            starts.contains(&at),
+            "{at:#x} is no instruction of the file: {listing}"
+        );
+        assert!(r[4] == "instances", "{listing}");
+    }
+    let on_loop: u64 = (burn.iter())
+        .filter(|r| r[5] == format!("instances.c:{loop_line}"))
+        .map(|r| count(r))
+        .sum();
+    assert!(
+        on_loop * 10 >= in_burn * 9,
+        "{on_loop} of {in_burn} on line {loop_line}: {listing}"
+    );
+    addresses
 }
 
 /// The id of this process's cgroup v2: the inode number of its directory under the cgroup2

@@ -136,11 +136,7 @@ impl Builder {
             let (side, label) = function_label(space, region.side, self.options.labels);
             let label = b.string(&label);
             let function = |b: &mut ProfileBuilder, name: &[u8], demangle: bool, at, entry| {
-                let name = match std::str::from_utf8(name) {
-                    Ok(text) if demangle => demangle::demangle(text),
-                    _ => String::from_utf8_lossy(name),
-                };
-                let name = b.string(&name);
+                let name = b.string(&printed_name(name, demangle));
                 b.function(Function::new(name, side).with_label(label).at(at, entry))
             };
             cursor = align(cursor, 0x1000);
@@ -241,9 +237,18 @@ impl Builder {
     }
 }
 
+/// A symbol's name as the model prints it: demangled when `demangle`, bytes that are not
+/// UTF-8 replaced.
+pub(super) fn printed_name(name: &[u8], demangle: bool) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(name) {
+        Ok(text) if demangle => demangle::demangle(text),
+        _ => String::from_utf8_lossy(name),
+    }
+}
+
 /// The model side and label of the functions of `space`'s `side`, in the style asked for: the
 /// listings' `137u`, `137k` and `kernel`; or by side or command name for diffs across runs.
-fn function_label(
+pub(super) fn function_label(
     space: &super::state::Space,
     side: Side,
     style: ProcessLabels,

@@ -373,6 +373,11 @@ impl Builder {
         samples: u64,
     ) {
         let locs = self.stack_locs(space, boundary, truncated, kernel, user);
+        if let (true, Some(leaf)) = (self.options.instructions, locs.first()) {
+            *(self.leaves)
+                .entry((leaf.region, leaf.symbol, leaf.offset))
+                .or_default() += samples;
+        }
         if !locs.is_empty() {
             self.stacks.push((locs, samples));
         }

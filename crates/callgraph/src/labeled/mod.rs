@@ -83,6 +83,7 @@
 
 mod elf_out;
 mod header;
+mod instructions;
 mod layout;
 mod merge;
 mod objects;
@@ -103,6 +104,7 @@ use crate::gprof_view::{GprofView, gprof_view};
 
 pub use elf_out::write_symbol_image;
 pub use header::{write_async_matrix, write_process_header};
+pub use instructions::{Instruction, ObjectFile, add_sources};
 pub use symspecs::relabel_symspecs;
 
 use state::{Builder, Loc};
@@ -179,6 +181,10 @@ pub struct SeamlessOptions {
     /// (`[async net-rx]`) in a process, under no caller in a system-wide profile. Default is
     /// false.
     pub async_as_recorded: bool,
+    /// Fill [`Seamless::instructions`] (with [`SeamlessOptions::stacks`]): the samples per
+    /// instruction, SLEEPY's EIP view ([`add_sources`] gives their source lines). Default is
+    /// false.
+    pub instructions: bool,
 }
 
 impl Default for SeamlessOptions {
@@ -192,6 +198,7 @@ impl Default for SeamlessOptions {
             demangle: true,
             labels: ProcessLabels::Pid,
             async_as_recorded: false,
+            instructions: false,
         }
     }
 }
@@ -260,6 +267,9 @@ pub struct Seamless {
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
+    /// The sampled instructions, with [`SeamlessOptions::instructions`]: each stack's
+    /// innermost frame, where its samples were taken; empty otherwise.
+    pub instructions: Vec<Instruction>,
 }
 
 impl Seamless {
@@ -326,6 +336,7 @@ impl Seamless {
             });
         }
         b.warn_stripped_objects();
+        let instructions = b.instructions();
         let model = b.finish();
         Ok(Seamless {
             model,
@@ -333,6 +344,7 @@ impl Seamless {
             processes,
             async_moves,
             warnings: b.warnings,
+            instructions,
         })
     }
 

@@ -32,6 +32,9 @@ pub(super) struct Builder {
     pub(super) hist: BTreeMap<(usize, Option<usize>), u64>,
     pub(super) arcs: Vec<(Loc, Loc, u64)>,
     pub(super) stacks: Vec<(Vec<Loc>, u64)>,
+    /// Samples per place of the stacks' innermost frames (region, symbol, offset), with
+    /// [`SeamlessOptions::instructions`].
+    pub(super) leaves: BTreeMap<(usize, Option<usize>, u64), u64>,
     /// Sleep stacks and the nanoseconds blocked in them (the model's `off-cpu` value type).
     pub(super) off_cpu: Vec<(Vec<Loc>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
