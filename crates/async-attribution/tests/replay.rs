@@ -708,25 +708,17 @@ const IDLE: u32 = 0;
 fn a_work_item_goes_whole_to_the_process_that_queued_it() {
     let mut t = Timelines::default();
     let work = 0xffff_0000_0000_1000;
-    t.ev(
-        0,
-        1,
-        WRITER,
-        What::WorkQueued {
-            work,
-            context: Context::Task,
-        },
-    )
-    .ev(1, 2, KWORKER, What::WorkStart { work })
-    .sample(1, 3, KWORKER, in_work(WB_WORKFN))
-    .sample(1, 4, KWORKER, in_work(WB_WORKFN))
-    // The kworker is preempted: the other task's sample on that CPU is its own.
-    .sample(1, 5, OTHER, vec![SYSCALL + 8])
-    // It resumes on CPU 0: its window is the task's, not the CPU's.
-    .sample(0, 6, KWORKER, in_work(WB_WORKFN))
-    .ev(0, 7, KWORKER, What::WorkEnd { work })
-    // Between items the kworker's own.
-    .sample(0, 8, KWORKER, vec![WORKER_THREAD + 8]);
+    t.ev(0, 1, WRITER, work_queued(work, Context::Task))
+        .ev(1, 2, KWORKER, What::WorkStart { work })
+        .sample(1, 3, KWORKER, in_work(WB_WORKFN))
+        .sample(1, 4, KWORKER, in_work(WB_WORKFN))
+        // The kworker is preempted: the other task's sample on that CPU is its own.
+        .sample(1, 5, OTHER, vec![SYSCALL + 8])
+        // It resumes on CPU 0: its window is the task's, not the CPU's.
+        .sample(0, 6, KWORKER, in_work(WB_WORKFN))
+        .ev(0, 7, KWORKER, What::WorkEnd { work })
+        // Between items the kworker's own.
+        .sample(0, 8, KWORKER, vec![WORKER_THREAD + 8]);
     let (d, totals) = t.run();
     assert_eq!(charged(&d, to_pid(WRITER)), 3);
     assert_eq!(d.iter().filter(|x| x.1.is_some()).count(), 3);
@@ -749,38 +741,14 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
         .sample(0, 2, KWORKER, in_work(WB_WORKFN))
         .ev(0, 3, KWORKER, What::WorkEnd { work: a })
         // Queued in the idle task (an interrupt on an idle CPU).
-        .ev(
-            1,
-            4,
-            IDLE,
-            What::WorkQueued {
-                work: b,
-                context: Context::Task,
-            },
-        )
+        .ev(1, 4, IDLE, work_queued(b, Context::Task))
         .ev(0, 5, KWORKER, What::WorkStart { work: b })
         .sample(0, 6, KWORKER, in_work(WB_WORKFN))
         .ev(0, 7, KWORKER, What::WorkEnd { work: b })
         // The writer's item queues another from inside it: the second is the writer's too.
-        .ev(
-            1,
-            8,
-            WRITER,
-            What::WorkQueued {
-                work: c,
-                context: Context::Task,
-            },
-        )
+        .ev(1, 8, WRITER, work_queued(c, Context::Task))
         .ev(0, 9, KWORKER, What::WorkStart { work: c })
-        .ev(
-            0,
-            10,
-            KWORKER,
-            What::WorkQueued {
-                work: d2,
-                context: Context::Task,
-            },
-        )
+        .ev(0, 10, KWORKER, work_queued(d2, Context::Task))
         .ev(0, 11, KWORKER, What::WorkEnd { work: c })
         .ev(0, 12, KWORKER, What::WorkStart { work: d2 })
         .sample(0, 13, KWORKER, in_work(WB_WORKFN))
@@ -803,6 +771,9 @@ fn work_queued_by_nobody_or_before_the_run_is_residue_and_chains_keep_their_owne
 }
 
 /// A timer armed or fired in `context`.
+fn work_queued(work: u64, context: Context) -> What {
+    What::WorkQueued { work, context }
+}
 fn armed(timer: u64, context: Context) -> What {
     What::TimerArmed { timer, context }
 }
@@ -854,15 +825,7 @@ fn a_timer_callback_goes_to_the_process_that_armed_it_whoever_it_interrupts() {
                 SYSCALL + 8,
             ],
         )
-        .ev(
-            0,
-            33,
-            OTHER,
-            What::WorkQueued {
-                work: 0x9000,
-                context: Context::Softirq,
-            },
-        )
+        .ev(0, 33, OTHER, work_queued(0x9000, Context::Softirq))
         .ev(0, 34, OTHER, ends(list))
         .ev(1, 35, KWORKER, What::WorkStart { work: 0x9000 })
         .sample(1, 36, KWORKER, in_work(WB_WORKFN))
@@ -941,15 +904,7 @@ fn a_timer_inside_a_receive_window_takes_only_its_own_samples() {
     // A hard-interrupt callback of the sampling timer queues work: its owner's, the writer's
     // still (it was re-armed in an interrupt outside every window of its context).
     .ev(1, 36, OTHER, fires(tick, Context::Hardirq))
-    .ev(
-        1,
-        37,
-        OTHER,
-        What::WorkQueued {
-            work: 0x9000,
-            context: Context::Hardirq,
-        },
-    )
+    .ev(1, 37, OTHER, work_queued(0x9000, Context::Hardirq))
     .ev(1, 38, OTHER, ends(tick))
     .ev(0, 40, KWORKER, What::WorkStart { work: 0x9000 })
     .sample(0, 41, KWORKER, in_work(WB_WORKFN))

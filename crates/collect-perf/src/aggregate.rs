@@ -17,7 +17,7 @@ use gmon_format::{AsyncMoves, BoundaryKind};
 
 use crate::kernel_symbols::KernelSymbols;
 
-use crate::asynchronous::{AsyncCollector, AsyncOptions};
+use crate::asynchronous::{AsyncCollector, AsyncOptions, BlockPrograms, KernelBlock};
 use crate::recording::{
     CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
 };
@@ -505,10 +505,23 @@ impl Aggregator {
         }
     }
 
-    /// Reads the wake-ups the kernel recorded since the last batch (before the next is fed).
-    pub(crate) fn read_kernel_wakers(&mut self) {
+    /// Takes the block programs of the asynchronous attribution
+    /// ([`AsyncOptions::kernel_block`]); their events are read before each batch of records.
+    /// Without an asynchronous attribution, they are dropped.
+    pub fn kernel_block(&mut self, programs: BlockPrograms) {
+        if let Some(a) = &mut self.asynchronous {
+            a.kernel_block(programs);
+        }
+    }
+
+    /// Reads what BPF programs recorded since the last batch (before the next is fed): the
+    /// wake-ups, the block windows and completions.
+    pub(crate) fn read_kernel_records(&mut self) {
         if let Some(t) = &mut self.syscalls {
             t.read_wakers();
+        }
+        if let Some(a) = &mut self.asynchronous {
+            a.read_kernel();
         }
     }
 
@@ -550,7 +563,10 @@ impl Aggregator {
     /// Ends the aggregation; `ksyms` are the kernel's symbols of the run, which classify how
     /// each sample entered the kernel and are saved with the measurement.
     pub fn finish(mut self, ksyms: KernelSymbols) -> Aggregate {
-        let (asynchronous, moved) = self.attribute().unzip();
+        let (asynchronous, moved, kernel_block) = match self.attribute() {
+            Some((a, m, k)) => (Some(a), Some(m), k),
+            None => (None, None, None),
+        };
         let replay = self.replay.finish();
         if let Some(t) = &mut self.syscalls {
             t.finish();
@@ -583,6 +599,7 @@ impl Aggregator {
             syscalls: self.syscalls,
             asynchronous,
             moved: moved.unwrap_or_default(),
+            kernel_block,
         }
     }
 
@@ -602,8 +619,8 @@ impl Aggregator {
     /// Ends the attribution: each held sample's cut kernel stack goes to its beneficiary's
     /// image (a process not profiled: `-k.other`; the residue: `-k.kernel`), and the moves
     /// are counted for `async.moves`, with each moved stack's places (`Aggregate::moved`).
-    fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks)> {
-        let (outcome, held) = self.asynchronous.take()?.finish();
+    fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks, Option<KernelBlock>)> {
+        let (outcome, held, kernel) = self.asynchronous.take()?.finish();
         // (kind, victim, beneficiary) → (samples, nanoseconds).
         type Cell<'a> = (&'a str, Option<u32>, Option<u32>);
         let mut moves: BTreeMap<Cell<'_>, (u64, u64)> = BTreeMap::new();
@@ -649,6 +666,9 @@ impl Aggregator {
             k.windows = t.windows;
             k.objects = t.objects;
             k.unconsumed = t.unconsumed;
+            if let (Some(run), async_attribution::Kind::Block) = (kernel, t.kind) {
+                k.counted = Some(run.windows);
+            }
             k.residue = t
                 .residue
                 .iter()
@@ -668,7 +688,7 @@ impl Aggregator {
                 },
             )
             .collect();
-        Some((out, stacks))
+        Some((out, stacks, kernel))
     }
 }
 
@@ -697,6 +717,8 @@ pub struct Aggregate {
     /// The moved stacks with the places they were taken in and moved to (the writer names the
     /// places' files in `async.moves`).
     pub(crate) moved: MovedStacks,
+    /// What the block programs saw, when they ran.
+    pub(crate) kernel_block: Option<KernelBlock>,
 }
 
 /// Where a sample's counts go: a process image's files (process index, image), or a

@@ -5,10 +5,16 @@
 //! only feeds it and keeps what a held sample will need once its beneficiary is known (its
 //! cut kernel frames and its period: the user frames are the victim's and never move).
 
+use std::collections::VecDeque;
+
 use async_attribution::{Attributor, Context, Event, Kind, Outcome, SoftirqEntries, What};
 
 use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
+
+mod bpf;
+
+pub use bpf::BlockPrograms;
 
 /// What `pkgmon --async` attributes.
 #[derive(Debug, Clone)]
@@ -22,6 +28,10 @@ pub struct AsyncOptions {
     /// The kinds of work attributed: their tracepoints are traced. Default is network
     /// receive alone.
     pub kinds: Vec<Kind>,
+    /// Whether block windows, hard interrupts and completions come from BPF programs
+    /// ([`BlockPrograms`], handed to [`crate::Aggregator::kernel_block`]), which see them in
+    /// the idle task too: their perf tracepoints are then not opened. Default false.
+    pub kernel_block: bool,
 }
 
 impl Default for AsyncOptions {
@@ -29,6 +39,7 @@ impl Default for AsyncOptions {
         AsyncOptions {
             entries: SoftirqEntries::default(),
             kinds: vec![Kind::NetRx],
+            kernel_block: false,
         }
     }
 }
@@ -119,11 +130,13 @@ pub(crate) fn window_kind(filter: Option<&str>) -> Option<Kind> {
 }
 
 impl AsyncOptions {
-    /// Every tracepoint of the kinds, once (kinds share the hard-interrupt ones).
+    /// Every tracepoint of the kinds perf records, once (kinds share the hard-interrupt
+    /// ones), without those the block programs replace.
     fn traced(&self) -> Vec<&'static Traced> {
+        let replaced = |t: &Traced| self.kernel_block && bpf::REPLACED.contains(t);
         let mut out: Vec<&'static Traced> = Vec::new();
         for t in self.kinds.iter().flat_map(|&k| traced(k)) {
-            if !out.contains(&t) {
+            if !out.contains(&t) && !replaced(t) {
                 out.push(t);
             }
         }
@@ -258,6 +271,19 @@ pub(crate) struct AsyncCollector {
     held: Vec<HeldSample>,
     /// Tag records whose fields could not be read (a format without them).
     pub undecodable: u64,
+    /// The block programs, and their events read but not fed yet (by time).
+    kernel: Option<BlockPrograms>,
+    pending: VecDeque<Event>,
+}
+
+/// What the block programs ([`BlockPrograms`]) saw during a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KernelBlock {
+    /// `BLOCK` softirqs the kernel ran.
+    pub windows: u64,
+    /// Records lost.
+    pub lost: u64,
 }
 
 impl AsyncCollector {
@@ -268,12 +294,49 @@ impl AsyncCollector {
             ours: Vec::new(),
             held: Vec::new(),
             undecodable: 0,
+            kernel: None,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// Takes the block programs' events: read at each batch ([`AsyncCollector::read_kernel`]),
+    /// fed among the perf records by time.
+    pub fn kernel_block(&mut self, programs: BlockPrograms) {
+        self.kernel = Some(programs);
+    }
+
+    /// Reads the block programs' events written since the last call (before the next batch of
+    /// perf records: those of the batch are older than the read, so every event older than
+    /// a record is read by the time the record is fed).
+    pub fn read_kernel(&mut self) {
+        let Some(k) = &mut self.kernel else { return };
+        let mut read = Vec::new();
+        k.read(|e| read.push(e));
+        self.queue(read);
+    }
+
+    /// Queues events to feed by time among the perf records (they come in order on each CPU,
+    /// not across CPUs).
+    fn queue(&mut self, events: Vec<Event>) {
+        if !events.is_empty() {
+            self.pending.extend(events);
+            self.pending.make_contiguous().sort_by_key(|e| e.time);
+        }
+    }
+
+    /// Feeds the block programs' events up to `time` (the next perf record's).
+    fn catch_up(&mut self, time: u64) {
+        while self.pending.front().is_some_and(|e| e.time <= time) {
+            if let Some(e) = self.pending.pop_front() {
+                self.attributor.event(e);
+            }
         }
     }
 
     /// Offers a sample of process `pi` (by replay index); true when it was held back (the
     /// caller must not count it).
     pub fn sample(&mut self, s: &Sample, pi: usize, kernel: &[u64]) -> bool {
+        self.catch_up(s.time);
         if s.user_mode {
             return false;
         }
@@ -301,6 +364,7 @@ impl AsyncCollector {
         if !self.ours.get(event).copied().unwrap_or(false) {
             return false;
         }
+        self.catch_up(t.sample.time);
         let info = &rec.tracepoints[event];
         let raw = info.format.decode(rec.raw(t));
         match decode(&info.format.name, &raw) {
@@ -316,8 +380,72 @@ impl AsyncCollector {
         true
     }
 
-    /// Ends the attribution: the decisions and the held samples, by ticket.
-    pub fn finish(self) -> (Outcome, Vec<HeldSample>) {
-        (self.attributor.finish(), self.held)
+    /// Ends the attribution: the decisions, the held samples by ticket, and what the block
+    /// programs saw if they ran.
+    pub fn finish(mut self) -> (Outcome, Vec<HeldSample>, Option<KernelBlock>) {
+        // Stopped first, so that the counts and the records read agree.
+        if let Some(k) = &mut self.kernel {
+            k.stop();
+        }
+        self.read_kernel();
+        self.catch_up(u64::MAX);
+        let kernel = self.kernel.as_ref().map(|k| KernelBlock {
+            windows: k.windows(),
+            lost: k.lost(),
+        });
+        (self.attributor.finish(), self.held, kernel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The block programs' events reach the attribution before the perf records stamped
+    /// after them, whatever order they were read in: a sample inside a window they opened is
+    /// held, one after the window closed is not.
+    #[test]
+    fn kernel_events_are_fed_in_time_order_among_the_samples() {
+        let opts = AsyncOptions {
+            kinds: vec![Kind::Block],
+            kernel_block: true,
+            ..AsyncOptions::default()
+        };
+        let mut a = AsyncCollector::new(&opts);
+        let event = |time, what| Event {
+            time,
+            cpu: 1,
+            pid: 0,
+            tid: 0,
+            what,
+        };
+        a.queue(vec![
+            event(30, What::SoftirqExit { vec: 4 }),
+            event(10, What::SoftirqEntry { vec: 4 }),
+        ]);
+        let mut rec = Recording::default();
+        let kernel = [0xffff_ffff_8100_0000];
+        for time in [5, 20, 40] {
+            rec.push_sample(
+                time,
+                0,
+                0,
+                1,
+                250_000,
+                kernel[0],
+                false,
+                None,
+                &kernel,
+                &[],
+                &[],
+            );
+        }
+        let held: Vec<bool> = (rec.samples.iter())
+            .map(|s| a.sample(s, 0, &kernel))
+            .collect();
+        assert_eq!(held, [false, true, false]);
+        let (outcome, samples, _) = a.finish();
+        assert_eq!(samples.len(), 1);
+        assert_eq!(outcome.totals[0].windows, 1);
     }
 }

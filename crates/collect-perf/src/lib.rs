@@ -131,7 +131,7 @@ pub use tracefs::Tracefs;
 pub use aggregate::{Aggregate, AggregateOptions, Aggregator, aggregate};
 #[cfg(target_os = "linux")]
 pub use async_attribution::Kind as AsyncKind;
-pub use asynchronous::AsyncOptions;
+pub use asynchronous::{AsyncOptions, BlockPrograms, KernelBlock};
 #[cfg(target_os = "linux")]
 pub use config::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, TracepointRequest};
 #[cfg(target_os = "linux")]

@@ -76,6 +76,8 @@ pub struct WriteSummary {
     pub warnings: Vec<String>,
     /// What `async.moves` says, when the asynchronous-event attribution ran.
     pub async_moves: Option<gmon_format::AsyncMoves>,
+    /// What the block programs saw, when the block kind's windows came from them.
+    pub async_kernel_block: Option<crate::KernelBlock>,
     /// The file sets written, in the order of their names.
     pub file_sets: Vec<FileSetSummary>,
 }
@@ -614,6 +616,7 @@ pub fn write_measurement_to(
             .map_err(|e| gmon_error("the async.moves file", e))?;
         out.write(gmon_format::ASYNC_MOVES_FILE, &text)?;
         summary.async_moves = Some(moves);
+        summary.async_kernel_block = agg.kernel_block;
     }
     out.write_kallsyms(&symbols_file, ksyms.text().as_bytes())?;
     if vdso_used && let Some((id, bytes)) = &own_vdso {

@@ -40,7 +40,7 @@ pub(crate) trait RecordSink {
 
 impl RecordSink for Aggregator {
     fn release(&mut self, rec: &mut Recording, upto: u64) {
-        self.read_kernel_wakers();
+        self.read_kernel_records();
         rec.release(upto, |r, e| self.feed(r, e));
     }
 }

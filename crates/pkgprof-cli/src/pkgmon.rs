@@ -183,8 +183,9 @@ struct Args {
     /// `workqueue` (a kworker's work item charged to the process that queued it, under
     /// `PIDk:[async workqueue]`), `timer` (a timer's callback charged to the process that
     /// armed it, `PIDk:[async timer]`), `block` (block I/O completion, the BLOCK softirq,
-    /// charged to the processes whose requests it completed, `PIDk:[async block]`). Samples
-    /// every CPU and traces the kinds' tracepoints; the cost is printed.
+    /// charged to the processes whose requests it completed, `PIDk:[async block]`; its
+    /// windows are recorded by BPF programs, which see them on idle CPUs too). Samples every
+    /// CPU and traces the kinds' tracepoints; the cost is printed.
     #[arg(long = "async", value_name = "KINDS", num_args = 0..=1, require_equals = true,
           default_missing_value = "net", value_delimiter = ',', conflicts_with = "continuous")]
     asynchronous: Option<Vec<AsyncKind>>,
@@ -487,7 +488,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     // The work runs in whatever task a CPU was running: every CPU is sampled.
-    let asynchronous = args.asynchronous.as_ref().map(|kinds| {
+    let mut asynchronous = args.asynchronous.as_ref().map(|kinds| {
         let mut a = collect_perf::AsyncOptions::default();
         a.entries = KernelSymbols::live().softirq_entries();
         a.kinds = kinds.iter().map(|k| k.kind()).collect();
@@ -495,6 +496,21 @@ fn run(args: Args) -> anyhow::Result<u8> {
         a.kinds.dedup();
         a
     });
+    let mut block_programs = None;
+    if let Some(a) = &mut asynchronous
+        && a.kinds.contains(&collect_perf::AsyncKind::Block)
+    {
+        // In the kernel, block windows on idle CPUs are seen too; through perf they are not.
+        match collect_perf::BlockPrograms::load() {
+            Ok(p) => block_programs = Some(p),
+            Err(e) => eprintln!(
+                "pkgmon: warning: --async=block: cannot load the BPF programs that see block \
+                 completions in the idle task ({e}): their samples stay unattributed \
+                 (window-unseen)"
+            ),
+        }
+        a.kernel_block = block_programs.is_some();
+    }
     if let Some(a) = &asynchronous {
         if a.entries.is_empty() {
             eprintln!(
@@ -569,6 +585,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(w) = wakers {
         agg.kernel_wakers(w);
     }
+    if let Some(p) = block_programs {
+        agg.kernel_block(p);
+    }
     let mut drain_error = None;
     let rec = sampler.run_aggregating(
         &STOP,
@@ -627,7 +646,7 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     print_summary(&rec, &summary, &args, main_pid(&rec, &args));
     if let Some(moves) = &summary.async_moves {
-        print_async(&rec, moves);
+        print_async(&rec, moves, summary.async_kernel_block);
     }
     for t in &rec.tracepoints {
         let idle = t.check().unsampled_in_idle();

@@ -61,16 +61,21 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
     };
     cmd.args(["-F", "4000", "--stack-size", "512", "-o"])
         .arg(&dir)
-        .arg("--")
-        .arg(deferred())
+        .arg("--");
+    // On CPU 0, its completions sent back to CPU 0 (`rq_affinity` 2): there while it waits
+    // for them, in the idle task when nothing else runs.
+    let idle = mode == "direct-idle";
+    let mode = if idle { "direct" } else { mode };
+    cmd.arg(deferred())
         // The pacing and completion work is a few percent of a CPU: longer, for enough
         // samples.
         .args([mode, if mode == "writeback" { "1.5" } else { "2.5" }])
         .arg(&pidfile);
     let file = scratch().join(format!("{name}.dirty"));
     let device =
-        (mode == "direct").then(|| LoopDevice::new(&scratch().join(format!("{name}.img"))));
+        (mode == "direct").then(|| LoopDevice::new(&scratch().join(format!("{name}.img")), idle));
     match &device {
+        Some(d) if idle => cmd.arg(&d.path).arg("0"),
         Some(d) => cmd.arg(&d.path),
         None if mode == "writeback" => cmd.arg(&file),
         None => &mut cmd,
@@ -92,14 +97,15 @@ fn run(mode: &str, asynchronous: Option<&str>) -> Run {
 }
 
 /// A loop device over a sparse 16 MiB file (its reads come from the page cache, never the
-/// disk), detached and removed when dropped.
+/// disk), detached and removed when dropped; with `same_cpu`, its requests complete on the
+/// CPU that issued them (`rq_affinity` 2: the loop worker sends the completion there).
 struct LoopDevice {
     path: PathBuf,
     file: PathBuf,
 }
 
 impl LoopDevice {
-    fn new(file: &Path) -> LoopDevice {
+    fn new(file: &Path, same_cpu: bool) -> LoopDevice {
         std::fs::File::create(file)
             .unwrap()
             .set_len(16 << 20)
@@ -115,6 +121,10 @@ impl LoopDevice {
             String::from_utf8_lossy(&out.stderr)
         );
         let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        if same_cpu {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            std::fs::write(format!("/sys/block/{name}/queue/rq_affinity"), "2").unwrap();
+        }
         LoopDevice {
             path,
             file: file.to_path_buf(),
@@ -430,5 +440,63 @@ fn a_direct_reader_gets_the_completions_of_its_requests() {
         "the reader got less than 90% of ksoftirqd's completions: {report}"
     );
     assert!(run.stderr.contains("pkgmon: async block: "), "{report}");
+    listing_shows(&run, "block", &["blk_done_softirq"]);
+}
+
+/// CPU 0's idle time so far, in clock ticks (`/proc/stat`).
+fn cpu0_idle_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let line = stat.lines().find(|l| l.starts_with("cpu0 ")).unwrap();
+    line.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+/// The `BLOCK` softirq runs in the idle task when the reader's CPU has nothing else to run:
+/// perf records none of its tracepoints there, the BPF programs record them all, so every
+/// window is seen and its samples go to the reader. On a busy machine CPU 0 is seldom idle:
+/// the idle task's samples are required only when CPU 0 was idle a tenth of the run.
+#[test]
+fn completions_in_the_idle_task_go_to_the_reader() {
+    let _g = serial();
+    let before = cpu0_idle_ticks();
+    let run = run("direct-idle", Some("block"));
+    let idle_ticks = cpu0_idle_ticks() - before;
+    let owner = run.pid("owner");
+    let moves = conserved_moves(&run.dir);
+    common::as_recorded_is_exact(&run.dir, &[owner]);
+    let block = moves.kinds.iter().find(|k| k.kind == "block").unwrap();
+    let cells: Vec<_> = moves.moves_of("block").collect();
+    let sum = |f: &dyn Fn(&&gmon_format::async_moves::Move) -> bool| -> u64 {
+        cells.iter().filter(|m| f(m)).map(|m| m.samples).sum()
+    };
+    let to_reader = sum(&|m| m.beneficiary == Some(owner));
+    let idle = sum(&|m| m.victim.is_none());
+    let idle_to_reader = sum(&|m| m.victim.is_none() && m.beneficiary == Some(owner));
+    let report = format!(
+        "{block:?}: {to_reader} samples to the reader, {idle_to_reader} of the idle task's \
+         {idle}, CPU 0 idle {idle_ticks} ticks\n{}",
+        run.stderr
+    );
+    eprintln!("direct-idle: {report}");
+    // Every window the kernel ran was seen: none of its samples is unattributed for want of
+    // its window.
+    assert_eq!(block.counted, Some(block.windows), "{report}");
+    assert!(block.windows > 0, "{report}");
+    assert!(
+        !block.residue.iter().any(|(r, _)| r == "window-unseen"),
+        "{report}"
+    );
+    assert!(
+        (run.stderr).contains("windows and completions recorded by BPF programs"),
+        "{report}"
+    );
+    assert!(to_reader >= 20, "too few: {report}");
+    // 2.5 s are 250 ticks at the usual 100 Hz.
+    if idle_ticks >= 25 {
+        assert!(idle_to_reader >= 5, "too few from the idle task: {report}");
+    }
+    assert!(
+        idle_to_reader * 10 >= idle * 9,
+        "the reader got less than 90% of the idle task's completions: {report}"
+    );
     listing_shows(&run, "block", &["blk_done_softirq"]);
 }

@@ -92,6 +92,7 @@ pub enum Helper {
     MapUpdateElem = 2,
     MapDeleteElem = 3,
     KtimeGetNs = 5,
+    GetSmpProcessorId = 8,
     GetCurrentPidTgid = 14,
     GetStackid = 27,
     GetCurrentTask = 35,
@@ -292,6 +293,20 @@ impl Asm {
                 .bind(skip);
         }
         self
+    }
+
+    /// Adds one to this CPU's `u64` in the per-CPU array `counts` at the `u32` index stored
+    /// at `key` (an offset from R10); jumps to `missing` if there is no such entry.
+    /// Clobbers R0 to R5.
+    pub fn count_at(&mut self, counts: MapSlot, key: i16, missing: Label) -> &mut Asm {
+        self.ld_map(Reg::R1, counts)
+            .mov(Reg::R2, Reg::R10)
+            .alu_imm(Alu::Add, Reg::R2, i32::from(key))
+            .call(Helper::MapLookupElem)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, missing)
+            .load(Size::DW, Reg::R1, Reg::R0, 0)
+            .alu_imm(Alu::Add, Reg::R1, 1)
+            .store(Size::DW, Reg::R0, 0, Reg::R1)
     }
 
     /// Calls a kernel helper: arguments in `R1`–`R5`, result in `R0`.

@@ -24,5 +24,5 @@ pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
 pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
 pub use map::{Map, MapKind};
 pub use prog::{Attachment, LICENSE, Program};
-pub use ringbuf::RingBuf;
+pub use ringbuf::{CountedOutput, RingBuf};
 pub use wakers::{MAX_FRAMES, Wakers, Wakeup};

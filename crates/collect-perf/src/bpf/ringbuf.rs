@@ -9,12 +9,52 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use super::insn::{Alu, Asm, Cond, Helper, Label, MapSlot, Reg, Size};
 use super::map::{Map, MapKind};
 use crate::{Error, Result};
 
 const BUSY_BIT: u32 = 1 << 31;
 const DISCARD_BIT: u32 = 1 << 30;
 const HEADER: u64 = 8;
+
+/// A program's write of one record to a ring buffer, counted in a per-CPU array: written, or
+/// lost when the ring had no room.
+#[derive(Debug, Clone, Copy)]
+pub struct CountedOutput {
+    /// The ring buffer's slot.
+    pub ring: MapSlot,
+    /// Where the record is: an offset from R10.
+    pub record: i16,
+    /// Its bytes.
+    pub len: i32,
+    /// The per-CPU array's slot (u32 keys, u64 values).
+    pub counts: MapSlot,
+    /// Where the counter's key is built: an offset from R10.
+    pub key: i16,
+    /// The counter of records written.
+    pub written: i32,
+    /// The counter of records lost.
+    pub lost: i32,
+}
+
+impl CountedOutput {
+    /// Emits the write and the count; jumps to `out` if the counter is missing, else goes on
+    /// after it. Clobbers R0 to R5.
+    pub fn emit(&self, a: &mut Asm, out: Label) {
+        let counted = a.label();
+        a.ld_map(Reg::R1, self.ring)
+            .mov(Reg::R2, Reg::R10)
+            .alu_imm(Alu::Add, Reg::R2, i32::from(self.record))
+            .mov_imm(Reg::R3, self.len)
+            .mov_imm(Reg::R4, 0)
+            .call(Helper::RingbufOutput)
+            .store_imm(Size::W, Reg::R10, self.key, self.written)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, counted)
+            .store_imm(Size::W, Reg::R10, self.key, self.lost)
+            .bind(counted)
+            .count_at(self.counts, self.key, out);
+    }
+}
 
 /// A ring buffer map and its two mappings.
 #[derive(Debug)]

@@ -33,10 +33,10 @@
 
 use std::os::fd::OwnedFd;
 
-use super::insn::{Alu, Asm, Code, Cond, Helper, Label, MapSlot, Reg, Size};
+use super::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
 use super::map::{Map, MapKind, u32_at, u64_at};
 use super::prog::{Attachment, Program};
-use super::ringbuf::RingBuf;
+use super::ringbuf::{CountedOutput, RingBuf};
 use crate::tracefs::Tracefs;
 use crate::{Error, Result};
 
@@ -233,21 +233,12 @@ fn switch_program() -> Code {
     a.mov_imm(Reg::R4, NOEXIST)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-        .store_imm(Size::W, Reg::R10, CKEY, UNFOLLOWED);
-    bump(&mut a, out);
-    a.bind(out).mov_imm(Reg::R0, 0).exit();
+        .store_imm(Size::W, Reg::R10, CKEY, UNFOLLOWED)
+        .count_at(COUNTS, CKEY, out)
+        .bind(out)
+        .mov_imm(Reg::R0, 0)
+        .exit();
     a.finish()
-}
-
-/// Adds one to this CPU's counter whose index is at `CKEY`, then goes on at `out`.
-fn bump(a: &mut Asm, out: Label) {
-    a.ld_map(Reg::R1, COUNTS);
-    frame_ptr(a, Reg::R2, CKEY);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-        .load(Size::DW, Reg::R1, Reg::R0, 0)
-        .alu_imm(Alu::Add, Reg::R1, 1)
-        .store(Size::DW, Reg::R0, 0, Reg::R1);
 }
 
 /// `sched:sched_waking`: the wake-up of a thread found in `followed` is written to the ring, with `frames` kernel frames of the waker. Returns 1 (no one's perf
@@ -258,7 +249,6 @@ fn waking_program(pid_off: i16, frames: usize) -> Code {
     let mut a = Asm::new();
     let out = a.label();
     let fits = a.label();
-    let counted = a.label();
     a.mov(Reg::R6, Reg::R1)
         .load(Size::W, Reg::R0, Reg::R6, pid_off)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
@@ -282,17 +272,17 @@ fn waking_program(pid_off: i16, frames: usize) -> Code {
         .jmp_imm(Cond::SGe, Reg::R0, 0, fits)
         .mov_imm(Reg::R0, 0)
         .bind(fits)
-        .store(Size::W, Reg::R10, rec + 20, Reg::R0)
-        .ld_map(Reg::R1, RING);
-    frame_ptr(&mut a, Reg::R2, rec);
-    a.mov_imm(Reg::R3, HEADER as i32 + stack_bytes)
-        .mov_imm(Reg::R4, 0)
-        .call(Helper::RingbufOutput)
-        .store_imm(Size::W, Reg::R10, CKEY, RECORDS)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, counted)
-        .store_imm(Size::W, Reg::R10, CKEY, LOST)
-        .bind(counted);
-    bump(&mut a, out);
+        .store(Size::W, Reg::R10, rec + 20, Reg::R0);
+    let output = CountedOutput {
+        ring: RING,
+        record: rec,
+        len: HEADER as i32 + stack_bytes,
+        counts: COUNTS,
+        key: CKEY,
+        written: RECORDS,
+        lost: LOST,
+    };
+    output.emit(&mut a, out);
     a.bind(out).mov_imm(Reg::R0, 1).exit();
     a.finish()
 }

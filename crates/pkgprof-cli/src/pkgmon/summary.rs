@@ -7,7 +7,11 @@ use super::{Args, DEFAULT_DIR, EXIT_FAILED};
 
 /// What the attribution did and what it cost: per kind, the samples held and where they
 /// went, the windows seen against those the kernel counted, and the records traced.
-pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
+pub(super) fn print_async(
+    rec: &Recording,
+    moves: &gmon_format::AsyncMoves,
+    block: Option<collect_perf::KernelBlock>,
+) {
     let traced: u64 = rec.tracepoints.iter().map(|t| t.received).sum();
     for k in &moves.kinds {
         eprintln!(
@@ -19,15 +23,20 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
             k.unattributed(),
             k.residue_note()
         );
+        let in_kernel = block.filter(|_| k.kind == collect_perf::AsyncKind::Block.as_str());
         let unseen = k.counted.map_or(0, |c| c.saturating_sub(k.windows));
+        let why = match in_kernel {
+            Some(_) => "their BPF records were lost",
+            None => "ran in the idle task, where perf samples no tracepoint",
+        };
         eprintln!(
             "pkgmon: async {}: {} windows seen{}, {} {}, {} {}",
             k.kind,
             k.windows,
             if unseen > 0 {
                 format!(
-                    " of {} the kernel ran ({unseen} ran in the idle task, where perf samples no \
-                     tracepoint: their samples are unattributed as window-unseen)",
+                    " of {} the kernel ran ({unseen} {why}: their samples are unattributed as \
+                     window-unseen)",
                     k.counted.unwrap_or(0)
                 )
             } else {
@@ -38,6 +47,14 @@ pub(super) fn print_async(rec: &Recording, moves: &gmon_format::AsyncMoves) {
             k.unconsumed,
             k.object_words().1
         );
+        if let Some(b) = in_kernel {
+            eprintln!(
+                "pkgmon: async block: windows and completions recorded by BPF programs (in the \
+                 idle task too), {} records lost; completions the driver finishes in its \
+                 interrupt handler, without the BLOCK softirq, are not attributed",
+                b.lost
+            );
+        }
     }
     eprintln!(
         "pkgmon: async cost: {traced} tracepoint records beside {} samples, {} records lost",

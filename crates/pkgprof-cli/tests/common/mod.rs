@@ -164,10 +164,13 @@ pub fn as_recorded_is_exact(dir: &Path, pids: &[u32]) {
         "{:?}",
         recorded.warnings
     );
-    let kernel = |s: &callgraph::Seamless| -> std::collections::BTreeMap<String, u64> {
-        (s.processes.iter())
-            .map(|p| (p.label.clone(), p.kernel_samples))
-            .collect()
+    // By label: a process that ran two images (an exec) has two entries with its pid.
+    let kernel = |s: &callgraph::Seamless| {
+        let mut by_label = std::collections::BTreeMap::<String, u64>::new();
+        for p in &s.processes {
+            *by_label.entry(p.label.clone()).or_default() += p.kernel_samples;
+        }
+        by_label
     };
     let (charged, recorded) = (kernel(&charged), kernel(&recorded));
     assert_eq!(

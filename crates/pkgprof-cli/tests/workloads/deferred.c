@@ -7,11 +7,13 @@
  *                                             own timer (SO_MAX_PACING_RATE): each paced burst
  *                                             is sent from the timer's callback, in whatever
  *                                             task the CPU runs, for this process
- *   deferred direct SECONDS PIDFILE DEVICE    reads DEVICE (a loop device) with O_DIRECT, 4 KiB
+ *   deferred direct SECONDS PIDFILE DEVICE [CPU]
+ *                                             reads DEVICE (a loop device) with O_DIRECT, 4 KiB
  *                                             at a time, round and round: each read's
  *                                             completion runs in the BLOCK softirq (a loop
  *                                             device completes from its worker, so in
- *                                             ksoftirqd), for this process
+ *                                             ksoftirqd), for this process; on CPU only, if
+ *                                             given
  *
  * PIDFILE gets "owner PID" (the process the work is for) and, in pacing mode, "reader PID"
  * and "victim PID": a process that only spins in user space on the same CPU as the others,
@@ -120,10 +122,18 @@ static void direct(double seconds, const char *device) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4 || ((!strcmp(argv[1], "writeback") || !strcmp(argv[1], "direct")) && argc != 5)) {
+    if (argc < 4 || (!strcmp(argv[1], "writeback") && argc != 5) ||
+        (!strcmp(argv[1], "direct") && argc != 5 && argc != 6)) {
         fprintf(stderr, "usage: deferred writeback SECONDS PIDFILE FILE | pacing SECONDS PIDFILE"
-                        " | direct SECONDS PIDFILE DEVICE\n");
+                        " | direct SECONDS PIDFILE DEVICE [CPU]\n");
         return 2;
+    }
+    if (argc == 6) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(atoi(argv[5]), &one);
+        if (sched_setaffinity(0, sizeof one, &one))
+            die("sched_setaffinity");
     }
     double seconds = atof(argv[2]);
     FILE *pids = fopen(argv[3], "w");

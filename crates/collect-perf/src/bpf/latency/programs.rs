@@ -131,13 +131,7 @@ fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
 fn count(a: &mut Asm, idx: i32) {
     let skip = a.label();
     a.store_imm(Size::W, Reg::R10, CKEY, idx)
-        .ld_map(Reg::R1, COUNTS);
-    frame_ptr(a, Reg::R2, CKEY);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, skip)
-        .load(Size::DW, Reg::R1, Reg::R0, 0)
-        .alu_imm(Alu::Add, Reg::R1, 1)
-        .store(Size::DW, Reg::R0, 0, Reg::R1)
+        .count_at(COUNTS, CKEY, skip)
         .bind(skip);
 }
 
