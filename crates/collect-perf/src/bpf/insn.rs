@@ -103,6 +103,7 @@ pub enum Helper {
     RingbufReserve = 131,
     RingbufSubmit = 132,
     RingbufDiscard = 133,
+    TaskStorageGet = 156,
     GetCurrentTaskBtf = 158,
     TaskPtRegs = 175,
 }
