@@ -41,6 +41,17 @@ mod floor {
         a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
     }
 
+    /// `R2 - R1` (now less the start) counted in its log2 bucket of the per-CPU array: the
+    /// bucket's index built at -12.
+    fn histogram(a: &mut Asm) {
+        let missing = a.label();
+        a.alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+            .log2(Reg::R2, Reg::R3, Reg::R9)
+            .store(Size::W, Reg::R10, -12, Reg::R9)
+            .count_at(HIST, -12, missing)
+            .bind(missing);
+    }
+
     /// `R0 = the current thread's task-storage value, or 0`, with `flags`.
     fn task_value(a: &mut Asm, flags: i32) {
         a.call(Helper::GetCurrentTaskBtf)
@@ -79,17 +90,8 @@ mod floor {
                 .load(Size::DW, Reg::R1, Reg::R7, 0)
                 .jmp_imm(Cond::Eq, Reg::R1, 0, out)
                 .store_imm(Size::DW, Reg::R7, 0, 0)
-                .mov(Reg::R2, Reg::R0)
-                .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
-                .log2(Reg::R2, Reg::R3, Reg::R9)
-                .store(Size::W, Reg::R10, -12, Reg::R9)
-                .ld_map(Reg::R1, HIST);
-            frame(&mut a, Reg::R2, -12);
-            a.call(Helper::MapLookupElem)
-                .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-                .load(Size::DW, Reg::R1, Reg::R0, 0)
-                .alu_imm(Alu::Add, Reg::R1, 1)
-                .store(Size::DW, Reg::R0, 0, Reg::R1);
+                .mov(Reg::R2, Reg::R0);
+            histogram(&mut a);
         }
         a.bind(out).mov_imm(Reg::R0, 0).exit();
         a.finish()
@@ -142,17 +144,8 @@ mod floor {
                 a.call(Helper::MapLookupElem)
                     .jmp_imm(Cond::Eq, Reg::R0, 0, out)
                     .load(Size::DW, Reg::R1, Reg::R0, 0)
-                    .mov(Reg::R2, Reg::R8)
-                    .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
-                    .log2(Reg::R2, Reg::R3, Reg::R9)
-                    .store(Size::W, Reg::R10, -12, Reg::R9)
-                    .ld_map(Reg::R1, HIST);
-                frame(&mut a, Reg::R2, -12);
-                a.call(Helper::MapLookupElem)
-                    .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-                    .load(Size::DW, Reg::R1, Reg::R0, 0)
-                    .alu_imm(Alu::Add, Reg::R1, 1)
-                    .store(Size::DW, Reg::R0, 0, Reg::R1);
+                    .mov(Reg::R2, Reg::R8);
+                histogram(&mut a);
             }
         }
         a.bind(out).mov_imm(Reg::R0, 0).exit();

@@ -8,13 +8,38 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 use collect_perf::LatencyOptions;
 use collect_perf::bpf::{
     Alu, Asm, Code, Cond, Helper, Map, MapKind, MapSlot, Program, Reg, RingBuf, Size,
     SyscallLatency, Wakers,
 };
+
+/// One test with programs at a time: the kernel does not run a tracepoint's program while
+/// another runs on that CPU (it counts a miss), so one test's programs would make another's
+/// wake-ups missing.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A shell that says it is ready, then reads two lines: its stdin, once it is ready.
+fn reading_shell() -> (Child, ChildStdin) {
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "echo ready; read x; read y"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
 
 /// `bpf_ringbuf_output(ring, &pid_tgid, 8, 0)` for the tasks of process `pid`.
 fn ring_program(pid: u32) -> Code {
@@ -65,6 +90,7 @@ fn maps_read_back_what_was_written() {
 
 #[test]
 fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
+    let _g = serial();
     // Three buckets per power of two: bounds that are not bits, searched in the kernel.
     let mut opts = LatencyOptions::default();
     opts.resolution = 3;
@@ -152,21 +178,12 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
 
 #[test]
 fn a_followed_sleeper_is_reported_with_its_waker_and_the_wakers_frames() {
+    let _g = serial();
     let mut wakers = Wakers::load(8).unwrap();
-    // A shell that says it is ready, then sleeps reading a pipe: this test's write wakes it.
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", "echo ready; read x; read y"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The shell sleeps reading a pipe: this test's write wakes it.
+    let (mut child, mut stdin) = reading_shell();
     let pid = child.id();
-    let mut ready = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
     wakers.follow(pid, true).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     // Asleep once followed: its next switch-out is seen, and the write wakes it.
     for line in [&b"a\n"[..], b"b\n"] {
         while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -204,13 +221,9 @@ fn a_followed_sleeper_is_reported_with_its_waker_and_the_wakers_frames() {
 
 #[test]
 fn a_task_storage_value_is_the_threads_own() {
+    let _g = serial();
     let store = Map::create_task_storage("pkg_test_task", 8).unwrap();
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", "echo ready; read x; read y"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (mut child, mut stdin) = reading_shell();
     let pid = child.id();
     // At each system call of the child's thread: its value, created on first use, counts.
     let mut a = Asm::new();
@@ -233,11 +246,6 @@ fn a_task_storage_value_is_the_threads_own() {
         .exit();
     let prog = Program::load_raw_tracepoint("pkg_test_task", &a.finish(), &[&store]).unwrap();
     let attached = prog.attach_raw("sys_enter").unwrap();
-    let mut ready = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"a\n").unwrap();
     // User space finds a task's value by a pidfd of it.
     let value = |pid: u32| {

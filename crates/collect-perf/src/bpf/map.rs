@@ -87,7 +87,15 @@ impl Map {
         value_size: u32,
         max_entries: u32,
     ) -> Result<Map> {
-        Map::create_with(kind, name, key_size, value_size, max_entries, 0)
+        Map::create_attr(
+            Attr::new(),
+            kind,
+            name,
+            key_size,
+            value_size,
+            max_entries,
+            0,
+        )
     }
 
     /// Like [`Map::create`], but a hash map's entries are allocated as they come
@@ -105,7 +113,15 @@ impl Map {
         } else {
             0
         };
-        Map::create_with(kind, name, key_size, value_size, max_entries, flags)
+        Map::create_attr(
+            Attr::new(),
+            kind,
+            name,
+            key_size,
+            value_size,
+            max_entries,
+            flags,
+        )
     }
 
     /// Creates a task-storage map of `value_size`-byte values ([`MapKind::TaskStorage`]):
@@ -123,25 +139,6 @@ impl Map {
             .u32(56, super::btf::VALUE_TYPE);
         let kind = MapKind::TaskStorage;
         Map::create_attr(attr, kind, name, 4, value_size, 0, sys::F_NO_PREALLOC)
-    }
-
-    fn create_with(
-        kind: MapKind,
-        name: &str,
-        key_size: u32,
-        value_size: u32,
-        max_entries: u32,
-        flags: u32,
-    ) -> Result<Map> {
-        Map::create_attr(
-            Attr::new(),
-            kind,
-            name,
-            key_size,
-            value_size,
-            max_entries,
-            flags,
-        )
     }
 
     /// Creates a map from `attr` (zero, or with its BTF fields set) and the rest.
