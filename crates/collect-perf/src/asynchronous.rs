@@ -120,7 +120,7 @@ fn traced(kind: Kind) -> &'static [Traced] {
 
 /// The window tracepoint whose counting twins count every window of a softirq kind (one
 /// event per kind, each filtered to its vector: [`window_kind`] tells them apart).
-pub(crate) const WINDOW_EVENT: &str = "irq:softirq_entry";
+pub(crate) const WINDOW_EVENT: &str = AsyncOptions::WINDOW_EVENT;
 
 /// The kind whose windows a [`WINDOW_EVENT`] with `filter` records.
 pub(crate) fn window_kind(filter: Option<&str>) -> Option<Kind> {
@@ -130,6 +130,10 @@ pub(crate) fn window_kind(filter: Option<&str>) -> Option<Kind> {
 }
 
 impl AsyncOptions {
+    /// The tracepoint whose counting twins count the windows the kernel ran: the attribution
+    /// reports those it did not see, and why (`async.moves`' `counted` lines).
+    pub const WINDOW_EVENT: &str = "irq:softirq_entry";
+
     /// Every tracepoint of the kinds perf records, once (kinds share the hard-interrupt
     /// ones), without those the block programs replace.
     fn traced(&self) -> Vec<&'static Traced> {
@@ -282,6 +286,8 @@ pub(crate) struct AsyncCollector {
 pub struct KernelBlock {
     /// `BLOCK` softirqs the kernel ran.
     pub windows: u64,
+    /// Records written.
+    pub records: u64,
     /// Records lost.
     pub lost: u64,
 }
@@ -391,6 +397,7 @@ impl AsyncCollector {
         self.catch_up(u64::MAX);
         let kernel = self.kernel.as_ref().map(|k| KernelBlock {
             windows: k.windows(),
+            records: k.records(),
             lost: k.lost(),
         });
         (self.attributor.finish(), self.held, kernel)

@@ -649,6 +649,11 @@ fn run(args: Args) -> anyhow::Result<u8> {
         print_async(&rec, moves, summary.async_kernel_block);
     }
     for t in &rec.tracepoints {
+        // --async's windows unseen are in its own lines above, with what they mean.
+        if args.asynchronous.is_some() && t.format.name == collect_perf::AsyncOptions::WINDOW_EVENT
+        {
+            continue;
+        }
         let idle = t.check().unsampled_in_idle();
         match t.counted {
             Some(n) if n != t.received + idle => eprintln!(

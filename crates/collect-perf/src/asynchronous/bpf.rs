@@ -137,6 +137,11 @@ impl BlockPrograms {
         self.count(2 * SOFTIRQ_ENTRY) + self.count(2 * SOFTIRQ_ENTRY + 1)
     }
 
+    /// Records written to the ring.
+    pub fn records(&self) -> u64 {
+        (0..PROGRAMS).map(|p| self.count(2 * p)).sum()
+    }
+
     /// Records lost: those the ring had no room for, and those the kernel did not run a
     /// program for (it does not nest programs: an interrupt's inside another's).
     pub fn lost(&self) -> u64 {

@@ -50,9 +50,9 @@ pub(super) fn print_async(
         if let Some(b) = in_kernel {
             eprintln!(
                 "pkgmon: async block: windows and completions recorded by BPF programs (in the \
-                 idle task too), {} records lost; completions the driver finishes in its \
+                 idle task too): {} records, {} lost; completions the driver finishes in its \
                  interrupt handler, without the BLOCK softirq, are not attributed",
-                b.lost
+                b.records, b.lost
             );
         }
     }
