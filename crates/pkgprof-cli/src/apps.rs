@@ -10,7 +10,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use callgraph::{ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, sum_seamless_models};
+use callgraph::{
+    ObjectCache, ProcessLabels, ProcessSelection, Seamless, SeamlessOptions, sum_seamless_models,
+};
 use gmon_format::continuous::{ContinuousIndex, INDEX_NAME, IndexInstance, IndexWindow, unescape};
 use profile_model::Profile;
 use rayon::prelude::*;
@@ -222,6 +224,7 @@ pub(crate) fn export_instances(
         true => "pb.gz",
         false => "txt",
     };
+    let cache = std::sync::Arc::new(ObjectCache::default());
     let files: Vec<Result<Files>> = windows
         .par_iter()
         .map(|w| -> Result<Files> {
@@ -246,7 +249,8 @@ pub(crate) fn export_instances(
                 if one.processes.is_empty() {
                     continue;
                 }
-                let s = Seamless::build(&one, &ProcessSelection::Pids(vec![(pid, n)]), &options)?;
+                let pick = ProcessSelection::Pids(vec![(pid, n)]);
+                let s = Seamless::build_sharing(&one, &pick, &options, Some(&cache))?;
                 let mut labels = vec![
                     ("host".to_string(), index.host.clone()),
                     (
@@ -331,6 +335,7 @@ fn build_windows(o: &Options, dir: &Path, windows: &[&IndexWindow]) -> Result<Ve
     options.stacks = true;
     options.labels = ProcessLabels::Comm;
     options.instructions = o.line;
+    let cache = std::sync::Arc::new(ObjectCache::default());
     let built: Vec<Result<Option<Seamless>>> = windows
         .par_iter()
         .map(|w| -> Result<Option<Seamless>> {
@@ -360,7 +365,8 @@ fn build_windows(o: &Options, dir: &Path, windows: &[&IndexWindow]) -> Result<Ve
                     ProcessSelection::Pids(wanted.iter().map(|&(p, n, _)| (p, n)).collect())
                 }
             };
-            Ok(Some(Seamless::build(&m, &selection, &options)?))
+            let s = Seamless::build_sharing(&m, &selection, &options, Some(&cache))?;
+            Ok(Some(s))
         })
         .collect();
     let mut profiles = Vec::new();

@@ -505,8 +505,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
             Ok(p) => block_programs = Some(p),
             Err(e) => eprintln!(
                 "pkgmon: warning: --async=block: cannot load the BPF programs that see block \
-                 completions in the idle task ({e}): their samples stay unattributed \
-                 (window-unseen)"
+                 completions in the idle task ({e}): the windows perf misses there stay \
+                 unseen, their samples unattributed (window-unseen)"
             ),
         }
         a.kernel_block = block_programs.is_some();

@@ -105,6 +105,7 @@ use crate::gprof_view::{GprofView, gprof_view};
 pub use elf_out::write_symbol_image;
 pub use header::{write_async_matrix, write_process_header};
 pub use instructions::{Instruction, ObjectFile, add_sources};
+pub use objects::ObjectCache;
 pub use symspecs::relabel_symspecs;
 
 use state::{Builder, Loc};
@@ -283,9 +284,24 @@ impl Seamless {
         selection: &ProcessSelection,
         options: &SeamlessOptions,
     ) -> Result<Seamless> {
+        Self::build_sharing(measurement, selection, options, None)
+    }
+
+    /// [`Seamless::build`] for one of several measurements of a run (the windows of a
+    /// continuous directory, merged in parallel): the objects found are read once into
+    /// `cache` and shared by the merges, rather than read again by each.
+    ///
+    /// Returns the errors of [`Seamless::build`].
+    pub fn build_sharing(
+        measurement: &Measurement,
+        selection: &ProcessSelection,
+        options: &SeamlessOptions,
+        cache: Option<&std::sync::Arc<ObjectCache>>,
+    ) -> Result<Seamless> {
         let mut b = Builder {
             options: options.clone(),
             dir: measurement.dir.clone(),
+            cache: cache.cloned(),
             ..Builder::default()
         };
         // A profile's name on something that is not a regular file (a FIFO, a device, a
@@ -581,6 +597,42 @@ mod tests {
             "0000000000000000 T _stext\n0000000000000000 T entry_SYSCALL_64\n",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn merges_sharing_a_cache_read_each_object_once_and_give_the_same_model() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        measurement(&dir);
+        // The object the samples are in (the latest mapping's) copied to where the process
+        // had it, so that it can go away.
+        let copy = dir.join("libfake.so");
+        std::fs::copy(fixtures().join("libfake.so"), &copy).unwrap();
+        let info_path = dir.join("gmon.out.7.x");
+        let mut info = MeasurementInfo::parse(&std::fs::read(&info_path).unwrap()).unwrap();
+        info.mappings[1].path = Some(copy.to_string_lossy().as_bytes().to_vec());
+        let mut text = Vec::new();
+        info.write(&mut text).unwrap();
+        std::fs::write(&info_path, text).unwrap();
+        let m = gmon_format::scan(&dir).unwrap();
+        let pick = ProcessSelection::Pids(vec![(7, 0)]);
+        let options = SeamlessOptions::default();
+        let cache = std::sync::Arc::new(ObjectCache::default());
+        let alone = Seamless::build(&m, &pick, &options);
+        let first = Seamless::build_sharing(&m, &pick, &options, Some(&cache));
+        // Read once: the second merge finds it in the cache, not on the disk.
+        std::fs::remove_file(&copy).unwrap();
+        let second = Seamless::build_sharing(&m, &pick, &options, Some(&cache));
+        let gone = Seamless::build(&m, &pick, &options);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(cache.len(), 1);
+        let (alone, first, second) = (alone.unwrap(), first.unwrap(), second.unwrap());
+        assert_eq!(names(&first), names(&alone));
+        let model = |s: &Seamless| format!("{:?}", s.model);
+        assert_eq!(model(&first), model(&alone));
+        assert_eq!(model(&second), model(&alone));
+        // Without the cache, the object gone is a pseudo-function.
+        assert_ne!(names(&gone.unwrap()), names(&alone));
     }
 
     #[test]

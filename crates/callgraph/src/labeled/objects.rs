@@ -41,6 +41,62 @@ impl LoadedObject {
     }
 }
 
+/// The objects several merges of one run (the windows of a continuous directory) found, each
+/// read once: keyed by the path tried first, the recorded build-id and the search
+/// directories, which are all the search looks at, so a merge gets what it would read itself
+/// (objects are read when the report runs, not when they were recorded: an object without a
+/// build-id is the file at its path now, for every window alike).
+#[derive(Debug, Default)]
+pub struct ObjectCache {
+    found: std::sync::Mutex<std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>>,
+}
+
+/// The path tried first, the recorded build-id and the search directories.
+type ObjectKey = (PathBuf, Option<Vec<u8>>, Vec<PathBuf>);
+
+impl ObjectCache {
+    /// [`find`], through `cache` when there is one.
+    pub(crate) fn find(
+        cache: Option<&ObjectCache>,
+        recorded: &Path,
+        build_id: Option<&[u8]>,
+        search: &[PathBuf],
+    ) -> Result<std::sync::Arc<LoadedObject>, NotFound> {
+        let Some(cache) = cache else {
+            return find(recorded, build_id, search).map(std::sync::Arc::new);
+        };
+        let key = (
+            recorded.to_owned(),
+            build_id.map(<[u8]>::to_vec),
+            search.to_vec(),
+        );
+        if let Some(o) = cache.lock().get(&key) {
+            return Ok(o.clone());
+        }
+        let o = std::sync::Arc::new(find(recorded, build_id, search)?);
+        cache.lock().insert(key, o.clone());
+        Ok(o)
+    }
+
+    /// How many objects it holds.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The map, even if a merge panicked while holding it (a map of finished reads).
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>>
+    {
+        self.found.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Why an object could not be used: every path tried, with what was wrong there.
 #[derive(Debug, Default)]
 pub(crate) struct NotFound {

@@ -3,8 +3,9 @@
 //! snapshot, anything else to a pseudo-function; each as a [`Loc`] in a [`Region`].
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::objects::{self, path_of};
+use super::objects::{self, ObjectCache, path_of};
 use super::state::{Builder, Loc, MappedRange, Region, Side, Target, What};
 
 use crate::kallsyms::KernelSymbols;
@@ -263,17 +264,20 @@ impl Builder {
             None => {
                 let o = self.objects.len();
                 self.object_index.insert(key, o);
+                let cache = self.cache.as_deref();
                 let found = match &mapping.build_id {
                     Some(id) if path.as_slice() == b"[vdso]" => objects::find(
                         &self.dir.join(gmon_format::vdso_file_name(id)),
                         Some(id),
                         &[],
-                    ),
+                    )
+                    .map(Arc::new),
                     _ => match objects::refused_recorded(path_of(&path)) {
                         Some(refused) => Err(refused),
                         // A relative recorded path is relative to the measurement, never to
                         // the current directory.
-                        None => objects::find(
+                        None => ObjectCache::find(
+                            cache,
                             &self.dir.join(path_of(&path)),
                             mapping.build_id.as_deref(),
                             &self.options.object_path,

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use gmon_format::{HistogramUnit, MeasurementInfo};
 
 use super::SeamlessOptions;
-use super::objects::LoadedObject;
+use super::objects::{LoadedObject, ObjectCache};
 use crate::kallsyms::KernelTable;
 use crate::symbols::SymbolTable;
 
@@ -20,7 +21,9 @@ use crate::symbols::SymbolTable;
 pub(super) struct Builder {
     pub(super) options: SeamlessOptions,
     pub(super) dir: PathBuf,
-    pub(super) objects: Vec<Option<LoadedObject>>,
+    pub(super) objects: Vec<Option<Arc<LoadedObject>>>,
+    /// Objects read by earlier merges of the same run (other windows), shared.
+    pub(super) cache: Option<Arc<ObjectCache>>,
     pub(super) object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
     pub(super) kernels: Vec<Option<(KernelTable, PathBuf)>>,
     pub(super) kernel_index: BTreeMap<String, usize>,

@@ -1,8 +1,8 @@
 //! Block completion windows seen in the kernel (`pkgmon --async=block`): a `BLOCK` softirq
 //! that runs in the idle task (an interrupt on an idle CPU: a completion sent back to the
-//! CPU that issued the request, which sleeps waiting for it) reaches BPF programs but no
-//! sampled perf event (Linux 6.18 takes no tracepoint sample there), so through perf its
-//! window is unseen and its samples stay unattributed.
+//! CPU that issued the request, which sleeps waiting for it) always reaches BPF programs, but
+//! not always a sampled perf event (Linux 6.18 takes no sample of some tracepoint hits
+//! there), so through perf some windows are unseen and their samples stay unattributed.
 //!
 //! Five programs write one record each to a ring buffer, in every task on every CPU: raw
 //! tracepoint programs on `softirq_entry`/`softirq_exit` (the `BLOCK` vector only) and
