@@ -238,7 +238,13 @@ pub(crate) fn build_at(
     options.instructions = o.line;
     options.labels = labels;
     options.async_as_recorded = as_recorded(o)?;
-    let seamless = Seamless::build(&measurement, &selection, &options)?;
+    let seamless = Seamless::build(&measurement, &selection, &options).map_err(|e| match e {
+        callgraph::Error::NoStacks { .. } if o.line => anyhow::Error::new(e).context(
+            "-l lists the instructions the samples were taken at, which only the \
+             sampled-stacks files hold (pkgmon writes one per process; record again)",
+        ),
+        e => e.into(),
+    })?;
     for w in &seamless.warnings {
         eprintln!("pkgprof: warning: {w}");
     }

@@ -602,3 +602,51 @@ fn gprof_reads_the_merged_profile_to_the_same_listing() {
         );
     }
 }
+
+/// `-l --pid`: every sample at the instruction it was taken at (its stack's innermost frame),
+/// at the object file's address (function + offset), all of the header's samples; a
+/// measurement without sampled stacks is refused with the reason.
+#[test]
+fn the_instruction_view_lists_each_stack_at_its_innermost_frame() {
+    let root = scratch("instructions");
+    copy_dir(&seamless_dir().join("measurement"), &root.join("m"));
+    copy_dir(&seamless_dir().join("objects"), &root.join("bins"));
+    let (stdout, stderr, status) =
+        pkgprof(&root, &["-l", "--pid", "137", "--object-path", "bins", "m"]);
+    assert_eq!((status, stderr.as_str()), (0, ""), "{stdout}");
+    let header = (stdout.lines())
+        .find(|l| l.trim_start().starts_with("samples:"))
+        .unwrap();
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let recorded: u64 = words[1].parse::<u64>().unwrap() + words[3].parse::<u64>().unwrap();
+    let rows: Vec<Vec<&str>> = (stdout.lines())
+        .skip_while(|l| !l.ends_with("function+offset"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let listed: u64 = rows.iter().map(|r| r[0].parse::<u64>().unwrap()).sum();
+    assert_eq!(listed, recorded, "{stdout}");
+    let o = objects();
+    let mut checked = 0;
+    for r in rows.iter().filter(|r| r[4] == "reader") {
+        let place = r[6].strip_prefix("137u:").unwrap();
+        let (name, offset) = place.split_once("+0x").unwrap_or((place, "0"));
+        let want = address(&o.reader, name) + u64::from_str_radix(offset, 16).unwrap();
+        assert_eq!(r[3], format!("{want:#x}"), "{stdout}");
+        checked += 1;
+    }
+    assert!(checked >= 4, "{stdout}");
+    assert!(rows[0][6].starts_with("137u:compute"), "{stdout}");
+
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/labeled/measurement");
+    let (_, stderr, status) = pkgprof(&root, &["-l", "--pid", "137", old.to_str().unwrap()]);
+    assert_eq!(status, 1);
+    assert!(
+        stderr.contains(
+            "-l lists the instructions the samples were taken at, which only the \
+             sampled-stacks files hold"
+        ) && stderr.contains("no sampled-stacks file (gmon.out.137s.<comm>)"),
+        "{stderr}"
+    );
+    let _ = fs::remove_dir_all(&root);
+}
