@@ -21,6 +21,8 @@
 # `empty` programs (the tracepoints' slow path and the programs' dispatch: the floor of this
 # design), + the pid filter, + a clock read at enter and exit, + the per-thread start entry
 # and a per-CPU log2 histogram, + the user call site. The step between two rows is its cost;
+# `task storage` is the start-entry row done with one task-storage value per thread in place
+# of the pid filter and the start entry (the lever: compare it with that row);
 # pkgmon --latency (bpf) less pkgmon's sampling alone, less the last floor row, is the rest
 # of pkgmon's programs (checksum counters, the hashed histogram key, the frame-pointer read,
 # page-fault events).
@@ -86,6 +88,7 @@ tools = [
         ("clock", "+ clock at enter, exit"),
         ("pair", "+ start entry, log2 array"),
         ("site", "+ user call site"),
+        ("task", "start entry in task storage"),
     ]
 ]
 tools = [t for t in tools if t[0] == "bare" or not only or re.search(only, t[0])]

@@ -9,7 +9,12 @@
 //! - `pair`: + the per-thread start entry (a hash map keyed by tid: written at enter, read at
 //!   exit) and the latency added to a per-CPU log2 array;
 //! - `site`: + the user call site at enter (the user registers copied, the word at the stack
-//!   pointer read from user memory).
+//!   pointer read from user memory);
+//! - `task`: `pair` with one task-storage value per thread (`bpf_task_storage_get` on the
+//!   current task) in place of the pid filter and the start entry: the process is looked up
+//!   only until its thread has a value, then each enter and exit finds it with one helper
+//!   call instead of two hash lookups (other tasks' calls pay a storage miss and the pid
+//!   lookup). Compare it with `pair`.
 //!
 //! The full collection is `pkgmon --latency`; benches/compare-latency.sh runs this beside it:
 //! `latency_floor STEP -- CMD [ARGS]` (root).
@@ -24,15 +29,79 @@ mod floor {
     const PIDS: MapSlot = MapSlot(0);
     const START: MapSlot = MapSlot(1);
     const HIST: MapSlot = MapSlot(2);
-    /// The steps, in order: each does what the ones before it do, and one thing more.
-    pub const STEPS: [&str; 5] = ["empty", "filter", "clock", "pair", "site"];
+    const TASK: MapSlot = MapSlot(3);
+    /// The steps, in order: each does what the ones before it do, and one thing more; the
+    /// last, `task`, is `pair` done with task storage.
+    pub const STEPS: [&str; 6] = ["empty", "filter", "clock", "pair", "site", "task"];
+    const TASK_STEP: usize = 5;
+    /// `BPF_LOCAL_STORAGE_GET_F_CREATE`.
+    const F_CREATE: i32 = 1;
 
     fn frame(a: &mut Asm, reg: Reg, off: i16) {
         a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
     }
 
+    /// `R2 - R1` (now less the start) counted in its log2 bucket of the per-CPU array: the
+    /// bucket's index built at -12.
+    fn histogram(a: &mut Asm) {
+        let missing = a.label();
+        a.alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+            .log2(Reg::R2, Reg::R3, Reg::R9)
+            .store(Size::W, Reg::R10, -12, Reg::R9)
+            .count_at(HIST, -12, missing)
+            .bind(missing);
+    }
+
+    /// `R0 = the current thread's task-storage value, or 0`, with `flags`.
+    fn task_value(a: &mut Asm, flags: i32) {
+        a.call(Helper::GetCurrentTaskBtf)
+            .mov(Reg::R2, Reg::R0)
+            .ld_map(Reg::R1, TASK)
+            .mov_imm(Reg::R3, 0)
+            .mov_imm(Reg::R4, flags)
+            .call(Helper::TaskStorageGet);
+    }
+
+    /// The `task` step's program at `enter` or exit: the value is the start time.
+    fn task_program(enter: bool) -> Code {
+        let mut a = Asm::new();
+        let out = a.label();
+        let have = a.label();
+        task_value(&mut a, 0);
+        if enter {
+            a.jmp_imm(Cond::Ne, Reg::R0, 0, have)
+                .call(Helper::GetCurrentPidTgid)
+                .alu_imm(Alu::Rsh, Reg::R0, 32)
+                .store(Size::W, Reg::R10, -4, Reg::R0)
+                .ld_map(Reg::R1, PIDS);
+            frame(&mut a, Reg::R2, -4);
+            a.call(Helper::MapLookupElem)
+                .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+            task_value(&mut a, F_CREATE);
+            a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
+                .bind(have)
+                .mov(Reg::R7, Reg::R0)
+                .call(Helper::KtimeGetNs)
+                .store(Size::DW, Reg::R7, 0, Reg::R0);
+        } else {
+            a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
+                .mov(Reg::R7, Reg::R0)
+                .call(Helper::KtimeGetNs)
+                .load(Size::DW, Reg::R1, Reg::R7, 0)
+                .jmp_imm(Cond::Eq, Reg::R1, 0, out)
+                .store_imm(Size::DW, Reg::R7, 0, 0)
+                .mov(Reg::R2, Reg::R0);
+            histogram(&mut a);
+        }
+        a.bind(out).mov_imm(Reg::R0, 0).exit();
+        a.finish()
+    }
+
     /// One program, for `step` (index into STEPS) at `enter` or exit.
     fn program(step: usize, enter: bool) -> Code {
+        if step == TASK_STEP {
+            return task_program(enter);
+        }
         let mut a = Asm::new();
         let out = a.label();
         a.mov(Reg::R6, Reg::R1);
@@ -75,26 +144,8 @@ mod floor {
                 a.call(Helper::MapLookupElem)
                     .jmp_imm(Cond::Eq, Reg::R0, 0, out)
                     .load(Size::DW, Reg::R1, Reg::R0, 0)
-                    .mov(Reg::R2, Reg::R8)
-                    .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
-                    .mov_imm(Reg::R9, 0);
-                for s in [32, 16, 8, 4, 2, 1] {
-                    let skip = a.label();
-                    a.mov(Reg::R3, Reg::R2)
-                        .alu_imm(Alu::Rsh, Reg::R3, s)
-                        .jmp_imm(Cond::Eq, Reg::R3, 0, skip)
-                        .mov(Reg::R2, Reg::R3)
-                        .alu_imm(Alu::Add, Reg::R9, s)
-                        .bind(skip);
-                }
-                a.store(Size::W, Reg::R10, -12, Reg::R9)
-                    .ld_map(Reg::R1, HIST);
-                frame(&mut a, Reg::R2, -12);
-                a.call(Helper::MapLookupElem)
-                    .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-                    .load(Size::DW, Reg::R1, Reg::R0, 0)
-                    .alu_imm(Alu::Add, Reg::R1, 1)
-                    .store(Size::DW, Reg::R0, 0, Reg::R1);
+                    .mov(Reg::R2, Reg::R8);
+                histogram(&mut a);
             }
         }
         a.bind(out).mov_imm(Reg::R0, 0).exit();
@@ -107,11 +158,14 @@ mod floor {
             .position(|s| *s == step)
             .ok_or(format!("no step {step}: one of {}", STEPS.join(", ")))?;
         let err = |e: &dyn std::fmt::Display| e.to_string();
-        let maps = [
+        let mut maps = vec![
             Map::create(MapKind::Hash, "floor_pids", 4, 4, 1024).map_err(|e| err(&e))?,
             Map::create(MapKind::Hash, "floor_start", 4, 16, 32768).map_err(|e| err(&e))?,
             Map::create(MapKind::PercpuArray, "floor_hist", 4, 8, 64).map_err(|e| err(&e))?,
         ];
+        if step == TASK_STEP {
+            maps.push(Map::create_task_storage("floor_task", 8).map_err(|e| err(&e))?);
+        }
         let refs: Vec<&Map> = maps.iter().collect();
         let mut attached: Vec<(Program, Attachment)> = Vec::new();
         for (tp, enter) in [("sys_exit", false), ("sys_enter", true)] {

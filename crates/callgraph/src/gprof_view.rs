@@ -185,20 +185,24 @@ fn view(
 }
 
 impl GprofView {
+    /// Each non-zero bin of the sum as (pc, samples): every bin is 2 bytes wide.
+    fn pc_samples(&self) -> Vec<(u64, u64)> {
+        (self.sum.histograms().iter())
+            .flat_map(|h| {
+                (h.bins.iter().enumerate())
+                    .filter(|&(_, &n)| n > 0)
+                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
+            })
+            .collect()
+    }
+
     /// The sum as a GNU gmon.out file (64-bit, little-endian, in the measurement layout of
     /// [`write_sampled_profile`]), which GNU gprof reads with an image of [`GprofView::table`]
     /// ([`crate::write_symbol_image`]) to the same listing.
     ///
     /// Returns an error if the gmon writer refuses a record (it does not for a merged sum).
     pub fn write_gmon(&self) -> Result<Vec<u8>> {
-        // Every bin of the sum is 2 bytes wide: each non-zero one is its samples.
-        let samples: Vec<(u64, u64)> = (self.sum.histograms().iter())
-            .flat_map(|h| {
-                (h.bins.iter().enumerate())
-                    .filter(|&(_, &n)| n > 0)
-                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
-            })
-            .collect();
+        let samples = self.pc_samples();
         let arcs = (self.sum.arcs().iter()).map(|a| ((a.from_pc, a.self_pc), a.count));
         Ok(write_sampled_profile(
             Endian::Little,
@@ -323,14 +327,7 @@ mod tests {
         b.add_sample(slept, LabelSetId::EMPTY, &[0, 5000]).unwrap();
         b.add_arc(Arc::new(main, read, 9));
         let view = gprof_view_of(&b.build(), off_cpu, NANOSECONDS);
-        let hits: Vec<(u64, u64)> = (view.sum.histograms().iter())
-            .flat_map(|h| {
-                (h.bins.iter().enumerate())
-                    .filter(|&(_, &n)| n > 0)
-                    .map(|(i, &n)| (h.low_pc + 2 * i as u64, n))
-            })
-            .collect();
-        assert_eq!(hits, [(0x12000, 5000)]);
+        assert_eq!(view.pc_samples(), [(0x12000, 5000)]);
         let arcs: Vec<(u64, u64, u64)> = (view.sum.arcs().iter())
             .map(|a| (a.from_pc, a.self_pc, a.count))
             .collect();

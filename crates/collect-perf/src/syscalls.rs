@@ -361,6 +361,9 @@ impl SyscallTracer {
     /// A thread ended: a call it was in never returns.
     pub(crate) fn thread_exit(&mut self, tid: u32) {
         self.wakeups.remove(&tid);
+        if let Some(w) = &self.wakers {
+            w.forget(tid);
+        }
         if let Some(t) = self.threads.remove(&tid)
             && let Some(c) = t.call
         {

@@ -2,19 +2,44 @@
 //! verifier's words, and the in-kernel latency collection's enters and exits match
 //! counting-mode perf events on the same process (OSprof's checksums) and a ring-buffer map
 //! carries one record per entry, read through its mmap consumer; the wakers of a followed
-//! sleeper are reported with their frames.
+//! sleeper are reported with their frames; a task-storage map holds a value per thread.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 use collect_perf::LatencyOptions;
 use collect_perf::bpf::{
     Alu, Asm, Code, Cond, Helper, Map, MapKind, MapSlot, Program, Reg, RingBuf, Size,
     SyscallLatency, Wakers,
 };
+
+/// One test with programs at a time: the kernel does not run a tracepoint's program while
+/// another runs on that CPU (it counts a miss), so one test's programs would make another's
+/// wake-ups missing.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A shell that says it is ready, then reads two lines: its stdin, once it is ready.
+fn reading_shell() -> (Child, ChildStdin) {
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", "echo ready; read x; read y"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    (child, stdin)
+}
 
 /// `bpf_ringbuf_output(ring, &pid_tgid, 8, 0)` for the tasks of process `pid`.
 fn ring_program(pid: u32) -> Code {
@@ -65,6 +90,7 @@ fn maps_read_back_what_was_written() {
 
 #[test]
 fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
+    let _g = serial();
     // Three buckets per power of two: bounds that are not bits, searched in the kernel.
     let mut opts = LatencyOptions::default();
     opts.resolution = 3;
@@ -152,21 +178,12 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
 
 #[test]
 fn a_followed_sleeper_is_reported_with_its_waker_and_the_wakers_frames() {
+    let _g = serial();
     let mut wakers = Wakers::load(8).unwrap();
-    // A shell that says it is ready, then sleeps reading a pipe: this test's write wakes it.
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", "echo ready; read x; read y"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // The shell sleeps reading a pipe: this test's write wakes it.
+    let (mut child, mut stdin) = reading_shell();
     let pid = child.id();
-    let mut ready = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
     wakers.follow(pid, true).unwrap();
-    let mut stdin = child.stdin.take().unwrap();
     // Asleep once followed: its next switch-out is seen, and the write wakes it.
     for line in [&b"a\n"[..], b"b\n"] {
         while !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -200,4 +217,63 @@ fn a_followed_sleeper_is_reported_with_its_waker_and_the_wakers_frames() {
     assert!(seen.windows(2).all(|p| p[0].time <= p[1].time), "{seen:?}");
     assert_eq!(wakers.lost(), 0);
     assert!(wakers.recorded() >= seen.len() as u64);
+}
+
+#[test]
+fn a_task_storage_value_is_the_threads_own() {
+    let _g = serial();
+    let store = Map::create_task_storage("pkg_test_task", 8).unwrap();
+    let (mut child, mut stdin) = reading_shell();
+    let pid = child.id();
+    // At each system call of the child's thread: its value, created on first use, counts.
+    let mut a = Asm::new();
+    let out = a.label();
+    a.call(Helper::GetCurrentPidTgid)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .jmp_imm(Cond::Ne, Reg::R0, pid as i32, out)
+        .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R2, Reg::R0)
+        .ld_map(Reg::R1, MapSlot(0))
+        .mov_imm(Reg::R3, 0)
+        .mov_imm(Reg::R4, 1)
+        .call(Helper::TaskStorageGet)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .load(Size::DW, Reg::R1, Reg::R0, 0)
+        .alu_imm(Alu::Add, Reg::R1, 1)
+        .store(Size::DW, Reg::R0, 0, Reg::R1)
+        .bind(out)
+        .mov_imm(Reg::R0, 0)
+        .exit();
+    let prog = Program::load_raw_tracepoint("pkg_test_task", &a.finish(), &[&store]).unwrap();
+    let attached = prog.attach_raw("sys_enter").unwrap();
+    stdin.write_all(b"a\n").unwrap();
+    // User space finds a task's value by a pidfd of it.
+    let value = |pid: u32| {
+        // Safety: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        assert!(fd >= 0, "pidfd_open {pid}");
+        // Safety: fd is a descriptor just opened and owned by nothing else.
+        let fd =
+            unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+        let key = std::os::fd::AsRawFd::as_raw_fd(&fd).to_ne_bytes();
+        store
+            .lookup(&key)
+            .unwrap()
+            .map(|v| u64::from_ne_bytes(v.try_into().unwrap()))
+    };
+    let mut calls = None;
+    for _ in 0..1000 {
+        calls = value(pid);
+        if calls.is_some_and(|n| n >= 2) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(calls.is_some_and(|n| n >= 2), "{calls:?}");
+    // This process made calls too, but has no value: the program never created one.
+    assert_eq!(value(std::process::id()), None);
+    drop(attached);
+    stdin.write_all(b"b\n").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

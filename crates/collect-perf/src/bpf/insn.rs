@@ -103,6 +103,7 @@ pub enum Helper {
     RingbufReserve = 131,
     RingbufSubmit = 132,
     RingbufDiscard = 133,
+    TaskStorageGet = 156,
     GetCurrentTaskBtf = 158,
     TaskPtRegs = 175,
 }
@@ -277,6 +278,36 @@ impl Asm {
     /// `*(u64 *)(dst + off) += src`, atomically (`BPF_ATOMIC | BPF_ADD`).
     pub fn atomic_add(&mut self, dst: Reg, off: i16, src: Reg) -> &mut Asm {
         self.push(STX | ATOMIC | Size::DW.code(), dst, src, off, 0)
+    }
+
+    /// `out = floor(log2(x))` (0 for `x` <= 1) by halving in six steps, no loop for the
+    /// verifier: OSprof's log2 bucket of a latency. Consumes `x`; clobbers `tmp`.
+    pub fn log2(&mut self, x: Reg, tmp: Reg, out: Reg) -> &mut Asm {
+        self.mov_imm(out, 0);
+        for s in [32, 16, 8, 4, 2, 1] {
+            let skip = self.label();
+            self.mov(tmp, x)
+                .alu_imm(Alu::Rsh, tmp, s)
+                .jmp_imm(Cond::Eq, tmp, 0, skip)
+                .mov(x, tmp)
+                .alu_imm(Alu::Add, out, s)
+                .bind(skip);
+        }
+        self
+    }
+
+    /// Adds one to this CPU's `u64` in the per-CPU array `counts` at the `u32` index stored
+    /// at `key` (an offset from R10); jumps to `missing` if there is no such entry.
+    /// Clobbers R0 to R5.
+    pub fn count_at(&mut self, counts: MapSlot, key: i16, missing: Label) -> &mut Asm {
+        self.ld_map(Reg::R1, counts)
+            .mov(Reg::R2, Reg::R10)
+            .alu_imm(Alu::Add, Reg::R2, i32::from(key))
+            .call(Helper::MapLookupElem)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, missing)
+            .load(Size::DW, Reg::R1, Reg::R0, 0)
+            .alu_imm(Alu::Add, Reg::R1, 1)
+            .store(Size::DW, Reg::R0, 0, Reg::R1)
     }
 
     /// Calls a kernel helper: arguments in `R1`–`R5`, result in `R0`.

@@ -25,6 +25,10 @@ pub enum MapKind {
     RingBuf,
     /// `BPF_MAP_TYPE_LRU_HASH`: a hash that evicts its least recently used entry when full.
     LruHash,
+    /// `BPF_MAP_TYPE_TASK_STORAGE`: a value kept in each task that has one, found from the
+    /// task (`bpf_task_storage_get`), not by a key lookup, and freed with the task
+    /// ([`Map::create_task_storage`]).
+    TaskStorage,
 }
 
 impl MapKind {
@@ -37,6 +41,7 @@ impl MapKind {
             MapKind::StackTrace => 7,
             MapKind::RingBuf => 27,
             MapKind::LruHash => 9,
+            MapKind::TaskStorage => 29,
         }
     }
 
@@ -82,7 +87,15 @@ impl Map {
         value_size: u32,
         max_entries: u32,
     ) -> Result<Map> {
-        Map::create_with(kind, name, key_size, value_size, max_entries, 0)
+        Map::create_attr(
+            Attr::new(),
+            kind,
+            name,
+            key_size,
+            value_size,
+            max_entries,
+            0,
+        )
     }
 
     /// Like [`Map::create`], but a hash map's entries are allocated as they come
@@ -100,10 +113,37 @@ impl Map {
         } else {
             0
         };
-        Map::create_with(kind, name, key_size, value_size, max_entries, flags)
+        Map::create_attr(
+            Attr::new(),
+            kind,
+            name,
+            key_size,
+            value_size,
+            max_entries,
+            flags,
+        )
     }
 
-    fn create_with(
+    /// Creates a task-storage map of `value_size`-byte values ([`MapKind::TaskStorage`]):
+    /// a program reaches the current thread's value from `bpf_get_current_task_btf` with
+    /// one helper call, where a hash costs a key lookup. The kernel asks for the key's and
+    /// value's types, so a minimal BTF is loaded with it. User space reads and writes a
+    /// task's value with a pidfd of the task as the key.
+    ///
+    /// Returns an error saying what the kernel refused.
+    pub fn create_task_storage(name: &str, value_size: u32) -> Result<Map> {
+        let btf = super::btf::load(&super::btf::key_value(value_size))?;
+        let mut attr = Attr::new();
+        attr.u32(48, btf.as_raw_fd() as u32)
+            .u32(52, super::btf::KEY_TYPE)
+            .u32(56, super::btf::VALUE_TYPE);
+        let kind = MapKind::TaskStorage;
+        Map::create_attr(attr, kind, name, 4, value_size, 0, sys::F_NO_PREALLOC)
+    }
+
+    /// Creates a map from `attr` (zero, or with its BTF fields set) and the rest.
+    fn create_attr(
+        mut attr: Attr,
         kind: MapKind,
         name: &str,
         key_size: u32,
@@ -111,7 +151,6 @@ impl Map {
         max_entries: u32,
         flags: u32,
     ) -> Result<Map> {
-        let mut attr = Attr::new();
         attr.u32(0, kind.code())
             .u32(4, key_size)
             .u32(8, value_size)

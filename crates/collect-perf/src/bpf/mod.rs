@@ -12,6 +12,7 @@
 //! Its users are the in-kernel system-call latency collection ([`SyscallLatency`],
 //! `pkgmon --latency`) and the wakers of blocked calls ([`Wakers`], `pkgmon --blocking`).
 
+mod btf;
 mod insn;
 mod latency;
 mod map;

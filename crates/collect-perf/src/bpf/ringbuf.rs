@@ -52,14 +52,7 @@ impl CountedOutput {
             .jmp_imm(Cond::Eq, Reg::R0, 0, counted)
             .store_imm(Size::W, Reg::R10, self.key, self.lost)
             .bind(counted)
-            .ld_map(Reg::R1, self.counts)
-            .mov(Reg::R2, Reg::R10)
-            .alu_imm(Alu::Add, Reg::R2, i32::from(self.key))
-            .call(Helper::MapLookupElem)
-            .jmp_imm(Cond::Eq, Reg::R0, 0, out)
-            .load(Size::DW, Reg::R1, Reg::R0, 0)
-            .alu_imm(Alu::Add, Reg::R1, 1)
-            .store(Size::DW, Reg::R0, 0, Reg::R1);
+            .count_at(self.counts, self.key, out);
     }
 }
 

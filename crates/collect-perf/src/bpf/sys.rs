@@ -10,6 +10,7 @@ pub(crate) const MAP_DELETE_ELEM: u32 = 3;
 pub(crate) const MAP_GET_NEXT_KEY: u32 = 4;
 pub(crate) const PROG_LOAD: u32 = 5;
 pub(crate) const RAW_TRACEPOINT_OPEN: u32 = 17;
+pub(crate) const BTF_LOAD: u32 = 18;
 pub(crate) const MAP_LOOKUP_AND_DELETE_ELEM: u32 = 21;
 
 pub(crate) const PROG_TYPE_TRACEPOINT: u32 = 5;

@@ -131,13 +131,7 @@ fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
 fn count(a: &mut Asm, idx: i32) {
     let skip = a.label();
     a.store_imm(Size::W, Reg::R10, CKEY, idx)
-        .ld_map(Reg::R1, COUNTS);
-    frame_ptr(a, Reg::R2, CKEY);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, skip)
-        .load(Size::DW, Reg::R1, Reg::R0, 0)
-        .alu_imm(Alu::Add, Reg::R1, 1)
-        .store(Size::DW, Reg::R0, 0, Reg::R1)
+        .count_at(COUNTS, CKEY, skip)
         .bind(skip);
 }
 
@@ -329,16 +323,8 @@ pub(super) fn enter_program() -> Code {
 /// the highest bit, then, for r > 1, a binary search of the octave's r lower bounds (the
 /// BOUNDS array, filled from [`latency::Resolution::lower_bound`]) in a fixed number of steps.
 fn bucket(a: &mut Asm, r: u32) {
-    a.load(Size::DW, Reg::R1, Reg::R10, NS).mov_imm(Reg::R9, 0);
-    for s in [32, 16, 8, 4, 2, 1] {
-        let skip = a.label();
-        a.mov(Reg::R3, Reg::R1)
-            .alu_imm(Alu::Rsh, Reg::R3, s)
-            .jmp_imm(Cond::Eq, Reg::R3, 0, skip)
-            .mov(Reg::R1, Reg::R3)
-            .alu_imm(Alu::Add, Reg::R9, s)
-            .bind(skip);
-    }
+    a.load(Size::DW, Reg::R1, Reg::R10, NS)
+        .log2(Reg::R1, Reg::R3, Reg::R9);
     if r <= 1 {
         return;
     }
