@@ -74,6 +74,23 @@ pub(crate) struct EventSpec {
     pub mmap_build_ids: bool,
 }
 
+impl EventSpec {
+    /// A counting event on a task and the threads and processes it starts, no samples, no
+    /// stacks: enabled by the caller `now`, else by the kernel at the task's exec.
+    pub(crate) fn task_counter(now: bool) -> EventSpec {
+        EventSpec {
+            freq: 0,
+            stack_user: 0,
+            max_stack: 0,
+            user_only: false,
+            enable_on_exec: !now,
+            inherit: true,
+            wakeup_watermark: 0,
+            mmap_build_ids: false,
+        }
+    }
+}
+
 /// The sample_type every event uses; `ring`/`recording` parse exactly this layout.
 pub(crate) fn sample_type(stack_user: u32) -> u64 {
     let mut t = SAMPLE_IDENTIFIER

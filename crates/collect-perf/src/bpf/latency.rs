@@ -267,16 +267,7 @@ impl SyscallLatency {
         self.maps[PIDS.0]
             .update(&pid.to_ne_bytes(), &v)
             .map_err(|e| Error::io(format!("cannot follow pid {pid} in the BPF map"), e))?;
-        let spec = crate::sys::EventSpec {
-            freq: 0,
-            stack_user: 0,
-            max_stack: 0,
-            user_only: false,
-            enable_on_exec: !now,
-            inherit: true,
-            wakeup_watermark: 0,
-            mmap_build_ids: false,
-        };
+        let spec = crate::sys::EventSpec::task_counter(now);
         let chain = crate::sys::ChainParts {
             kernel: false,
             user: false,

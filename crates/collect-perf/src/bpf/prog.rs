@@ -221,16 +221,7 @@ impl Program {
         tid: i32,
         now: bool,
     ) -> Result<OwnedFd> {
-        let spec = crate::sys::EventSpec {
-            freq: 0,
-            stack_user: 0,
-            max_stack: 0,
-            user_only: false,
-            enable_on_exec: !now,
-            inherit: true,
-            wakeup_watermark: 0,
-            mmap_build_ids: false,
-        };
+        let spec = crate::sys::EventSpec::task_counter(now);
         let mut attr = crate::sys::counter_attr(config, &spec);
         let fd = crate::sys::open(&mut attr, tid, -1).map_err(|e| Error::Tracing {
             what: format!("cannot count the {what} of pid {tid}"),
