@@ -244,7 +244,17 @@ fn nanosleep_of_1ms_peaks_in_the_2_20_bucket_and_sleeps_in_do_nanosleep() {
         .collect();
     let report = pkgprof(&["--blocking"], &run.dir);
     let woken: u64 = wakers.iter().map(|w| w.count).sum();
-    assert_eq!(woken, sleeps, "{report}");
+    // The kernel now and then does not run the waking program for a wake-up it counts (1 in
+    // 300 under load: collect-perf bpf/wakers.rs): such a sleep is listed as "waker not seen",
+    // never dropped, so every sleep is either woken or said to be unseen.
+    assert!(
+        woken + 3 >= sleeps && woken <= sleeps,
+        "{woken} of {sleeps}\n{report}"
+    );
+    if woken < sleeps {
+        let unseen = format!("{} x  waker not seen", sleeps - woken);
+        assert!(report.contains(&unseen), "{unseen}?\n{report}");
+    }
     assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
     assert!(report.contains("slept in do_nanosleep"), "{report}");
     assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
