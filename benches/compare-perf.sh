@@ -24,6 +24,10 @@
 #    not grow with time shows the same peak for both lengths.
 # 3. What the user stack copy costs pkgmon: a deep-stack workload (recursion.c of the truth
 #    tests, 200 levels) at 4 kHz with --stack-size 0, 8192 and the default 65528.
+# 4. (PARTS=split, not in the default set) What the sampled task pays at 10 kHz under pkgmon as
+#    it is, with --stack-size 0, with --stack-size 0 --max-stack 127 (perf's limit), and under
+#    `perf record -g`: the large workload's own CPU time over the bare run's, RUNS interleaved
+#    rounds, medians.
 #
 # Needs root (or perf_event_paranoid <= 1), perf, hyperfine and cc. On a shared machine the
 # figures move with the load: the load average is printed with them.
@@ -192,6 +196,34 @@ for size in 0 8192 65528; do
   c=$(cpu_of stack.json | awk -v s="$size" '$1 == "stack" && $2 == s {print $3}')
   python3 -c "import sys; b,c,n=map(float,sys.argv[1:4]); print(f'| --stack-size {sys.argv[4]} | {c-b:.3f} | {int(n)} | {(c-b)/n*1e6:.1f} | {sys.argv[5]} |')" "$bare" "$c" "$n" "$size" "$t"
 done
+fi
+if [[ " $parts " == *" split "* ]]; then
+echo
+echo "## The sampled task's CPU at 10 kHz, load average before: $(load)"
+echo
+python3 - "$pkgmon" "$runs" <<'PY'
+import os, statistics, subprocess, sys
+pkgmon, rounds = sys.argv[1], int(sys.argv[2])
+env = dict(os.environ, WORK_CPU_OUT="work.cpu")
+work = ["./work", "2800"]
+variants = {
+    "bare": work,
+    "pkgmon": [pkgmon, "-o", "pk.split", "-F", "10000", "--"] + work,
+    "pkgmon --stack-size 0": [pkgmon, "-o", "pk.split", "-F", "10000", "--stack-size", "0", "--"] + work,
+    "pkgmon --stack-size 0 --max-stack 127": [pkgmon, "-o", "pk.split", "-F", "10000", "--stack-size", "0", "--max-stack", "127", "--"] + work,
+    "perf record -g": ["perf", "record", "-B", "-q", "-F", "10000", "-g", "-o", "perf.split", "--"] + work,
+}
+cpu = {name: [] for name in variants}
+for _ in range(rounds):
+    for name, cmd in variants.items():
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+        cpu[name].append(float(open("work.cpu").read()))
+        subprocess.run(["rm", "-rf", "pk.split", "perf.split"])
+bare = statistics.median(cpu["bare"])
+print("| run | workload CPU (s), median | over bare (s) |\n|---|---|---|")
+for name, values in cpu.items():
+    print(f"| {name} | {statistics.median(values):.3f} | {statistics.median(values) - bare:+.3f} |")
+PY
 fi
 echo
 echo "load average after: $(load)"
