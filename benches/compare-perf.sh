@@ -39,18 +39,12 @@ parts="${PARTS:-cpu memory stack}"
 . "$root/benches/lib.sh"
 needs hyperfine perf cc /usr/bin/time python3
 find_pkgmon
-if [ -n "${WORK:-}" ]; then
-  work_dir="$WORK"
-else
-  work_dir="$(mktemp -d)"
-  trap 'rm -rf "$work_dir"' EXIT
-fi
-mkdir -p "$work_dir"
-cd "$work_dir"
+scratch_dir "${WORK:-}"
+cd "$work"
 cc -O2 -o work "$root/crates/collect-perf/tests/workloads/work.c"
 cc -O2 -fno-omit-frame-pointer -o recursion "$root/crates/pkgprof-cli/tests/truth/recursion.c"
 load() { cut -d' ' -f1-3 /proc/loadavg; }
-echo "work dir: $work_dir; $(nproc) cpus; $(uname -r); load average: $(load)"
+echo "work dir: $work; $(nproc) cpus; $(uname -r); load average: $(load)"
 
 # hyperfine's mean user + system seconds of each command, by name, from its JSON.
 cpu_of() {

@@ -24,13 +24,7 @@ window="${WINDOW:-2}"
 . "$root/benches/lib.sh"
 needs cc farm-bench
 find_pkgmon
-if [ -n "${OUT:-}" ]; then
-  work="$OUT"
-  mkdir -p "$work"
-else
-  work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
-fi
+scratch_dir "${OUT:-}"
 dir="${DIR:-}"
 if [ -z "$dir" ]; then
   dir="$work/cont"

@@ -18,3 +18,15 @@ find_pkgmon() {
   fi
   pkgprof="$(realpath "${PKGPROF:-$(dirname "$pkgmon")/pkgprof}")"
 }
+
+# Sets `work` to the scratch directory $1 (made if missing, kept), or to a new temporary one
+# removed when the script exits.
+scratch_dir() {
+  if [ -n "${1:-}" ]; then
+    work="$1"
+    mkdir -p "$work"
+  else
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+  fi
+}

@@ -38,13 +38,7 @@ window="${WINDOW:-60}"
 . "$root/benches/lib.sh"
 needs cc python3
 find_pkgmon
-if [ -n "${OUT:-}" ]; then
-  work="$OUT"
-  mkdir -p "$work"
-else
-  work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
-fi
+scratch_dir "${OUT:-}"
 cc -O2 -o "$work/churn" "$root/benches/workloads/churn.c"
 rm -rf "$work/cont"
 
