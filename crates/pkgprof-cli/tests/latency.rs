@@ -310,7 +310,10 @@ fn getpid_via(how: &str) {
     // tracing's own cost (~0.5 us a call, more on a loaded machine: the program's mode was 8
     // while the kernel's was 6 in a CI run at load 4): never above the program's mode, and
     // below 1 us (bucket 10 starts at 1,024 ns), where a getpid is.
-    assert!(pk[0].mode <= own && pk[0].mode < 10, "{how}: {pk:?} vs {own}");
+    assert!(
+        pk[0].mode <= own && pk[0].mode < 10,
+        "{how}: {pk:?} vs {own}"
+    );
     assert!(h.total_ns() <= run.own.total, "{how}: {} ns", h.total_ns());
     assert!(ops.iter().all(|o| o.blocking.is_none()));
     assert_eq!(p.file.dropped, 0);
