@@ -83,7 +83,7 @@ fn built(build: Build) -> PathBuf {
         .join(build.flag().trim_start_matches('-'));
     std::fs::create_dir_all(&d).unwrap();
     let f = build.flag();
-    for name in ["recursion", "bigstack"] {
+    for name in ["recursion", "bigstack", "callback", "signal"] {
         cc(&d.join(name), &[&"-O2", &f, &src.join(format!("{name}.c"))]);
     }
     for (lib, source) in [
@@ -389,6 +389,18 @@ fn check_workload(name: &str, args: impl Fn(&Path) -> Vec<String>) {
 fn recursion_direct_mutual_and_called_shallowly_and_deeply() {
     let _s = serial();
     check_workload("recursion", |_| vec!["3".into()]);
+}
+
+#[test]
+fn callbacks_from_libc() {
+    let _s = serial();
+    check_workload("callback", |_| vec!["1".into()]);
+}
+
+#[test]
+fn signal_handlers() {
+    let _s = serial();
+    check_workload("signal", |_| vec!["1".into()]);
 }
 
 #[test]
