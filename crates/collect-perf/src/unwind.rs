@@ -667,7 +667,11 @@ impl ProcessUnwinder {
         }
         match frames.last() {
             _ if s.chain_limited => StackEnd::CallchainLimit,
-            Some(last) if frames.len() > 1 && last.position.is_none() => StackEnd::StackCopy,
+            // Beyond a copy the kernel cut by its size; a chain that leaves a copy which
+            // holds the whole stack has left the stack, and says no more than a stuck unwind.
+            Some(last) if frames.len() > 1 && last.position.is_none() && s.stack_copy_full => {
+                StackEnd::StackCopy
+            }
             _ => StackEnd::UnwindInfo,
         }
     }
@@ -789,8 +793,15 @@ impl ProcessUnwinder {
             // A signal restorer's frame: the next frame is the code the signal interrupted,
             // its registers in the ucontext just above (the restorer's unwind entry says so in
             // DWARF expressions, which framehop does not evaluate).
+            // A sample in the restorer's `rt_sigreturn` has its user ip just past the
+            // `syscall` instruction, the entry's end.
             let at = address.address_for_lookup();
-            if live.signal_frames.iter().any(|f| f.contains(&at)) {
+            let ip = matches!(address, FrameAddress::InstructionPointer(_));
+            if live
+                .signal_frames
+                .iter()
+                .any(|f| f.contains(&at) || (ip && at == f.end))
+            {
                 let Some((ip, sp, bp)) = crate::signal_frame::registers(r.sp(), &mut read) else {
                     let needs = r.sp().saturating_add(crate::signal_frame::UC_READ);
                     return if copy_full && needs > copy_end {
