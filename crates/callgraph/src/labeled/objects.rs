@@ -48,9 +48,20 @@ impl LoadedObject {
 /// build-id is the file at its path now, for every window alike). It keeps at most
 /// [`ObjectCache::BYTES`] of symbol tables; objects beyond are read by each merge, as without
 /// it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ObjectCache {
     found: std::sync::Mutex<Cached>,
+    /// The most symbol-table bytes kept ([`ObjectCache::BYTES`]; less in tests).
+    limit: usize,
+}
+
+impl Default for ObjectCache {
+    fn default() -> Self {
+        ObjectCache {
+            found: Default::default(),
+            limit: Self::BYTES,
+        }
+    }
 }
 
 /// The objects kept, and the bytes their symbol tables take.
@@ -92,7 +103,7 @@ impl ObjectCache {
             .map(|s| std::mem::size_of_val(s) + s.name.len())
             .sum();
         let mut cached = cache.lock();
-        if cached.bytes + bytes <= Self::BYTES && !cached.objects.contains_key(&key) {
+        if cached.bytes + bytes <= cache.limit && !cached.objects.contains_key(&key) {
             cached.bytes += bytes;
             cached.objects.insert(key, o.clone());
         }
@@ -589,6 +600,32 @@ mod tests {
             Some(0x2000 + 11 - 0x10)
         );
         assert_eq!(got_slot(&[0x68, 0, 0, 0, 0], 0x1000), None);
+    }
+
+    #[test]
+    fn the_cache_keeps_what_fits_its_bound_and_finds_the_rest_anew() {
+        let a = fixtures().join("objects/reader");
+        let b = fixtures().join("objects-stripped/libfake.so");
+        let size = |p: &Path| -> usize {
+            let o = find(p, None, &[]).unwrap();
+            (o.table.symbols().iter())
+                .map(|s| std::mem::size_of_val(s) + s.name.len())
+                .sum()
+        };
+        let cache = ObjectCache {
+            limit: size(&a) + size(&b) - 1,
+            ..ObjectCache::default()
+        };
+        let first = ObjectCache::find(Some(&cache), &a, None, &[]).unwrap();
+        let other = ObjectCache::find(Some(&cache), &b, None, &[]).unwrap();
+        // Only the first fits; the second is found again at each merge, the same object.
+        assert_eq!(cache.len(), 1);
+        let again = ObjectCache::find(Some(&cache), &a, None, &[]).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        let other_again = ObjectCache::find(Some(&cache), &b, None, &[]).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&other, &other_again));
+        assert_eq!(names(&other.table), names(&other_again.table));
+        assert_eq!(cache.len(), 1);
     }
 
     #[test]
