@@ -15,6 +15,10 @@
 //!   only until its thread has a value, then each enter and exit finds it with one helper
 //!   call instead of two hash lookups (other tasks' calls pay a storage miss and the pid
 //!   lookup). Compare it with `pair`.
+//! - `fentry`: `empty`, on fentry/fexit programs on `x64_sys_call` (the kernel's system-call
+//!   dispatch, through an ftrace trampoline) in place of the raw tracepoints, whose slow
+//!   path in every task's calls is most of the floor. Kernels that refuse tracing programs
+//!   (this one, even to root: it is in lockdown) say so, and the step ends there.
 //!
 //! The full collection is `pkgmon --latency`; benches/compare-latency.sh runs this beside it:
 //! `latency_floor STEP -- CMD [ARGS]` (root).
@@ -30,10 +34,13 @@ mod floor {
     const START: MapSlot = MapSlot(1);
     const HIST: MapSlot = MapSlot(2);
     const TASK: MapSlot = MapSlot(3);
-    /// The steps, in order: each does what the ones before it do, and one thing more; the
-    /// last, `task`, is `pair` done with task storage.
-    pub const STEPS: [&str; 6] = ["empty", "filter", "clock", "pair", "site", "task"];
+    /// The steps, in order: each does what the ones before it do, and one thing more; then
+    /// `task`, `pair` done with task storage, and `fentry`, `empty` on another hook.
+    pub const STEPS: [&str; 7] = ["empty", "filter", "clock", "pair", "site", "task", "fentry"];
     const TASK_STEP: usize = 5;
+    const FENTRY_STEP: usize = 6;
+    /// The kernel function the `fentry` step's programs run at: every system call's dispatch.
+    const SYSCALL_FUNCTION: &str = "x64_sys_call";
     /// `BPF_LOCAL_STORAGE_GET_F_CREATE`.
     const F_CREATE: i32 = 1;
 
@@ -102,6 +109,9 @@ mod floor {
         if step == TASK_STEP {
             return task_program(enter);
         }
+        if step == FENTRY_STEP {
+            return program(0, enter);
+        }
         let mut a = Asm::new();
         let out = a.label();
         a.mov(Reg::R6, Reg::R1);
@@ -169,9 +179,17 @@ mod floor {
         let refs: Vec<&Map> = maps.iter().collect();
         let mut attached: Vec<(Program, Attachment)> = Vec::new();
         for (tp, enter) in [("sys_exit", false), ("sys_enter", true)] {
-            let p = Program::load_raw_tracepoint("floor", &program(step, enter), &refs)
-                .map_err(|e| err(&e))?;
-            let at = p.attach_raw(tp).map_err(|e| err(&e))?;
+            let code = program(step, enter);
+            let (p, at) = if step == FENTRY_STEP {
+                let p = Program::load_fentry("floor", &code, &refs, SYSCALL_FUNCTION, !enter)
+                    .map_err(|e| format!("fentry on {SYSCALL_FUNCTION}: {e}"))?;
+                let at = p.attach_tracing().map_err(|e| err(&e))?;
+                (p, at)
+            } else {
+                let p = Program::load_raw_tracepoint("floor", &code, &refs).map_err(|e| err(&e))?;
+                let at = p.attach_raw(tp).map_err(|e| err(&e))?;
+                (p, at)
+            };
             attached.push((p, at));
         }
         // The command waits for a line on its stdin, so it is followed before it starts.

@@ -1,6 +1,7 @@
 //! The least BTF (BPF Type Format) a map needs when the kernel asks for its key's and value's
 //! types: task storage refuses a map without them. The types are an `int` key and a value of
-//! bytes; the kernel checks only their sizes against the map's.
+//! bytes; the kernel checks only their sizes against the map's. And the one lookup a tracing
+//! program needs in the kernel's own BTF: the id of the function it attaches to.
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
@@ -71,6 +72,60 @@ pub(super) fn load(blob: &[u8]) -> Result<OwnedFd> {
     })
 }
 
+/// `BTF_KIND_FUNC`.
+const KIND_FUNC: u32 = 12;
+
+/// The id of function `name` in the BTF blob `b` (the kernel's: `/sys/kernel/btf/vmlinux`),
+/// or None. Types are numbered from 1 in the order they come; each kind's extra data after
+/// its 12-byte header is skipped by its size.
+pub(super) fn func_id(b: &[u8], name: &str) -> Option<u32> {
+    let u32_at = |at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    if b.get(..2)? != MAGIC.to_ne_bytes() {
+        return None;
+    }
+    let hdr = u32_at(4)? as usize;
+    let (type_off, type_len) = (u32_at(8)? as usize, u32_at(12)? as usize);
+    let (str_off, str_len) = (u32_at(16)? as usize, u32_at(20)? as usize);
+    let strings = b.get(hdr + str_off..hdr + str_off + str_len)?;
+    let name_at = |off: usize| -> Option<&[u8]> {
+        let s = strings.get(off..)?;
+        Some(&s[..s.iter().position(|&c| c == 0)?])
+    };
+    let (mut at, end) = (hdr + type_off, hdr + type_off + type_len);
+    let mut id = 1u32;
+    while at + 12 <= end {
+        let (name_off, info) = (u32_at(at)? as usize, u32_at(at + 4)?);
+        let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
+        if kind == KIND_FUNC && name_at(name_off)? == name.as_bytes() {
+            return Some(id);
+        }
+        at += 12
+            + match kind {
+                KIND_INT | 14 | 17 => 4,
+                KIND_ARRAY => 12,
+                4 | 5 | 15 | 19 => 12 * vlen,
+                6 | 13 => 8 * vlen,
+                _ => 0,
+            };
+        id += 1;
+    }
+    None
+}
+
+/// The id of kernel function `name` in `/sys/kernel/btf/vmlinux`.
+///
+/// Returns an error if the kernel has no BTF or no such function.
+pub(super) fn vmlinux_func(name: &str) -> Result<u32> {
+    let path = "/sys/kernel/btf/vmlinux";
+    let b = std::fs::read(path).map_err(|e| Error::io(format!("cannot read {path}"), e))?;
+    func_id(&b, name).ok_or_else(|| Error::Tracing {
+        what: format!("{path} has no function {name}"),
+        source: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +146,25 @@ mod tests {
             (3 << 24, 2, 16)
         );
         assert_eq!(&b[80..], b"\0int\0u8\0");
+    }
+
+    #[test]
+    fn a_function_is_found_by_name_past_types_of_every_size() {
+        // [1] int, [2] u8, [3] u8[16], then [4] a FUNC named "u8" (its type: 0).
+        let mut b = key_value(16);
+        let type_len = 56 + 12;
+        b.truncate(24 + 56);
+        b.extend(
+            [NAME_U8, KIND_FUNC << 24, 0]
+                .iter()
+                .flat_map(|v| v.to_ne_bytes()),
+        );
+        b.extend(STRINGS);
+        b[12..16].copy_from_slice(&(type_len as u32).to_ne_bytes());
+        b[16..20].copy_from_slice(&(type_len as u32).to_ne_bytes());
+        assert_eq!(func_id(&b, "u8"), Some(4));
+        // An int is not a function.
+        assert_eq!(func_id(&b, "int"), None);
+        assert_eq!(func_id(&b[..20], "u8"), None);
     }
 }

@@ -2,13 +2,18 @@
 //! log2 histograms per (process image, system call, user call site) counted by BPF programs,
 //! so no record crosses to user space and none can be lost.
 //!
-//! Six short programs (`programs.rs`) share five maps:
+//! Six short programs (`programs.rs`) share six maps:
 //! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
-//!   launched command's exec too) and counts its execs (`gen`: which image runs);
-//!   `sched_process_fork` follows the children of followed processes (inherit semantics);
-//!   `sched_process_exit` counts a call its task never returned from and forgets the task.
-//! - `sys_enter` (a raw tracepoint) keeps, per thread of an armed process, the entry time, the system
-//!   call, its user call site and the image, in an entry written in place at each call.
+//!   launched command's exec too) and counts its execs (`gen`: which image runs), in the
+//!   process's entry and in the exec'ing thread's value; `sched_process_fork` follows the
+//!   children of followed processes (inherit semantics); `sched_process_exit` puts a call its
+//!   task never returned from in a map read at drains, and forgets the task.
+//! - `sys_enter` (a raw tracepoint) keeps, per thread of an armed process, the entry time, the
+//!   system call, its user call site and the image, in the thread's task-storage value,
+//!   written in place at each call. The value is found from the current task with one helper
+//!   call; a thread without one looks its process up (the pid filter) and gets one if the
+//!   process is followed and armed, so the process is looked up once per thread, not twice
+//!   per call (benches/examples/latency_floor.rs measures both: `pair` and `task`).
 //! - the software page-fault event of the followed tasks (the event the ring path counts,
 //!   so both paths count the same faults) counts the faults taken during a call.
 //! - `sys_exit` (a raw tracepoint) computes the latency, its bucket at resolution r (the paper's
@@ -34,6 +39,12 @@
 //! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
 //! return address). Deeper frames than three are not kept on either path by default.
 //!
+//! Task storage cannot be listed from user space: at the end, the calls still open are read
+//! from the values of the followed processes' live threads (a pidfd of each thread is the
+//! key) and put under the key the exit program would give them, so a thread exiting
+//! meanwhile is counted once ([`SyscallLatency::finish`]). A kernel without task storage
+//! (before 5.11) is refused with a message naming `--latency-path ring`.
+//!
 //! Every tracepoint program returns 1: a tracepoint's programs decide whether its perf events
 //! see the hit, and the collection must not hide hits from anyone's events (its own counting
 //! events, another tool's recording). A raw tracepoint program's return value is ignored.
@@ -46,7 +57,7 @@
 //! histogram entries, followed processes) are counted and reported. A reused pid's processes are not told apart (the last one gets the calls).
 
 use std::collections::HashMap;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use gmon_format::latency::EventCheck;
 use latency::Resolution;
@@ -63,9 +74,10 @@ mod programs;
 pub(super) use programs::field;
 
 use programs::{
-    COUNTS, ENTERS, EXITS, HIST, HIST_FULL, HIST_KEY, HIST_VALUE, N_COUNTS, Offsets, PIDS,
-    PIDS_FULL, S_GEN, S_TGID, START, START_FULL, START_VALUE, Shape, UNPAIRED_ENTER, UNPAIRED_EXIT,
-    enter_program, exec_program, exit_program, exit_task_program, fault_program, fork_program,
+    COUNTS, ENTERS, EXITS, GONE, GONE_KEY, GONE_VALUE, HIST, HIST_FULL, HIST_KEY, HIST_VALUE,
+    N_COUNTS, Offsets, PIDS, PIDS_FULL, S_GEN, S_T0, S_TGID, START_FULL, Shape, TASK, TASK_VALUE,
+    UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program, exit_task_program,
+    fault_program, fork_program,
 };
 
 /// One histogram entry, as read from the kernel (summed over CPUs).
@@ -126,7 +138,11 @@ impl LatencyCounts {
 pub struct SyscallLatency {
     maps: Vec<Map>,
     _programs: Vec<Program>,
+    /// The process programs' (exec, fork, exit): the exit's stays until the end's open calls
+    /// are read ([`SyscallLatency::finish`]).
     attachments: Vec<Attachment>,
+    /// The system-call programs'.
+    sys_attachments: Vec<Attachment>,
     fault: Program,
     /// The page-fault events running `fault` on the followed tasks.
     fault_events: Vec<OwnedFd>,
@@ -140,6 +156,8 @@ pub struct SyscallLatency {
     start: u64,
     /// Sums drained so far: histogram key bytes → sums.
     drained: HashMap<Vec<u8>, Counted>,
+    /// Calls left open by exited threads drained so far (GONE): (tgid, gen) → calls.
+    gone: HashMap<(u32, u32), u64>,
 }
 
 /// A histogram key's fields: (tgid, generation, system call, slice, bucket, [pc, word at the
@@ -177,12 +195,24 @@ impl SyscallLatency {
             resolution: r,
             slices: opts.slice_ns.map(|l| (start_ns, l)),
         };
+        // Each thread's open call is in a task-storage value, found from the task with one
+        // helper call where a hash keyed by tid costs a lookup (and the pid filter another):
+        // benches/examples/latency_floor.rs's `pair` and `task` steps.
+        let task =
+            Map::create_task_storage("pkg_task", TASK_VALUE).map_err(|e| Error::Tracing {
+                what: format!(
+                    "in-kernel counting keeps each thread's open call in BPF task storage (Linux \
+                 5.11 or later), which this kernel refused ({e}); use --latency-path ring"
+                ),
+                source: None,
+            })?;
         let maps = vec![
             Map::create(MapKind::Hash, "pkg_pids", 4, 8, 16384)?,
-            Map::create(MapKind::Hash, "pkg_start", 4, START_VALUE, 32768)?,
+            task,
             Map::create_sparse(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
             Map::create(MapKind::PercpuArray, "pkg_counts", 4, 8, N_COUNTS)?,
             Map::create(MapKind::Array, "pkg_bounds", 4, 8, 64 * r)?,
+            Map::create_sparse(MapKind::Hash, "pkg_gone", GONE_KEY, GONE_VALUE, 65536)?,
         ];
         for b in 0..64 * r {
             maps[programs::BOUNDS.0]
@@ -225,8 +255,9 @@ impl SyscallLatency {
         }
         // The exit's program first: a call entered before the enter program was attached is
         // then counted as an exit without entry.
+        let mut sys_attachments = Vec::new();
         for (p, name) in &sys_programs {
-            attachments.push(p.attach_raw(name)?);
+            sys_attachments.push(p.attach_raw(name)?);
         }
         let programs = programs
             .into_iter()
@@ -239,6 +270,7 @@ impl SyscallLatency {
             fault,
             fault_events: Vec::new(),
             attachments,
+            sys_attachments,
             counting: Vec::new(),
             enter_format: enter,
             exit_format: exit,
@@ -246,6 +278,7 @@ impl SyscallLatency {
             counting_events: opts.counting_events,
             start: start_ns,
             drained: HashMap::new(),
+            gone: HashMap::new(),
         })
     }
 
@@ -343,7 +376,62 @@ impl SyscallLatency {
                 e.faults += c.faults;
             }
         }
+        let gone = &self.maps[GONE.0];
+        for k in gone
+            .keys()
+            .map_err(|e| Error::io("cannot read the BPF map of open calls", e))?
+        {
+            if let Some(v) = gone
+                .take(&k)
+                .map_err(|e| Error::io("cannot read the BPF map of open calls", e))?
+            {
+                *self.gone.entry((u32_at(&v, 0), u32_at(&v, 4))).or_default() += 1;
+            }
+        }
         Ok(())
+    }
+
+    /// Puts the open calls of the followed processes' threads still alive in GONE, under the
+    /// key the exit program gives a call when its thread exits (tid, t0), so a thread that
+    /// exits meanwhile has its call counted once. The system-call programs must be detached
+    /// (the values no longer change) and the exit program attached (a thread that exits
+    /// before it is read is seen by it). A thread is found from its process's pid in PIDS:
+    /// the threads of a process whose first thread has exited are not (their open calls show
+    /// in the checksums' note). Returns the calls that did not fit in GONE, by image.
+    fn open_calls(&self) -> Vec<(u32, u32)> {
+        let (pids, task, gone) = (&self.maps[PIDS.0], &self.maps[TASK.0], &self.maps[GONE.0]);
+        let mut tids: Vec<i32> = pids
+            .keys()
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|k| crate::procfs::threads(u32_at(k, 0) as i32).unwrap_or_default())
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        let mut left = Vec::new();
+        for tid in tids {
+            let Some(fd) = thread_pidfd(tid) else {
+                continue;
+            };
+            let Ok(Some(v)) = task.lookup(&fd.as_raw_fd().to_ne_bytes()) else {
+                continue;
+            };
+            let t0 = u64_at(&v, S_T0 as usize);
+            if t0 == 0 {
+                continue;
+            }
+            let mut key = [0u8; GONE_KEY as usize];
+            key[..4].copy_from_slice(&tid.to_ne_bytes());
+            key[8..].copy_from_slice(&t0.to_ne_bytes());
+            let img = (u32_at(&v, S_TGID as usize), u32_at(&v, S_GEN as usize));
+            let mut value = [0u8; GONE_VALUE as usize];
+            value[..4].copy_from_slice(&img.0.to_ne_bytes());
+            value[4..].copy_from_slice(&img.1.to_ne_bytes());
+            if gone.update(&key, &value).is_err() {
+                left.push(img);
+            }
+        }
+        left
     }
 
     /// Ends the collection: detaches the programs, drains the maps, reads the counters, and
@@ -351,8 +439,26 @@ impl SyscallLatency {
     ///
     /// Returns an error if a map cannot be read.
     pub fn finish(mut self) -> Result<LatencyCounts> {
-        self.attachments.clear();
+        // The counting events are read just before the programs stop, so that calls a running
+        // process goes on making are in neither count; both programs are detached at once,
+        // each from its own thread, as a detach waits for the programs that run to end (tens
+        // of ms: the system-call tracepoints may fault), and in between one would count calls
+        // the other does not.
+        let (mut enters, mut exits) = (0, 0);
+        for (e, x) in &self.counting {
+            enters += crate::sys::read_count(e).unwrap_or(0);
+            exits += crate::sys::read_count(x).unwrap_or(0);
+        }
+        let sys = std::mem::take(&mut self.sys_attachments);
+        std::thread::scope(|s| {
+            for a in sys {
+                s.spawn(move || drop(a));
+            }
+        });
+        self.counting.clear();
         self.fault_events.clear();
+        let left = self.open_calls();
+        self.attachments.clear();
         self.drain()?;
         let mut out = LatencyCounts {
             start: self.start,
@@ -364,11 +470,6 @@ impl SyscallLatency {
             if let Ok(Some(v)) = counts.lookup(&(i as u32).to_ne_bytes()) {
                 *t = v.chunks(counts.value_stride()).map(|c| u64_at(c, 0)).sum();
             }
-        }
-        let (mut enters, mut exits) = (0, 0);
-        for (e, x) in &self.counting {
-            enters += crate::sys::read_count(e).unwrap_or(0);
-            exits += crate::sys::read_count(x).unwrap_or(0);
         }
         let twin = |n| self.counting_events.then_some(n);
         out.checks = vec![
@@ -407,14 +508,9 @@ impl SyscallLatency {
             }
         }
         // Calls entered and never left (the thread exited, or the run ended first).
-        let start = &self.maps[START.0];
-        for k in start.keys().unwrap_or_default() {
-            if let Ok(Some(v)) = start.lookup(&k)
-                && u64_at(&v, 0) != 0
-            {
-                let img = (u32_at(&v, S_TGID as usize), u32_at(&v, S_GEN as usize));
-                out.images.entry(img).or_default().unpaired_enters += 1;
-            }
+        let gone = self.gone.iter().map(|(img, n)| (*img, *n));
+        for (img, n) in gone.chain(left.into_iter().map(|img| (img, 1))) {
+            out.images.entry(img).or_default().unpaired_enters += n;
         }
         out.dropped = totals[HIST_FULL as usize];
         // The programs' own checksum: every entry and exit they counted is in a bucket,
@@ -439,7 +535,7 @@ impl SyscallLatency {
             ),
             (
                 START_FULL,
-                "calls had no start time: the in-kernel map of open calls was full (counted as exits without entry)",
+                "calls had no start time: the kernel could not give their thread a task-storage value (counted as exits without entry)",
             ),
             (
                 PIDS_FULL,
@@ -453,6 +549,18 @@ impl SyscallLatency {
         }
         Ok(out)
     }
+}
+
+/// A pidfd of thread `tid` (`PIDFD_THREAD`, Linux 6.9; before it, only a process's first
+/// thread has one), the key of its task-storage value; None if it has exited.
+fn thread_pidfd(tid: i32) -> Option<OwnedFd> {
+    let open = |flags: libc::c_int| {
+        // Safety: pidfd_open takes a pid and flags; it returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, tid, flags) };
+        // Safety: a descriptor pidfd_open just returned is ours alone.
+        (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    };
+    open(libc::O_EXCL).or_else(|| open(0))
 }
 
 /// The call site of a call: its pc, the word at the stack pointer (the return address into

@@ -34,7 +34,7 @@ impl Program {
     /// Returns an error if the kernel refuses it: for the verifier, with the end of its log
     /// (the instruction it stopped at and why); for privilege, what to run as.
     pub fn load_tracepoint(name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
-        Program::load(sys::PROG_TYPE_TRACEPOINT, name, code, maps)
+        Program::load(sys::PROG_TYPE_TRACEPOINT, name, code, maps, None)
     }
 
     /// Loads `code` as a `BPF_PROG_TYPE_RAW_TRACEPOINT` program: its context is the
@@ -43,7 +43,7 @@ impl Program {
     ///
     /// Returns an error as [`Program::load_tracepoint`].
     pub fn load_raw_tracepoint(name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
-        Program::load(sys::PROG_TYPE_RAW_TRACEPOINT, name, code, maps)
+        Program::load(sys::PROG_TYPE_RAW_TRACEPOINT, name, code, maps, None)
     }
 
     /// Loads `code` as a `BPF_PROG_TYPE_PERF_EVENT` program, run at each overflow of a
@@ -52,10 +52,40 @@ impl Program {
     ///
     /// Returns an error as [`Program::load_tracepoint`].
     pub fn load_perf_event(name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
-        Program::load(sys::PROG_TYPE_PERF_EVENT, name, code, maps)
+        Program::load(sys::PROG_TYPE_PERF_EVENT, name, code, maps, None)
     }
 
-    fn load(kind: u32, name: &str, code: &Code, maps: &[&Map]) -> Result<Program> {
+    /// Loads `code` as a `BPF_PROG_TYPE_TRACING` program run at the entry (or, if `exit`, the
+    /// return) of kernel function `function` (fentry/fexit, through an ftrace trampoline:
+    /// no tracepoint's slow path); its context is the function's arguments (`u64 args[]`).
+    /// Attach it with [`Program::attach_tracing`].
+    ///
+    /// Returns an error if the kernel has no BTF for the function or refuses the program
+    /// (some refuse it even to root: a kernel in lockdown, or without the ftrace functions).
+    pub fn load_fentry(
+        name: &str,
+        code: &Code,
+        maps: &[&Map],
+        function: &str,
+        exit: bool,
+    ) -> Result<Program> {
+        let id = super::btf::vmlinux_func(function)?;
+        let kind = if exit {
+            sys::TRACE_FEXIT
+        } else {
+            sys::TRACE_FENTRY
+        };
+        Program::load(sys::PROG_TYPE_TRACING, name, code, maps, Some((kind, id)))
+    }
+
+    /// `attach`: a tracing program's (expected attach type, kernel BTF id of its function).
+    fn load(
+        kind: u32,
+        name: &str,
+        code: &Code,
+        maps: &[&Map],
+        attach: Option<(u32, u32)>,
+    ) -> Result<Program> {
         let mut insns = code.insns.clone();
         for &(at, slot) in &code.map_loads {
             let map = maps.get(slot.0).ok_or_else(|| Error::Tracing {
@@ -80,6 +110,9 @@ impl Program {
             }
             let n = name.as_bytes();
             attr.bytes(48, &n[..n.len().min(15)]);
+            if let Some((expected, btf_id)) = attach {
+                attr.u32(68, expected).u32(108, btf_id);
+            }
             // Safety: the attr points to `bytes` (insn_cnt × 8 bytes), the NUL-terminated
             // licence and, if given, the log buffer of log_size bytes, all alive here.
             unsafe { sys::bpf_fd(sys::PROG_LOAD, &mut attr) }
@@ -185,6 +218,23 @@ impl Program {
         Ok(Attachment { _event: link })
     }
 
+    /// Attaches this tracing program ([`Program::load_fentry`]) to its function. Detached
+    /// when the [`Attachment`] drops.
+    ///
+    /// Returns an error if the kernel refuses it.
+    pub fn attach_tracing(&self) -> Result<Attachment> {
+        let mut attr = Attr::new();
+        attr.u32(8, self.fd.as_raw_fd() as u32);
+        // Safety: the attr holds no pointer (no name: the program's function is its target).
+        let link = unsafe { sys::bpf_fd(sys::RAW_TRACEPOINT_OPEN, &mut attr) }.map_err(|e| {
+            Error::Tracing {
+                what: format!("the kernel refused to attach BPF program {}", self.name),
+                source: Some(e),
+            }
+        })?;
+        Ok(Attachment { _event: link })
+    }
+
     /// Runs this program at each overflow of `event` (a sampling perf event, e.g. a software
     /// event with period 1, opened by the caller; inherited copies run it too).
     ///
@@ -251,7 +301,13 @@ fn refused(name: &str, log: &[u8], e: std::io::Error) -> Error {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(12)..].join("\n  ");
     let what = if tail.is_empty() {
+        // Safety: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
         let advice = match e.raw_os_error() {
+            Some(libc::EPERM) if root => {
+                ": refused to root without a word from the verifier (a kernel in lockdown, \
+                 see /sys/kernel/security/lockdown, or a security module)"
+            }
             Some(libc::EPERM) => ": run as root or with CAP_BPF and CAP_PERFMON",
             _ => "",
         };

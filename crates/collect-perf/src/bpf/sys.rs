@@ -16,6 +16,10 @@ pub(crate) const MAP_LOOKUP_AND_DELETE_ELEM: u32 = 21;
 pub(crate) const PROG_TYPE_TRACEPOINT: u32 = 5;
 pub(crate) const PROG_TYPE_PERF_EVENT: u32 = 7;
 pub(crate) const PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
+pub(crate) const PROG_TYPE_TRACING: u32 = 26;
+/// `BPF_TRACE_FENTRY`, `BPF_TRACE_FEXIT`: a tracing program's expected attach types.
+pub(crate) const TRACE_FENTRY: u32 = 24;
+pub(crate) const TRACE_FEXIT: u32 = 25;
 /// `BPF_F_NO_PREALLOC`: hash entries allocated on update, not all at creation.
 pub(crate) const F_NO_PREALLOC: u32 = 1;
 /// `BPF_F_RDONLY_PROG`-free default: `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` for updates.

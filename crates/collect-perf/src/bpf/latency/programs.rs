@@ -7,10 +7,13 @@ use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
 pub(super) const PIDS: MapSlot = MapSlot(0);
-pub(super) const START: MapSlot = MapSlot(1);
+/// The threads' values (task storage): each thread's open call and its image.
+pub(super) const TASK: MapSlot = MapSlot(1);
 pub(super) const HIST: MapSlot = MapSlot(2);
 pub(super) const COUNTS: MapSlot = MapSlot(3);
 pub(super) const BOUNDS: MapSlot = MapSlot(4);
+/// The calls left open by exited threads: (tid, t0) → (tgid, gen), read at drains.
+pub(super) const GONE: MapSlot = MapSlot(5);
 
 /// Entries of the counters map.
 pub(super) const ENTERS: i32 = 0;
@@ -26,6 +29,10 @@ pub(super) const UNPAIRED_EXIT: u32 = 0xffff_fff1;
 
 /// `BPF_NOEXIST`.
 pub(super) const NOEXIST: i32 = 1;
+/// The error of an update with NOEXIST of a key that exists.
+const EEXIST: i32 = 17;
+/// `BPF_LOCAL_STORAGE_GET_F_CREATE`.
+pub(super) const F_CREATE: i32 = 1;
 /// The first bytes of x86_64's `struct pt_regs` (`arch/x86/include/uapi/asm/ptrace.h`, the
 /// layout ptrace shows user space, fixed by the ABI), through `sp`, and the offsets in it of
 /// the user registers the call site comes from.
@@ -39,9 +46,9 @@ pub(super) const FRAME_SPAN: i32 = 8 << 20;
 
 // The programs' stack frame (offsets from R10).
 pub(super) const KEY32: i16 = -4;
-pub(super) const TID: i16 = -8;
-/// The start value: t0, ip, ret, up, faults, nr, tgid, gen, pad.
-pub(super) const SV: i16 = -64;
+/// The key and value of a call left open by an exiting thread: (tid, pad, t0), (tgid, gen).
+pub(super) const GK: i16 = -32;
+pub(super) const GV: i16 = -40;
 /// A copy of the user registers.
 pub(super) const REGS: i16 = -224;
 pub(super) const CKEY: i16 = -228;
@@ -53,7 +60,8 @@ pub(super) const BKEY: i16 = -300;
 /// The histogram value: count, total, min, max, faults.
 pub(super) const HV: i16 = -344;
 
-// The start value's fields.
+// The thread's value's fields: its open call (t0 = 0 when none), the process and the image
+// the call began in, and the image the thread runs now (set by the exec program).
 pub(super) const S_T0: i16 = 0;
 pub(super) const S_IP: i16 = 8;
 pub(super) const S_RET: i16 = 16;
@@ -62,7 +70,10 @@ pub(super) const S_FAULTS: i16 = 32;
 pub(super) const S_NR: i16 = 40;
 pub(super) const S_TGID: i16 = 44;
 pub(super) const S_GEN: i16 = 48;
-pub(super) const START_VALUE: u32 = 56;
+pub(super) const S_IMG: i16 = 52;
+pub(super) const TASK_VALUE: u32 = 56;
+pub(super) const GONE_KEY: u32 = 16;
+pub(super) const GONE_VALUE: u32 = 8;
 
 // The histogram key's fields.
 pub(super) const K_TGID: i16 = 0;
@@ -155,14 +166,14 @@ fn followed(a: &mut Asm, out: Label) {
 /// Adds one call of NS ns and FAULTS faults to the histogram entry at HK (created if new;
 /// a full map is counted).
 fn hist_add(a: &mut Asm) {
-    let new = a.label();
-    let done = a.label();
+    let (new, found, done, full) = (a.label(), a.label(), a.label(), a.label());
     let (set_min, no_min, no_max) = (a.label(), a.label(), a.label());
     a.ld_map(Reg::R1, HIST);
     frame_ptr(a, Reg::R2, HK);
     // A key another CPU created has this CPU's value zeroed: its first call sets the min.
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, new)
+        .bind(found)
         .load(Size::DW, Reg::R1, Reg::R0, 0)
         .mov(Reg::R3, Reg::R1)
         .alu_imm(Alu::Add, Reg::R1, 1)
@@ -197,9 +208,17 @@ fn hist_add(a: &mut Asm) {
         .ld_map(Reg::R1, HIST);
     frame_ptr(a, Reg::R2, HK);
     frame_ptr(a, Reg::R3, HV);
+    // Another CPU may have made the key since the lookup (the update then fails with
+    // EEXIST): the call is added to it.
     a.mov_imm(Reg::R4, NOEXIST)
         .call(Helper::MapUpdateElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, done);
+        .jmp_imm(Cond::Eq, Reg::R0, 0, done)
+        .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
+        .ld_map(Reg::R1, HIST);
+    frame_ptr(a, Reg::R2, HK);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, found)
+        .bind(full);
     count(a, HIST_FULL);
     a.bind(done);
 }
@@ -217,38 +236,58 @@ fn unpaired(a: &mut Asm, marker: u32) {
     hist_add(a);
 }
 
-/// Looks up the thread's entry (TID) in START: jumps to `none` if it has none, to `closed` if
-/// its last call returned; else counts that call as entered and never returned, against its
-/// image, and falls through.
-fn count_open_call(a: &mut Asm, none: Label, closed: Label) {
-    a.ld_map(Reg::R1, START);
-    frame_ptr(a, Reg::R2, TID);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, none)
-        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
-        .jmp_imm(Cond::Eq, Reg::R1, 0, closed)
-        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
-        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
-    unpaired(a, UNPAIRED_ENTER);
+/// `R0 = the current thread's value in TASK, or 0`; with `flags` = [`F_CREATE`], a zeroed one
+/// is made if it has none (0 if the kernel cannot). Clobbers R1 to R5.
+fn task_value(a: &mut Asm, flags: i32) {
+    a.call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R2, Reg::R0)
+        .ld_map(Reg::R1, TASK)
+        .mov_imm(Reg::R3, 0)
+        .mov_imm(Reg::R4, flags)
+        .call(Helper::TaskStorageGet);
 }
 
 /// `sys_enter` (a raw tracepoint: R1 points to its arguments, the user registers and the
-/// system-call number): the start of a call of a followed, armed process.
+/// system-call number): the start of a call of a followed, armed process, written into the
+/// thread's value. A thread without a value looks its process up in PIDS and, if it is
+/// followed and armed, gets one: the process is looked up once per thread, not per call.
 pub(super) fn enter_program() -> Code {
     let mut a = Asm::new();
-    let (out, no_regs, insert, copy) = (a.label(), a.label(), a.label(), a.label());
+    let (out, have, made, fill, no_regs) = (a.label(), a.label(), a.label(), a.label(), a.label());
     a.mov(Reg::R6, Reg::R1);
+    task_value(&mut a, 0);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, have);
     followed(&mut a, out);
+    task_value(&mut a, F_CREATE);
+    a.jmp_imm(Cond::Ne, Reg::R0, 0, made);
     count(&mut a, ENTERS);
-    a.call(Helper::KtimeGetNs)
-        .store(Size::DW, Reg::R10, SV + S_T0, Reg::R0)
+    count(&mut a, START_FULL);
+    a.ja(out)
+        .bind(made)
+        .mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::Rsh, Reg::R1, 32)
+        .store(Size::W, Reg::R0, S_TGID, Reg::R1)
+        .store(Size::W, Reg::R0, S_IMG, Reg::R8)
+        .bind(have)
+        .mov(Reg::R9, Reg::R0);
+    count(&mut a, ENTERS);
+    // A call still open never returned (a restarted or abandoned call): counted against its
+    // image first.
+    a.load(Size::DW, Reg::R1, Reg::R9, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, fill)
+        .load(Size::W, Reg::R1, Reg::R9, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R9, S_GEN)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
+    unpaired(&mut a, UNPAIRED_ENTER);
+    a.bind(fill)
+        .call(Helper::KtimeGetNs)
+        .store(Size::DW, Reg::R9, S_T0, Reg::R0)
         .load(Size::DW, Reg::R1, Reg::R6, ARG_1)
-        .store(Size::W, Reg::R10, SV + S_NR, Reg::R1)
-        .store_imm(Size::DW, Reg::R10, SV + S_IP, 0)
-        .store_imm(Size::DW, Reg::R10, SV + S_RET, 0)
-        .store_imm(Size::DW, Reg::R10, SV + S_UP, 0)
+        .store(Size::W, Reg::R9, S_NR, Reg::R1)
+        .store_imm(Size::DW, Reg::R9, S_IP, 0)
+        .store_imm(Size::DW, Reg::R9, S_RET, 0)
+        .store_imm(Size::DW, Reg::R9, S_UP, 0)
         // The user registers (the tracepoint's first argument): pc, stack and frame pointers.
         .load(Size::DW, Reg::R3, Reg::R6, ARG_0)
         .jmp_imm(Cond::Eq, Reg::R3, 0, no_regs);
@@ -257,12 +296,13 @@ pub(super) fn enter_program() -> Code {
         .call(Helper::ProbeReadKernel)
         .jmp_imm(Cond::Ne, Reg::R0, 0, no_regs)
         .load(Size::DW, Reg::R1, Reg::R10, REGS + PT_REGS_IP)
-        .store(Size::DW, Reg::R10, SV + S_IP, Reg::R1)
+        .store(Size::DW, Reg::R9, S_IP, Reg::R1)
         // The word at the stack pointer: the return address into a frameless wrapper's
         // caller.
-        .load(Size::DW, Reg::R3, Reg::R10, REGS + PT_REGS_SP);
-    frame_ptr(&mut a, Reg::R1, SV + S_RET);
-    a.mov_imm(Reg::R2, 8)
+        .load(Size::DW, Reg::R3, Reg::R10, REGS + PT_REGS_SP)
+        .mov(Reg::R1, Reg::R9)
+        .alu_imm(Alu::Add, Reg::R1, i32::from(S_RET))
+        .mov_imm(Reg::R2, 8)
         .call(Helper::ProbeReadUser)
         // The return address of the frame `rbp` points to: the caller's caller, when the
         // caller keeps a frame pointer. Code without frame pointers leaves any value in
@@ -275,47 +315,19 @@ pub(super) fn enter_program() -> Code {
         .alu_reg(Alu::Sub, Reg::R1, Reg::R2)
         .jmp_imm(Cond::Gt, Reg::R1, FRAME_SPAN, no_regs)
         .jmp_imm(Cond::Set, Reg::R3, 7, no_regs)
-        .alu_imm(Alu::Add, Reg::R3, 8);
-    frame_ptr(&mut a, Reg::R1, SV + S_UP);
-    a.mov_imm(Reg::R2, 8)
+        .alu_imm(Alu::Add, Reg::R3, 8)
+        .mov(Reg::R1, Reg::R9)
+        .alu_imm(Alu::Add, Reg::R1, i32::from(S_UP))
+        .mov_imm(Reg::R2, 8)
         .call(Helper::ProbeReadUser)
         .bind(no_regs)
-        .store_imm(Size::DW, Reg::R10, SV + S_FAULTS, 0)
-        .mov(Reg::R1, Reg::R7)
-        .alu_imm(Alu::Rsh, Reg::R1, 32)
-        .store(Size::W, Reg::R10, SV + S_TGID, Reg::R1)
-        .store(Size::W, Reg::R10, SV + S_GEN, Reg::R8)
-        .store_imm(Size::W, Reg::R10, SV + 52, 0)
-        .store(Size::W, Reg::R10, TID, Reg::R7);
-    // The thread's entry is kept between calls (t0 = 0 when closed) and written in place, so a
-    // call costs one lookup and no allocation. One still open never returned (a restarted or
-    // abandoned call): counted against its image first.
-    a.ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, insert)
-        .mov(Reg::R9, Reg::R0)
-        .load(Size::DW, Reg::R1, Reg::R9, S_T0)
-        .jmp_imm(Cond::Eq, Reg::R1, 0, copy)
-        .load(Size::W, Reg::R1, Reg::R9, S_TGID)
-        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R9, S_GEN)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1);
-    unpaired(&mut a, UNPAIRED_ENTER);
-    a.bind(copy);
-    for w in 0..(START_VALUE as i16 / 8) {
-        a.load(Size::DW, Reg::R1, Reg::R10, SV + 8 * w)
-            .store(Size::DW, Reg::R9, 8 * w, Reg::R1);
-    }
-    a.ja(out);
-    a.bind(insert).ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    frame_ptr(&mut a, Reg::R3, SV);
-    a.mov_imm(Reg::R4, 0)
-        .call(Helper::MapUpdateElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, out);
-    count(&mut a, START_FULL);
-    a.bind(out).mov_imm(Reg::R0, 0).exit();
+        // Faults taken by the reads above are not the call's.
+        .store_imm(Size::DW, Reg::R9, S_FAULTS, 0)
+        .load(Size::W, Reg::R1, Reg::R9, S_IMG)
+        .store(Size::W, Reg::R9, S_GEN, Reg::R1)
+        .bind(out)
+        .mov_imm(Reg::R0, 0)
+        .exit();
     a.finish()
 }
 
@@ -352,41 +364,39 @@ fn bucket(a: &mut Asm, r: u32) {
 }
 
 /// `sys_exit` (a raw tracepoint): the latency of the call into the histogram. A thread's calls
-/// are sequential and both programs see every hit, so an open entry is this call's; an exit
-/// without one (a call entered before the programs were attached, or one seccomp skipped,
-/// which passes `sys_exit` only) is counted as unpaired.
+/// are sequential and both programs see every hit, so an open call in the thread's value is
+/// this call's; an exit without one (a call entered before the programs were attached, or
+/// one seccomp skipped, which passes `sys_exit` only) is counted as unpaired, against the
+/// thread's image, or the process's for a thread of a followed process without a value.
 pub(super) fn exit_program(shape: &Shape) -> Code {
     let mut a = Asm::new();
-    let (out, no_start, sliced) = (a.label(), a.label(), a.label());
-    followed(&mut a, out);
+    let (out, slow, closed, sliced, no_start) =
+        (a.label(), a.label(), a.label(), a.label(), a.label());
+    task_value(&mut a, 0);
+    a.jmp_imm(Cond::Eq, Reg::R0, 0, slow).mov(Reg::R6, Reg::R0);
     count(&mut a, EXITS);
     a.call(Helper::KtimeGetNs)
         .mov(Reg::R9, Reg::R0)
-        .store(Size::W, Reg::R10, TID, Reg::R7)
-        .ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    // The thread's entry is closed (t0 = 0), not deleted: its next call reuses it.
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, no_start)
-        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
-        .jmp_imm(Cond::Eq, Reg::R1, 0, no_start)
+        .load(Size::DW, Reg::R1, Reg::R6, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, closed)
         .mov(Reg::R2, Reg::R9)
         .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
         .store(Size::DW, Reg::R10, NS, Reg::R2)
-        .store_imm(Size::DW, Reg::R0, S_T0, 0)
-        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        // The call is closed (t0 = 0) in place: the thread's next call reuses the value.
+        .store_imm(Size::DW, Reg::R6, S_T0, 0)
+        .load(Size::W, Reg::R1, Reg::R6, S_TGID)
         .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .load(Size::W, Reg::R1, Reg::R6, S_GEN)
         .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
-        .load(Size::W, Reg::R1, Reg::R0, S_NR)
+        .load(Size::W, Reg::R1, Reg::R6, S_NR)
         .store(Size::W, Reg::R10, HK + K_NR, Reg::R1)
-        .load(Size::DW, Reg::R1, Reg::R0, S_IP)
+        .load(Size::DW, Reg::R1, Reg::R6, S_IP)
         .store(Size::DW, Reg::R10, HK + K_IP, Reg::R1)
-        .load(Size::DW, Reg::R1, Reg::R0, S_RET)
+        .load(Size::DW, Reg::R1, Reg::R6, S_RET)
         .store(Size::DW, Reg::R10, HK + K_RET, Reg::R1)
-        .load(Size::DW, Reg::R1, Reg::R0, S_UP)
+        .load(Size::DW, Reg::R1, Reg::R6, S_UP)
         .store(Size::DW, Reg::R10, HK + K_UP, Reg::R1)
-        .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
+        .load(Size::DW, Reg::R1, Reg::R6, S_FAULTS)
         .store(Size::DW, Reg::R10, FAULTS, Reg::R1)
         .store_imm(Size::W, Reg::R10, HK + K_SLICE, 0);
     if let Some((start, len)) = shape.slices {
@@ -407,12 +417,21 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
         Reg::R9,
     );
     hist_add(&mut a);
-    a.ja(out);
-    a.bind(no_start)
-        .mov(Reg::R1, Reg::R7)
+    a.ja(out)
+        .bind(closed)
+        .load(Size::W, Reg::R1, Reg::R6, S_TGID)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R6, S_IMG)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
+        .ja(no_start)
+        .bind(slow);
+    followed(&mut a, out);
+    count(&mut a, EXITS);
+    a.mov(Reg::R1, Reg::R7)
         .alu_imm(Alu::Rsh, Reg::R1, 32)
         .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
-        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R8);
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R8)
+        .bind(no_start);
     unpaired(&mut a, UNPAIRED_EXIT);
     a.bind(out).mov_imm(Reg::R0, 0).exit();
     a.finish()
@@ -424,12 +443,8 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
 pub(super) fn fault_program() -> Code {
     let mut a = Asm::new();
     let out = a.label();
-    a.call(Helper::GetCurrentPidTgid)
-        .store(Size::W, Reg::R10, TID, Reg::R0)
-        .ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapLookupElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+    task_value(&mut a, 0);
+    a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
         .alu_imm(Alu::Add, Reg::R1, 1)
         .store(Size::DW, Reg::R0, S_FAULTS, Reg::R1)
@@ -439,7 +454,9 @@ pub(super) fn fault_program() -> Code {
     a.finish()
 }
 
-/// `sched:sched_process_exec`: a followed process runs its next image, and is armed.
+/// `sched:sched_process_exec`: a followed process runs its next image, and is armed. The
+/// thread that ran the exec (the process's only one now) has its image set in its value, if
+/// it has one: the calls it begins from now are the new image's.
 pub(super) fn exec_program() -> Code {
     let mut a = Asm::new();
     let out = a.label();
@@ -451,9 +468,12 @@ pub(super) fn exec_program() -> Code {
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .store_imm(Size::W, Reg::R0, 0, 1)
-        .load(Size::W, Reg::R1, Reg::R0, 4)
-        .alu_imm(Alu::Add, Reg::R1, 1)
-        .store(Size::W, Reg::R0, 4, Reg::R1)
+        .load(Size::W, Reg::R6, Reg::R0, 4)
+        .alu_imm(Alu::Add, Reg::R6, 1)
+        .store(Size::W, Reg::R0, 4, Reg::R6);
+    task_value(&mut a, 0);
+    a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .store(Size::W, Reg::R0, S_IMG, Reg::R6)
         .bind(out)
         .mov_imm(Reg::R0, 1)
         .exit();
@@ -489,20 +509,39 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
     a.finish()
 }
 
-/// `sched:sched_process_exit`: a task is gone. A call it was in never returns; its entry and
-/// its pid (which anyone may reuse) are forgotten.
+/// `sched:sched_process_exit` (run by the exiting task): a task is gone. A call it was in
+/// never returns: it is closed in the thread's value, then put in GONE under (tid, t0) for
+/// user space, which puts the open calls of the threads still alive at the end there too
+/// ([`super::SyscallLatency::finish`]): a call both saw is one key, counted once. If GONE is
+/// full the call is counted here. The task's pid (which anyone may reuse) is forgotten.
 pub(super) fn exit_task_program(off: &Offsets) -> Code {
     let mut a = Asm::new();
-    let (drop_entry, forget) = (a.label(), a.label());
+    let forget = a.label();
     a.load(Size::W, Reg::R1, Reg::R1, off.exit_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
-        .store(Size::W, Reg::R10, TID, Reg::R1);
-    count_open_call(&mut a, forget, drop_entry);
-    a.bind(drop_entry).ld_map(Reg::R1, START);
-    frame_ptr(&mut a, Reg::R2, TID);
-    a.call(Helper::MapDeleteElem)
-        .bind(forget)
-        .ld_map(Reg::R1, PIDS);
+        .store(Size::W, Reg::R10, GK, Reg::R1)
+        .store_imm(Size::W, Reg::R10, GK + 4, 0);
+    task_value(&mut a, 0);
+    a.jmp_imm(Cond::Eq, Reg::R0, 0, forget)
+        .load(Size::DW, Reg::R1, Reg::R0, S_T0)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, forget)
+        // Closed first: user space, at the end, finds it closed or finds the same key.
+        .store_imm(Size::DW, Reg::R0, S_T0, 0)
+        .store(Size::DW, Reg::R10, GK + 8, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_TGID)
+        .store(Size::W, Reg::R10, GV, Reg::R1)
+        .store(Size::W, Reg::R10, HK + K_TGID, Reg::R1)
+        .load(Size::W, Reg::R1, Reg::R0, S_GEN)
+        .store(Size::W, Reg::R10, GV + 4, Reg::R1)
+        .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
+        .ld_map(Reg::R1, GONE);
+    frame_ptr(&mut a, Reg::R2, GK);
+    frame_ptr(&mut a, Reg::R3, GV);
+    a.mov_imm(Reg::R4, 0)
+        .call(Helper::MapUpdateElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, forget);
+    unpaired(&mut a, UNPAIRED_ENTER);
+    a.bind(forget).ld_map(Reg::R1, PIDS);
     frame_ptr(&mut a, Reg::R2, KEY32);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 1).exit();
     a.finish()
@@ -537,13 +576,13 @@ mod tests {
             exit_task_program(&OFF).digest(),
         ];
         let want = [
-            "174 insns 6fbf2df989813f09",
-            "207 insns 5032a6d6bda6e529",
-            "247 insns aebab6a26bff4cc4",
-            "13 insns e8d076eb63b99c1a",
-            "15 insns 161bd0814b7c02d0",
+            "178 insns 389eda26f7cbd90f",
+            "238 insns a1c83a9ed2aff59a",
+            "278 insns 0cd97e352d7b8e87",
+            "13 insns e17f8241e419baf0",
+            "24 insns c2760f54bc8c01a3",
             "36 insns b5013a1976f38f8c",
-            "87 insns 53fcd9432cfe44a1",
+            "105 insns a5243e2274852148",
         ];
         assert_eq!(got, want.map(String::from), "{got:#?}");
     }
