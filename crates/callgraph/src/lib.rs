@@ -160,8 +160,9 @@ pub use input::{
 pub use kallsyms::{KernelSymbol, KernelSymbols, KernelTable};
 pub use labeled::{
     AddressNames, BoundaryKind, Instruction, ObjectCache, ObjectFile, ProcessLabels,
-    ProcessSelection, ProcessSummary, Seamless, SeamlessOptions, add_sources, relabel_symspecs,
-    write_async_matrix, write_process_header, write_symbol_image,
+    ProcessSelection, ProcessSummary, Seamless, SeamlessOptions, StrippedObject, add_sources,
+    relabel_symspecs, stripped_warnings, write_async_matrix, write_process_header,
+    write_symbol_image,
 };
 pub use latency::{
     LatencyOptions, latency_diff_plot, latency_plot, write_blocking_report, write_latency_diff,

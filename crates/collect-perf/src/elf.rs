@@ -77,6 +77,9 @@ pub(crate) struct ElfInfo {
     pub eh_frame: Option<SectionData>,
     pub eh_frame_hdr: Option<SectionData>,
     pub got: Option<Range<u64>>,
+    /// The address ranges of its signal restorers' unwind entries
+    /// ([`crate::signal_frame::trampolines`]), kept when the tables are dropped.
+    pub signal_frames: Vec<Range<u64>>,
 }
 
 impl ElfInfo {
@@ -129,14 +132,20 @@ impl ElfInfo {
                 bytes: keep(name, s.data().ok()?)?,
             })
         };
+        let eh_frame = section(".eh_frame");
+        let signal_frames = eh_frame
+            .as_ref()
+            .map(|s| crate::signal_frame::trampolines(s.data(), s.svma.start))
+            .unwrap_or_default();
         Some(ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
             segments,
             text: range(".text"),
-            eh_frame: section(".eh_frame"),
+            eh_frame,
             eh_frame_hdr: section(".eh_frame_hdr"),
             got: range(".got"),
+            signal_frames,
         })
     }
 
@@ -161,6 +170,7 @@ impl ElfInfo {
             eh_frame: None,
             eh_frame_hdr: None,
             got: self.got.clone(),
+            signal_frames: self.signal_frames.clone(),
         }
     }
 

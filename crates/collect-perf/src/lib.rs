@@ -101,6 +101,8 @@ mod ring;
 #[cfg(target_os = "linux")]
 mod sampler;
 #[cfg(target_os = "linux")]
+mod signal_frame;
+#[cfg(target_os = "linux")]
 mod snapshot;
 #[cfg(target_os = "linux")]
 mod spawn;

@@ -16,6 +16,8 @@
 //! * A chain that ends in a function without frame pointer or unwind entry (glibc's start-up
 //!   code under a frame-pointer walk) is completed with the outer frames an earlier, complete
 //!   unwind of the same thread found beyond the same frame.
+//! * A signal handler's frame is crossed to the code the signal interrupted, whose registers
+//!   the kernel saved just above it ([`crate::signal_frame`]).
 //! * Whatever remains incomplete says why ([`StackEnd`]): the copy was too small, the kernel's
 //!   callchain limit was reached, or a frame could not be unwound.
 
@@ -382,7 +384,7 @@ pub(crate) fn section_info(elf: &Arc<ElfInfo>) -> ExplicitModuleSectionInfo<Sect
 /// framehop's rule cache, and scratch space.
 pub(crate) struct Unwinding {
     images: Images,
-    modules: HashMap<(u64, u64, u64, String), Option<FhModule>>,
+    modules: HashMap<(u64, u64, u64, String), MappedModule>,
     cache: CacheX86_64,
     max_frames: usize,
     cfi: Vec<Frame>,
@@ -425,30 +427,51 @@ impl Unwinding {
         }
     }
 
-    fn module_for(&mut self, m: &Mapping) -> Option<FhModule> {
+    fn module_for(&mut self, m: &Mapping) -> MappedModule {
         let images = &mut self.images;
         self.modules
             .entry((m.start, m.end, m.pgoff, m.filename.clone()))
             .or_insert_with(|| {
-                let elf = images.tables(m)?;
-                let bias = elf.bias(m.start, m.end, m.pgoff)?;
-                elf.eh_frame.as_ref()?;
-                Some(Module::new(
-                    m.filename.clone(),
-                    m.start..m.end,
-                    bias,
-                    section_info(&elf),
-                ))
+                let Some(elf) = images.tables(m) else {
+                    return MappedModule::default();
+                };
+                let Some(bias) = elf.bias(m.start, m.end, m.pgoff) else {
+                    return MappedModule::default();
+                };
+                MappedModule {
+                    module: elf.eh_frame.as_ref().map(|_| {
+                        Module::new(m.filename.clone(), m.start..m.end, bias, section_info(&elf))
+                    }),
+                    signal_frames: elf
+                        .signal_frames
+                        .iter()
+                        .filter_map(|r| Some(r.start.checked_add(bias)?..r.end.checked_add(bias)?))
+                        .collect(),
+                }
             })
             .clone()
     }
+}
+
+/// What unwinding uses of one mapping: its framehop module (None without unwind tables), and
+/// the address ranges of its signal restorers ([`crate::signal_frame`]).
+#[derive(Clone, Default)]
+struct MappedModule {
+    module: Option<FhModule>,
+    signal_frames: Vec<Range<u64>>,
+}
+
+/// A framehop unwinder over one set of live mappings, and their signal restorers' ranges.
+struct LiveUnwinder {
+    fh: FhUnwinder,
+    signal_frames: Vec<Range<u64>>,
 }
 
 /// The unwinding state of one process: an unwinder per set of live mappings, and the last
 /// complete stack of each thread.
 #[derive(Default)]
 pub(crate) struct ProcessUnwinder {
-    unwinders: HashMap<Vec<usize>, FhUnwinder>,
+    unwinders: HashMap<Vec<usize>, LiveUnwinder>,
     live: Vec<usize>,
     /// tid → the frames of its last complete stack, innermost first.
     roots: HashMap<u32, Vec<Frame>>,
@@ -644,7 +667,11 @@ impl ProcessUnwinder {
         }
         match frames.last() {
             _ if s.chain_limited => StackEnd::CallchainLimit,
-            Some(last) if frames.len() > 1 && last.position.is_none() => StackEnd::StackCopy,
+            // Beyond a copy the kernel cut by its size; a chain that leaves a copy which
+            // holds the whole stack has left the stack, and says no more than a stuck unwind.
+            Some(last) if frames.len() > 1 && last.position.is_none() && s.stack_copy_full => {
+                StackEnd::StackCopy
+            }
             _ => StackEnd::UnwindInfo,
         }
     }
@@ -677,7 +704,7 @@ impl ProcessUnwinder {
         (!tail.is_empty()).then_some(tail)
     }
 
-    fn unwinder(&mut self, u: &mut Unwinding, p: &Process, time: u64) -> &FhUnwinder {
+    fn unwinder(&mut self, u: &mut Unwinding, p: &Process, time: u64) -> &LiveUnwinder {
         self.live.clear();
         self.live.extend(
             p.mappings
@@ -693,12 +720,16 @@ impl ProcessUnwinder {
                 self.unwinders.clear();
             }
             let mut fh = FhUnwinder::new();
+            let mut signal_frames = Vec::new();
             for &k in &self.live {
-                if let Some(module) = u.module_for(&p.mappings[k]) {
+                let m = u.module_for(&p.mappings[k]);
+                if let Some(module) = m.module {
                     fh.add_module(module);
                 }
+                signal_frames.extend(m.signal_frames);
             }
-            self.unwinders.insert(self.live.clone(), fh);
+            self.unwinders
+                .insert(self.live.clone(), LiveUnwinder { fh, signal_frames });
         }
         &self.unwinders[&self.live]
     }
@@ -719,7 +750,7 @@ impl ProcessUnwinder {
         {
             return true;
         }
-        let fh = self.unwinder(u, p, time);
+        let fh = &self.unwinder(u, p, time).fh;
         // A frame-pointer walk would read memory, which there is none of: only an end-of-stack
         // rule answers without reading.
         let mut regs = UnwindRegsX86_64::new(f.address(), 0x1000, 0x1000);
@@ -742,7 +773,7 @@ impl ProcessUnwinder {
         out: &mut Vec<Frame>,
     ) -> CfiEnd {
         let max = u.max_frames;
-        let fh = self.unwinder(u, p, time);
+        let live = self.unwinder(u, p, time);
         let copy_end = regs.sp.saturating_add(stack.len() as u64);
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = usize::try_from(addr.checked_sub(regs.sp).ok_or(())?).map_err(|_| ())?;
@@ -759,7 +790,41 @@ impl ProcessUnwinder {
             if out.len() >= max {
                 return CfiEnd::Limit;
             }
-            match fh.unwind_frame(address, &mut r, &mut u.cache, &mut read) {
+            // A signal restorer's frame: the next frame is the code the signal interrupted,
+            // its registers in the ucontext just above (the restorer's unwind entry says so in
+            // DWARF expressions, which framehop does not evaluate).
+            // A sample in the restorer's `rt_sigreturn` has its user ip just past the
+            // `syscall` instruction, the entry's end.
+            let at = address.address_for_lookup();
+            let ip = matches!(address, FrameAddress::InstructionPointer(_));
+            if live
+                .signal_frames
+                .iter()
+                .any(|f| f.contains(&at) || (ip && at == f.end))
+            {
+                let Some((ip, sp, bp)) = crate::signal_frame::registers(r.sp(), &mut read) else {
+                    let needs = r.sp().saturating_add(crate::signal_frame::UC_READ);
+                    return if copy_full && needs > copy_end {
+                        CfiEnd::CopyEnd
+                    } else {
+                        CfiEnd::Stuck
+                    };
+                };
+                if p.mapping_at(ip, time).is_none() {
+                    return CfiEnd::Stuck;
+                }
+                r = UnwindRegsX86_64::new(ip, sp, bp);
+                out.push(Frame {
+                    address: ip,
+                    position: Some(sp),
+                });
+                address = FrameAddress::InstructionPointer(ip);
+                continue;
+            }
+            match live
+                .fh
+                .unwind_frame(address, &mut r, &mut u.cache, &mut read)
+            {
                 Ok(None) => return CfiEnd::Root,
                 Ok(Some(ra)) => {
                     let Some(next) = FrameAddress::from_return_address(ra) else {

@@ -371,6 +371,7 @@ fn build_windows(o: &Options, dir: &Path, windows: &[&IndexWindow]) -> Result<Ve
         .collect();
     let mut profiles = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
+    let mut stripped = Vec::new();
     for b in built {
         let Some(mut s) = b? else { continue };
         for w in std::mem::take(&mut s.warnings) {
@@ -378,8 +379,11 @@ fn build_windows(o: &Options, dir: &Path, windows: &[&IndexWindow]) -> Result<Ve
                 warnings.push(w);
             }
         }
+        stripped.append(&mut s.stripped);
         profiles.push(s);
     }
+    // A stripped program run in every window is said once, with its samples in all of them.
+    warnings.extend(callgraph::stripped_warnings(&stripped));
     for w in &warnings {
         eprintln!("pkgprof: warning: {w}");
     }

@@ -245,7 +245,11 @@ pub(crate) fn build_at(
         ),
         e => e.into(),
     })?;
-    for w in &seamless.warnings {
+    for w in seamless
+        .warnings
+        .iter()
+        .chain(&callgraph::stripped_warnings(&seamless.stripped))
+    {
         eprintln!("pkgprof: warning: {w}");
     }
     Ok(seamless)

@@ -741,3 +741,64 @@ fn names_are_the_ones_perf_prints() {
         .sum();
     assert!(clone > 0.15 * total, "{clone} of {total} s\n{flat}");
 }
+
+/// A stripped program is named as such, with what to do: once per process with `--pid`, once
+/// for all its processes with `--system` (not once per process: a fork-heavy program or a
+/// continuous directory would repeat it hundreds of times).
+#[test]
+fn a_stripped_program_is_said_once_with_what_to_do() {
+    let _s = serial();
+    let stripped = scratch().join("forker-stripped");
+    let st = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(workload("forker"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let dir = out_dir("stripped");
+    let o = record(&dir, &stripped, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let sets = check_measurement(&dir);
+    let pids: Vec<u32> = sets.iter().map(|s| s.0).collect();
+    assert_eq!(pids.len(), 3, "{sets:?}");
+    let warnings = |args: &[&str]| -> Vec<String> {
+        let r = Command::new(env!("CARGO_BIN_EXE_pkgprof"))
+            .args(["-b", "-p"])
+            .args(args)
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        String::from_utf8_lossy(&r.stderr)
+            .lines()
+            .filter(|l| l.contains("forker-stripped has no symbol table"))
+            .map(str::to_owned)
+            .collect()
+    };
+    let pid = pids[0].to_string();
+    let one = warnings(&["--pid", &pid]);
+    assert_eq!(one.len(), 1, "{one:?}");
+    assert!(
+        one[0].starts_with(&format!(
+            "pkgprof: warning: process {pid}: {} has no symbol table (stripped)",
+            stripped.display()
+        )) && one[0].contains("--object-path DIR"),
+        "{}",
+        one[0]
+    );
+    let all = warnings(&["--system"]);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let mut sorted = pids.clone();
+    sorted.sort_unstable();
+    let named: Vec<String> = sorted.iter().map(u32::to_string).collect();
+    assert!(
+        all[0].starts_with(&format!(
+            "pkgprof: warning: 3 processes ({}): {} has no symbol table",
+            named.join(", "),
+            stripped.display()
+        )),
+        "{}",
+        all[0]
+    );
+}

@@ -75,8 +75,8 @@
 //!
 //! [`Seamless::build`] (here) picks the file sets and labels them; `merge` reads each
 //! process's gmon and stacks files into resolved locations, which `resolve` finds (mappings,
-//! objects, kallsyms, pseudo-functions); `stripped` warns about objects only their exported
-//! symbols could name; `layout` places the used symbols in the synthetic address space and
+//! objects, kallsyms, pseudo-functions); `stripped` notes the objects only their exported
+//! symbols could name, for one warning per object however many processes ran it; `layout` places the used symbols in the synthetic address space and
 //! makes the model there. `objects` finds and reads the recorded
 //! objects, `header` prints the listing's process header and `elf_out` writes the merged
 //! table as an ELF image for `--merge-out`.
@@ -106,6 +106,7 @@ pub use elf_out::write_symbol_image;
 pub use header::{write_async_matrix, write_process_header};
 pub use instructions::{Instruction, ObjectFile, add_sources};
 pub use objects::ObjectCache;
+pub use stripped::{StrippedObject, stripped_warnings};
 pub use symspecs::relabel_symspecs;
 
 use state::{Builder, Loc};
@@ -268,6 +269,10 @@ pub struct Seamless {
     /// Problems that did not stop the merge (missing objects, missing kernel symbols), one
     /// sentence each.
     pub warnings: Vec<String>,
+    /// The objects its processes ran that are symbolized from their exported symbols only
+    /// (stripped, no debug file found): [`stripped_warnings`] says so, once per object of
+    /// however many processes and merges.
+    pub stripped: Vec<StrippedObject>,
     /// The sampled instructions, with [`SeamlessOptions::instructions`]: each stack's
     /// innermost frame, where its samples were taken; empty otherwise.
     pub instructions: Vec<Instruction>,
@@ -351,7 +356,7 @@ impl Seamless {
                 dir: measurement.dir.clone(),
             });
         }
-        b.warn_stripped_objects();
+        let stripped = b.find_stripped_objects();
         let instructions = b.instructions();
         let model = b.finish();
         Ok(Seamless {
@@ -360,6 +365,7 @@ impl Seamless {
             processes,
             async_moves,
             warnings: b.warnings,
+            stripped,
             instructions,
         })
     }

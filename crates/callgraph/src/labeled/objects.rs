@@ -48,16 +48,38 @@ impl LoadedObject {
 /// build-id is the file at its path now, for every window alike). It keeps at most
 /// [`ObjectCache::BYTES`] of symbol tables; objects beyond are read by each merge, as without
 /// it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ObjectCache {
     found: std::sync::Mutex<Cached>,
+    /// The most symbol-table bytes kept ([`ObjectCache::BYTES`]; less in tests).
+    limit: usize,
 }
 
-/// The objects kept, and the bytes their symbol tables take.
+impl Default for ObjectCache {
+    fn default() -> Self {
+        ObjectCache {
+            found: Default::default(),
+            limit: Self::BYTES,
+        }
+    }
+}
+
+/// The objects kept, and the bytes their symbol tables take; the kernel symbol tables read.
 #[derive(Debug, Default)]
 struct Cached {
     objects: std::collections::HashMap<ObjectKey, std::sync::Arc<LoadedObject>>,
     bytes: usize,
+    kernels: std::collections::HashMap<FileIdentity, std::sync::Arc<crate::kallsyms::KernelTable>>,
+}
+
+/// A file as the file system knows it (device, inode, size, modification time): the windows
+/// of a continuous directory hold their boot's kallsyms snapshot as hard links of one file.
+type FileIdentity = (u64, u64, u64, i64, i64);
+
+fn identity(path: &Path) -> Option<FileIdentity> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
 }
 
 /// The path tried first, the recorded build-id and the search directories.
@@ -92,11 +114,42 @@ impl ObjectCache {
             .map(|s| std::mem::size_of_val(s) + s.name.len())
             .sum();
         let mut cached = cache.lock();
-        if cached.bytes + bytes <= Self::BYTES && !cached.objects.contains_key(&key) {
+        if cached.bytes + bytes <= cache.limit && !cached.objects.contains_key(&key) {
             cached.bytes += bytes;
             cached.objects.insert(key, o.clone());
         }
         Ok(o)
+    }
+
+    /// The most kernel symbol tables kept: one per boot the windows span (a snapshot of
+    /// ~200,000 symbols takes tens of MiB).
+    const KERNELS: usize = 4;
+
+    /// The kernel symbol table an earlier merge read from the file at `path`: the windows
+    /// of a continuous directory share their boot's snapshot (hard links of one file), which
+    /// each merge parsed again.
+    pub(crate) fn kernel(
+        cache: Option<&ObjectCache>,
+        path: &Path,
+    ) -> Option<std::sync::Arc<crate::kallsyms::KernelTable>> {
+        let cache = cache?;
+        let id = identity(path)?;
+        cache.lock().kernels.get(&id).cloned()
+    }
+
+    /// Keeps the kernel symbol table read from `path` for the merges after this one.
+    pub(crate) fn keep_kernel(
+        cache: Option<&ObjectCache>,
+        path: &Path,
+        table: &std::sync::Arc<crate::kallsyms::KernelTable>,
+    ) {
+        let (Some(cache), Some(id)) = (cache, identity(path)) else {
+            return;
+        };
+        let mut cached = cache.lock();
+        if cached.kernels.len() < Self::KERNELS {
+            cached.kernels.insert(id, table.clone());
+        }
     }
 
     /// How many objects it holds.
@@ -589,6 +642,56 @@ mod tests {
             Some(0x2000 + 11 - 0x10)
         );
         assert_eq!(got_slot(&[0x68, 0, 0, 0, 0], 0x1000), None);
+    }
+
+    #[test]
+    fn the_cache_keeps_what_fits_its_bound_and_finds_the_rest_anew() {
+        let a = fixtures().join("objects/reader");
+        let b = fixtures().join("objects-stripped/libfake.so");
+        let size = |p: &Path| -> usize {
+            let o = find(p, None, &[]).unwrap();
+            (o.table.symbols().iter())
+                .map(|s| std::mem::size_of_val(s) + s.name.len())
+                .sum()
+        };
+        let cache = ObjectCache {
+            limit: size(&a) + size(&b) - 1,
+            ..ObjectCache::default()
+        };
+        let first = ObjectCache::find(Some(&cache), &a, None, &[]).unwrap();
+        let other = ObjectCache::find(Some(&cache), &b, None, &[]).unwrap();
+        // Only the first fits; the second is found again at each merge, the same object.
+        assert_eq!(cache.len(), 1);
+        let again = ObjectCache::find(Some(&cache), &a, None, &[]).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&first, &again));
+        let other_again = ObjectCache::find(Some(&cache), &b, None, &[]).unwrap();
+        assert!(!std::sync::Arc::ptr_eq(&other, &other_again));
+        assert_eq!(names(&other.table), names(&other_again.table));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_kernel_table_is_shared_by_the_hard_links_of_its_file() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-kcache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, c) = (dir.join("a"), dir.join("b"), dir.join("c"));
+        std::fs::write(&a, "ffffffff81000000 T _stext\n").unwrap();
+        std::fs::hard_link(&a, &b).unwrap();
+        std::fs::copy(&a, &c).unwrap();
+        let cache = ObjectCache::default();
+        let table = std::sync::Arc::new(
+            crate::kallsyms::KernelSymbols::read(&a)
+                .unwrap()
+                .into_lookup(),
+        );
+        ObjectCache::keep_kernel(Some(&cache), &a, &table);
+        let linked = ObjectCache::kernel(Some(&cache), &b);
+        let copied = ObjectCache::kernel(Some(&cache), &c);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(linked.is_some_and(|t| std::sync::Arc::ptr_eq(&t, &table)));
+        // Another file, even with the same bytes, is read on its own.
+        assert!(copied.is_none());
+        assert!(ObjectCache::kernel(None, &a).is_none());
     }
 
     #[test]

@@ -52,6 +52,8 @@ impl Builder {
                 "kernel symbols-file {name:?} is not a file name in the measurement directory"
             ));
             None
+        } else if let Some(t) = ObjectCache::kernel(self.cache.as_deref(), &path) {
+            Some((t, path))
         } else {
             match KernelSymbols::read(&path) {
                 Ok(k) if k.addresses_hidden() => {
@@ -62,7 +64,11 @@ impl Builder {
                     ));
                     None
                 }
-                Ok(k) => Some((k.into_lookup(), path)),
+                Ok(k) => {
+                    let t = Arc::new(k.into_lookup());
+                    ObjectCache::keep_kernel(self.cache.as_deref(), &path, &t);
+                    Some((t, path))
+                }
                 Err(e) => {
                     self.warnings
                         .push(format!("{e}; kernel symbols are unavailable"));
@@ -127,7 +133,7 @@ impl Builder {
                 r
             }
         };
-        let table = self.kernels[k].as_ref().map(|(t, _)| t);
+        let table = self.kernels[k].as_ref().map(|(t, _)| &**t);
         let found = table.and_then(|t| t.lookup(at).map(|i| (i, t.address(i))));
         match found {
             Some((i, start)) => Loc {

@@ -25,7 +25,7 @@ pub(super) struct Builder {
     /// Objects read by earlier merges of the same run (other windows), shared.
     pub(super) cache: Option<Arc<ObjectCache>>,
     pub(super) object_index: BTreeMap<(Vec<u8>, Option<Vec<u8>>), usize>,
-    pub(super) kernels: Vec<Option<(KernelTable, PathBuf)>>,
+    pub(super) kernels: Vec<Option<(Arc<KernelTable>, PathBuf)>>,
     pub(super) kernel_index: BTreeMap<String, usize>,
     pub(super) regions: Vec<Region>,
     pub(super) region_index: BTreeMap<(usize, Side, What), usize>,

@@ -88,7 +88,9 @@ impl BlockPrograms {
             field(&complete, "nr_sector")?,
         ];
         let counts = Map::create(MapKind::PercpuArray, "pkg_acounts", 4, 8, 2 * PROGRAMS)?;
-        let ring = RingBuf::create("pkg_ablock", 1 << 22)?;
+        // 32 MiB, a perf ring's bound: a BLOCK-heavy run writes ~8 MB of records a second, and 4 MiB
+        // lost a fifth of them when pkgmon fell half a second behind on a loaded machine.
+        let ring = RingBuf::create("pkg_ablock", 1 << 25)?;
         let refs = [&counts, ring.map()];
         let vector = Some(arg(0));
         let raw = [
