@@ -2,7 +2,8 @@
 //! verifier's words, and the in-kernel latency collection's enters and exits match
 //! counting-mode perf events on the same process (OSprof's checksums) and a ring-buffer map
 //! carries one record per entry, read through its mmap consumer; the wakers of a followed
-//! sleeper are reported with their frames; a task-storage map holds a value per thread.
+//! sleeper are reported with their frames; a task-storage map holds a value per thread, and a
+//! call still open at the end is counted from its live thread's value.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -174,6 +175,52 @@ fn enters_and_exits_counted_in_the_kernel_match_counting_events() {
         "{:?}",
         counts.notes
     );
+}
+
+#[test]
+fn a_call_still_open_at_the_end_is_counted_from_its_threads_value() {
+    let _g = serial();
+    let mut opts = LatencyOptions::default();
+    opts.counting_events = true;
+    let mut lat = SyscallLatency::load(&opts).unwrap();
+    // Followed asleep in its first read (a call whose entry was not seen), then woken: it
+    // reads the line and sleeps in `read y`'s read, a call the programs saw begin and that is
+    // still open at the end. Its thread is alive, so only its task-storage value holds it.
+    let (mut child, mut stdin) = reading_shell();
+    let pid = child.id();
+    let asleep = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap()
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('S'))
+    };
+    while !asleep() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    lat.follow(pid, true).unwrap();
+    stdin.write_all(b"a\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    while !asleep() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let counts = lat.finish().unwrap();
+    stdin.write_all(b"b\n").unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    // Every entry is in a bucket or unpaired: the open read among them, or the programs'
+    // checksum fails with a note.
+    assert!(
+        counts.notes.iter().all(|n| !n.contains("checksum")),
+        "{:?}",
+        counts.notes
+    );
+    for c in &counts.checks {
+        assert_eq!(Some(c.received), c.counted, "{c:?}");
+    }
+    let paired: u64 = counts.buckets().map(|(_, _, c)| c.count).sum();
+    assert_eq!(counts.checks[0].received, paired + 1, "{:?}", counts.checks);
+    assert_eq!(counts.checks[1].received, paired + 1, "{:?}", counts.checks);
 }
 
 #[test]
