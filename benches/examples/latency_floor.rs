@@ -41,8 +41,6 @@ mod floor {
     const FENTRY_STEP: usize = 6;
     /// The kernel function the `fentry` step's programs run at: every system call's dispatch.
     const SYSCALL_FUNCTION: &str = "x64_sys_call";
-    /// `BPF_LOCAL_STORAGE_GET_F_CREATE`.
-    const F_CREATE: i32 = 1;
 
     fn frame(a: &mut Asm, reg: Reg, off: i16) {
         a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
@@ -59,22 +57,12 @@ mod floor {
             .bind(missing);
     }
 
-    /// `R0 = the current thread's task-storage value, or 0`, with `flags`.
-    fn task_value(a: &mut Asm, flags: i32) {
-        a.call(Helper::GetCurrentTaskBtf)
-            .mov(Reg::R2, Reg::R0)
-            .ld_map(Reg::R1, TASK)
-            .mov_imm(Reg::R3, 0)
-            .mov_imm(Reg::R4, flags)
-            .call(Helper::TaskStorageGet);
-    }
-
     /// The `task` step's program at `enter` or exit: the value is the start time.
     fn task_program(enter: bool) -> Code {
         let mut a = Asm::new();
         let out = a.label();
         let have = a.label();
-        task_value(&mut a, 0);
+        a.current_task_value(TASK, 0);
         if enter {
             a.jmp_imm(Cond::Ne, Reg::R0, 0, have)
                 .call(Helper::GetCurrentPidTgid)
@@ -84,7 +72,7 @@ mod floor {
             frame(&mut a, Reg::R2, -4);
             a.call(Helper::MapLookupElem)
                 .jmp_imm(Cond::Eq, Reg::R0, 0, out);
-            task_value(&mut a, F_CREATE);
+            a.current_task_value(TASK, Asm::STORAGE_CREATE);
             a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
                 .bind(have)
                 .mov(Reg::R7, Reg::R0)

@@ -315,6 +315,21 @@ impl Asm {
         self.push(JMP | 0x80, Reg::R0, Reg::R0, 0, helper as i32)
     }
 
+    /// `R0 = the current thread's value in task-storage map `map`, or 0`; with `flags` =
+    /// [`Asm::STORAGE_CREATE`], a zeroed one is made if it has none (0 if the kernel cannot).
+    /// Clobbers R1 to R5.
+    pub fn current_task_value(&mut self, map: MapSlot, flags: i32) -> &mut Asm {
+        self.call(Helper::GetCurrentTaskBtf)
+            .mov(Reg::R2, Reg::R0)
+            .ld_map(Reg::R1, map)
+            .mov_imm(Reg::R3, 0)
+            .mov_imm(Reg::R4, flags)
+            .call(Helper::TaskStorageGet)
+    }
+
+    /// `BPF_LOCAL_STORAGE_GET_F_CREATE`: [`Asm::current_task_value`] makes a missing value.
+    pub const STORAGE_CREATE: i32 = 1;
+
     /// Returns `R0`.
     pub fn exit(&mut self) -> &mut Asm {
         self.push(JMP | 0x90, Reg::R0, Reg::R0, 0, 0)

@@ -31,8 +31,6 @@ pub(super) const UNPAIRED_EXIT: u32 = 0xffff_fff1;
 pub(super) const NOEXIST: i32 = 1;
 /// The error of an update with NOEXIST of a key that exists.
 const EEXIST: i32 = 17;
-/// `BPF_LOCAL_STORAGE_GET_F_CREATE`.
-pub(super) const F_CREATE: i32 = 1;
 /// The first bytes of x86_64's `struct pt_regs` (`arch/x86/include/uapi/asm/ptrace.h`, the
 /// layout ptrace shows user space, fixed by the ABI), through `sp`, and the offsets in it of
 /// the user registers the call site comes from.
@@ -236,17 +234,6 @@ fn unpaired(a: &mut Asm, marker: u32) {
     hist_add(a);
 }
 
-/// `R0 = the current thread's value in TASK, or 0`; with `flags` = [`F_CREATE`], a zeroed one
-/// is made if it has none (0 if the kernel cannot). Clobbers R1 to R5.
-fn task_value(a: &mut Asm, flags: i32) {
-    a.call(Helper::GetCurrentTaskBtf)
-        .mov(Reg::R2, Reg::R0)
-        .ld_map(Reg::R1, TASK)
-        .mov_imm(Reg::R3, 0)
-        .mov_imm(Reg::R4, flags)
-        .call(Helper::TaskStorageGet);
-}
-
 /// `sys_enter` (a raw tracepoint: R1 points to its arguments, the user registers and the
 /// system-call number): the start of a call of a followed, armed process, written into the
 /// thread's value. A thread without a value looks its process up in PIDS and, if it is
@@ -255,10 +242,10 @@ pub(super) fn enter_program() -> Code {
     let mut a = Asm::new();
     let (out, have, made, fill, no_regs) = (a.label(), a.label(), a.label(), a.label(), a.label());
     a.mov(Reg::R6, Reg::R1);
-    task_value(&mut a, 0);
+    a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Ne, Reg::R0, 0, have);
     followed(&mut a, out);
-    task_value(&mut a, F_CREATE);
+    a.current_task_value(TASK, Asm::STORAGE_CREATE);
     a.jmp_imm(Cond::Ne, Reg::R0, 0, made);
     count(&mut a, ENTERS);
     count(&mut a, START_FULL);
@@ -372,7 +359,7 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
     let mut a = Asm::new();
     let (out, slow, closed, sliced, no_start) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
-    task_value(&mut a, 0);
+    a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, slow).mov(Reg::R6, Reg::R0);
     count(&mut a, EXITS);
     a.call(Helper::KtimeGetNs)
@@ -443,7 +430,7 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
 pub(super) fn fault_program() -> Code {
     let mut a = Asm::new();
     let out = a.label();
-    task_value(&mut a, 0);
+    a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .load(Size::DW, Reg::R1, Reg::R0, S_FAULTS)
         .alu_imm(Alu::Add, Reg::R1, 1)
@@ -471,7 +458,7 @@ pub(super) fn exec_program() -> Code {
         .load(Size::W, Reg::R6, Reg::R0, 4)
         .alu_imm(Alu::Add, Reg::R6, 1)
         .store(Size::W, Reg::R0, 4, Reg::R6);
-    task_value(&mut a, 0);
+    a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .store(Size::W, Reg::R0, S_IMG, Reg::R6)
         .bind(out)
@@ -521,7 +508,7 @@ pub(super) fn exit_task_program(off: &Offsets) -> Code {
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .store(Size::W, Reg::R10, GK, Reg::R1)
         .store_imm(Size::W, Reg::R10, GK + 4, 0);
-    task_value(&mut a, 0);
+    a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, forget)
         .load(Size::DW, Reg::R1, Reg::R0, S_T0)
         .jmp_imm(Cond::Eq, Reg::R1, 0, forget)
