@@ -50,6 +50,9 @@ pub struct ContinuousOptions {
     pub mode: u32,
     /// While this is set, the events are off and no window is written. Default is None.
     pub pause: Option<&'static AtomicBool>,
+    /// Most frames kept of each user stack ([`AggregateOptions::max_frames`]), as many as the
+    /// callchains asked of the kernel. Default is 1024.
+    pub max_frames: usize,
 }
 
 impl Default for ContinuousOptions {
@@ -60,6 +63,7 @@ impl Default for ContinuousOptions {
             keep_bytes: None,
             mode: 0o600,
             pause: None,
+            max_frames: AggregateOptions::default().max_frames,
         }
     }
 }
@@ -142,10 +146,11 @@ impl std::fmt::Debug for Continuous {
 }
 
 /// A window's aggregator, with the ELF files the windows before it read.
-fn aggregator(images: Images) -> Aggregator {
+fn aggregator(images: Images, max_frames: usize) -> Aggregator {
     let opts = AggregateOptions {
         system_wide: Some(Default::default()),
         every_process: true,
+        max_frames,
         ..AggregateOptions::default()
     };
     Aggregator::with_images(opts, images)
@@ -250,7 +255,7 @@ impl Continuous {
             .map_err(|e| Error::io("cannot start the window writer", e))?;
         Ok(Continuous {
             ksyms: (String::new(), KernelSymbols::default()),
-            agg: aggregator(Images::default()),
+            agg: aggregator(Images::default(), opts.max_frames),
             start,
             end: start + window,
             lost_before: 0,
@@ -313,13 +318,14 @@ impl Continuous {
 
     /// Ends the current window at `end` and hands it to the writer thread.
     fn close_window(&mut self, rec: &mut Recording, end: u64) {
-        let agg = std::mem::replace(&mut self.agg, aggregator(Images::default()));
+        let max_frames = self.opts.max_frames;
+        let agg = std::mem::replace(&mut self.agg, aggregator(Images::default(), max_frames));
         let aggregate = agg.finish(self.kernel_symbols());
         let replay = aggregate.replay().clone();
         // The ELF files of the processes still running are kept, not read again.
         let mut images = aggregate.files.clone();
         images.retain_mapped(&replay);
-        self.agg = aggregator(images);
+        self.agg = aggregator(images, max_frames);
         // The next window starts from the live processes' names and mappings.
         for kind in carried_side_band(&replay) {
             self.agg.side_band(&SideRecord {

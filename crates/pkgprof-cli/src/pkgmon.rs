@@ -572,6 +572,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
         shown: false,
     };
     let mut aggregate = AggregateOptions::default();
+    // User stacks are unwound as deep as the callchains asked for: `--max-stack 4000` raised
+    // the kernel's limit but left the unwinding at 1,024 frames, and the summary still said
+    // to raise --max-stack.
+    aggregate.max_frames = usize::from(args.max_stack);
     aggregate.launched = sampler.child_pid();
     aggregate.latency = latency;
     aggregate.asynchronous = asynchronous;

@@ -802,3 +802,43 @@ fn a_stripped_program_is_said_once_with_what_to_do() {
         all[0]
     );
 }
+
+/// `--max-stack N` lets user stacks be unwound N frames deep, not only the kernel's chains: a
+/// 1,500-level recursion without frame pointers (24 KiB of stack, inside the copy) was cut at
+/// 1,024 frames whatever was asked, and the summary said to raise --max-stack.
+#[test]
+fn max_stack_sets_how_deep_user_stacks_are_unwound() {
+    let _s = serial();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../collect-perf/tests/workloads/deep.c");
+    let deep = common::compile(&src, "deep-nofp", &["-fomit-frame-pointer"]);
+    let truncated = |tag: &str, extra: &[&str]| -> (u64, u64, String) {
+        let dir = out_dir(tag);
+        let o = Command::new(PKGMON)
+            .args(["-o", dir.to_str().unwrap(), "-F", "2000"])
+            .args(extra)
+            .arg("--")
+            .arg(&deep)
+            .args(["1500", "100"])
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let m = scan(&dir).unwrap();
+        let info = m.processes[0].info.clone().unwrap();
+        let text = String::from_utf8_lossy(&std::fs::read(info).unwrap()).into_owned();
+        let field = |key: &str| -> u64 {
+            let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+            line.rsplit(' ').next().unwrap().parse().unwrap()
+        };
+        (
+            field("truncated-stacks ="),
+            field("truncated-callchain-limit ="),
+            err,
+        )
+    };
+    let (cut, at_limit, err) = truncated("deep-1024", &[]);
+    assert!(cut > 0 && cut == at_limit, "{err}");
+    assert!(err.contains("--max-stack"), "{err}");
+    let (cut, _, err) = truncated("deep-2000", &["--max-stack", "2000"]);
+    assert_eq!(cut, 0, "{err}");
+}

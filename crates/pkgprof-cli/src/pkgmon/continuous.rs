@@ -186,6 +186,7 @@ pub fn run(args: &Args) -> Result<u8> {
     opts.keep_bytes = args.keep.bytes;
     opts.mode = args.mode;
     opts.pause = Some(&PAUSE);
+    opts.max_frames = usize::from(args.max_stack);
     let mut windows = Continuous::begin(dir, opts)
         .with_context(|| format!("cannot continue in {}", args.dir.display()))?;
     catch_signals();
