@@ -93,7 +93,8 @@ pub(super) fn truncated_note(
         } else {
             format!(
                 "{} ended with the {stack_size}-byte stack copy, the most the kernel gives: \
-                 build with -fno-omit-frame-pointer (frame pointers go on past the copy)",
+                 frame pointers go on past the copy (-fno-omit-frame-pointer), as far as the \
+                 first function built without them",
                 reasons.stack_copy
             )
         });
