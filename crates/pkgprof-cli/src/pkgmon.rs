@@ -810,7 +810,10 @@ mod tests {
         );
         assert!(!note.contains("--stack-size"), "{note}");
         assert!(
-            note.contains("build with -fno-omit-frame-pointer (frame pointers go on"),
+            note.contains(
+                "frame pointers go on past the copy (-fno-omit-frame-pointer), as far as the \
+                 first function built without them"
+            ),
             "{note}"
         );
         let mut info = collect_perf::UnwindStats::default();
