@@ -9,7 +9,10 @@
 //! `.eh_frame`, and [`registers`] reads the interrupted registers from the ucontext at the
 //! restorer's frame, so unwinding goes on from the interrupted instruction.
 
+use std::collections::HashMap;
 use std::ops::Range;
+
+use gimli::{BaseAddresses, CieOrFde, EhFrame, EhFrameOffset, NativeEndian, UnwindSection as _};
 
 /// Where the general registers lie in the ucontext the kernel pushes on x86_64 (the ABI's
 /// `struct ucontext`: flags, link, `stack_t`, then `struct sigcontext`, whose registers run
@@ -39,144 +42,38 @@ pub(crate) fn registers(
 const MAX_TRAMPOLINES: usize = 16;
 
 /// The address ranges (as stated in the file) of the unwind entries of `eh_frame` (the
-/// section's bytes, at address `svma`) whose CIE marks a signal frame.
+/// section's bytes, at address `svma`) whose CIE marks a signal frame, read with gimli.
 ///
 /// A malformed record ends the scan; what was found before it is kept.
 pub(crate) fn trampolines(eh_frame: &[u8], svma: u64) -> Vec<Range<u64>> {
+    let section = EhFrame::new(eh_frame, NativeEndian);
+    let bases = BaseAddresses::default().set_eh_frame(svma);
+    // Whether each CIE seen marks signal frames: only their FDEs are parsed further.
+    let mut signal: HashMap<EhFrameOffset, bool> = HashMap::new();
     let mut found = Vec::new();
-    // CIE offset → its FDE pointer encoding, for the CIEs that mark signal frames.
-    let mut signal_cies: Vec<(usize, u8)> = Vec::new();
-    let mut at = 0usize;
-    while let Some(len) = u32_at(eh_frame, at) {
-        if len == 0 {
-            break;
+    let mut entries = section.entries(&bases);
+    while let Ok(Some(entry)) = entries.next() {
+        let CieOrFde::Fde(partial) = entry else {
+            continue;
+        };
+        let cie = partial.cie_offset();
+        let marks = *signal.entry(cie).or_insert_with(|| {
+            section
+                .cie_from_offset(&bases, cie)
+                .is_ok_and(|c| c.is_signal_trampoline())
+        });
+        if !marks {
+            continue;
         }
-        // A 64-bit length (0xffffffff) is not produced for .eh_frame by any toolchain here.
-        let Some(end) = (len != u32::MAX)
-            .then(|| at.checked_add(4)?.checked_add(len as usize))
-            .flatten()
-            .filter(|&e| e <= eh_frame.len())
-        else {
+        let Ok(fde) = partial.parse(|s, b, o| s.cie_from_offset(b, o)) else {
             break;
         };
-        let id_at = at + 4;
-        let Some(id) = u32_at(eh_frame, id_at) else {
+        found.push(fde.initial_address()..fde.end_address());
+        if found.len() == MAX_TRAMPOLINES {
             break;
-        };
-        let body = &eh_frame[..end];
-        if id == 0 {
-            // Bounded, as the FDEs look their CIE up in it: a hostile file cannot make the
-            // scan quadratic.
-            if signal_cies.len() < MAX_TRAMPOLINES
-                && let Some(enc) = signal_cie(body, id_at + 4)
-            {
-                signal_cies.push((at, enc));
-            }
-        } else if let Some(cie) = id_at.checked_sub(id as usize)
-            && let Some(&(_, enc)) = signal_cies.iter().find(|(o, _)| *o == cie)
-            && let Some(range) = fde_range(body, id_at + 4, enc, svma)
-        {
-            found.push(range);
-            if found.len() == MAX_TRAMPOLINES {
-                break;
-            }
         }
-        at = end;
     }
     found
-}
-
-/// If the CIE whose fields start at `at` marks a signal frame (`S` in its augmentation),
-/// its FDE pointer encoding (`R`, absolute 8 bytes when absent).
-fn signal_cie(b: &[u8], at: usize) -> Option<u8> {
-    let version = *b.get(at)?;
-    let aug_end = at + 1 + b.get(at + 1..)?.iter().position(|&c| c == 0)?;
-    let aug = &b[at + 1..aug_end];
-    if !aug.contains(&b'S') || !aug.starts_with(b"z") {
-        return None;
-    }
-    let mut p = aug_end + 1;
-    uleb(b, &mut p)?; // code alignment
-    uleb(b, &mut p)?; // data alignment (its sign does not matter here)
-    if version == 1 {
-        p += 1;
-    } else {
-        uleb(b, &mut p)?;
-    }
-    uleb(b, &mut p)?; // augmentation data length
-    let mut enc = 0u8;
-    for &c in &aug[1..] {
-        match c {
-            b'R' => {
-                enc = *b.get(p)?;
-                p += 1;
-            }
-            b'L' => p += 1,
-            b'P' => {
-                let penc = *b.get(p)?;
-                p += 1;
-                p += value_size(penc)?;
-            }
-            b'S' => {}
-            _ => return None,
-        }
-    }
-    Some(enc)
-}
-
-/// The address range of the FDE whose pc fields start at `at`, decoded with `enc`.
-fn fde_range(b: &[u8], at: usize, enc: u8, svma: u64) -> Option<Range<u64>> {
-    let size = value_size(enc)?;
-    let begin = value(b, at, enc)?;
-    let begin = match enc & 0x70 {
-        0x00 => begin,
-        // pc-relative: from the field's own address.
-        0x10 => svma.checked_add(at as u64)?.wrapping_add(begin),
-        _ => return None,
-    };
-    let len = value(b, at + size, enc & 0x0f)?;
-    Some(begin..begin.checked_add(len)?)
-}
-
-/// The size of a value of pointer encoding `enc`.
-fn value_size(enc: u8) -> Option<usize> {
-    match enc & 0x0f {
-        0x00 | 0x04 | 0x0c => Some(8),
-        0x02 | 0x0a => Some(2),
-        0x03 | 0x0b => Some(4),
-        _ => None,
-    }
-}
-
-/// The value of pointer encoding `enc` (its format only) at `at`, sign-extended.
-fn value(b: &[u8], at: usize, enc: u8) -> Option<u64> {
-    let bytes = b.get(at..at.checked_add(value_size(enc)?)?)?;
-    Some(match enc & 0x0f {
-        0x02 => u64::from(u16::from_le_bytes(bytes.try_into().ok()?)),
-        0x03 => u64::from(u32::from_le_bytes(bytes.try_into().ok()?)),
-        0x0a => i16::from_le_bytes(bytes.try_into().ok()?) as u64,
-        0x0b => i32::from_le_bytes(bytes.try_into().ok()?) as u64,
-        _ => u64::from_le_bytes(bytes.try_into().ok()?),
-    })
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-fn uleb(b: &[u8], p: &mut usize) -> Option<u64> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let c = *b.get(*p)?;
-        *p += 1;
-        v |= u64::from(c & 0x7f) << shift;
-        if c & 0x80 == 0 {
-            return Some(v);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
