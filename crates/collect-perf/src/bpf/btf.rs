@@ -119,7 +119,13 @@ pub(super) fn func_id(b: &[u8], name: &str) -> Option<u32> {
 /// Returns an error if the kernel has no BTF or no such function.
 pub(super) fn vmlinux_func(name: &str) -> Result<u32> {
     let path = "/sys/kernel/btf/vmlinux";
-    let b = std::fs::read(path).map_err(|e| Error::io(format!("cannot read {path}"), e))?;
+    // Through the bounded reader, as every /sys file: a few MiB of types.
+    let b = safe_fs::read(path, &safe_fs::ReadOptions::procfs(crate::procfs::LARGE))
+        .map_err(|e| Error::Tracing {
+            what: format!("cannot read the kernel's types: {e}"),
+            source: None,
+        })?
+        .into_vec();
     func_id(&b, name).ok_or_else(|| Error::Tracing {
         what: format!("{path} has no function {name}"),
         source: None,
