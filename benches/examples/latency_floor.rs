@@ -26,7 +26,7 @@
 #[cfg(target_os = "linux")]
 mod floor {
     use collect_perf::bpf::{Alu, Asm, Attachment, Code, Cond, Helper, Map, MapKind, MapSlot};
-    use collect_perf::bpf::{Program, Reg, Size};
+    use collect_perf::bpf::{Label, Program, Reg, Size};
     use std::io::Write;
     use std::process::{Command, ExitCode, Stdio};
 
@@ -57,6 +57,17 @@ mod floor {
             .bind(missing);
     }
 
+    /// The pid filter: with `bpf_get_current_pid_tgid`'s result in R0, goes to `out` unless
+    /// the process is in PIDS.
+    fn followed_or(a: &mut Asm, out: Label) {
+        a.alu_imm(Alu::Rsh, Reg::R0, 32)
+            .store(Size::W, Reg::R10, -4, Reg::R0)
+            .ld_map(Reg::R1, PIDS);
+        frame(a, Reg::R2, -4);
+        a.call(Helper::MapLookupElem)
+            .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+    }
+
     /// The `task` step's program at `enter` or exit: the value is the start time.
     fn task_program(enter: bool) -> Code {
         let mut a = Asm::new();
@@ -65,13 +76,8 @@ mod floor {
         a.current_task_value(TASK, 0);
         if enter {
             a.jmp_imm(Cond::Ne, Reg::R0, 0, have)
-                .call(Helper::GetCurrentPidTgid)
-                .alu_imm(Alu::Rsh, Reg::R0, 32)
-                .store(Size::W, Reg::R10, -4, Reg::R0)
-                .ld_map(Reg::R1, PIDS);
-            frame(&mut a, Reg::R2, -4);
-            a.call(Helper::MapLookupElem)
-                .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+                .call(Helper::GetCurrentPidTgid);
+            followed_or(&mut a, out);
             a.current_task_value(TASK, Asm::STORAGE_CREATE);
             a.jmp_imm(Cond::Eq, Reg::R0, 0, out)
                 .bind(have)
@@ -104,14 +110,8 @@ mod floor {
         let out = a.label();
         a.mov(Reg::R6, Reg::R1);
         if step >= 1 {
-            a.call(Helper::GetCurrentPidTgid)
-                .mov(Reg::R7, Reg::R0)
-                .alu_imm(Alu::Rsh, Reg::R0, 32)
-                .store(Size::W, Reg::R10, -4, Reg::R0)
-                .ld_map(Reg::R1, PIDS);
-            frame(&mut a, Reg::R2, -4);
-            a.call(Helper::MapLookupElem)
-                .jmp_imm(Cond::Eq, Reg::R0, 0, out);
+            a.call(Helper::GetCurrentPidTgid).mov(Reg::R7, Reg::R0);
+            followed_or(&mut a, out);
         }
         if step >= 2 {
             a.call(Helper::KtimeGetNs).mov(Reg::R8, Reg::R0);
