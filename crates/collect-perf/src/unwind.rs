@@ -473,9 +473,15 @@ struct LiveUnwinder {
 pub(crate) struct ProcessUnwinder {
     unwinders: HashMap<Vec<usize>, LiveUnwinder>,
     live: Vec<usize>,
-    /// tid → the frames of its last complete stack, innermost first.
+    /// tid → the frames of its last complete stack (perhaps completed from the one before),
+    /// innermost first.
     roots: HashMap<u32, Vec<Frame>>,
 }
+
+/// The deepest stack kept as a thread's last complete one (a recursion deeper than the frames
+/// kept still passes its callers on from sample to sample, so its samples say why they are
+/// cut); the most `--max-stack` allows.
+const MAX_ROOT_FRAMES: usize = 65535;
 
 /// The most unwinders a process keeps, one per set of live mappings it was sampled with.
 const MAX_UNWINDERS: usize = 16;
@@ -604,17 +610,21 @@ impl ProcessUnwinder {
                 }
             }
         };
-        if end == StackEnd::Complete {
+        let whole = end == StackEnd::Complete || self.complete_from_thread(s.tid, &mut frames);
+        if whole && frames.len() <= MAX_ROOT_FRAMES {
             let root = self.roots.entry(s.tid).or_default();
             root.clear();
             root.extend_from_slice(&frames);
-        } else if end != StackEnd::CallchainLimit
-            && let Some(tail) = self.root_beyond(s.tid, &frames)
-        {
-            frames.extend_from_slice(tail);
-            frames.truncate(max);
-            stats.completed_from_thread += 1;
-            end = StackEnd::Complete;
+        }
+        if whole && end != StackEnd::Complete {
+            // Whole, but deeper than the frames kept: cut as the kernel's limit cuts.
+            if frames.len() > max {
+                frames.truncate(max);
+                end = StackEnd::CallchainLimit;
+            } else {
+                stats.completed_from_thread += 1;
+                end = StackEnd::Complete;
+            }
         }
         match source {
             Source::Cfi => {}
@@ -700,32 +710,54 @@ impl ProcessUnwinder {
         }
     }
 
-    /// The outer frames the thread's last complete stack had beyond the outermost frame of
-    /// `frames`: found by position when that frame's is known, else by its address if it
-    /// occurs exactly once there.
-    fn root_beyond(&self, tid: u32, frames: &[Frame]) -> Option<&[Frame]> {
-        let last = frames.last()?;
-        if frames.len() < 2 {
-            return None;
-        }
-        let root = self.roots.get(&tid)?;
-        let at = match last.position {
-            Some(_) => root.iter().position(|f| f == last)?,
-            None => {
-                let mut hits = root
-                    .iter()
-                    .enumerate()
-                    .skip(1)
-                    .filter(|(_, f)| f.address == last.address);
-                let (i, _) = hits.next()?;
-                if hits.next().is_some() {
-                    return None;
-                }
-                i
+    /// Completes `frames` with the outer frames of the thread's last complete stack (itself
+    /// perhaps completed so): a stack deeper than the copy and the callchain limit is still
+    /// whole when the sample before it, a little less deep, was. The joint is `frames`'
+    /// outermost frame at a known stack position, found in that stack at the same position
+    /// with the same address (a frame still on the stack has kept its callers), the
+    /// frame-pointer chain's frames past it agreeing; else `frames`' outermost frame, when its
+    /// position is unknown (a frame of the chain beyond the copy) and its address occurs
+    /// exactly once there.
+    fn complete_from_thread(&self, tid: u32, frames: &mut Vec<Frame>) -> bool {
+        let Some(root) = self.roots.get(&tid).filter(|_| frames.len() >= 2) else {
+            return false;
+        };
+        let by_position = frames
+            .iter()
+            .rposition(|f| f.position.is_some())
+            .and_then(|k| {
+                let at = root.iter().position(|f| *f == frames[k])?;
+                let (chained, tail) = (&frames[k + 1..], &root[at + 1..]);
+                let agree = chained.len() < tail.len()
+                    && chained
+                        .iter()
+                        .zip(tail)
+                        .all(|(c, t)| c.address == t.address);
+                agree.then_some((k, at))
+            });
+        let by_address = || {
+            let last = frames.len() - 1;
+            frames[last].position.is_none().then_some(())?;
+            let mut hits = root
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, f)| f.address == frames[last].address);
+            match (hits.next(), hits.next()) {
+                (Some((at, _)), None) => Some((last, at)),
+                _ => None,
             }
         };
+        let Some((k, at)) = by_position.or_else(by_address) else {
+            return false;
+        };
         let tail = &root[at + 1..];
-        (!tail.is_empty()).then_some(tail)
+        if tail.is_empty() {
+            return false;
+        }
+        frames.truncate(k + 1);
+        frames.extend_from_slice(tail);
+        true
     }
 
     fn unwinder(&mut self, u: &mut Unwinding, p: &Process, time: u64) -> &LiveUnwinder {
@@ -967,5 +999,49 @@ mod tests {
         assert!(reread.same_file(&images.get(&maps[0]).expect("headers")));
         assert_eq!(reread.table_bytes(), sizes[0]);
         drop(second);
+    }
+
+    /// Frames at the given (address, position) pairs, innermost first.
+    fn frames(list: &[(u64, Option<u64>)]) -> Vec<Frame> {
+        list.iter()
+            .map(|&(address, position)| Frame { address, position })
+            .collect()
+    }
+
+    /// A truncated stack takes the outer frames of the thread's last complete one where a
+    /// frame sits at the same position with the same address; the frame-pointer chain's
+    /// frames past that joint must agree with it, and the result must fit `max`.
+    #[test]
+    fn a_stack_is_completed_from_the_threads_last_one_at_a_shared_frame() {
+        let mut p = ProcessUnwinder::default();
+        // main (0x10) ← driver (0x20) ← f (0x30) ← f ← f, positions growing outward.
+        let root = frames(&[
+            (0x30, Some(0x900)),
+            (0x30, Some(0x940)),
+            (0x20, Some(0x980)),
+            (0x10, Some(0x9c0)),
+        ]);
+        p.roots.insert(7, root.clone());
+        // Deeper by two levels, its copy ending at the frame at 0x940.
+        let mut deeper = frames(&[
+            (0x31, Some(0x880)),
+            (0x30, Some(0x8c0)),
+            (0x30, Some(0x940)),
+        ]);
+        assert!(p.complete_from_thread(7, &mut deeper));
+        let addresses: Vec<u64> = deeper.iter().map(|f| f.address).collect();
+        assert_eq!(addresses, [0x31, 0x30, 0x30, 0x20, 0x10]);
+        // The same, with the frame-pointer chain going on past the copy: agreeing, and not.
+        let mut agreeing = frames(&[(0x31, Some(0x880)), (0x30, Some(0x940)), (0x20, None)]);
+        assert!(p.complete_from_thread(7, &mut agreeing));
+        assert_eq!(agreeing.len(), 4);
+        let mut disagreeing = frames(&[(0x31, Some(0x880)), (0x30, Some(0x940)), (0x25, None)]);
+        assert!(!p.complete_from_thread(7, &mut disagreeing));
+        assert_eq!(disagreeing.len(), 3, "left as it was");
+        // No frame at that position (another activation): left truncated.
+        let mut elsewhere = frames(&[(0x31, Some(0x880)), (0x30, Some(0x948))]);
+        assert!(!p.complete_from_thread(7, &mut elsewhere));
+        // Another thread's stacks are not used.
+        assert!(!p.complete_from_thread(8, &mut deeper.clone()));
     }
 }

@@ -83,7 +83,7 @@ fn built(build: Build) -> PathBuf {
         .join(build.flag().trim_start_matches('-'));
     std::fs::create_dir_all(&d).unwrap();
     let f = build.flag();
-    for name in ["recursion", "bigstack", "callback", "signal"] {
+    for name in ["recursion", "deeprec", "bigstack", "callback", "signal"] {
         cc(&d.join(name), &[&"-O2", &f, &src.join(format!("{name}.c"))]);
     }
     for (lib, source) in [
@@ -425,6 +425,14 @@ fn check_workload(name: &str, extra: &[&str], args: impl Fn(&Path) -> Vec<String
 fn recursion_direct_mutual_and_called_shallowly_and_deeply() {
     let _s = serial();
     check_workload("recursion", &[], |_| vec!["3".into()]);
+}
+
+#[test]
+fn recursion_deeper_than_the_stack_copy() {
+    let _s = serial();
+    // 1,000 levels of ~240 bytes, ~240 KiB of stack: past the 64 KiB copy, so a sample at
+    // the bottom is whole only through the stacks of the samples taken on the way down.
+    check_workload("deeprec", &["-F", "4000"], |_| vec!["1000".into()]);
 }
 
 #[test]
