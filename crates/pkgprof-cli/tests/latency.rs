@@ -489,6 +489,23 @@ fn pipe_reads_via(how: &str) {
     assert!(reader >= want - 0.015, "{want} s\n{listing}");
 }
 
+/// glibc's `fcntl64` keeps a frame before its `syscall` instruction, so the word at the user
+/// stack pointer is data: the call site comes from unwinding a stack copy, on the ring path
+/// at every call, in the kernel once per histogram entry. Both name `take_lock` and
+/// `drop_lock`, each with every call it made.
+#[test]
+fn call_sites_behind_a_wrapper_with_a_frame_are_unwound_on_both_paths() {
+    for how in LATENCY_PATHS {
+        let _g = serial();
+        let mut run = record_via("sites", how, &["lock", "20", "1"]);
+        let p = &mut run.procs[0];
+        for function in ["take_lock", "drop_lock"] {
+            let ops = p.ops("fcntl", function);
+            assert_eq!(sum(&ops, |o| o.calls), 20, "{how}: {function}");
+        }
+    }
+}
+
 #[test]
 fn page_faults_of_each_call_are_counted_exactly() {
     for how in LATENCY_PATHS {

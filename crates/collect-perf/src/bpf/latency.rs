@@ -3,8 +3,7 @@
 //! BPF programs, so no record crosses to user space per call and none can be lost; with
 //! blocking, DeBox's sleeps too (`blocking.rs`: where each call slept, how long, who woke it,
 //! and its runnable time, summed per operation by a `sched_switch` and a `sched_waking`
-//! program), and each call site's registers and stack copied once, at its first call, to be
-//! unwound in user space as the ring path unwinds every call.
+//! program).
 //!
 //! Six short programs (`programs.rs`) share six maps:
 //! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
@@ -30,22 +29,22 @@
 //! call of every task on the machine. Each starts with the pid filter, before any other map
 //! work, as every task's calls run them.
 //!
-//! The call site is read from the user registers at entry (the tracepoint's `regs`): the pc (in
-//! the system-call wrapper), the word at the stack pointer (the return address into the
-//! wrapper's caller, as libc's wrappers are leaves without a frame), and the return address
-//! of the frame `rbp` points to (the caller's caller, when the caller keeps frame pointers).
-//! Three reads, cheaper than `bpf_get_stackid`'s walk (which would also skip the caller, the
-//! wrapper never setting up `rbp`). What this loses against the ring path's unwinder
-//! (`.eh_frame` over a stack copy): the third frame in code built without frame pointers
-//! (`rbp` is then any value: a wrong frame, or none when it does not point into the stack
-//! above `sp` — not read then, as a faulting read costs more than the rest of the program),
-//! and the caller of a wrapper that
-//! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
-//! return address). Deeper frames than three are not kept on either path by default. With
-//! blocking, the three words are only the histogram key: the call that makes an entry sends
-//! its registers and 1 KiB of stack ([`LatencyCounts`] carries them to the aggregator, which
-//! unwinds them from `.eh_frame`), so the sites are the ring path's, at a record per entry,
-//! not per call.
+//! The call site is keyed by three words read from the user registers at entry (the
+//! tracepoint's `regs`): the pc (in the system-call wrapper), the word at the stack pointer
+//! (the return address into the wrapper's caller when the wrapper is a leaf without a frame),
+//! and the return address of the frame `rbp` points to (the caller's caller, when the caller
+//! keeps frame pointers; read only when `rbp` points into the stack above `sp`, as a faulting
+//! read costs more than the rest of the program). Three reads, cheaper than
+//! `bpf_get_stackid`'s walk. The words only key the histogram: the call that makes an entry
+//! also sends its user registers and 1 KiB of its stack to a ring buffer
+//! (`blocking::site_copy`), and the aggregator unwinds that copy from `.eh_frame` as the ring
+//! path unwinds every call, so the site is the ring path's — also behind a wrapper that
+//! pushes before its `syscall` instruction (glibc's `fcntl64`, where the word at the stack
+//! pointer is data) and in code without frame pointers — at one record per entry, not per
+//! call. Two call sites whose three words are equal (a framed wrapper whose word at `sp` is
+//! the same data, called from two callers without frame pointers) share an entry, named by
+//! the first; a copy the ring had no room for leaves its entry with the three words, said in
+//! a note.
 //!
 //! The histogram's values are cumulative and read in place at each drain: an entry taken out
 //! of the map while a program adds to it would lose that call (a million getpids lost one
@@ -244,9 +243,11 @@ pub struct SyscallLatency {
     sleeps: HashMap<Vec<u8>, (u64, u64)>,
     /// Kernel frames kept of each sleep site and waker.
     kernel_frames: usize,
-    /// With blocking: the call sites' registers and stacks ([`blocking::site_copy`]), and
-    /// those read so far, by (tgid, gen, the histogram key's three words).
-    site_ring: Option<RingBuf>,
+    /// The call sites' registers and stacks ([`blocking::site_copy`]), and those read so
+    /// far, by (tgid, gen, the histogram key's three words).
+    site_ring: RingBuf,
+    /// With blocking, the sleep programs' maps (THREADS, SLEEPS, STACKS).
+    sleep_maps: Vec<Map>,
     copies: HashMap<CopyKey, SiteCopy>,
     /// Calls left open by exited threads drained so far (GONE): (tgid, gen) → calls.
     gone: HashMap<(u32, u32), u64>,
@@ -295,7 +296,6 @@ impl SyscallLatency {
         let shape = Shape {
             resolution: r,
             slices: opts.slice_ns.map(|l| (start_ns, l)),
-            site_copies: opts.blocking,
         };
         // Each thread's open call is in a task-storage value, found from the task with one
         // helper call where a hash keyed by tid costs a lookup (and the pid filter another):
@@ -308,7 +308,7 @@ impl SyscallLatency {
                 ),
                 source: None,
             })?;
-        let mut maps = vec![
+        let maps = vec![
             Map::create(MapKind::Hash, "pkg_pids", 4, 8, 16384)?,
             task,
             Map::create_sparse(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
@@ -316,10 +316,11 @@ impl SyscallLatency {
             Map::create(MapKind::Array, "pkg_bounds", 4, 8, 64 * r)?,
             Map::create_sparse(MapKind::Hash, "pkg_gone", GONE_KEY, GONE_VALUE, 65536)?,
         ];
+        let mut sleep_maps = Vec::new();
         if switch.is_some() {
             let (key, value) = (blocking::SLEEP_KEY, blocking::SLEEP_VALUE);
             let frames = 8 * kernel_frames as u32;
-            maps.extend([
+            sleep_maps.extend([
                 Map::create(
                     MapKind::Hash,
                     "pkg_threads",
@@ -337,13 +338,10 @@ impl SyscallLatency {
                 .map_err(|e| Error::io("cannot fill the BPF bucket bounds", e))?;
         }
         // 1 MiB: ~900 call sites' copies between two reads.
-        let site_ring = match switch {
-            Some(_) => Some(RingBuf::create("pkg_sites", 1 << 20)?),
-            None => None,
-        };
-        let refs: Vec<&Map> = maps
-            .iter()
-            .chain(site_ring.as_ref().map(RingBuf::map))
+        let site_ring = RingBuf::create("pkg_sites", 1 << 20)?;
+        let refs: Vec<&Map> = (maps.iter())
+            .chain([site_ring.map()])
+            .chain(&sleep_maps)
             .collect();
         let programs = vec![
             (
@@ -427,6 +425,7 @@ impl SyscallLatency {
             sleeps: HashMap::new(),
             kernel_frames,
             site_ring,
+            sleep_maps,
             copies: HashMap::new(),
         })
     }
@@ -496,14 +495,12 @@ impl SyscallLatency {
     ///
     /// Returns an error if the map cannot be read.
     pub fn drain(&mut self) -> Result<()> {
-        if let Some(ring) = &mut self.site_ring {
-            let copies = &mut self.copies;
-            ring.read(|r| {
-                if let Some((key, copy)) = parse_copy(r) {
-                    copies.entry(key).or_insert(copy);
-                }
-            });
-        }
+        let copies = &mut self.copies;
+        self.site_ring.read(|r| {
+            if let Some((key, copy)) = parse_copy(r) {
+                copies.entry(key).or_insert(copy);
+            }
+        });
         let past = self.slices.map(|(start, len)| {
             let now = crate::clock::monotonic_ns();
             (now.saturating_sub(start) / len.max(1)).saturating_sub(1)
@@ -550,7 +547,10 @@ impl SyscallLatency {
                 self.live.insert(k, sum);
             }
         }
-        if let Some(sleeps) = self.maps.get(blocking::SLEEPS.0) {
+        if let Some(sleeps) = self
+            .sleep_maps
+            .get(blocking::SLEEPS.0 - blocking::THREADS.0)
+        {
             let stride = sleeps.value_stride();
             let keys = sleeps
                 .keys()
@@ -718,8 +718,11 @@ impl SyscallLatency {
                  their frames are the three words read in the kernel"
             ));
         }
-        if self.maps.len() > blocking::STACKS.0 {
-            self.sleeps_to(&mut out, &totals);
+        if let (Some(stacks), Some(threads)) = (
+            self.sleep_map(blocking::STACKS),
+            self.sleep_map(blocking::THREADS),
+        ) {
+            self.sleeps_to(stacks, threads, &mut out, &totals);
         }
         // The programs' own checksum: every entry and exit they counted is in a bucket,
         // unpaired, or in a count of what did not fit.
@@ -760,13 +763,18 @@ impl SyscallLatency {
 }
 
 impl SyscallLatency {
+    /// The sleep programs' map in `slot`, if they were loaded (blocking).
+    fn sleep_map(&self, slot: super::insn::MapSlot) -> Option<&Map> {
+        self.sleep_maps
+            .get(slot.0.checked_sub(blocking::THREADS.0)?)
+    }
+
     /// Puts the sleeps counted in the kernel into `out`, each under its operation, with
     /// their frames from the stack map, and their checksums and what did not fit in notes:
     /// switch-outs in a call (`totals[OUTS]`) each ended at a switch-in (`INS`) or are still
     /// off now. Sleeps of an operation no call of which returned (calls that never did) are
     /// left out, said in a note. The sleep programs must be detached.
-    fn sleeps_to(&self, out: &mut LatencyCounts, totals: &[u64]) {
-        let stacks = &self.maps[blocking::STACKS.0];
+    fn sleeps_to(&self, stacks: &Map, threads: &Map, out: &mut LatencyCounts, totals: &[u64]) {
         let mut frames_of: HashMap<u32, Vec<u64>> = HashMap::new();
         let mut frames = |id: u32| -> Vec<u64> {
             if id == blocking::NO_STACK as u32 {
@@ -817,11 +825,8 @@ impl SyscallLatency {
             e.0 += n;
             e.1 = e.1.saturating_add(ns);
         }
-        let still_off = self.maps[blocking::THREADS.0]
-            .keys()
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|k| self.maps[blocking::THREADS.0].lookup(k).ok().flatten())
+        let still_off = (threads.keys().unwrap_or_default().iter())
+            .filter_map(|k| threads.lookup(k).ok().flatten())
             .filter(|v| u64_at(v, blocking::T_OFF as usize) != 0)
             .count() as u64;
         let (outs, ins) = (

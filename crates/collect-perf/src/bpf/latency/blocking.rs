@@ -19,6 +19,11 @@
 //! - `sched_waking` (every task's wake-ups): a followed thread's entry notes the time, the
 //!   waker's process (0 in the idle task: an interrupt) and its kernel stack.
 //!
+//! The time is added at the switch-in, to the operation of the call it happened in: a call
+//! that never returns (its thread exited, or the run ended) has its sleeps in its operation,
+//! where the ring path drops them with the call; those of an operation no call of which
+//! returned are left out, with a note ([`super::SyscallLatency`]'s end).
+//!
 //! Checksums: switch-outs in a call (OUTS) each end at a switch-in (INS) or are still off at
 //! the end (the entries read then); sleeps SLEEPS had no room for, stacks STACKS had no room
 //! for, and threads THREADS had no room for are counted, never silently missing.
@@ -33,14 +38,15 @@ use super::programs::{
     S_TGID, S_UP, TASK, count, field, frame_ptr,
 };
 
+/// The call sites' registers and stacks, one per histogram entry made ([`site_copy`]); with
+/// or without blocking.
+pub(in crate::bpf) const SITE_RING: MapSlot = MapSlot(6);
 /// Each followed thread's entry: its switch-out, its last wake-up (keyed by thread id).
-pub(in crate::bpf) const THREADS: MapSlot = MapSlot(6);
+pub(in crate::bpf) const THREADS: MapSlot = MapSlot(7);
 /// (operation, sleep stack, waker) → (count, ns): per CPU.
-pub(in crate::bpf) const SLEEPS: MapSlot = MapSlot(7);
+pub(in crate::bpf) const SLEEPS: MapSlot = MapSlot(8);
 /// Kernel stacks of sleeps and wakers (`bpf_get_stackid`).
-pub(in crate::bpf) const STACKS: MapSlot = MapSlot(8);
-/// The call sites' registers and stacks, one per histogram entry made ([`site_copy`]).
-pub(in crate::bpf) const SITE_RING: MapSlot = MapSlot(9);
+pub(in crate::bpf) const STACKS: MapSlot = MapSlot(9);
 
 // Counters (beside programs.rs's).
 pub(in crate::bpf) const OUTS: i32 = 5;
@@ -170,13 +176,13 @@ pub(super) fn new_thread(a: &mut Asm) {
     a.bind(done);
 }
 
-/// Part of the exit program, where a call makes a new histogram entry (its key at HK, the
-/// program's context at CTX): the call's user registers and 1 KiB of its user stack go to
-/// SITE_RING, for user space to unwind the call site from `.eh_frame` as the ring path does
-/// (the three words the programs read are the entry's key: exact for a leaf wrapper called
-/// from code with frame pointers, not behind a wrapper that keeps a frame). Once per entry,
-/// so a system-call storm sends a few records, not one a call. A full ring is counted.
-/// Clobbers R0 to R5, R7.
+/// Part of the exit program (with or without blocking), where a call makes a new histogram
+/// entry (its key at HK, the program's context at CTX): the call's user registers and 1 KiB
+/// of its user stack go to SITE_RING, for user space to unwind the call site from
+/// `.eh_frame` as the ring path does (the three words the programs read are the entry's key:
+/// exact for a leaf wrapper called from code with frame pointers, not behind a wrapper that
+/// keeps a frame). Once per entry, so a system-call storm sends a few records, not one a
+/// call. A full ring is counted. Clobbers R0 to R5, R7.
 pub(super) fn site_copy(a: &mut Asm) {
     let (skip, sent, copied) = (a.label(), a.label(), a.label());
     a.load(Size::DW, Reg::R1, Reg::R10, CTX)
@@ -421,7 +427,7 @@ pub(super) fn waking_program(off: &SwitchOffsets) -> Code {
 
 #[cfg(test)]
 mod tests {
-    use super::super::programs::{Offsets, Shape, enter_program, exit_program, exit_task_program};
+    use super::super::programs::{Offsets, enter_program, exit_task_program};
     use super::*;
 
     fn offsets() -> SwitchOffsets {
@@ -456,25 +462,18 @@ mod tests {
     #[test]
     fn the_programs_are_the_same_bytes_on_every_build() {
         let off = offsets();
-        let shape = Shape {
-            resolution: 1,
-            slices: None,
-            site_copies: true,
-        };
         let task = Offsets {
             child_pid: 20,
             exit_pid: 24,
         };
         let got = [
             enter_program(true).digest(),
-            exit_program(&shape).digest(),
             exit_task_program(&task, true).digest(),
             switch_program(&off).digest(),
             waking_program(&off).digest(),
         ];
         let want = [
             "210 insns 2e74534f7eda6474",
-            "313 insns 07a79b6a5893307b",
             "110 insns b36645121ffe7856",
             "170 insns 3b4b079f9ba897be",
             "35 insns 055e0352dea30bcd",

@@ -107,9 +107,6 @@ pub(super) struct Shape {
     pub resolution: u32,
     /// (start of slice 0, slice length), both ns on CLOCK_MONOTONIC.
     pub slices: Option<(u64, u64)>,
-    /// Whether the first call of each histogram entry also sends its user registers and
-    /// stack ([`super::blocking::site_copy`]), to unwind its call site exactly.
-    pub site_copies: bool,
 }
 
 pub(in crate::bpf) fn field(f: &EventFormat, name: &str, size: usize) -> Result<i16> {
@@ -375,9 +372,8 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
     let mut a = Asm::new();
     let (out, slow, closed, sliced, no_start) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
-    if shape.site_copies {
-        a.store(Size::DW, Reg::R10, CTX, Reg::R1);
-    }
+    // Kept for the copy of a new entry's call site.
+    a.store(Size::DW, Reg::R10, CTX, Reg::R1);
     a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, slow).mov(Reg::R6, Reg::R0);
     count(&mut a, EXITS);
@@ -422,7 +418,7 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
         HK + K_BUCKET,
         Reg::R9,
     );
-    hist_add(&mut a, shape.site_copies);
+    hist_add(&mut a, true);
     a.ja(out)
         .bind(closed)
         .load(Size::W, Reg::R1, Reg::R6, S_TGID)
@@ -572,12 +568,10 @@ mod tests {
         let shape = Shape {
             resolution: 1,
             slices: None,
-            site_copies: false,
         };
         let sliced = Shape {
             resolution: 4,
             slices: Some((1_000, 1_000_000_000)),
-            site_copies: false,
         };
         let got = [
             enter_program(false).digest(),
@@ -590,8 +584,8 @@ mod tests {
         ];
         let want = [
             "178 insns 389eda26f7cbd90f",
-            "238 insns a1c83a9ed2aff59a",
-            "278 insns 0cd97e352d7b8e87",
+            "313 insns 07a79b6a5893307b",
+            "353 insns 5fe254bbb7618d72",
             "13 insns e17f8241e419baf0",
             "24 insns c2760f54bc8c01a3",
             "36 insns b5013a1976f38f8c",
