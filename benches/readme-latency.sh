@@ -18,11 +18,11 @@ work="$(mktemp -d /tmp/readme-latency.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -g -fno-omit-frame-pointer -o "$work/latency" "$root/crates/pkgprof-cli/tests/workloads/latency.c"
 cd "$work"
-# The lock runs go through the rings: glibc's fcntl64 pushes before its `syscall`, so the
-# in-kernel path's call site stops at the wrapper there (README says why), and the ring
-# path's unwinder names take_lock and drop_lock.
-"$pkgmon" -o alone --latency --latency-path=ring -- ./latency lock 200 1 alone.own 2>> pkgmon.log
-"$pkgmon" -o contended --latency --latency-path=ring -- ./latency lock 200 2 contended.own 2>> pkgmon.log
+# Every run counts in the kernel (the default); glibc's fcntl64 pushes before its `syscall`,
+# and the copy of each call site's first call, unwound by pkgmon, names take_lock and
+# drop_lock behind it.
+"$pkgmon" -o alone --latency -- ./latency lock 200 1 alone.own 2>> pkgmon.log
+"$pkgmon" -o contended --latency -- ./latency lock 200 2 contended.own 2>> pkgmon.log
 "$pkgmon" -o pipe --blocking -- ./latency pipe 200 pipe.own 2>> pkgmon.log
 "$pkgprof" --latency --plot="$root/docs/img/latency-fcntl-contended.svg" --operation=fcntl contended
 "$pkgprof" --latency-diff alone contended --plot="$root/docs/img/latency-fcntl-alone-vs-contended.svg" \
