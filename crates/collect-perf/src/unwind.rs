@@ -495,6 +495,11 @@ enum Source {
 }
 
 impl ProcessUnwinder {
+    /// Forgets what was kept of thread `tid`, which exited.
+    pub(crate) fn thread_exited(&mut self, tid: u32) {
+        self.roots.remove(&tid);
+    }
+
     /// Unwinds the user stack of sample `s` of process `p` into `out`, innermost first.
     ///
     /// Returns None (and leaves `out` empty) for a sample without a user context.
@@ -1017,7 +1022,10 @@ mod tests {
         // No frame at that position (another activation): left truncated.
         let mut elsewhere = frames(&[(0x31, Some(0x880)), (0x30, Some(0x948))]);
         assert!(!p.complete_from_thread(7, &mut elsewhere));
-        // Another thread's stacks are not used.
+        // Another thread's stacks are not used, nor those of a thread that exited.
         assert!(!p.complete_from_thread(8, &mut deeper.clone()));
+        p.thread_exited(7);
+        assert!(p.roots.is_empty());
+        assert!(!p.complete_from_thread(7, &mut deeper.clone()));
     }
 }
