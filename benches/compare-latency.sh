@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cost of system-call tracing, side by side: pkgmon --latency (counted in the kernel by its
 # BPF programs, the default, and through the perf rings, --latency-path=ring) and --blocking
-# (wakers from BPF programs, the default, or from a sampled sched_waking event: ring)
+# (calls, sleeps and wakers counted in the kernel, the default, or through the perf rings: ring)
 # against `perf trace -s` and `strace -c -w` (the tools that give per-call latency tables),
 # pkgmon sampling alone, and the bare workload, on
 #   - getpid: N getpid calls, nothing else (the worst case: the call costs ~100 ns), and
@@ -36,6 +36,8 @@
 #   bash benches/compare-latency.sh          (RUNS=5 GETPID_N=200000 POSTMARK_N=5000)
 #   PKGMON=path/to/pkgmon bash benches/compare-latency.sh     (a pkgmon already built)
 #   ONLY='bare|bpf|floor' bash benches/compare-latency.sh     (the rows whose tool matches)
+#   BASELINE=path/to/old/pkgmon bash benches/compare-latency.sh (adds its --blocking and
+#                                          --latency rows, interleaved: a before/after)
 #
 # Needs root, perf and strace. Quote figures with the load average the script prints.
 set -euo pipefail
@@ -65,10 +67,10 @@ else
   mkdir -p "$files"
 fi
 trap 'rm -rf "$work" "$files"' EXIT
-python3 - "$pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" "$floor" "${ONLY:-}" "$files" <<'PY'
+python3 - "$pkgmon" "$work" "$runs" "$getpid_n" "$postmark_n" "$floor" "${ONLY:-}" "$files" "${BASELINE:-}" <<'PY'
 import os, re, shutil, statistics, subprocess, sys, time
 
-pkgmon, work, runs, getpid_n, postmark_n, floor, only, files = sys.argv[1:9]
+pkgmon, work, runs, getpid_n, postmark_n, floor, only, files, baseline = sys.argv[1:10]
 runs = int(runs)
 out = os.path.join(work, "pk.data")
 tools = [
@@ -80,7 +82,10 @@ tools = [
     ("pkgmon --blocking (ring)", [pkgmon, "-o", out, "--blocking", "--latency-path=ring", "--"]),
     ("perf trace -s", ["perf", "trace", "-s", "-o", os.path.join(work, "trace.txt"), "--"]),
     ("strace -c -w", ["strace", "-c", "-w", "-o", os.path.join(work, "strace.txt"), "--"]),
-] + [
+] + ([
+    ("pkgmon --latency (bpf, baseline)", [baseline, "-o", out, "--latency", "--latency-path=bpf", "--"]),
+    ("pkgmon --blocking (baseline)", [baseline, "-o", out, "--blocking", "--"]),
+] if baseline else []) + [
     (f"floor: {label}", [floor, step, "--"])
     for step, label in [
         ("empty", "empty programs"),
@@ -142,6 +147,7 @@ for name, cmd, n, calls_per_op in workloads:
                 lost[tool] = max(lost[tool], int(lm.group(1)) if lm else 0)
                 mismatch[tool] += p.stderr.count("records received but the kernel counted")
                 mismatch[tool] += p.stderr.count("calls counted in the kernel, but")
+                mismatch[tool] += p.stderr.count("checksum mismatch")
                 left = re.search(r"([0-9]+) calls were left out", p.stderr)
                 lost[tool] = max(lost[tool], int(left.group(1)) if left else 0)
             if tool.startswith("perf"):

@@ -552,9 +552,34 @@ impl Aggregator {
                 continue;
             }
             let key = (pi, generation as usize);
+            // The sites the programs copied, unwound as the ring path unwinds its entries.
+            let mut exact: HashMap<Vec<u64>, Vec<u64>> = HashMap::new();
+            if !img.copies.is_empty() && self.unwinders.len() <= pi {
+                self.unwinders.resize_with(pi + 1, ProcessUnwinder::default);
+            }
+            for (words, copy) in &img.copies {
+                let p = &self.replay.processes()[pi];
+                let mut frames = Vec::new();
+                self.unwinders[pi].unwind_copy(
+                    &mut self.unwinding,
+                    p,
+                    copy.time,
+                    copy.regs,
+                    &copy.stack,
+                    &mut frames,
+                );
+                // A copy that unwinds no further than the words read stays with them.
+                if frames.len() >= 2 {
+                    exact.insert(words.clone(), frames);
+                }
+            }
+            let exact_site = |site: Vec<u64>| exact.get(&site).cloned().unwrap_or(site);
             tracer.add_unpaired(key, img.unpaired_enters, img.unpaired_exits);
-            for (k, c) in img.buckets {
-                tracer.add_counted(key, k, &c);
+            for ((nr, site, slice, bucket), c) in img.buckets {
+                tracer.add_counted(key, (nr, exact_site(site), slice, bucket), &c);
+            }
+            for ((nr, site, off, waker), (n, ns)) in img.sleeps {
+                tracer.add_kernel_sleeps(key, (nr, exact_site(site)), off, waker, n, ns);
             }
         }
         tracer.set_kernel_run(crate::syscalls::KernelRun {

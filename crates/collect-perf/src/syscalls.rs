@@ -282,13 +282,14 @@ impl SyscallTracer {
     }
 
     /// Calls counted in the kernel: `n` calls of `nr` from `site` in image `key`, in
-    /// (`slice`, `bucket`), with their sums.
+    /// (`slice`, `bucket`), with their sums; the site keeps the frames asked for.
     pub(crate) fn add_counted(
         &mut self,
         key: (usize, usize),
-        (nr, site, slice, bucket): (u64, Vec<u64>, u64, u32),
+        (nr, mut site, slice, bucket): (u64, Vec<u64>, u64, u32),
         c: &crate::bpf::Counted,
     ) {
+        site.truncate(self.opts.site_frames.max(1));
         let op = self
             .images
             .entry(key)
@@ -308,6 +309,52 @@ impl SyscallTracer {
         let b = op.buckets.entry((slice, bucket)).or_default();
         b.0 += c.count;
         b.1 = b.1.saturating_add(c.total);
+    }
+
+    /// `n` times, `ns` in all, calls of operation `op` of image `key` were off the CPU
+    /// (`off`), as counted in the kernel: blocked at a sleep site and woken by `waker` (None
+    /// if its wake-up was not seen), or runnable.
+    pub(crate) fn add_kernel_sleeps(
+        &mut self,
+        key: (usize, usize),
+        (nr, mut site): (u64, Vec<u64>),
+        off: crate::bpf::OffCpu,
+        waker: Option<crate::bpf::KernelWaker>,
+        n: u64,
+        ns: u64,
+    ) {
+        site.truncate(self.opts.site_frames.max(1));
+        let op = self
+            .images
+            .entry(key)
+            .or_default()
+            .ops
+            .entry((nr, site))
+            .or_default();
+        let site = match off {
+            crate::bpf::OffCpu::Runnable => {
+                op.runnable = op.runnable.saturating_add(ns);
+                return;
+            }
+            crate::bpf::OffCpu::Blocked(site) => site,
+        };
+        op.blocked = op.blocked.saturating_add(ns);
+        op.sleeps += n;
+        let s = op.sites.entry(site).or_default();
+        s.0 += n;
+        s.1 = s.1.saturating_add(ns);
+        match waker {
+            Some(w) => {
+                let e = op.wakers.entry(w).or_default();
+                e.0 += n;
+                e.1 = e.1.saturating_add(ns);
+            }
+            None => {
+                op.unseen.0 += n;
+                op.unseen.1 = op.unseen.1.saturating_add(ns);
+                self.unseen += n;
+            }
+        }
     }
 
     /// Calls of image `key` the kernel saw enter and never leave, or leave without entering.

@@ -677,6 +677,30 @@ impl ProcessUnwinder {
         Some(end)
     }
 
+    /// Unwinds a stack copied without a sample (a call site the in-kernel latency programs
+    /// copied, [`crate::bpf::SyscallLatency`]) from `.eh_frame` alone: `regs` and `stack`
+    /// (from `regs.sp` up) of process `p` at `time`, innermost first into `out`, as far as
+    /// the copy and the unwind information go.
+    pub(crate) fn unwind_copy(
+        &mut self,
+        u: &mut Unwinding,
+        p: &Process,
+        time: u64,
+        regs: crate::recording::UserRegs,
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) {
+        out.clear();
+        if p.mapping_at(regs.ip, time).is_none() {
+            return;
+        }
+        let mut cfi = std::mem::take(&mut u.cfi);
+        cfi.clear();
+        self.cfi_unwind(u, p, time, regs, stack, true, &mut cfi);
+        out.extend(cfi.iter().map(|f| f.address));
+        u.cfi = cfi;
+    }
+
     /// Appends the frame-pointer chain from entry `from` on, and says why it ends: at the
     /// root when its last function has no caller by its unwind information; else at the
     /// kernel's depth limit, or for want of a stack copy reaching that far when the chain

@@ -154,9 +154,11 @@ struct Args {
     /// record to lose), `ring` records every entry and exit through the perf rings and
     /// unwinds each call site from a stack copy (exact call sites in code without frame
     /// pointers, but microseconds per call); `auto` is bpf when the kernel allows it, else
-    /// ring with a note. --blocking records the calls and their sleeps through the rings,
-    /// and their wakers with BPF programs unless `ring` (which sees wake-ups fired on an idle
-    /// CPU without their frames, and infers them as the interrupts they are).
+    /// ring with a note. With --blocking, bpf also counts each call's sleeps and their
+    /// wakers in the kernel; ring records the sleeps and wakers through the rings too (perf
+    /// sees wake-ups fired on an idle CPU without their frames, and infers them as the
+    /// interrupts they are; `auto` falling back to the rings still takes the wakers from BPF
+    /// programs if the kernel allows them).
     #[arg(long = "latency-path", value_name = "PATH", default_value = "auto",
           value_parser = ["auto", "bpf", "ring"])]
     latency_path: String,
@@ -480,9 +482,10 @@ fn run(args: Args) -> anyhow::Result<u8> {
     let mut wakers = None;
     if let Some(l) = &mut latency {
         in_kernel = kernel_latency(l, &args)?;
-        wakers = kernel_wakers(l, &args);
-        l.kernel_wakers = wakers.is_some();
+        // Counted in the kernel, the sleeps have their wakers counted there too.
         if in_kernel.is_none() {
+            wakers = kernel_wakers(l, &args);
+            l.kernel_wakers = wakers.is_some();
             config.tracepoints = l.tracepoints()?;
             config.context_switches = l.blocking;
         }
@@ -597,8 +600,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
         &STOP,
         |p| {
             status.update(p);
-            // The kernel's histogram map is emptied at each drain, so it holds only what
-            // came since the last one.
+            // The kernel's counts are read at each drain; a sliced run's past slices leave
+            // its map then.
             if let Some(k) = &mut in_kernel
                 && let Err(e) = k.drain()
             {
@@ -614,6 +617,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         let counts = k.finish()?;
         for note in &counts.notes {
             eprintln!("pkgmon: warning: {note}");
+        }
+        for remark in &counts.remarks {
+            eprintln!("pkgmon: note: {remark}");
         }
         for c in &counts.checks {
             match c.counted {
@@ -695,8 +701,6 @@ fn kernel_latency(
 ) -> anyhow::Result<Option<collect_perf::bpf::SyscallLatency>> {
     let why_not = if args.latency_path == "ring" {
         return Ok(None);
-    } else if l.blocking {
-        "--blocking records each call's sleeps through the perf rings"
     } else if args.all {
         "system-wide runs (-a) record through the perf rings"
     } else {

@@ -1,6 +1,9 @@
-//! System-call latencies aggregated in the kernel (`pkgmon --latency`'s BPF path): OSprof's
-//! log2 histograms per (process image, system call, user call site) counted by BPF programs,
-//! so no record crosses to user space and none can be lost.
+//! System-call latencies aggregated in the kernel (`pkgmon --latency`'s and `--blocking`'s BPF
+//! path): OSprof's log2 histograms per (process image, system call, user call site) counted by
+//! BPF programs, so no record crosses to user space per call and none can be lost; with
+//! blocking, DeBox's sleeps too (`blocking.rs`: where each call slept, how long, who woke it,
+//! and its runnable time, summed per operation by a `sched_switch` and a `sched_waking`
+//! program).
 //!
 //! Six short programs (`programs.rs`) share six maps:
 //! - `sched_process_exec` arms a followed process (the events of the ring path turn on at the
@@ -26,18 +29,26 @@
 //! call of every task on the machine. Each starts with the pid filter, before any other map
 //! work, as every task's calls run them.
 //!
-//! The call site is read from the user registers at entry (the tracepoint's `regs`): the pc (in
-//! the system-call wrapper), the word at the stack pointer (the return address into the
-//! wrapper's caller, as libc's wrappers are leaves without a frame), and the return address
-//! of the frame `rbp` points to (the caller's caller, when the caller keeps frame pointers).
-//! Three reads, cheaper than `bpf_get_stackid`'s walk (which would also skip the caller, the
-//! wrapper never setting up `rbp`). What this loses against the ring path's unwinder
-//! (`.eh_frame` over a stack copy): the third frame in code built without frame pointers
-//! (`rbp` is then any value: a wrong frame, or none when it does not point into the stack
-//! above `sp` — not read then, as a faulting read costs more than the rest of the program),
-//! and the caller of a wrapper that
-//! pushes before its `syscall` instruction (the word at the stack pointer is then data, not a
-//! return address). Deeper frames than three are not kept on either path by default.
+//! The call site is keyed by three words read from the user registers at entry (the
+//! tracepoint's `regs`): the pc (in the system-call wrapper), the word at the stack pointer
+//! (the return address into the wrapper's caller when the wrapper is a leaf without a frame),
+//! and the return address of the frame `rbp` points to (the caller's caller, when the caller
+//! keeps frame pointers; read only when `rbp` points into the stack above `sp`, as a faulting
+//! read costs more than the rest of the program). Three reads, cheaper than
+//! `bpf_get_stackid`'s walk. The words only key the histogram: the call that makes an entry
+//! also sends its user registers and 1 KiB of its stack to a ring buffer
+//! (`blocking::site_copy`), and the aggregator unwinds that copy from `.eh_frame` as the ring
+//! path unwinds every call, so the site is the ring path's — also behind a wrapper that
+//! pushes before its `syscall` instruction (glibc's `fcntl64`, where the word at the stack
+//! pointer is data) and in code without frame pointers — at one record per entry, not per
+//! call. Two call sites whose three words are equal (a framed wrapper whose word at `sp` is
+//! the same data, called from two callers without frame pointers) share an entry, named by
+//! the first; a copy the ring had no room for leaves its entry with the three words, said in
+//! a note.
+//!
+//! The histogram's values are cumulative and read in place at each drain: an entry taken out
+//! of the map while a program adds to it would lose that call (a million getpids lost one
+//! or two per run that way, caught by the checksum); only past time slices are taken out.
 //!
 //! Task storage cannot be listed from user space: at the end, the calls still open are read
 //! from the values of the followed processes' live threads (a pidfd of each thread is the
@@ -64,18 +75,21 @@ use latency::Resolution;
 
 use super::map::{Map, MapKind, u32_at, u64_at};
 use super::prog::{Attachment, Program};
+use super::ringbuf::RingBuf;
+use crate::recording::UserRegs;
 use crate::syscalls::LatencyOptions;
 use crate::tracefs::Tracefs;
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
+mod blocking;
 mod programs;
 
 pub(super) use programs::field;
 
 use programs::{
     COUNTS, ENTERS, EXITS, GONE, GONE_KEY, GONE_VALUE, HIST, HIST_FULL, HIST_KEY, HIST_VALUE,
-    N_COUNTS, Offsets, PIDS, PIDS_FULL, S_GEN, S_T0, S_TGID, START_FULL, Shape, TASK, TASK_VALUE,
+    Offsets, PIDS, PIDS_FULL, S_GEN, S_T0, S_TGID, START_FULL, Shape, TASK, TASK_VALUE,
     UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program, exit_task_program,
     fault_program, fork_program,
 };
@@ -95,11 +109,69 @@ pub struct Counted {
     pub faults: u64,
 }
 
+/// Where a call was while off the CPU: blocked at a sleep site (kernel frames, innermost
+/// first; empty when the kernel's stack map had no room), or runnable (preempted).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum OffCpu {
+    Blocked(Vec<u64>),
+    Runnable,
+}
+
+/// A waker counted in the kernel: its process (0: an interrupt in the idle task) and kernel
+/// frames.
+pub(crate) type KernelWaker = (u32, Vec<u64>);
+
+/// Times off the CPU of one kind: (system call, user frames, where, waker if seen).
+pub(crate) type SleepKey = (u64, Vec<u64>, OffCpu, Option<KernelWaker>);
+
+/// A call site's copy as the programs keyed it: (tgid, gen, the three words read).
+type CopyKey = (u32, u32, [u64; 3]);
+
+/// A call site's user registers and stack, copied in the kernel at its first call, to unwind
+/// it in user space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SiteCopy {
+    /// When, ns on CLOCK_MONOTONIC (which mappings were live).
+    pub time: u64,
+    pub regs: UserRegs,
+    /// The stack from `regs.sp` up.
+    pub stack: Vec<u8>,
+}
+
+/// A call site's record ([`blocking::site_copy`]): its key and copy, or None if it is
+/// shorter than its header says.
+fn parse_copy(r: &[u8]) -> Option<(CopyKey, SiteCopy)> {
+    use blocking::{C_GEN, C_LEN, C_REGS, C_STACK, C_TGID, C_TIME, C_WORDS};
+    if r.len() < C_STACK {
+        return None;
+    }
+    let len = (u32_at(r, C_LEN) as usize).min(r.len() - C_STACK);
+    let words = [
+        u64_at(r, C_WORDS),
+        u64_at(r, C_WORDS + 8),
+        u64_at(r, C_WORDS + 16),
+    ];
+    let copy = SiteCopy {
+        time: u64_at(r, C_TIME),
+        regs: UserRegs {
+            ip: u64_at(r, C_REGS),
+            sp: u64_at(r, C_REGS + 8),
+            bp: u64_at(r, C_REGS + 16),
+        },
+        stack: r[C_STACK..C_STACK + len].to_vec(),
+    };
+    Some(((u32_at(r, C_TGID), u32_at(r, C_GEN), words), copy))
+}
+
 /// What the in-kernel collection counted of one process image.
 #[derive(Debug, Default)]
 pub(crate) struct ImageCounts {
+    /// With blocking: the call sites' copies, by the site the programs read (three words).
+    pub copies: HashMap<Vec<u64>, SiteCopy>,
     /// (system call, user frames, slice, bucket) → sums.
     pub buckets: HashMap<(u64, Vec<u64>, u64, u32), Counted>,
+    /// With blocking: (system call, user frames, off-CPU, waker if seen) → (times, ns).
+    pub sleeps: HashMap<SleepKey, (u64, u64)>,
     pub unpaired_enters: u64,
     pub unpaired_exits: u64,
 }
@@ -114,8 +186,12 @@ pub struct LatencyCounts {
     pub checks: Vec<EventCheck>,
     /// Calls left out: their histogram entry did not fit (`hist` map full).
     pub dropped: u64,
-    /// Notes for the user (map-full counts, stacks that did not fit).
+    /// Warnings for the user (map-full counts, stacks that did not fit, checksum
+    /// mismatches).
     pub notes: Vec<String>,
+    /// What the user may want to know but is not wrong (programs the kernel skipped for
+    /// any task, which may or may not have been a profiled one's).
+    pub remarks: Vec<String>,
     /// Where slice 0 began (ns, CLOCK_MONOTONIC).
     pub(crate) start: u64,
 }
@@ -150,12 +226,29 @@ pub struct SyscallLatency {
     counting: Vec<(OwnedFd, OwnedFd)>,
     enter_format: EventFormat,
     exit_format: EventFormat,
-    site_frames: usize,
     /// Whether `counting` is opened: [`LatencyOptions::counting_events`].
     counting_events: bool,
     start: u64,
-    /// Sums drained so far: histogram key bytes → sums.
-    drained: HashMap<Vec<u8>, Counted>,
+    /// The histogram's entries as last read, histogram key bytes → sums: the map's values
+    /// are cumulative, read in place (an entry taken out of the map while a program adds to
+    /// it would lose that call).
+    live: HashMap<Vec<u8>, Counted>,
+    /// Entries of past time slices, taken out of the map (no call adds to them any more).
+    closed: HashMap<Vec<u8>, Counted>,
+    /// (start of slice 0, slice length), ns, if calls are counted per slice.
+    slices: Option<(u64, u64)>,
+    /// With blocking: the sleep programs (their misses are reported), and the sleeps
+    /// drained so far: key bytes → (times, ns).
+    sleep_programs: Vec<Program>,
+    sleeps: HashMap<Vec<u8>, (u64, u64)>,
+    /// Kernel frames kept of each sleep site and waker.
+    kernel_frames: usize,
+    /// The call sites' registers and stacks ([`blocking::site_copy`]), and those read so
+    /// far, by (tgid, gen, the histogram key's three words).
+    site_ring: RingBuf,
+    /// With blocking, the sleep programs' maps (THREADS, SLEEPS, STACKS).
+    sleep_maps: Vec<Map>,
+    copies: HashMap<CopyKey, SiteCopy>,
     /// Calls left open by exited threads drained so far (GONE): (tgid, gen) → calls.
     gone: HashMap<(u32, u32), u64>,
 }
@@ -189,6 +282,15 @@ impl SyscallLatency {
         let exec = tracefs.event("sched", "sched_process_exec")?;
         let gone = tracefs.event("sched", "sched_process_exit")?;
         let off = Offsets::read(&fork, &gone)?;
+        let switch = if opts.blocking {
+            let switch = tracefs.event("sched", "sched_switch")?;
+            let waking = tracefs.event("sched", "sched_waking")?;
+            let off = blocking::SwitchOffsets::read(&switch, &waking)?;
+            Some((switch, waking, off))
+        } else {
+            None
+        };
+        let kernel_frames = opts.kernel_frames.clamp(1, 64);
         let resolution = Resolution::new(opts.resolution).unwrap_or(Resolution::ONE);
         let r = resolution.get();
         let shape = Shape {
@@ -210,16 +312,37 @@ impl SyscallLatency {
             Map::create(MapKind::Hash, "pkg_pids", 4, 8, 16384)?,
             task,
             Map::create_sparse(MapKind::PercpuHash, "pkg_hist", HIST_KEY, HIST_VALUE, 65536)?,
-            Map::create(MapKind::PercpuArray, "pkg_counts", 4, 8, N_COUNTS)?,
+            Map::create(MapKind::PercpuArray, "pkg_counts", 4, 8, blocking::N_COUNTS)?,
             Map::create(MapKind::Array, "pkg_bounds", 4, 8, 64 * r)?,
             Map::create_sparse(MapKind::Hash, "pkg_gone", GONE_KEY, GONE_VALUE, 65536)?,
         ];
+        let mut sleep_maps = Vec::new();
+        if switch.is_some() {
+            let (key, value) = (blocking::SLEEP_KEY, blocking::SLEEP_VALUE);
+            let frames = 8 * kernel_frames as u32;
+            sleep_maps.extend([
+                Map::create(
+                    MapKind::Hash,
+                    "pkg_threads",
+                    4,
+                    blocking::THREAD_VALUE,
+                    32768,
+                )?,
+                Map::create_sparse(MapKind::PercpuHash, "pkg_sleeps", key, value, 65536)?,
+                Map::create(MapKind::StackTrace, "pkg_stacks", 4, frames, 16384)?,
+            ]);
+        }
         for b in 0..64 * r {
             maps[programs::BOUNDS.0]
                 .update(&b.to_ne_bytes(), &resolution.lower_bound(b).to_ne_bytes())
                 .map_err(|e| Error::io("cannot fill the BPF bucket bounds", e))?;
         }
-        let refs: Vec<&Map> = maps.iter().collect();
+        // 1 MiB: ~900 call sites' copies between two reads.
+        let site_ring = RingBuf::create("pkg_sites", 1 << 20)?;
+        let refs: Vec<&Map> = (maps.iter())
+            .chain([site_ring.map()])
+            .chain(&sleep_maps)
+            .collect();
         let programs = vec![
             (
                 Program::load_tracepoint("pkg_exec", &exec_program(), &refs)?,
@@ -230,10 +353,24 @@ impl SyscallLatency {
                 fork,
             ),
             (
-                Program::load_tracepoint("pkg_gone", &exit_task_program(&off), &refs)?,
+                Program::load_tracepoint(
+                    "pkg_gone",
+                    &exit_task_program(&off, opts.blocking),
+                    &refs,
+                )?,
                 gone,
             ),
         ];
+        let mut sleep_programs = Vec::new();
+        let mut sleep_attachments = Vec::new();
+        if let Some((switch, waking, off)) = &switch {
+            let p = Program::load_tracepoint("pkg_switch", &blocking::switch_program(off), &refs)?;
+            sleep_attachments.push(p.attach(switch)?);
+            sleep_programs.push(p);
+            let p = Program::load_tracepoint("pkg_waking", &blocking::waking_program(off), &refs)?;
+            sleep_attachments.push(p.attach(waking)?);
+            sleep_programs.push(p);
+        }
         // The system-call programs run on raw tracepoints: called straight from the
         // tracepoint with its arguments, without the perf record a tracepoint program is
         // given (assembled at every call of every task on the machine) — measured in
@@ -244,7 +381,11 @@ impl SyscallLatency {
                 "sys_exit",
             ),
             (
-                Program::load_raw_tracepoint("pkg_sys_enter", &enter_program(), &refs)?,
+                Program::load_raw_tracepoint(
+                    "pkg_sys_enter",
+                    &enter_program(opts.blocking),
+                    &refs,
+                )?,
                 "sys_enter",
             ),
         ];
@@ -255,7 +396,7 @@ impl SyscallLatency {
         }
         // The exit's program first: a call entered before the enter program was attached is
         // then counted as an exit without entry.
-        let mut sys_attachments = Vec::new();
+        let mut sys_attachments = sleep_attachments;
         for (p, name) in &sys_programs {
             sys_attachments.push(p.attach_raw(name)?);
         }
@@ -274,11 +415,18 @@ impl SyscallLatency {
             counting: Vec::new(),
             enter_format: enter,
             exit_format: exit,
-            site_frames: opts.site_frames,
             counting_events: opts.counting_events,
             start: start_ns,
-            drained: HashMap::new(),
+            live: HashMap::new(),
+            closed: HashMap::new(),
+            slices: shape.slices,
             gone: HashMap::new(),
+            sleep_programs,
+            sleeps: HashMap::new(),
+            kernel_frames,
+            site_ring,
+            sleep_maps,
+            copies: HashMap::new(),
         })
     }
 
@@ -338,42 +486,88 @@ impl SyscallLatency {
         Ok(())
     }
 
-    /// Moves the histogram's entries to user space, so the map holds only what came since.
+    /// Reads the histogram's entries (and the sleeps') into user space. The values are
+    /// cumulative and stay in the map, as a program adds to an entry in place: one taken
+    /// out meanwhile would lose that call (a million-call getpid loop lost one or two per
+    /// run that way). Only entries of time slices two or more behind the current one are
+    /// taken out, as no call ends there any more, so a sliced run's map holds the recent
+    /// slices only.
     ///
     /// Returns an error if the map cannot be read.
     pub fn drain(&mut self) -> Result<()> {
+        let copies = &mut self.copies;
+        self.site_ring.read(|r| {
+            if let Some((key, copy)) = parse_copy(r) {
+                copies.entry(key).or_insert(copy);
+            }
+        });
+        let past = self.slices.map(|(start, len)| {
+            let now = crate::clock::monotonic_ns();
+            (now.saturating_sub(start) / len.max(1)).saturating_sub(1)
+        });
         let hist = &self.maps[HIST.0];
         let stride = hist.value_stride();
         let keys = hist
             .keys()
             .map_err(|e| Error::io("cannot read the BPF latency map", e))?;
         for k in keys {
-            let Some(v) = hist
-                .take(&k)
-                .map_err(|e| Error::io("cannot read the BPF latency map", e))?
-            else {
+            let closed = past.is_some_and(|p| u64::from(hist_key(&k).3) < p);
+            let v = if closed {
+                hist.take(&k)
+            } else {
+                hist.lookup(&k)
+            };
+            let Some(v) = v.map_err(|e| Error::io("cannot read the BPF latency map", e))? else {
                 continue;
             };
-            let e = self.drained.entry(k).or_insert(Counted {
+            let mut sum = Counted {
                 min: u64::MAX,
                 ..Counted::default()
-            });
+            };
             for cpu in v.chunks(stride) {
-                let c = Counted {
-                    count: u64_at(cpu, 0),
-                    total: u64_at(cpu, 8),
-                    min: u64_at(cpu, 16),
-                    max: u64_at(cpu, 24),
-                    faults: u64_at(cpu, 32),
-                };
-                if c.count == 0 {
+                add(
+                    &mut sum,
+                    &Counted {
+                        count: u64_at(cpu, 0),
+                        total: u64_at(cpu, 8),
+                        min: u64_at(cpu, 16),
+                        max: u64_at(cpu, 24),
+                        faults: u64_at(cpu, 32),
+                    },
+                );
+            }
+            if closed {
+                self.live.remove(&k);
+                let e = self.closed.entry(k).or_insert(Counted {
+                    min: u64::MAX,
+                    ..Counted::default()
+                });
+                add(e, &sum);
+            } else {
+                self.live.insert(k, sum);
+            }
+        }
+        if let Some(sleeps) = self
+            .sleep_maps
+            .get(blocking::SLEEPS.0 - blocking::THREADS.0)
+        {
+            let stride = sleeps.value_stride();
+            let keys = sleeps
+                .keys()
+                .map_err(|e| Error::io("cannot read the BPF map of sleeps", e))?;
+            for k in keys {
+                let Some(v) = sleeps
+                    .lookup(&k)
+                    .map_err(|e| Error::io("cannot read the BPF map of sleeps", e))?
+                else {
                     continue;
+                };
+                let mut sum = (0, 0u64);
+                for cpu in v.chunks(stride) {
+                    sum.0 += u64_at(cpu, 0);
+                    sum.1 = sum.1.saturating_add(u64_at(cpu, 8));
                 }
-                e.count += c.count;
-                e.total = e.total.saturating_add(c.total);
-                e.min = e.min.min(c.min);
-                e.max = e.max.max(c.max);
-                e.faults += c.faults;
+                self.sleeps.insert(k, sum);
             }
         }
         let gone = &self.maps[GONE.0];
@@ -465,7 +659,7 @@ impl SyscallLatency {
             ..LatencyCounts::default()
         };
         let counts = &self.maps[COUNTS.0];
-        let mut totals = [0u64; N_COUNTS as usize];
+        let mut totals = [0u64; blocking::N_COUNTS as usize];
         for (i, t) in totals.iter_mut().enumerate() {
             if let Ok(Some(v)) = counts.lookup(&(i as u32).to_ne_bytes()) {
                 *t = v.chunks(counts.value_stride()).map(|c| u64_at(c, 0)).sum();
@@ -484,14 +678,14 @@ impl SyscallLatency {
                 counted: twin(exits),
             },
         ];
-        for (k, c) in &self.drained {
+        for (k, c) in self.closed.iter().chain(&self.live) {
             let (tgid, generation, nr, slice, bucket, frames) = hist_key(k);
             let img = out.images.entry((tgid, generation)).or_default();
             match nr {
                 UNPAIRED_ENTER => img.unpaired_enters += c.count,
                 UNPAIRED_EXIT => img.unpaired_exits += c.count,
                 _ => {
-                    let site = site(frames, self.site_frames);
+                    let site = site(frames);
                     let e = img
                         .buckets
                         .entry((u64::from(nr), site, u64::from(slice), bucket))
@@ -513,6 +707,23 @@ impl SyscallLatency {
             out.images.entry(img).or_default().unpaired_enters += n;
         }
         out.dropped = totals[HIST_FULL as usize];
+        for ((tgid, generation, words), copy) in std::mem::take(&mut self.copies) {
+            let img = out.images.entry((tgid, generation)).or_default();
+            img.copies.insert(site(words), copy);
+        }
+        let lost_copies = totals[blocking::COPIES_LOST as usize];
+        if lost_copies > 0 {
+            out.notes.push(format!(
+                "{lost_copies} call sites were not copied for unwinding (the ring was full): \
+                 their frames are the three words read in the kernel"
+            ));
+        }
+        if let (Some(stacks), Some(threads)) = (
+            self.sleep_map(blocking::STACKS),
+            self.sleep_map(blocking::THREADS),
+        ) {
+            self.sleeps_to(stacks, threads, &mut out, &totals);
+        }
         // The programs' own checksum: every entry and exit they counted is in a bucket,
         // unpaired, or in a count of what did not fit.
         let paired: u64 = out.buckets().map(|(_, _, c)| c.count).sum();
@@ -551,6 +762,137 @@ impl SyscallLatency {
     }
 }
 
+impl SyscallLatency {
+    /// The sleep programs' map in `slot`, if they were loaded (blocking).
+    fn sleep_map(&self, slot: super::insn::MapSlot) -> Option<&Map> {
+        self.sleep_maps
+            .get(slot.0.checked_sub(blocking::THREADS.0)?)
+    }
+
+    /// Puts the sleeps counted in the kernel into `out`, each under its operation, with
+    /// their frames from the stack map, and their checksums and what did not fit in notes:
+    /// switch-outs in a call (`totals[OUTS]`) each ended at a switch-in (`INS`) or are still
+    /// off now. Sleeps of an operation no call of which returned (calls that never did) are
+    /// left out, said in a note. The sleep programs must be detached.
+    fn sleeps_to(&self, stacks: &Map, threads: &Map, out: &mut LatencyCounts, totals: &[u64]) {
+        let mut frames_of: HashMap<u32, Vec<u64>> = HashMap::new();
+        let mut frames = |id: u32| -> Vec<u64> {
+            if id == blocking::NO_STACK as u32 {
+                return Vec::new();
+            }
+            frames_of
+                .entry(id)
+                .or_insert_with(|| {
+                    let v = stacks.lookup(&id.to_ne_bytes()).ok().flatten();
+                    v.unwrap_or_default()
+                        .chunks_exact(8)
+                        .map(|c| u64_at(c, 0))
+                        .take_while(|&a| a != 0)
+                        .take(self.kernel_frames)
+                        .collect()
+                })
+                .clone()
+        };
+        let returned: std::collections::HashSet<(u32, u32, u32, [u64; 3])> = (self.closed.keys())
+            .chain(self.live.keys())
+            .map(|k| {
+                let (tgid, generation, nr, _, _, frames) = hist_key(k);
+                (tgid, generation, nr, frames)
+            })
+            .collect();
+        let (mut orphans, mut orphan_ns) = (0, 0u64);
+        for (k, &(n, ns)) in &self.sleeps {
+            let (tgid, generation, nr) = (u32_at(k, 0), u32_at(k, 4), u32_at(k, 8));
+            let (stack, waker_pid, waker_stack) = (u32_at(k, 12), u32_at(k, 16), u32_at(k, 20));
+            let site3 = [u64_at(k, 24), u64_at(k, 32), u64_at(k, 40)];
+            if !returned.contains(&(tgid, generation, nr, site3)) {
+                orphans += n;
+                orphan_ns = orphan_ns.saturating_add(ns);
+                continue;
+            }
+            let off = if stack == blocking::RUNNABLE as u32 {
+                OffCpu::Runnable
+            } else {
+                OffCpu::Blocked(frames(stack))
+            };
+            let waker =
+                (waker_pid != blocking::NO_WAKER as u32).then(|| (waker_pid, frames(waker_stack)));
+            let img = out.images.entry((tgid, generation)).or_default();
+            let e = img
+                .sleeps
+                .entry((u64::from(nr), site(site3), off, waker))
+                .or_default();
+            e.0 += n;
+            e.1 = e.1.saturating_add(ns);
+        }
+        let still_off = (threads.keys().unwrap_or_default().iter())
+            .filter_map(|k| threads.lookup(k).ok().flatten())
+            .filter(|v| u64_at(v, blocking::T_OFF as usize) != 0)
+            .count() as u64;
+        let (outs, ins) = (
+            totals[blocking::OUTS as usize],
+            totals[blocking::INS as usize],
+        );
+        if outs != ins + still_off {
+            out.notes.push(format!(
+                "checksum mismatch in the kernel's sleep counts: {outs} switch-outs in a call \
+                 counted, {ins} switched back in and {still_off} still off the CPU"
+            ));
+        }
+        if still_off > 0 {
+            out.notes.push(format!(
+                "{still_off} threads were off the CPU in a call at the end: that time is not counted"
+            ));
+        }
+        if orphans > 0 {
+            out.notes.push(format!(
+                "{orphans} times off the CPU ({:.3} ms) were in calls that never returned \
+                 (no call of their operation did): they are not in the files",
+                orphan_ns as f64 / 1e6
+            ));
+        }
+        let missed: u64 = self.sleep_programs.iter().map(Program::misses).sum();
+        if missed > 0 {
+            out.remarks.push(format!(
+                "the kernel skipped the context-switch and wake-up programs {missed} times, for \
+                 any task (a wake-up in an interrupt of another BPF program): a profiled \
+                 sleep among them shows its waker as not seen"
+            ));
+        }
+        for (i, what) in [
+            (
+                blocking::SLEEPS_FULL,
+                "times off the CPU were left out: the in-kernel map of sleeps was full",
+            ),
+            (
+                blocking::THREADS_FULL,
+                "threads had no entry for their sleeps (the in-kernel map of threads was full): their sleeps are not counted",
+            ),
+            (
+                blocking::STACKS_FULL,
+                "sleep sites or wakers have no frames: the in-kernel stack map had no room for them",
+            ),
+        ] {
+            let n = totals[i as usize];
+            if n > 0 {
+                out.notes.push(format!("{n} {what}"));
+            }
+        }
+    }
+}
+
+/// Adds `c` (one CPU's sums, or an earlier read's) to `e`; a CPU with no call adds nothing.
+fn add(e: &mut Counted, c: &Counted) {
+    if c.count == 0 {
+        return;
+    }
+    e.count += c.count;
+    e.total = e.total.saturating_add(c.total);
+    e.min = e.min.min(c.min);
+    e.max = e.max.max(c.max);
+    e.faults += c.faults;
+}
+
 /// A pidfd of thread `tid` (`PIDFD_THREAD`, Linux 6.9; before it, only a process's first
 /// thread has one), the key of its task-storage value; None if it has exited.
 fn thread_pidfd(tid: i32) -> Option<OwnedFd> {
@@ -565,11 +907,10 @@ fn thread_pidfd(tid: i32) -> Option<OwnedFd> {
 
 /// The call site of a call: its pc, the word at the stack pointer (the return address into
 /// the caller when the wrapper has no frame), the return address of the frame `rbp` points
-/// to; words that are 0 (unreadable) end it.
-fn site(frames: [u64; 3], keep: usize) -> Vec<u64> {
-    let mut out: Vec<u64> = frames.into_iter().take_while(|&a| a != 0).collect();
-    out.truncate(keep.max(1));
-    out
+/// to; words that are 0 (unreadable) end it. The aggregator keeps as many frames as asked
+/// for ([`LatencyOptions::site_frames`]).
+fn site(frames: [u64; 3]) -> Vec<u64> {
+    frames.into_iter().take_while(|&a| a != 0).collect()
 }
 
 #[cfg(test)]
@@ -578,9 +919,8 @@ mod tests {
 
     #[test]
     fn a_site_is_the_pc_the_callers_return_and_the_frame_pointers() {
-        assert_eq!(site([0x10, 0x20, 0x30], 3), vec![0x10, 0x20, 0x30]);
-        assert_eq!(site([0x10, 0x20, 0x30], 2), vec![0x10, 0x20]);
-        assert_eq!(site([0x10, 0, 0x30], 3), vec![0x10]);
-        assert_eq!(site([0, 0, 0], 3), Vec::<u64>::new());
+        assert_eq!(site([0x10, 0x20, 0x30]), vec![0x10, 0x20, 0x30]);
+        assert_eq!(site([0x10, 0, 0x30]), vec![0x10]);
+        assert_eq!(site([0, 0, 0]), Vec::<u64>::new());
     }
 }

@@ -9,8 +9,10 @@
 //! drain the ring buffer) while it runs. Everything is owned: dropping the [`Attachment`]
 //! detaches, dropping the last handle frees the program or map.
 //!
-//! Its users are the in-kernel system-call latency collection ([`SyscallLatency`],
-//! `pkgmon --latency`) and the wakers of blocked calls ([`Wakers`], `pkgmon --blocking`).
+//! Its users are the in-kernel system-call latency and blocking collection
+//! ([`SyscallLatency`], `pkgmon --latency` and `--blocking`) and the wakers of blocked calls
+//! recorded through perf when that collection is not used ([`Wakers`], `pkgmon --blocking`
+//! falling back to the rings).
 
 mod btf;
 mod insn;
@@ -23,6 +25,7 @@ mod wakers;
 
 pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
 pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
+pub(crate) use latency::{KernelWaker, OffCpu};
 pub use map::{Map, MapKind};
 pub use prog::{Attachment, LICENSE, Program};
 pub use ringbuf::{CountedOutput, RingBuf};

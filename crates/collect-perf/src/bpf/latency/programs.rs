@@ -15,13 +15,12 @@ pub(super) const BOUNDS: MapSlot = MapSlot(4);
 /// The calls left open by exited threads: (tid, t0) → (tgid, gen), read at drains.
 pub(super) const GONE: MapSlot = MapSlot(5);
 
-/// Entries of the counters map.
+/// Entries of the counters map (the sleep programs' follow: `blocking.rs`).
 pub(super) const ENTERS: i32 = 0;
 pub(super) const EXITS: i32 = 1;
 pub(super) const START_FULL: i32 = 2;
 pub(super) const HIST_FULL: i32 = 3;
 pub(super) const PIDS_FULL: i32 = 4;
-pub(super) const N_COUNTS: u32 = 5;
 
 /// Histogram keys with these system-call numbers count unpaired calls of an image.
 pub(super) const UNPAIRED_ENTER: u32 = 0xffff_fff0;
@@ -57,6 +56,8 @@ pub(super) const FAULTS: i16 = -296;
 pub(super) const BKEY: i16 = -300;
 /// The histogram value: count, total, min, max, faults.
 pub(super) const HV: i16 = -344;
+/// The exit program's context (its arguments), kept for [`super::blocking::site_copy`].
+pub(super) const CTX: i16 = -16;
 
 // The thread's value's fields: its open call (t0 = 0 when none), the process and the image
 // the call began in, and the image the thread runs now (set by the exec program).
@@ -132,12 +133,12 @@ impl Offsets {
 }
 
 /// `R2 = R10 + off` (a pointer into the frame, for a helper's argument).
-fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
+pub(super) fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
     a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
 }
 
 /// Counters[idx] += 1 (a per-CPU array: no atomics).
-fn count(a: &mut Asm, idx: i32) {
+pub(super) fn count(a: &mut Asm, idx: i32) {
     let skip = a.label();
     a.store_imm(Size::W, Reg::R10, CKEY, idx)
         .count_at(COUNTS, CKEY, skip)
@@ -162,9 +163,11 @@ fn followed(a: &mut Asm, out: Label) {
 }
 
 /// Adds one call of NS ns and FAULTS faults to the histogram entry at HK (created if new;
-/// a full map is counted).
-fn hist_add(a: &mut Asm) {
+/// a full map is counted). With `copy`, the call that creates an entry sends its call
+/// site's registers and stack ([`super::blocking::site_copy`]).
+fn hist_add(a: &mut Asm, copy: bool) {
     let (new, found, done, full) = (a.label(), a.label(), a.label(), a.label());
+    let created = if copy { a.label() } else { done };
     let (set_min, no_min, no_max) = (a.label(), a.label(), a.label());
     a.ld_map(Reg::R1, HIST);
     frame_ptr(a, Reg::R2, HK);
@@ -210,7 +213,7 @@ fn hist_add(a: &mut Asm) {
     // EEXIST): the call is added to it.
     a.mov_imm(Reg::R4, NOEXIST)
         .call(Helper::MapUpdateElem)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, done)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, created)
         .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
         .ld_map(Reg::R1, HIST);
     frame_ptr(a, Reg::R2, HK);
@@ -218,6 +221,10 @@ fn hist_add(a: &mut Asm) {
         .jmp_imm(Cond::Ne, Reg::R0, 0, found)
         .bind(full);
     count(a, HIST_FULL);
+    if copy {
+        a.ja(done).bind(created);
+        super::blocking::site_copy(a);
+    }
     a.bind(done);
 }
 
@@ -231,14 +238,16 @@ fn unpaired(a: &mut Asm, marker: u32) {
         .store_imm(Size::DW, Reg::R10, HK + K_UP, 0)
         .store_imm(Size::DW, Reg::R10, NS, 0)
         .store_imm(Size::DW, Reg::R10, FAULTS, 0);
-    hist_add(a);
+    hist_add(a, false);
 }
 
 /// `sys_enter` (a raw tracepoint: R1 points to its arguments, the user registers and the
 /// system-call number): the start of a call of a followed, armed process, written into the
 /// thread's value. A thread without a value looks its process up in PIDS and, if it is
 /// followed and armed, gets one: the process is looked up once per thread, not per call.
-pub(super) fn enter_program() -> Code {
+/// With `blocking`, the thread also gets its entry for the sleep programs
+/// ([`super::blocking::new_thread`]).
+pub(super) fn enter_program(blocking: bool) -> Code {
     let mut a = Asm::new();
     let (out, have, made, fill, no_regs) = (a.label(), a.label(), a.label(), a.label(), a.label());
     a.mov(Reg::R6, Reg::R1);
@@ -254,9 +263,13 @@ pub(super) fn enter_program() -> Code {
         .mov(Reg::R1, Reg::R7)
         .alu_imm(Alu::Rsh, Reg::R1, 32)
         .store(Size::W, Reg::R0, S_TGID, Reg::R1)
-        .store(Size::W, Reg::R0, S_IMG, Reg::R8)
-        .bind(have)
-        .mov(Reg::R9, Reg::R0);
+        .store(Size::W, Reg::R0, S_IMG, Reg::R8);
+    if blocking {
+        a.mov(Reg::R9, Reg::R0);
+        super::blocking::new_thread(&mut a);
+        a.mov(Reg::R0, Reg::R9);
+    }
+    a.bind(have).mov(Reg::R9, Reg::R0);
     count(&mut a, ENTERS);
     // A call still open never returned (a restarted or abandoned call): counted against its
     // image first.
@@ -359,6 +372,8 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
     let mut a = Asm::new();
     let (out, slow, closed, sliced, no_start) =
         (a.label(), a.label(), a.label(), a.label(), a.label());
+    // Kept for the copy of a new entry's call site.
+    a.store(Size::DW, Reg::R10, CTX, Reg::R1);
     a.current_task_value(TASK, 0);
     a.jmp_imm(Cond::Eq, Reg::R0, 0, slow).mov(Reg::R6, Reg::R0);
     count(&mut a, EXITS);
@@ -403,7 +418,7 @@ pub(super) fn exit_program(shape: &Shape) -> Code {
         HK + K_BUCKET,
         Reg::R9,
     );
-    hist_add(&mut a);
+    hist_add(&mut a, true);
     a.ja(out)
         .bind(closed)
         .load(Size::W, Reg::R1, Reg::R6, S_TGID)
@@ -500,8 +515,9 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
 /// never returns: it is closed in the thread's value, then put in GONE under (tid, t0) for
 /// user space, which puts the open calls of the threads still alive at the end there too
 /// ([`super::SyscallLatency::finish`]): a call both saw is one key, counted once. If GONE is
-/// full the call is counted here. The task's pid (which anyone may reuse) is forgotten.
-pub(super) fn exit_task_program(off: &Offsets) -> Code {
+/// full the call is counted here. The task's pid (which anyone may reuse) is forgotten, and
+/// with `blocking` its entry for the sleep programs.
+pub(super) fn exit_task_program(off: &Offsets, blocking: bool) -> Code {
     let mut a = Asm::new();
     let forget = a.label();
     a.load(Size::W, Reg::R1, Reg::R1, off.exit_pid)
@@ -528,7 +544,11 @@ pub(super) fn exit_task_program(off: &Offsets) -> Code {
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, forget);
     unpaired(&mut a, UNPAIRED_ENTER);
-    a.bind(forget).ld_map(Reg::R1, PIDS);
+    a.bind(forget);
+    if blocking {
+        super::blocking::forget_thread(&mut a);
+    }
+    a.ld_map(Reg::R1, PIDS);
     frame_ptr(&mut a, Reg::R2, KEY32);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 1).exit();
     a.finish()
@@ -554,18 +574,18 @@ mod tests {
             slices: Some((1_000, 1_000_000_000)),
         };
         let got = [
-            enter_program().digest(),
+            enter_program(false).digest(),
             exit_program(&shape).digest(),
             exit_program(&sliced).digest(),
             fault_program().digest(),
             exec_program().digest(),
             fork_program(&OFF).digest(),
-            exit_task_program(&OFF).digest(),
+            exit_task_program(&OFF, false).digest(),
         ];
         let want = [
             "178 insns 389eda26f7cbd90f",
-            "238 insns a1c83a9ed2aff59a",
-            "278 insns 0cd97e352d7b8e87",
+            "313 insns 07a79b6a5893307b",
+            "353 insns 5fe254bbb7618d72",
             "13 insns e17f8241e419baf0",
             "24 insns c2760f54bc8c01a3",
             "36 insns b5013a1976f38f8c",
