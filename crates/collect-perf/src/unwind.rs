@@ -696,7 +696,13 @@ impl ProcessUnwinder {
         }
         let mut cfi = std::mem::take(&mut u.cfi);
         cfi.clear();
-        self.cfi_unwind(u, p, time, regs, stack, true, &mut cfi);
+        let end = regs.sp.saturating_add(stack.len() as u64);
+        let copy = CopyBounds {
+            end,
+            full: true,
+            stack_end: end,
+        };
+        self.cfi_unwind(u, p, time, regs, stack, copy, &mut cfi);
         out.extend(cfi.iter().map(|f| f.address));
         u.cfi = cfi;
     }
