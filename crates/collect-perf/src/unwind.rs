@@ -549,7 +549,12 @@ impl ProcessUnwinder {
         let mut cfi = std::mem::take(&mut u.cfi);
         cfi.clear();
         let mut cfi_end = CfiEnd::Stuck;
-        if let Some(regs) = s.regs.filter(|_| !stack.is_empty()) {
+        // An empty copy that was asked for stopped at once: the page at the stack pointer
+        // was never touched (a sample in a function that just grew its frame into it).
+        if let Some(regs) = s
+            .regs
+            .filter(|_| !stack.is_empty() || rec.user_stack_bytes > 0)
+        {
             let read = |addr: u64| -> Option<u64> {
                 let off = usize::try_from(addr.checked_sub(regs.sp)?).ok()?;
                 let b = stack.get(off..off.checked_add(8)?)?;

@@ -826,9 +826,7 @@ mod tests {
         (hole.stack_copy, hole.untouched_page) = (5, 4);
         let note = truncated_note(5, 100, &hole, 8192, 127).unwrap();
         assert!(
-            note.contains(
-                "4 ended where the stack copy stopped at a stack page the program never touched"
-            ),
+            note.contains("4 ended where the stack copy stopped at a stack page not yet touched"),
             "{note}"
         );
         assert!(

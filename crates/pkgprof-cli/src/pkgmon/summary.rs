@@ -86,9 +86,10 @@ pub(super) fn truncated_note(
     let by_size = reasons.stack_copy.saturating_sub(reasons.untouched_page);
     if reasons.untouched_page > 0 {
         causes.push(format!(
-            "{} ended where the stack copy stopped at a stack page the program never touched \
-             (a large buffer it did not fill: the kernel copies no further, whatever \
-             --stack-size): frame pointers go on past it (-fno-omit-frame-pointer)",
+            "{} ended where the stack copy stopped at a stack page not yet touched (a large \
+             buffer never filled, or a frame just grown into a new page: the kernel copies \
+             only pages in memory, whatever --stack-size): frame pointers go on past it \
+             (-fno-omit-frame-pointer)",
             reasons.untouched_page
         ));
     }
