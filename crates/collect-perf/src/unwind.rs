@@ -242,7 +242,7 @@ pub enum StackEnd {
     Complete,
     /// The user stack copy ended before the outermost frame and no frame-pointer chain went
     /// on from it: a larger copy (`Config::user_stack_bytes`) would show more, unless the
-    /// copy stopped at a stack page the program never touched ([`UnwindStats::untouched_page`]).
+    /// copy stopped at a stack page not yet touched ([`UnwindStats::untouched_page`]).
     StackCopy,
     /// The kernel's callchain stopped at its depth limit (`sample_max_stack`), or the stack
     /// is deeper than the most frames kept.
@@ -288,8 +288,9 @@ pub struct UnwindStats {
     /// Samples whose stack ended with the stack copy ([`StackEnd::StackCopy`]).
     pub stack_copy: u64,
     /// Of those, the copies that stopped short of their size and of the stack's end, at a
-    /// page of the stack the program never touched (a large buffer it did not fill): the
-    /// kernel copies only pages in memory, and no larger copy goes further.
+    /// page of the stack not yet touched (a large buffer never filled, or a frame just grown
+    /// into a new page): the kernel copies only pages in memory, and no larger copy goes
+    /// further.
     pub untouched_page: u64,
     /// Samples whose stack ended at the callchain limit ([`StackEnd::CallchainLimit`]).
     pub callchain_limit: u64,
@@ -482,7 +483,7 @@ pub(crate) struct ProcessUnwinder {
     /// innermost first.
     roots: HashMap<u32, Vec<Frame>>,
     /// tid → the end of its stack, as far as its samples show: the farthest end of its stack
-    /// copies (a copy the kernel cut short stops at the stack's end, or at a page never
+    /// copies (a copy the kernel cut short stops at the stack's end, or at a page not yet
     /// touched below it).
     stack_ends: HashMap<u32, u64>,
     /// Return address → whether its function keeps its frame pointer there
@@ -550,7 +551,7 @@ impl ProcessUnwinder {
         cfi.clear();
         let mut cfi_end = CfiEnd::Stuck;
         // An empty copy that was asked for stopped at once: the page at the stack pointer
-        // was never touched (a sample in a function that just grew its frame into it).
+        // was not yet touched (a sample in a function that just grew its frame into it).
         if let Some(regs) = s
             .regs
             .filter(|_| !stack.is_empty() || rec.user_stack_bytes > 0)
@@ -997,7 +998,7 @@ struct CopyBounds {
 
 impl CopyBounds {
     /// How unwinding ends when it cannot read the stack at `addr`: past a copy cut by its
-    /// size; past a copy that stopped below the stack's end, so at a page never touched
+    /// size; past a copy that stopped below the stack's end, so at a page not yet touched
     /// (the kernel copies only pages in memory); else stuck (a read outside the stack, or
     /// inside the copy: no such frame).
     fn read_failed(self, addr: u64) -> CfiEnd {
@@ -1020,7 +1021,7 @@ enum CfiEnd {
     Root,
     /// It needed stack beyond the copy, which was cut by its size.
     CopyEnd,
-    /// It needed stack beyond the copy, which stopped at a page never touched, below the
+    /// It needed stack beyond the copy, which stopped at a page not yet touched, below the
     /// stack's end.
     UntouchedPage,
     /// At the most frames kept.
