@@ -600,8 +600,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
         &STOP,
         |p| {
             status.update(p);
-            // The kernel's counts are read at each drain; a sliced run's past slices leave
-            // its map then.
+            // The call sites' copies and exited threads' open calls are read at each round,
+            // and a sliced run's past slices leave the histogram map; the rest at the end.
             if let Some(k) = &mut in_kernel
                 && let Err(e) = k.drain()
             {

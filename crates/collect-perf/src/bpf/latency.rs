@@ -486,15 +486,25 @@ impl SyscallLatency {
         Ok(())
     }
 
-    /// Reads the histogram's entries (and the sleeps') into user space. The values are
-    /// cumulative and stay in the map, as a program adds to an entry in place: one taken
-    /// out meanwhile would lose that call (a million-call getpid loop lost one or two per
-    /// run that way). Only entries of time slices two or more behind the current one are
-    /// taken out, as no call ends there any more, so a sliced run's map holds the recent
-    /// slices only.
+    /// Reads what the kernel has for user space while the programs run: the call sites'
+    /// copies (from the ring's mapping), the calls left open by exited threads, and the
+    /// histogram's entries of time slices two or more behind the current one (no call ends
+    /// there any more), taken out so a sliced run's map holds the recent slices only. The
+    /// other entries stay in the maps, read at the end ([`SyscallLatency::finish`]): their
+    /// values are cumulative, a program adding to them in place (one taken out meanwhile
+    /// would lose that call: a million-call getpid loop lost one or two per run that way).
+    /// Reading them only at the end also keeps the reader's map reads out of the run: a map
+    /// read from user space holds the CPU's `bpf_prog_active` (the kernel runs no tracepoint
+    /// program on that CPU meanwhile, and the reader may be preempted there).
     ///
     /// Returns an error if the map cannot be read.
     pub fn drain(&mut self) -> Result<()> {
+        self.read_maps(false)
+    }
+
+    /// [`SyscallLatency::drain`]'s reads; with `all`, every entry of the histogram and of
+    /// the sleeps (the programs detached).
+    fn read_maps(&mut self, all: bool) -> Result<()> {
         let copies = &mut self.copies;
         self.site_ring.read(|r| {
             if let Some((key, copy)) = parse_copy(r) {
@@ -507,11 +517,17 @@ impl SyscallLatency {
         });
         let hist = &self.maps[HIST.0];
         let stride = hist.value_stride();
-        let keys = hist
-            .keys()
-            .map_err(|e| Error::io("cannot read the BPF latency map", e))?;
+        let keys = if all || past.is_some() {
+            hist.keys()
+                .map_err(|e| Error::io("cannot read the BPF latency map", e))?
+        } else {
+            Vec::new()
+        };
         for k in keys {
             let closed = past.is_some_and(|p| u64::from(hist_key(&k).3) < p);
+            if !closed && !all {
+                continue;
+            }
             let v = if closed {
                 hist.take(&k)
             } else {
@@ -547,9 +563,10 @@ impl SyscallLatency {
                 self.live.insert(k, sum);
             }
         }
-        if let Some(sleeps) = self
+        if let Some(sleeps) = (self
             .sleep_maps
-            .get(blocking::SLEEPS.0 - blocking::THREADS.0)
+            .get(blocking::SLEEPS.0 - blocking::THREADS.0))
+        .filter(|_| all)
         {
             let stride = sleeps.value_stride();
             let keys = sleeps
@@ -653,7 +670,7 @@ impl SyscallLatency {
         self.fault_events.clear();
         let left = self.open_calls();
         self.attachments.clear();
-        self.drain()?;
+        self.read_maps(true)?;
         let mut out = LatencyCounts {
             start: self.start,
             ..LatencyCounts::default()
@@ -829,14 +846,22 @@ impl SyscallLatency {
             .filter_map(|k| threads.lookup(k).ok().flatten())
             .filter(|v| u64_at(v, blocking::T_OFF as usize) != 0)
             .count() as u64;
-        let (outs, ins) = (
+        let (outs, ins, unseen) = (
             totals[blocking::OUTS as usize],
             totals[blocking::INS as usize],
+            totals[blocking::INS_UNSEEN as usize],
         );
-        if outs != ins + still_off {
+        if outs != ins + still_off + unseen {
             out.notes.push(format!(
                 "checksum mismatch in the kernel's sleep counts: {outs} switch-outs in a call \
-                 counted, {ins} switched back in and {still_off} still off the CPU"
+                 counted, {ins} switched back in, {still_off} still off the CPU and {unseen} \
+                 whose switch back in was not seen"
+            ));
+        }
+        if unseen > 0 {
+            out.notes.push(format!(
+                "{unseen} of {outs} times off the CPU in a call were not counted: the \
+                 context-switch program did not see the thread's switch back in"
             ));
         }
         if still_off > 0 {
