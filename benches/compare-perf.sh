@@ -28,6 +28,13 @@
 #    it is, with --stack-size 0, with --stack-size 0 --max-stack 127 (perf's limit), and under
 #    `perf record -g`: the large workload's own CPU time over the bare run's, RUNS interleaved
 #    rounds, medians.
+# 5. (PARTS=fault, not in the default set) Where the stack copy of each sample ends: the kernel's
+#    page-fault exceptions (`perf stat -e exceptions:page_fault_kernel`: pkgmon and the
+#    workload) while pkgmon samples work.c at 10 kHz with the default copy, with --stack-size
+#    2048 (less than work.c's live stack, 3.5-8 KiB with the environment: that copy never
+#    reaches the stack's end) and with no copy; and what such an exception costs here
+#    (benches/workloads/stack-end-fault.c: a copy that runs into an unmapped page against one
+#    that does not).
 #
 # Needs root (or perf_event_paranoid <= 1), perf, hyperfine and cc. On a shared machine the
 # figures move with the load: the load average is printed with them.
@@ -218,6 +225,24 @@ print("| run | workload CPU (s), median | over bare (s) |\n|---|---|---|")
 for name, values in cpu.items():
     print(f"| {name} | {statistics.median(values):.3f} | {statistics.median(values) - bare:+.3f} |")
 PY
+fi
+if [[ " $parts " == *" fault "* ]]; then
+echo
+echo "## Page-fault exceptions in the kernel during a 10 kHz run, load average before: $(load)"
+echo
+cc -O2 -o stack-end-fault "$root/benches/workloads/stack-end-fault.c"
+echo "| --stack-size | samples | page faults taken in the kernel (pkgmon and work) |"
+echo "|---|---|---|"
+for size in 65528 2048 0; do
+  out=$(perf stat -x, -e exceptions:page_fault_kernel -- \
+        "$pkgmon" -o pk.fault -F 10000 --stack-size $size -- ./work 1000 2>&1 >/dev/null)
+  rm -rf pk.fault
+  n=$(echo "$out" | sed -n 's/.* \([0-9]*\) samples, .*/\1/p')
+  f=$(echo "$out" | awk -F, '$3 == "exceptions:page_fault_kernel" {print $1}')
+  echo "| $size | $n | $f |"
+done
+echo
+./stack-end-fault
 fi
 echo
 echo "load average after: $(load)"

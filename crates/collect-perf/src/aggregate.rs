@@ -284,15 +284,20 @@ impl Aggregator {
     /// Feeds a side-band record.
     pub fn side_band(&mut self, r: &SideRecord) {
         self.replay.side_band(r.time, &r.kind);
-        // A process that exited is not unwound again: what unwinding kept for it goes.
+        // A process that exited is not unwound again: what unwinding kept for it goes; of a
+        // thread that exited, its last stack (a server starting threads for ever would
+        // otherwise keep one per thread it ever ran).
         if let SideBand::Exit { pid, tid, .. } = r.kind
-            && pid == tid
             && let Some(pi) = self.replay.latest(pid)
         {
-            if let Some(u) = self.unwinders.get_mut(pi) {
-                *u = ProcessUnwinder::default();
+            if pid == tid {
+                if let Some(u) = self.unwinders.get_mut(pi) {
+                    *u = ProcessUnwinder::default();
+                }
+                self.unwinding.forget(&self.replay.processes()[pi]);
+            } else if let Some(u) = self.unwinders.get_mut(pi) {
+                u.thread_exited(tid);
             }
-            self.unwinding.forget(&self.replay.processes()[pi]);
         }
         let Some(t) = &mut self.syscalls else { return };
         match r.kind {

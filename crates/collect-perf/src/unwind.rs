@@ -241,7 +241,8 @@ pub enum StackEnd {
     /// The outermost frame (`_start`, a thread's `clone3`) was reached: nothing is missing.
     Complete,
     /// The user stack copy ended before the outermost frame and no frame-pointer chain went
-    /// on from it: a larger copy (`Config::user_stack_bytes`) would show more.
+    /// on from it: a larger copy (`Config::user_stack_bytes`) would show more, unless the
+    /// copy stopped at a stack page not yet touched ([`UnwindStats::untouched_page`]).
     StackCopy,
     /// The kernel's callchain stopped at its depth limit (`sample_max_stack`), or the stack
     /// is deeper than the most frames kept.
@@ -286,6 +287,11 @@ pub struct UnwindStats {
     pub complete: u64,
     /// Samples whose stack ended with the stack copy ([`StackEnd::StackCopy`]).
     pub stack_copy: u64,
+    /// Of those, the copies that stopped short of their size and of the stack's end, at a
+    /// page of the stack not yet touched (a large buffer never filled, or a frame just grown
+    /// into a new page): the kernel copies only pages in memory, and no larger copy goes
+    /// further.
+    pub untouched_page: u64,
     /// Samples whose stack ended at the callchain limit ([`StackEnd::CallchainLimit`]).
     pub callchain_limit: u64,
     /// Samples whose stack ended at a frame that could not be unwound
@@ -476,6 +482,14 @@ pub(crate) struct ProcessUnwinder {
     /// tid → the frames of its last complete stack (perhaps completed from the one before),
     /// innermost first.
     roots: HashMap<u32, Vec<Frame>>,
+    /// tid → the end of its stack, as far as its samples show: the farthest end of its stack
+    /// copies (a copy the kernel cut short stops at the stack's end, or at a page not yet
+    /// touched below it).
+    stack_ends: HashMap<u32, u64>,
+    /// Return address → whether its function keeps its frame pointer there
+    /// ([`ProcessUnwinder::keeps_frame_pointer`]), for the live mappings in `kept_for`.
+    keeps_fp: HashMap<u64, bool>,
+    kept_for: Vec<usize>,
 }
 
 /// The deepest stack kept as a thread's last complete one (a recursion deeper than the frames
@@ -495,6 +509,12 @@ enum Source {
 }
 
 impl ProcessUnwinder {
+    /// Forgets what was kept of thread `tid`, which exited.
+    pub(crate) fn thread_exited(&mut self, tid: u32) {
+        self.roots.remove(&tid);
+        self.stack_ends.remove(&tid);
+    }
+
     /// Unwinds the user stack of sample `s` of process `p` into `out`, innermost first.
     ///
     /// Returns None (and leaves `out` empty) for a sample without a user context.
@@ -530,7 +550,12 @@ impl ProcessUnwinder {
         let mut cfi = std::mem::take(&mut u.cfi);
         cfi.clear();
         let mut cfi_end = CfiEnd::Stuck;
-        if let Some(regs) = s.regs.filter(|_| !stack.is_empty()) {
+        // An empty copy that was asked for stopped at once: the page at the stack pointer
+        // was not yet touched (a sample in a function that just grew its frame into it).
+        if let Some(regs) = s
+            .regs
+            .filter(|_| !stack.is_empty() || rec.user_stack_bytes > 0)
+        {
             let read = |addr: u64| -> Option<u64> {
                 let off = usize::try_from(addr.checked_sub(regs.sp)?).ok()?;
                 let b = stack.get(off..off.checked_add(8)?)?;
@@ -546,7 +571,15 @@ impl ProcessUnwinder {
                     _ => break,
                 }
             }
-            cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, s.stack_copy_full, &mut cfi);
+            let copy_end = regs.sp.saturating_add(stack.len() as u64);
+            let farthest = self.stack_ends.entry(s.tid).or_insert(copy_end);
+            *farthest = (*farthest).max(copy_end);
+            let copy = CopyBounds {
+                end: copy_end,
+                full: s.stack_copy_full,
+                stack_end: *farthest,
+            };
+            cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, copy, &mut cfi);
             // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
             let last = match cfi.len() {
                 1 => Some(FrameAddress::InstructionPointer(regs.ip)),
@@ -565,16 +598,25 @@ impl ProcessUnwinder {
         let cfi_reason = match cfi_end {
             CfiEnd::Root => StackEnd::Complete,
             CfiEnd::Limit => StackEnd::CallchainLimit,
-            CfiEnd::CopyEnd => StackEnd::StackCopy,
+            CfiEnd::CopyEnd | CfiEnd::UntouchedPage => StackEnd::StackCopy,
             CfiEnd::Stuck => StackEnd::UnwindInfo,
         };
         let joint = match cfi_end {
             CfiEnd::Root | CfiEnd::Limit => None,
-            CfiEnd::CopyEnd | CfiEnd::Stuck => {
-                cfi.iter().enumerate().skip(1).rev().find_map(|(k, f)| {
-                    let j = fp.iter().position(|&q| q.is_some() && q == f.position)?;
-                    Some((k, j))
-                })
+            CfiEnd::CopyEnd | CfiEnd::UntouchedPage | CfiEnd::Stuck => {
+                // The chain goes on from a frame rightly only if its function keeps its
+                // frame pointer: a frameless one leaves its caller's there, and the chain
+                // skips its caller.
+                let mut joint = None;
+                for (k, f) in cfi.iter().enumerate().skip(1).rev() {
+                    if let Some(j) = fp.iter().position(|&q| q.is_some() && q == f.position)
+                        && self.keeps_frame_pointer(u, p, s.time, f.address)
+                    {
+                        joint = Some((k, j));
+                        break;
+                    }
+                }
+                joint
             }
         };
         let mut frames: Vec<Frame> = Vec::new();
@@ -626,6 +668,9 @@ impl ProcessUnwinder {
                 end = StackEnd::Complete;
             }
         }
+        if source == Source::Cfi && cfi_end == CfiEnd::UntouchedPage && end == StackEnd::StackCopy {
+            stats.untouched_page += 1;
+        }
         match source {
             Source::Cfi => {}
             Source::Joined => stats.joined += 1,
@@ -657,7 +702,13 @@ impl ProcessUnwinder {
         }
         let mut cfi = std::mem::take(&mut u.cfi);
         cfi.clear();
-        self.cfi_unwind(u, p, time, regs, stack, true, &mut cfi);
+        let end = regs.sp.saturating_add(stack.len() as u64);
+        let copy = CopyBounds {
+            end,
+            full: true,
+            stack_end: end,
+        };
+        self.cfi_unwind(u, p, time, regs, stack, copy, &mut cfi);
         out.extend(cfi.iter().map(|f| f.address));
         u.cfi = cfi;
     }
@@ -683,6 +734,11 @@ impl ProcessUnwinder {
                 return StackEnd::CallchainLimit;
             }
             if j > 0 && p.mapping_at(a, s.time).is_none() {
+                break;
+            }
+            // Past a frameless function (not the sampled one, whose frame pointer the first
+            // entry does not depend on) the chain has skipped its caller.
+            if j >= 2 && !self.keeps_frame_pointer(u, p, s.time, chain[j - 1]) {
                 break;
             }
             frames.push(Frame {
@@ -790,6 +846,38 @@ impl ProcessUnwinder {
         &self.unwinders[&self.live]
     }
 
+    /// Whether the function that return address `ra` returns into keeps its frame pointer
+    /// there: its frame is found from `rbp` (its unwind information defines the frame by
+    /// `rbp`, or it has none and frame pointers are all there is). Then the saved `rbp` of its
+    /// callee, the kernel's next chain entry, is its own frame and the entry after is its
+    /// caller. Asked of framehop with two `rbp` values: the frame moves with it or not.
+    fn keeps_frame_pointer(&mut self, u: &mut Unwinding, p: &Process, time: u64, ra: u64) -> bool {
+        /// The most answers kept.
+        const MAX_KEPT: usize = 1 << 16;
+        let Some(f) = FrameAddress::from_return_address(ra) else {
+            return true;
+        };
+        self.unwinder(u, p, time);
+        if self.kept_for != self.live || self.keeps_fp.len() >= MAX_KEPT {
+            self.keeps_fp.clear();
+            self.kept_for.clone_from(&self.live);
+        }
+        if let Some(&k) = self.keeps_fp.get(&ra) {
+            return k;
+        }
+        let fh = &self.unwinders[&self.live].fh;
+        let mut cfa = |bp: u64| {
+            let mut regs = UnwindRegsX86_64::new(ra, 0x10_0000, bp);
+            match fh.unwind_frame(f, &mut regs, &mut u.cache, &mut |_| Ok(0x1000)) {
+                Ok(_) => Some(regs.sp()),
+                Err(_) => None,
+            }
+        };
+        let keeps = cfa(0x20_0000) != cfa(0x30_0000);
+        self.keeps_fp.insert(ra, keeps);
+        keeps
+    }
+
     /// Whether the function of frame `f` (the ip, or a return address) has no caller: its
     /// return address is undefined by its unwind information (`_start`'s and `clone3`'s are),
     /// or it is the entry code of its file (`ld.so`'s `_start` has no unwind entry; its call of
@@ -825,12 +913,11 @@ impl ProcessUnwinder {
         time: u64,
         regs: crate::recording::UserRegs,
         stack: &[u8],
-        copy_full: bool,
+        copy: CopyBounds,
         out: &mut Vec<Frame>,
     ) -> CfiEnd {
         let max = u.max_frames;
         let live = self.unwinder(u, p, time);
-        let copy_end = regs.sp.saturating_add(stack.len() as u64);
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = usize::try_from(addr.checked_sub(regs.sp).ok_or(())?).map_err(|_| ())?;
             let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
@@ -860,11 +947,7 @@ impl ProcessUnwinder {
             {
                 let Some((ip, sp, bp)) = crate::signal_frame::registers(r.sp(), &mut read) else {
                     let needs = r.sp().saturating_add(crate::signal_frame::UC_READ);
-                    return if copy_full && needs > copy_end {
-                        CfiEnd::CopyEnd
-                    } else {
-                        CfiEnd::Stuck
-                    };
+                    return copy.read_failed(needs.saturating_sub(1));
                 };
                 if p.mapping_at(ip, time).is_none() {
                     return CfiEnd::Stuck;
@@ -895,11 +978,38 @@ impl ProcessUnwinder {
                     });
                     address = next;
                 }
-                Err(FhError::CouldNotReadStack(a)) if a >= copy_end && copy_full => {
-                    return CfiEnd::CopyEnd;
-                }
+                Err(FhError::CouldNotReadStack(a)) => return copy.read_failed(a),
                 Err(_) => return CfiEnd::Stuck,
             }
+        }
+    }
+}
+
+/// Where a sample's stack copy ends, and the stack.
+#[derive(Debug, Clone, Copy)]
+struct CopyBounds {
+    /// The copy's end (the stack pointer plus its length).
+    end: u64,
+    /// Whether the copy is as long as asked: the kernel cut it by its size.
+    full: bool,
+    /// The farthest end of the thread's copies: the stack's end, as far as they show.
+    stack_end: u64,
+}
+
+impl CopyBounds {
+    /// How unwinding ends when it cannot read the stack at `addr`: past a copy cut by its
+    /// size; past a copy that stopped below the stack's end, so at a page not yet touched
+    /// (the kernel copies only pages in memory); else stuck (a read outside the stack, or
+    /// inside the copy: no such frame).
+    fn read_failed(self, addr: u64) -> CfiEnd {
+        if addr < self.end {
+            CfiEnd::Stuck
+        } else if self.full {
+            CfiEnd::CopyEnd
+        } else if addr < self.stack_end {
+            CfiEnd::UntouchedPage
+        } else {
+            CfiEnd::Stuck
         }
     }
 }
@@ -911,6 +1021,9 @@ enum CfiEnd {
     Root,
     /// It needed stack beyond the copy, which was cut by its size.
     CopyEnd,
+    /// It needed stack beyond the copy, which stopped at a page not yet touched, below the
+    /// stack's end.
+    UntouchedPage,
     /// At the most frames kept.
     Limit,
     /// At a frame it could not unwind.
@@ -1041,7 +1154,10 @@ mod tests {
         // No frame at that position (another activation): left truncated.
         let mut elsewhere = frames(&[(0x31, Some(0x880)), (0x30, Some(0x948))]);
         assert!(!p.complete_from_thread(7, &mut elsewhere));
-        // Another thread's stacks are not used.
+        // Another thread's stacks are not used, nor those of a thread that exited.
         assert!(!p.complete_from_thread(8, &mut deeper.clone()));
+        p.thread_exited(7);
+        assert!(p.roots.is_empty());
+        assert!(!p.complete_from_thread(7, &mut deeper.clone()));
     }
 }

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use collect_perf::{Error, Recording, Sampler, replay};
+use collect_perf::{Error, Recording, Sampler, StackEnd, replay};
 
 mod common;
 
@@ -499,4 +499,46 @@ fn leaf_fix_finds_the_caller_of_the_read_wrapper() {
         fixed * 100 >= read_samples * 95,
         "copy_loop is the caller of read in only {fixed} of {read_samples} samples"
     );
+}
+
+/// A copy the kernel stops at a page of the stack the program never touched (below the
+/// stack's end: the thread's shallow copies went farther) is said to be that, not a frame
+/// without unwind information.
+#[test]
+fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
+    let _serial = serial();
+    let c = config();
+    let exe = workload("untouched");
+    let r = record(&args(&[&exe, &"300"]), &c);
+    let rep = replay(&r);
+    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+    let p = rep.processes.first().expect("process");
+    let syms = ElfSyms::load(exe.to_str().expect("utf-8 path"));
+    let in_buffered = |i: usize| {
+        let s = &r.samples[i];
+        stacks.frames(i).iter().skip(1).any(|&a| {
+            p.mapping_at(a, s.time)
+                .and_then(|m| syms.name(m, a - 1))
+                .is_some_and(|n| n == "buffered")
+        })
+    };
+    let (mut under, mut stopped) = (0u64, 0u64);
+    for &i in &p.samples {
+        if in_buffered(i) {
+            under += 1;
+            stopped += u64::from(stacks.end(i) == Some(StackEnd::StackCopy));
+        }
+    }
+    eprintln!(
+        "{under} samples under buffered(), {stopped} ended by the copy; {:?}",
+        stacks.stats
+    );
+    assert!(under >= 100, "{under} samples under buffered()");
+    assert_eq!(
+        stopped, under,
+        "every stack under buffered() ends with the copy"
+    );
+    assert_eq!(stacks.stats.untouched_page, under, "{:?}", stacks.stats);
+    assert_eq!(stacks.stats.stack_copy, under, "{:?}", stacks.stats);
+    assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
 }

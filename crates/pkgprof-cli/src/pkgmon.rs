@@ -820,6 +820,19 @@ mod tests {
             ),
             "{note}"
         );
+        // Copies stopped at a page never touched: no larger copy helps, and they are not
+        // counted again as cut by the copy's size.
+        let mut hole = collect_perf::UnwindStats::default();
+        (hole.stack_copy, hole.untouched_page) = (5, 4);
+        let note = truncated_note(5, 100, &hole, 8192, 127).unwrap();
+        assert!(
+            note.contains("4 ended where the stack copy stopped at a stack page not yet touched"),
+            "{note}"
+        );
+        assert!(
+            note.contains("; 1 ended with the 8192-byte stack copy: copy more"),
+            "{note}"
+        );
         let mut info = collect_perf::UnwindStats::default();
         info.unwind_info = 3;
         let note = truncated_note(3, 30, &info, 8192, 127).unwrap();

@@ -82,20 +82,29 @@ pub(super) fn truncated_note(
         format!("{share:.0}% of the stacks are")
     };
     let mut causes = Vec::new();
-    if reasons.stack_copy > 0 {
+    // A copy that stopped at a page never touched goes no further whatever its size.
+    let by_size = reasons.stack_copy.saturating_sub(reasons.untouched_page);
+    if reasons.untouched_page > 0 {
+        causes.push(format!(
+            "{} ended where the stack copy stopped at a stack page not yet touched (a large \
+             buffer never filled, or a frame just grown into a new page: the kernel copies \
+             only pages in memory, whatever --stack-size): frame pointers go on past it \
+             (-fno-omit-frame-pointer)",
+            reasons.untouched_page
+        ));
+    }
+    if by_size > 0 {
         causes.push(if stack_size < collect_perf::MAX_USER_STACK_BYTES {
             format!(
-                "{} ended with the {stack_size}-byte stack copy: copy more (--stack-size {}) \
-                 or build with -fno-omit-frame-pointer",
-                reasons.stack_copy,
+                "{by_size} ended with the {stack_size}-byte stack copy: copy more \
+                 (--stack-size {}) or build with -fno-omit-frame-pointer",
                 collect_perf::MAX_USER_STACK_BYTES
             )
         } else {
             format!(
-                "{} ended with the {stack_size}-byte stack copy, the most the kernel gives: \
-                 frame pointers go on past the copy (-fno-omit-frame-pointer), as far as the \
-                 first function built without them",
-                reasons.stack_copy
+                "{by_size} ended with the {stack_size}-byte stack copy, the most the kernel \
+                 gives: frame pointers go on past the copy (-fno-omit-frame-pointer), as far \
+                 as the first function built without them"
             )
         });
     }
