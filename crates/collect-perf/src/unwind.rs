@@ -487,7 +487,8 @@ pub(crate) struct ProcessUnwinder {
     /// touched below it).
     stack_ends: HashMap<u32, u64>,
     /// Return address → whether its function keeps its frame pointer there
-    /// ([`ProcessUnwinder::keeps_frame_pointer`]), for the live mappings in `kept_for`.
+    /// ([`ProcessUnwinder::keeps_frame_pointer`]), found with the live mappings in
+    /// `kept_for`.
     keeps_fp: HashMap<u64, bool>,
     kept_for: Vec<usize>,
 }
@@ -857,13 +858,15 @@ impl ProcessUnwinder {
         let Some(f) = FrameAddress::from_return_address(ra) else {
             return true;
         };
+        // Asked for every frame of a deep chain: the answer comes first, the live mappings
+        // are looked at only to find a new one (and forget the answers when they changed).
+        if let Some(&k) = self.keeps_fp.get(&ra) {
+            return k;
+        }
         self.unwinder(u, p, time);
         if self.kept_for != self.live || self.keeps_fp.len() >= MAX_KEPT {
             self.keeps_fp.clear();
             self.kept_for.clone_from(&self.live);
-        }
-        if let Some(&k) = self.keeps_fp.get(&ra) {
-            return k;
         }
         let fh = &self.unwinders[&self.live].fh;
         let mut cfa = |bp: u64| {

@@ -411,6 +411,10 @@ fn check_workload(name: &str, extra: &[&str], args: impl Fn(&Path) -> Vec<String
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let mut run = profile(&format!("{name}{}", build.flag()), &d.join(name), &a, extra);
         let what = format!("{name} {}", build.flag());
+        // Samples lost while pkgmon (a debug build here) fell behind bias the shares: said
+        // beside the tables.
+        let summary = run.stderr.lines().find(|l| l.contains(" samples, "));
+        eprintln!("{what}: {}", summary.unwrap_or("no summary line"));
         let before = bad.len();
         bad.extend(compare(&run, &what));
         let inf = info(&run);
@@ -445,7 +449,12 @@ fn recursion_deeper_than_the_stack_copy() {
     let _s = serial();
     // 1,000 levels of ~240 bytes, ~240 KiB of stack: past the 64 KiB copy, so a sample at
     // the bottom is whole only through the stacks of the samples taken on the way down.
-    check_workload("deeprec", &["-F", "4000"], |_| vec!["1000".into()]);
+    // Scale 4: ~1.6 s of CPU, ~6,500 samples at 4 kHz, so a share of 25% is known to 0.5
+    // points (one sigma); at scale 1 (~1,700 samples) it missed the 2-point tolerance
+    // now and then by chance (bottom 23.6% against 25.7%).
+    check_workload("deeprec", &["-F", "4000"], |_| {
+        vec!["1000".into(), "4".into()]
+    });
 }
 
 #[test]
