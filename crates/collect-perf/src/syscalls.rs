@@ -281,22 +281,27 @@ impl SyscallTracer {
         }
     }
 
+    /// The operation of image `key` that kernel counts of `nr` from `site` go to: the site
+    /// kept to the frames asked for.
+    fn counted_op(&mut self, key: (usize, usize), nr: u64, mut site: Vec<u64>) -> &mut OpAcc {
+        site.truncate(self.opts.site_frames.max(1));
+        self.images
+            .entry(key)
+            .or_default()
+            .ops
+            .entry((nr, site))
+            .or_default()
+    }
+
     /// Calls counted in the kernel: `n` calls of `nr` from `site` in image `key`, in
     /// (`slice`, `bucket`), with their sums; the site keeps the frames asked for.
     pub(crate) fn add_counted(
         &mut self,
         key: (usize, usize),
-        (nr, mut site, slice, bucket): (u64, Vec<u64>, u64, u32),
+        (nr, site, slice, bucket): (u64, Vec<u64>, u64, u32),
         c: &crate::bpf::Counted,
     ) {
-        site.truncate(self.opts.site_frames.max(1));
-        let op = self
-            .images
-            .entry(key)
-            .or_default()
-            .ops
-            .entry((nr, site))
-            .or_default();
+        let op = self.counted_op(key, nr, site);
         op.min = if op.calls == 0 {
             c.min
         } else {
@@ -317,20 +322,13 @@ impl SyscallTracer {
     pub(crate) fn add_kernel_sleeps(
         &mut self,
         key: (usize, usize),
-        (nr, mut site): (u64, Vec<u64>),
+        (nr, site): (u64, Vec<u64>),
         off: crate::bpf::OffCpu,
         waker: Option<crate::bpf::KernelWaker>,
         n: u64,
         ns: u64,
     ) {
-        site.truncate(self.opts.site_frames.max(1));
-        let op = self
-            .images
-            .entry(key)
-            .or_default()
-            .ops
-            .entry((nr, site))
-            .or_default();
+        let op = self.counted_op(key, nr, site);
         let site = match off {
             crate::bpf::OffCpu::Runnable => {
                 op.runnable = op.runnable.saturating_add(ns);
