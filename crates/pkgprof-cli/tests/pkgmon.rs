@@ -825,14 +825,12 @@ fn max_stack_sets_how_deep_user_stacks_are_unwound() {
         assert_eq!(o.status.code(), Some(0), "{err}");
         let m = scan(&dir).unwrap();
         let info = m.processes[0].info.clone().unwrap();
-        let text = String::from_utf8_lossy(&std::fs::read(info).unwrap()).into_owned();
-        let field = |key: &str| -> u64 {
-            let line = text.lines().find(|l| l.starts_with(key)).unwrap();
-            line.rsplit(' ').next().unwrap().parse().unwrap()
-        };
+        let s = MeasurementInfo::parse(&std::fs::read(info).unwrap())
+            .unwrap()
+            .sampling;
         (
-            field("truncated-stacks ="),
-            field("truncated-callchain-limit ="),
+            s.truncated_stacks.unwrap(),
+            s.truncated_callchain_limit.unwrap(),
             err,
         )
     };
