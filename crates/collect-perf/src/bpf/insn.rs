@@ -270,6 +270,21 @@ impl Asm {
         self.push(STX | MEM | size.code(), dst, src, off, 0)
     }
 
+    /// For each `(from, to, size)`: `*(size *)(dst + to) = *(size *)(src + from)`, through
+    /// `tmp`: a record's fields copied from one place to another.
+    pub fn copy_fields(
+        &mut self,
+        tmp: Reg,
+        src: Reg,
+        dst: Reg,
+        fields: &[(i16, i16, Size)],
+    ) -> &mut Asm {
+        for &(from, to, size) in fields {
+            self.load(size, tmp, src, from).store(size, dst, to, tmp);
+        }
+        self
+    }
+
     /// `*(size *)(dst + off) = imm`.
     pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) -> &mut Asm {
         self.push(ST | MEM | size.code(), dst, Reg::R0, off, imm)

@@ -206,19 +206,21 @@ pub(super) fn site_copy(a: &mut Asm) {
         .jmp_imm(Cond::Ne, Reg::R0, 0, sent);
     count(a, COPIES_LOST);
     a.ja(skip).bind(sent).mov(Reg::R7, Reg::R0);
-    for (from, to, size) in [
-        (HK + H_TGID, C_TGID, Size::W),
-        (HK + H_GEN, C_GEN, Size::W),
-        (HK + H_IP, C_WORDS, Size::DW),
-        (HK + H_RET, C_WORDS + 8, Size::DW),
-        (HK + H_UP, C_WORDS + 16, Size::DW),
-        (REGS + PT_REGS_IP, C_REGS, Size::DW),
-        (REGS + PT_REGS_SP, C_REGS + 8, Size::DW),
-        (REGS + PT_REGS_BP, C_REGS + 16, Size::DW),
-    ] {
-        a.load(size, Reg::R1, Reg::R10, from)
-            .store(size, Reg::R7, to as i16, Reg::R1);
-    }
+    a.copy_fields(
+        Reg::R1,
+        Reg::R10,
+        Reg::R7,
+        &[
+            (HK + H_TGID, C_TGID as i16, Size::W),
+            (HK + H_GEN, C_GEN as i16, Size::W),
+            (HK + H_IP, C_WORDS as i16, Size::DW),
+            (HK + H_RET, C_WORDS as i16 + 8, Size::DW),
+            (HK + H_UP, C_WORDS as i16 + 16, Size::DW),
+            (REGS + PT_REGS_IP, C_REGS as i16, Size::DW),
+            (REGS + PT_REGS_SP, C_REGS as i16 + 8, Size::DW),
+            (REGS + PT_REGS_BP, C_REGS as i16 + 16, Size::DW),
+        ],
+    );
     a.call(Helper::KtimeGetNs)
         .store(Size::DW, Reg::R7, C_TIME as i16, Reg::R0)
         .mov(Reg::R1, Reg::R7)
@@ -310,17 +312,19 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
         .mov(Reg::R1, Reg::R2)
         .bind(later)
         .store(Size::DW, Reg::R8, T_SINCE, Reg::R1);
-    for (from, to, size) in [
-        (S_TGID, T_TGID, Size::W),
-        (S_GEN, T_GEN, Size::W),
-        (S_NR, T_NR, Size::W),
-        (S_IP, T_IP, Size::DW),
-        (S_RET, T_RET, Size::DW),
-        (S_UP, T_UP, Size::DW),
-    ] {
-        a.load(size, Reg::R1, Reg::R7, from)
-            .store(size, Reg::R8, to, Reg::R1);
-    }
+    a.copy_fields(
+        Reg::R1,
+        Reg::R7,
+        Reg::R8,
+        &[
+            (S_TGID, T_TGID, Size::W),
+            (S_GEN, T_GEN, Size::W),
+            (S_NR, T_NR, Size::W),
+            (S_IP, T_IP, Size::DW),
+            (S_RET, T_RET, Size::DW),
+            (S_UP, T_UP, Size::DW),
+        ],
+    );
     // Voluntary (blocked: a sleep site) unless still running or preempted.
     a.load(Size::DW, Reg::R1, Reg::R6, off.prev_state)
         .jmp_imm(Cond::Eq, Reg::R1, 0, runnable);
@@ -348,18 +352,20 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
         .store_imm(Size::DW, Reg::R8, T_OFF, 0)
         .alu_reg(Alu::Sub, Reg::R0, Reg::R1)
         .store(Size::DW, Reg::R10, NS, Reg::R0);
-    for (from, to, size) in [
-        (T_TGID, K_TGID, Size::W),
-        (T_GEN, K_GEN, Size::W),
-        (T_NR, K_NR, Size::W),
-        (T_STACK, K_STACK, Size::W),
-        (T_IP, K_IP, Size::DW),
-        (T_RET, K_RET, Size::DW),
-        (T_UP, K_UP, Size::DW),
-    ] {
-        a.load(size, Reg::R1, Reg::R8, from)
-            .store(size, Reg::R10, SK + to, Reg::R1);
-    }
+    a.copy_fields(
+        Reg::R1,
+        Reg::R8,
+        Reg::R10,
+        &[
+            (T_TGID, SK + K_TGID, Size::W),
+            (T_GEN, SK + K_GEN, Size::W),
+            (T_NR, SK + K_NR, Size::W),
+            (T_STACK, SK + K_STACK, Size::W),
+            (T_IP, SK + K_IP, Size::DW),
+            (T_RET, SK + K_RET, Size::DW),
+            (T_UP, SK + K_UP, Size::DW),
+        ],
+    );
     // The waker: the last wake-up since the switch-out's `since`, for a sleep only.
     a.load(Size::W, Reg::R1, Reg::R8, T_STACK)
         .jmp_imm(Cond::Eq, Reg::R1, RUNNABLE, no_waker)
