@@ -479,18 +479,25 @@ struct LiveUnwinder {
 pub(crate) struct ProcessUnwinder {
     unwinders: HashMap<Vec<usize>, LiveUnwinder>,
     live: Vec<usize>,
-    /// tid → the frames of its last complete stack (perhaps completed from the one before),
-    /// innermost first.
-    roots: HashMap<u32, Vec<Frame>>,
-    /// tid → the end of its stack, as far as its samples show: the farthest end of its stack
-    /// copies (a copy the kernel cut short stops at the stack's end, or at a page not yet
-    /// touched below it).
-    stack_ends: HashMap<u32, u64>,
+    /// What each thread's earlier samples showed, by tid.
+    threads: HashMap<u32, ThreadStack>,
     /// Return address → whether its function keeps its frame pointer there
     /// ([`ProcessUnwinder::keeps_frame_pointer`]), found with the live mappings in
     /// `kept_for`.
     keeps_fp: HashMap<u64, bool>,
     kept_for: Vec<usize>,
+}
+
+/// What a thread's earlier samples showed of its stack.
+#[derive(Default)]
+struct ThreadStack {
+    /// The frames of its last complete stack (perhaps completed from the one before),
+    /// innermost first.
+    root: Vec<Frame>,
+    /// The end of its stack, as far as its samples show: the farthest end of its stack copies
+    /// (a copy the kernel cut short stops at the stack's end, or at a page not yet touched
+    /// below it).
+    end: u64,
 }
 
 /// The deepest stack kept as a thread's last complete one (a recursion deeper than the frames
@@ -512,8 +519,7 @@ enum Source {
 impl ProcessUnwinder {
     /// Forgets what was kept of thread `tid`, which exited.
     pub(crate) fn thread_exited(&mut self, tid: u32) {
-        self.roots.remove(&tid);
-        self.stack_ends.remove(&tid);
+        self.threads.remove(&tid);
     }
 
     /// Unwinds the user stack of sample `s` of process `p` into `out`, innermost first.
@@ -573,12 +579,12 @@ impl ProcessUnwinder {
                 }
             }
             let copy_end = regs.sp.saturating_add(stack.len() as u64);
-            let farthest = self.stack_ends.entry(s.tid).or_insert(copy_end);
-            *farthest = (*farthest).max(copy_end);
+            let thread = self.threads.entry(s.tid).or_default();
+            thread.end = thread.end.max(copy_end);
             let copy = CopyBounds {
                 end: copy_end,
                 full: s.stack_copy_full,
-                stack_end: *farthest,
+                stack_end: thread.end,
             };
             cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, copy, &mut cfi);
             // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
@@ -655,7 +661,7 @@ impl ProcessUnwinder {
         };
         let whole = end == StackEnd::Complete || self.complete_from_thread(s.tid, &mut frames);
         if whole && frames.len() <= MAX_ROOT_FRAMES {
-            let root = self.roots.entry(s.tid).or_default();
+            let root = &mut self.threads.entry(s.tid).or_default().root;
             root.clear();
             root.extend_from_slice(&frames);
         }
@@ -776,7 +782,12 @@ impl ProcessUnwinder {
     /// position is unknown (a frame of the chain beyond the copy) and its address occurs
     /// exactly once there.
     fn complete_from_thread(&self, tid: u32, frames: &mut Vec<Frame>) -> bool {
-        let Some(root) = self.roots.get(&tid).filter(|_| frames.len() >= 2) else {
+        let Some(root) = self
+            .threads
+            .get(&tid)
+            .map(|t| &t.root)
+            .filter(|r| !r.is_empty() && frames.len() >= 2)
+        else {
             return false;
         };
         let by_position = frames
@@ -1137,7 +1148,7 @@ mod tests {
             (0x20, Some(0x980)),
             (0x10, Some(0x9c0)),
         ]);
-        p.roots.insert(7, root.clone());
+        p.threads.entry(7).or_default().root = root.clone();
         // Deeper by two levels, its copy ending at the frame at 0x940.
         let mut deeper = frames(&[
             (0x31, Some(0x880)),
@@ -1160,7 +1171,7 @@ mod tests {
         // Another thread's stacks are not used, nor those of a thread that exited.
         assert!(!p.complete_from_thread(8, &mut deeper.clone()));
         p.thread_exited(7);
-        assert!(p.roots.is_empty());
+        assert!(p.threads.is_empty());
         assert!(!p.complete_from_thread(7, &mut deeper.clone()));
     }
 }
