@@ -384,7 +384,7 @@ impl Aggregator {
             if s.user_mode || kernel.is_empty() {
                 return;
             }
-            let side = if system_side(s) {
+            let side = if s.is_system_side() {
                 &mut self.system
             } else {
                 &mut self.other
@@ -635,7 +635,7 @@ impl Aggregator {
 
     /// Where the counts of a sample of process `pi` at `time` go: its image's files when it
     /// is profiled, else `-k.kernel` when `system` (the idle task, a kernel thread: see
-    /// [`system_side`]), else `-k.other`.
+    /// [`Sample::is_system_side`]), else `-k.other`.
     fn place(&mut self, pi: usize, time: u64, system: bool) -> Place {
         if self.is_profiled(pi) {
             Place::Image(pi, self.image_of(pi, time))
@@ -763,12 +763,6 @@ pub(crate) enum Place {
 /// Moved stacks: (kind, taken in, moved to, kernel frames innermost first) → (samples,
 /// nanoseconds).
 pub(crate) type MovedStacks = BTreeMap<(&'static str, Place, Place, Vec<u64>), (u64, u64)>;
-
-/// Whether an unprofiled sample's kernel part belongs to `-k.kernel` (the idle task and kernel
-/// threads, which have no user context) rather than `-k.other`.
-pub(crate) fn system_side(s: &Sample) -> bool {
-    s.pid == 0 || s.regs.is_none()
-}
 
 impl Aggregate {
     /// The processes, rebuilt from the side-band records.
