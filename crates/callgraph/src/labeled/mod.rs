@@ -109,7 +109,7 @@ pub use objects::ObjectCache;
 pub use stripped::{StrippedObject, stripped_warnings};
 pub use symspecs::relabel_symspecs;
 
-use state::{Builder, Loc};
+use state::{Builder, Loc, Recorded};
 
 pub use gmon_format::BoundaryKind;
 
@@ -325,7 +325,7 @@ impl Seamless {
         }
         let async_moves = read_async_moves(&measurement.dir)?;
         if let (true, Some(moves)) = (options.async_as_recorded, &async_moves) {
-            let recorded = recorded::Recorded::new(moves, &measurement.dir)?;
+            let recorded = Recorded::new(moves, &measurement.dir)?;
             if recorded.homeless > 0 && *selection == ProcessSelection::System {
                 b.warnings.push(format!(
                     "{} samples of asynchronous work ran in processes that have no files (all \
