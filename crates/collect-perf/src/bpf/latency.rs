@@ -83,15 +83,18 @@ use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
 mod blocking;
+mod layout;
 mod programs;
 
-pub(super) use programs::field;
+pub(super) use layout::field;
 
-use programs::{
+use layout::{
     COUNTS, ENTERS, EXITS, GONE, GONE_KEY, GONE_VALUE, HIST, HIST_FULL, HIST_KEY, HIST_VALUE,
     Offsets, PIDS, PIDS_FULL, S_GEN, S_T0, S_TGID, START_FULL, Shape, TASK, TASK_VALUE,
-    UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program, exit_task_program,
-    fault_program, fork_program,
+    UNPAIRED_ENTER, UNPAIRED_EXIT,
+};
+use programs::{
+    enter_program, exec_program, exit_program, exit_task_program, fault_program, fork_program,
 };
 
 /// One histogram entry, as read from the kernel (summed over CPUs).
@@ -333,7 +336,7 @@ impl SyscallLatency {
             ]);
         }
         for b in 0..64 * r {
-            maps[programs::BOUNDS.0]
+            maps[layout::BOUNDS.0]
                 .update(&b.to_ne_bytes(), &resolution.lower_bound(b).to_ne_bytes())
                 .map_err(|e| Error::io("cannot fill the BPF bucket bounds", e))?;
         }
