@@ -105,7 +105,7 @@ pub struct UserStacks {
 }
 
 impl UserStacks {
-    /// The user stack of sample `i` (an index into [`Recording::samples`]); empty for samples
+    /// The user stack of sample `i` (an index into [`Recording::samples`](crate::Recording::samples)); empty for samples
     /// without a user context, such as those of kernel threads.
     pub fn frames(&self, i: usize) -> &[u64] {
         self.ranges
