@@ -1,6 +1,9 @@
 //! Replays of hand-made per-CPU timelines: each test builds what the kernel would have emitted
 //! for a known situation and checks where every held sample went, and that each kind's
 //! samples are conserved.
+//!
+//! Longer than 800 lines because its 21 tests are written in one small timeline language (the
+//! `Timelines` builder below), each a page of events; split, every file would repeat it.
 
 use async_attribution::{
     Attributor, BLOCK_VECTOR, Context, Decision, Event, Kind, NET_RX_VECTOR, Reason,

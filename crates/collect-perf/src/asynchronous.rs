@@ -352,7 +352,7 @@ impl AsyncCollector {
         debug_assert_eq!(h.ticket as usize, self.held.len());
         self.held.push(HeldSample {
             victim: (s.pid != 0).then_some(s.pid),
-            taken: (pi, s.time, crate::aggregate::system_side(s)),
+            taken: (pi, s.time, s.is_system_side()),
             kernel: kernel[..h.frames].to_vec(),
             period: s.period,
         });

@@ -93,6 +93,14 @@ pub struct Sample {
     stack: Range<u32>,
 }
 
+impl Sample {
+    /// Whether an unprofiled sample's kernel part belongs to `-k.kernel` (the idle task and
+    /// kernel threads, which have no user context) rather than `-k.other`.
+    pub(crate) fn is_system_side(&self) -> bool {
+        self.pid == 0 || self.regs.is_none()
+    }
+}
+
 /// A side-band record: what the replay needs to know processes, names, maps and lifetimes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -2,6 +2,10 @@
 //!
 //! These need perf_event_open with kernel sampling (root here); if it is refused they fail
 //! with pkgmon's message, they never skip.
+//!
+//! Longer than 800 lines because its 14 tests share the workloads and the run-and-read
+//! helpers below; other collector tests have files named after what they check (`truth.rs`,
+//! `sampler.rs`, `latency.rs`, ...).
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]

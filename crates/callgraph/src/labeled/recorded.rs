@@ -19,21 +19,8 @@ use std::path::Path;
 use gmon_format::{Arc, AsyncMoves, BoundaryKind};
 
 use super::ProcessSummary;
-use super::state::Builder;
+use super::state::{Builder, Moved, Recorded};
 use crate::error::{Error, Result};
-
-/// A moved stack: its kernel frames (innermost first), kind and samples.
-pub(super) type Moved = (Vec<u64>, BoundaryKind, u64);
-
-/// The moved stacks of `async.moves`, by the file name of the kernel profile they are in
-/// (`out`) and of the one they were taken for (`back`).
-#[derive(Debug, Default)]
-pub(super) struct Recorded {
-    out: HashMap<String, Vec<Moved>>,
-    back: HashMap<String, Vec<Moved>>,
-    /// Samples taken in processes that have no files (all their samples moved).
-    pub(super) homeless: u64,
-}
 
 impl Recorded {
     /// The moved stacks of `moves`, the `async.moves` of `dir`.

@@ -3,11 +3,11 @@
 //! stack as resolved locations. `merge` fills it, `resolve` finds the locations, `layout`
 //! places them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gmon_format::{HistogramUnit, MeasurementInfo};
+use gmon_format::{BoundaryKind, HistogramUnit, MeasurementInfo};
 
 use super::SeamlessOptions;
 use super::objects::{LoadedObject, ObjectCache};
@@ -44,7 +44,7 @@ pub(super) struct Builder {
     pub(super) warnings: Vec<String>,
     /// The moved stacks to take out and put back, for the view as recorded
     /// ([`SeamlessOptions::async_as_recorded`]).
-    pub(super) recorded: Option<super::recorded::Recorded>,
+    pub(super) recorded: Option<Recorded>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -137,4 +137,17 @@ impl<'a> Table<'a> {
             Table::Kernel(t) => (t.name(i), t.address(i), true),
         }
     }
+}
+
+/// A moved stack: its kernel frames (innermost first), kind and samples.
+pub(super) type Moved = (Vec<u64>, BoundaryKind, u64);
+
+/// The moved stacks of `async.moves`, by the file name of the kernel profile they are in
+/// (`out`) and of the one they were taken for (`back`); read by `recorded.rs`.
+#[derive(Debug, Default)]
+pub(super) struct Recorded {
+    pub(super) out: HashMap<String, Vec<Moved>>,
+    pub(super) back: HashMap<String, Vec<Moved>>,
+    /// Samples taken in processes that have no files (all their samples moved).
+    pub(super) homeless: u64,
 }

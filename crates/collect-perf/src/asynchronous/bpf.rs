@@ -16,7 +16,7 @@
 use async_attribution::{BLOCK_VECTOR, Event, What};
 
 use crate::bpf::{Asm, Attachment, Code, Cond, CountedOutput, Helper, Map, MapKind, MapSlot};
-use crate::bpf::{Program, Reg, RingBuf, Size};
+use crate::bpf::{Program, Reg, RingBuf, Size, u32_at, u64_at};
 use crate::tracefs::Tracefs;
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
@@ -212,16 +212,6 @@ fn parse(r: &[u8]) -> Option<Event> {
         tid: ids as u32,
         what,
     })
-}
-
-/// The u64 at byte `at` of `b` (the caller checked the length).
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(std::array::from_fn(|i| b[at + i]))
-}
-
-/// The u32 at byte `at` of `b` (the caller checked the length).
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(std::array::from_fn(|i| b[at + i]))
 }
 
 /// The program writing records of kind `what`: the values `fields` read (at most

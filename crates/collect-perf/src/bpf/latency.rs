@@ -65,7 +65,12 @@
 //! [`LatencyOptions::counting_events`] they are also checked against counting-mode perf
 //! events on the same tasks (not by default: those cost as much as the programs). Calls
 //! whose entry was not seen, calls never left, and what did not fit a map (open calls,
-//! histogram entries, followed processes) are counted and reported. A reused pid's processes are not told apart (the last one gets the calls).
+//! histogram entries, followed processes) are counted and reported. A reused pid's processes
+//! are not told apart (the last one gets the calls).
+//!
+//! Files: `layout.rs` (the maps, frame and fields the programs share), `programs.rs` and
+//! `blocking.rs` (the programs), `counts.rs` (what is handed on, and the records' decoding),
+//! `sleeps.rs` (the blocking maps read back); this file loads, attaches and drains.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -76,138 +81,31 @@ use latency::Resolution;
 use super::map::{Map, MapKind, u32_at, u64_at};
 use super::prog::{Attachment, Program};
 use super::ringbuf::RingBuf;
-use crate::recording::UserRegs;
 use crate::syscalls::LatencyOptions;
 use crate::tracefs::Tracefs;
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
 mod blocking;
+mod counts;
+mod layout;
 mod programs;
+mod sleeps;
 
-pub(super) use programs::field;
+use counts::{CopyKey, SiteCopy, hist_key, parse_copy};
+pub use counts::{Counted, CountedBucket, LatencyCounts};
+pub(crate) use counts::{KernelWaker, OffCpu};
 
-use programs::{
+pub(super) use layout::field;
+
+use layout::{
     COUNTS, ENTERS, EXITS, GONE, GONE_KEY, GONE_VALUE, HIST, HIST_FULL, HIST_KEY, HIST_VALUE,
     Offsets, PIDS, PIDS_FULL, S_GEN, S_T0, S_TGID, START_FULL, Shape, TASK, TASK_VALUE,
-    UNPAIRED_ENTER, UNPAIRED_EXIT, enter_program, exec_program, exit_program, exit_task_program,
-    fault_program, fork_program,
+    UNPAIRED_ENTER, UNPAIRED_EXIT,
 };
-
-/// One histogram entry, as read from the kernel (summed over CPUs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counted {
-    /// Calls.
-    pub count: u64,
-    /// Their summed latency, ns.
-    pub total: u64,
-    /// The shortest, ns.
-    pub min: u64,
-    /// The longest, ns.
-    pub max: u64,
-    /// Page faults taken during them.
-    pub faults: u64,
-}
-
-/// Where a call was while off the CPU: blocked at a sleep site (kernel frames, innermost
-/// first; empty when the kernel's stack map had no room), or runnable (preempted).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum OffCpu {
-    Blocked(Vec<u64>),
-    Runnable,
-}
-
-/// A waker counted in the kernel: its process (0: an interrupt in the idle task) and kernel
-/// frames.
-pub(crate) type KernelWaker = (u32, Vec<u64>);
-
-/// Times off the CPU of one kind: (system call, user frames, where, waker if seen).
-pub(crate) type SleepKey = (u64, Vec<u64>, OffCpu, Option<KernelWaker>);
-
-/// A call site's copy as the programs keyed it: (tgid, gen, the three words read).
-type CopyKey = (u32, u32, [u64; 3]);
-
-/// A call site's user registers and stack, copied in the kernel at its first call, to unwind
-/// it in user space.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SiteCopy {
-    /// When, ns on CLOCK_MONOTONIC (which mappings were live).
-    pub time: u64,
-    pub regs: UserRegs,
-    /// The stack from `regs.sp` up.
-    pub stack: Vec<u8>,
-}
-
-/// A call site's record ([`blocking::site_copy`]): its key and copy, or None if it is
-/// shorter than its header says.
-fn parse_copy(r: &[u8]) -> Option<(CopyKey, SiteCopy)> {
-    use blocking::{C_GEN, C_LEN, C_REGS, C_STACK, C_TGID, C_TIME, C_WORDS};
-    if r.len() < C_STACK {
-        return None;
-    }
-    let len = (u32_at(r, C_LEN) as usize).min(r.len() - C_STACK);
-    let words = [
-        u64_at(r, C_WORDS),
-        u64_at(r, C_WORDS + 8),
-        u64_at(r, C_WORDS + 16),
-    ];
-    let copy = SiteCopy {
-        time: u64_at(r, C_TIME),
-        regs: UserRegs {
-            ip: u64_at(r, C_REGS),
-            sp: u64_at(r, C_REGS + 8),
-            bp: u64_at(r, C_REGS + 16),
-        },
-        stack: r[C_STACK..C_STACK + len].to_vec(),
-    };
-    Some(((u32_at(r, C_TGID), u32_at(r, C_GEN), words), copy))
-}
-
-/// What the in-kernel collection counted of one process image.
-#[derive(Debug, Default)]
-pub(crate) struct ImageCounts {
-    /// With blocking: the call sites' copies, by the site the programs read (three words).
-    pub copies: HashMap<Vec<u64>, SiteCopy>,
-    /// (system call, user frames, slice, bucket) → sums.
-    pub buckets: HashMap<(u64, Vec<u64>, u64, u32), Counted>,
-    /// With blocking: (system call, user frames, off-CPU, waker if seen) → (times, ns).
-    pub sleeps: HashMap<SleepKey, (u64, u64)>,
-    pub unpaired_enters: u64,
-    pub unpaired_exits: u64,
-}
-
-/// What the in-kernel collection counted, for the aggregator.
-#[derive(Debug, Default)]
-pub struct LatencyCounts {
-    /// (pid, image generation) → its counts.
-    pub(crate) images: HashMap<(u32, u32), ImageCounts>,
-    /// OSprof's checksums: enters and exits counted by the programs beside the counting-mode
-    /// events on the same tasks.
-    pub checks: Vec<EventCheck>,
-    /// Calls left out: their histogram entry did not fit (`hist` map full).
-    pub dropped: u64,
-    /// Warnings for the user (map-full counts, stacks that did not fit, checksum
-    /// mismatches).
-    pub notes: Vec<String>,
-    /// What the user may want to know but is not wrong (programs the kernel skipped for
-    /// any task, which may or may not have been a profiled one's).
-    pub remarks: Vec<String>,
-    /// Where slice 0 began (ns, CLOCK_MONOTONIC).
-    pub(crate) start: u64,
-}
-
-/// One counted histogram bucket: (pid, image generation), (system call, call site, slice,
-/// bucket) and its sums.
-pub type CountedBucket<'a> = ((u32, u32), &'a (u64, Vec<u64>, u64, u32), &'a Counted);
-
-impl LatencyCounts {
-    /// Every bucket counted, in no particular order.
-    pub fn buckets(&self) -> impl Iterator<Item = CountedBucket<'_>> {
-        self.images
-            .iter()
-            .flat_map(|(img, c)| c.buckets.iter().map(move |(k, v)| (*img, k, v)))
-    }
-}
+use programs::{
+    enter_program, exec_program, exit_program, exit_task_program, fault_program, fork_program,
+};
 
 /// The in-kernel system-call latency collection: programs attached, maps read at drains.
 #[derive(Debug)]
@@ -251,19 +149,6 @@ pub struct SyscallLatency {
     copies: HashMap<CopyKey, SiteCopy>,
     /// Calls left open by exited threads drained so far (GONE): (tgid, gen) → calls.
     gone: HashMap<(u32, u32), u64>,
-}
-
-/// A histogram key's fields: (tgid, generation, system call, slice, bucket, [pc, word at the
-/// stack pointer, frame pointer's return address]).
-fn hist_key(b: &[u8]) -> (u32, u32, u32, u32, u32, [u64; 3]) {
-    (
-        u32_at(b, 0),
-        u32_at(b, 4),
-        u32_at(b, 8),
-        u32_at(b, 12),
-        u32_at(b, 16),
-        [u64_at(b, 24), u64_at(b, 32), u64_at(b, 40)],
-    )
 }
 
 impl SyscallLatency {
@@ -333,7 +218,7 @@ impl SyscallLatency {
             ]);
         }
         for b in 0..64 * r {
-            maps[programs::BOUNDS.0]
+            maps[layout::BOUNDS.0]
                 .update(&b.to_ne_bytes(), &resolution.lower_bound(b).to_ne_bytes())
                 .map_err(|e| Error::io("cannot fill the BPF bucket bounds", e))?;
         }
@@ -776,133 +661,6 @@ impl SyscallLatency {
             }
         }
         Ok(out)
-    }
-}
-
-impl SyscallLatency {
-    /// The sleep programs' map in `slot`, if they were loaded (blocking).
-    fn sleep_map(&self, slot: super::insn::MapSlot) -> Option<&Map> {
-        self.sleep_maps
-            .get(slot.0.checked_sub(blocking::THREADS.0)?)
-    }
-
-    /// Puts the sleeps counted in the kernel into `out`, each under its operation, with
-    /// their frames from the stack map, and their checksums and what did not fit in notes:
-    /// switch-outs in a call (`totals[OUTS]`) each ended at a switch-in (`INS`) or are still
-    /// off now. Sleeps of an operation no call of which returned (calls that never did) are
-    /// left out, said in a note. The sleep programs must be detached.
-    fn sleeps_to(&self, stacks: &Map, threads: &Map, out: &mut LatencyCounts, totals: &[u64]) {
-        let mut frames_of: HashMap<u32, Vec<u64>> = HashMap::new();
-        let mut frames = |id: u32| -> Vec<u64> {
-            if id == blocking::NO_STACK as u32 {
-                return Vec::new();
-            }
-            frames_of
-                .entry(id)
-                .or_insert_with(|| {
-                    let v = stacks.lookup(&id.to_ne_bytes()).ok().flatten();
-                    v.unwrap_or_default()
-                        .chunks_exact(8)
-                        .map(|c| u64_at(c, 0))
-                        .take_while(|&a| a != 0)
-                        .take(self.kernel_frames)
-                        .collect()
-                })
-                .clone()
-        };
-        let returned: std::collections::HashSet<(u32, u32, u32, [u64; 3])> = (self.closed.keys())
-            .chain(self.live.keys())
-            .map(|k| {
-                let (tgid, generation, nr, _, _, frames) = hist_key(k);
-                (tgid, generation, nr, frames)
-            })
-            .collect();
-        let (mut orphans, mut orphan_ns) = (0, 0u64);
-        for (k, &(n, ns)) in &self.sleeps {
-            let (tgid, generation, nr) = (u32_at(k, 0), u32_at(k, 4), u32_at(k, 8));
-            let (stack, waker_pid, waker_stack) = (u32_at(k, 12), u32_at(k, 16), u32_at(k, 20));
-            let site3 = [u64_at(k, 24), u64_at(k, 32), u64_at(k, 40)];
-            if !returned.contains(&(tgid, generation, nr, site3)) {
-                orphans += n;
-                orphan_ns = orphan_ns.saturating_add(ns);
-                continue;
-            }
-            let off = if stack == blocking::RUNNABLE as u32 {
-                OffCpu::Runnable
-            } else {
-                OffCpu::Blocked(frames(stack))
-            };
-            let waker =
-                (waker_pid != blocking::NO_WAKER as u32).then(|| (waker_pid, frames(waker_stack)));
-            let img = out.images.entry((tgid, generation)).or_default();
-            let e = img
-                .sleeps
-                .entry((u64::from(nr), site(site3), off, waker))
-                .or_default();
-            e.0 += n;
-            e.1 = e.1.saturating_add(ns);
-        }
-        let still_off = (threads.keys().unwrap_or_default().iter())
-            .filter_map(|k| threads.lookup(k).ok().flatten())
-            .filter(|v| u64_at(v, blocking::T_OFF as usize) != 0)
-            .count() as u64;
-        let (outs, ins, unseen) = (
-            totals[blocking::OUTS as usize],
-            totals[blocking::INS as usize],
-            totals[blocking::INS_UNSEEN as usize],
-        );
-        if outs != ins + still_off + unseen {
-            out.notes.push(format!(
-                "checksum mismatch in the kernel's sleep counts: {outs} switch-outs in a call \
-                 counted, {ins} switched back in, {still_off} still off the CPU and {unseen} \
-                 whose switch back in was not seen"
-            ));
-        }
-        if unseen > 0 {
-            out.notes.push(format!(
-                "{unseen} of {outs} times off the CPU in a call were not counted: the \
-                 context-switch program did not see the thread's switch back in"
-            ));
-        }
-        if still_off > 0 {
-            out.notes.push(format!(
-                "{still_off} threads were off the CPU in a call at the end: that time is not counted"
-            ));
-        }
-        if orphans > 0 {
-            out.notes.push(format!(
-                "{orphans} times off the CPU ({:.3} ms) were in calls that never returned \
-                 (no call of their operation did): they are not in the files",
-                orphan_ns as f64 / 1e6
-            ));
-        }
-        let missed: u64 = self.sleep_programs.iter().map(Program::misses).sum();
-        if missed > 0 {
-            out.remarks.push(format!(
-                "the kernel skipped the context-switch and wake-up programs {missed} times, for \
-                 any task (a wake-up in an interrupt of another BPF program): a profiled \
-                 sleep among them shows its waker as not seen"
-            ));
-        }
-        for (i, what) in [
-            (
-                blocking::SLEEPS_FULL,
-                "times off the CPU were left out: the in-kernel map of sleeps was full",
-            ),
-            (
-                blocking::THREADS_FULL,
-                "threads had no entry for their sleeps (the in-kernel map of threads was full): their sleeps are not counted",
-            ),
-            (
-                blocking::STACKS_FULL,
-                "sleep sites or wakers have no frames: the in-kernel stack map had no room for them",
-            ),
-        ] {
-            let n = totals[i as usize];
-            if n > 0 {
-                out.notes.push(format!("{n} {what}"));
-            }
-        }
     }
 }
 

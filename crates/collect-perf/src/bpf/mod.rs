@@ -27,6 +27,7 @@ pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
 pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
 pub(crate) use latency::{KernelWaker, OffCpu};
 pub use map::{Map, MapKind};
+pub(crate) use map::{u32_at, u64_at};
 pub use prog::{Attachment, LICENSE, Program};
 pub use ringbuf::{CountedOutput, RingBuf};
 pub use wakers::{MAX_FRAMES, Wakers, Wakeup};

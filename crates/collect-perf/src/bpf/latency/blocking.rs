@@ -36,7 +36,7 @@ use crate::bpf::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
-use super::programs::{
+use super::layout::{
     ARG_0, CTX, HK, K_GEN as H_GEN, K_IP as H_IP, K_RET as H_RET, K_TGID as H_TGID, K_UP as H_UP,
     KEY32, PT_REGS_BP, PT_REGS_IP, PT_REGS_SP, PT_REGS_TO_SP, REGS, S_GEN, S_IP, S_NR, S_RET, S_T0,
     S_TGID, S_UP, TASK, count, field, frame_ptr,
@@ -445,7 +445,8 @@ pub(super) fn waking_program(off: &SwitchOffsets) -> Code {
 
 #[cfg(test)]
 mod tests {
-    use super::super::programs::{Offsets, enter_program, exit_task_program};
+    use super::super::layout::Offsets;
+    use super::super::programs::{enter_program, exit_task_program};
     use super::*;
 
     fn offsets() -> SwitchOffsets {
