@@ -22,7 +22,7 @@ const MAX_SECTION_BYTES: u64 = 512 << 20;
 /// [`MAX_SECTION_BYTES`]): a copy is memory of the collector's, and a profiled program's owner
 /// chooses the sizes its headers claim (a sparse file claiming 500 MiB tables cost a root pkgmon
 /// 1.5 GiB). Real `.eh_frame`s are a few MiB (libLLVM's: 5 MiB), and the tables held at once
-/// are kept within [`crate::unwind::UNWIND_TABLES_BYTES`] anyway.
+/// are kept within `UNWIND_TABLES_BYTES` (unwind/images.rs) anyway.
 const MAX_COPIED_SECTION_BYTES: u64 = 32 << 20;
 
 /// The largest object file opened: the limit of a file whose sections are read on demand.
