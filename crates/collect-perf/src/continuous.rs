@@ -203,8 +203,11 @@ impl Continuous {
             }
         }
         let machine = MachineSnapshot::live();
-        let mut index = match dir.read(INDEX_NAME, &safe_fs::ReadOptions::untrusted(1 << 30)) {
-            Ok(c) => ContinuousIndex::parse(&c.into_vec())
+        let mut index = match dir.read(
+            INDEX_NAME,
+            &safe_fs::ReadOptions::untrusted(gmon_format::continuous::INDEX_MAX_BYTES),
+        ) {
+            Ok(c) => ContinuousIndex::parse(&c)
                 .map_err(|e| Error::Output(e.with_path(dir.path().join(INDEX_NAME))))?,
             Err(e) if e.is_not_found() => ContinuousIndex::default(),
             Err(e) => return Err(out(e)),

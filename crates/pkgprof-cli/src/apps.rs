@@ -35,15 +35,17 @@ pub(crate) fn wanted(o: &Options) -> bool {
 /// Reads the index of `dir`.
 fn read_index(dir: &Path) -> Result<ContinuousIndex> {
     let path = dir.join(INDEX_NAME);
-    let data = safe_fs::read(&path, &safe_fs::ReadOptions::untrusted(1 << 30))
-        .with_context(|| {
-            format!(
-                "{} is not a continuous directory (no readable index); `pkgmon --continuous \
+    let data = safe_fs::read(
+        &path,
+        &safe_fs::ReadOptions::untrusted(gmon_format::continuous::INDEX_MAX_BYTES),
+    )
+    .with_context(|| {
+        format!(
+            "{} is not a continuous directory (no readable index); `pkgmon --continuous \
                  -a -o DIR` writes one",
-                dir.display()
-            )
-        })?
-        .into_vec();
+            dir.display()
+        )
+    })?;
     ContinuousIndex::parse(&data).map_err(|e| anyhow::Error::new(e.with_path(&path)))
 }
 

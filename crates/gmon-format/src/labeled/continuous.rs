@@ -92,6 +92,12 @@ use crate::error::{Error, ErrorKind, Result};
 /// The index's file name in a continuous directory.
 pub const INDEX_NAME: &str = "index";
 
+/// The largest index or instances file read: 32 MiB, some 270,000 window lines (half a year
+/// of minute windows) or as many instances in one window. A larger one is refused unread,
+/// rather than costing its size in memory (a sparse 900 MiB index cost `pkgprof --apps`
+/// 1.8 GiB).
+pub const INDEX_MAX_BYTES: u64 = 32 << 20;
+
 /// The first line's magic words, before the version.
 pub const INDEX_MAGIC: &str = "# pkgprof-continuous";
 
@@ -458,7 +464,7 @@ impl IndexWindow {
             return Ok(());
         }
         let path = dir.join(&self.dir).join(INSTANCES_NAME);
-        let data = safe_fs::read(&path, &safe_fs::ReadOptions::untrusted(1 << 30))
+        let data = safe_fs::read(&path, &safe_fs::ReadOptions::untrusted(INDEX_MAX_BYTES))
             .map_err(|e| Error::from(e).with_path(&path))?;
         self.instances = self
             .parse_instances(&data)
