@@ -18,6 +18,13 @@ use object::{Object as _, ObjectSection as _};
 /// file that claims more is damaged or hostile, and unwinding goes without that section.
 const MAX_SECTION_BYTES: u64 = 512 << 20;
 
+/// The largest section copied, from a file that other users can write (mapped files may have
+/// [`MAX_SECTION_BYTES`]): a copy is memory of the collector's, and a profiled program's owner
+/// chooses the sizes its headers claim (a sparse file claiming 500 MiB tables cost a root pkgmon
+/// 1.5 GiB). Real `.eh_frame`s are a few MiB (libLLVM's: 5 MiB), and the tables held at once
+/// are kept within [`crate::unwind::UNWIND_TABLES_BYTES`] anyway.
+const MAX_COPIED_SECTION_BYTES: u64 = 32 << 20;
+
 /// The largest object file opened: the limit of a file whose sections are read on demand.
 const MAX_OBJECT_BYTES: u64 = 16 << 30;
 
@@ -31,8 +38,17 @@ pub(crate) fn read_object(path: &str) -> Option<ElfInfo> {
     if let Some(map) = safe_fs::Contents::map_private(&file, size) {
         return ElfInfo::parse_mapped(Arc::new(map));
     }
+    // The headers through a cache; the two tables read straight into their copies (through the
+    // cache they were held twice).
+    let tables = file.try_clone().ok()?;
     let cache = object::ReadCache::new(file);
-    ElfInfo::parse(&cache)
+    ElfInfo::parse_with(&cache, MAX_COPIED_SECTION_BYTES, |range, _| {
+        use std::os::unix::fs::FileExt as _;
+        let (offset, size) = range?;
+        let mut bytes = vec![0; usize::try_from(size).ok()?];
+        tables.read_exact_at(&mut bytes, offset).ok()?;
+        Some(Bytes::Copied(bytes))
+    })
 }
 
 /// One section's address (as stated in the file) and bytes.
@@ -88,22 +104,28 @@ impl ElfInfo {
     /// its unwind tables. Returns None if `data` is not one. A section larger than
     /// [`MAX_SECTION_BYTES`] is left out.
     pub(crate) fn parse<'a, R: object::ReadRef<'a>>(data: R) -> Option<ElfInfo> {
-        Self::parse_with(data, |_, bytes| Some(Bytes::Copied(bytes.to_vec())))
+        Self::parse_with(data, MAX_SECTION_BYTES, |_, bytes| {
+            Some(Bytes::Copied(bytes()?.to_vec()))
+        })
     }
 
     /// Parses a mapped ELF file, whose unwind tables stay ranges of the map.
     fn parse_mapped(map: Arc<safe_fs::Contents>) -> Option<ElfInfo> {
         let base = map.as_ptr() as usize;
-        Self::parse_with(&map[..], |_, bytes| {
+        Self::parse_with(&map[..], MAX_SECTION_BYTES, |_, bytes| {
+            let bytes = bytes()?;
             let start = (bytes.as_ptr() as usize).checked_sub(base)?;
             let range = start..start.checked_add(bytes.len())?;
             (range.end <= map.len()).then(|| Bytes::Mapped(map.clone(), range))
         })
     }
 
+    /// Parses with `keep` making a table's bytes from its file range (offset, size) or its
+    /// data read through `data`; a table larger than `max_section` is left out.
     fn parse_with<'a, R: object::ReadRef<'a>>(
         data: R,
-        keep: impl Fn(&str, &'a [u8]) -> Option<Bytes>,
+        max_section: u64,
+        keep: impl Fn(Option<(u64, u64)>, &dyn Fn() -> Option<&'a [u8]>) -> Option<Bytes>,
     ) -> Option<ElfInfo> {
         let file = ElfFile64::<object::Endianness, R>::parse(data).ok()?;
         let endian = file.endian();
@@ -124,12 +146,12 @@ impl ElfInfo {
         };
         let section = |name: &str| {
             let s = file.section_by_name(name)?;
-            if s.size() > MAX_SECTION_BYTES {
+            if s.size() > max_section {
                 return None;
             }
             Some(SectionData {
                 svma: range(name)?,
-                bytes: keep(name, s.data().ok()?)?,
+                bytes: keep(s.file_range(), &|| s.data().ok())?,
             })
         };
         let eh_frame = section(".eh_frame");

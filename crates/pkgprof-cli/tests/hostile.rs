@@ -129,6 +129,69 @@ fn a_fifo_or_dev_zero_swapped_in_for_the_executable_is_refused_unread() {
     }
 }
 
+/// Points the `.eh_frame` and `.eh_frame_hdr` section headers of the ELF64 file `path` at a
+/// sparse region of `size` bytes appended to it: a program whose own headers claim huge
+/// unwind tables (the loader never looks at section headers, so it still runs).
+fn claim_huge_unwind_tables(path: &Path, size: u64) {
+    let mut b = std::fs::read(path).unwrap();
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (shoff, shentsize) = (u64_at(&b, 0x28) as usize, u16_at(&b, 0x3a) as usize);
+    let (shnum, shstrndx) = (u16_at(&b, 0x3c) as usize, u16_at(&b, 0x3e) as usize);
+    let strtab = u64_at(&b, shoff + shstrndx * shentsize + 0x18) as usize;
+    let region = (b.len() as u64).next_multiple_of(4096);
+    let mut patched = 0;
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let name_at = strtab + u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
+        let name = &b[name_at..name_at + b[name_at..].iter().position(|&c| c == 0).unwrap()];
+        if name == b".eh_frame" || name == b".eh_frame_hdr" {
+            b[h + 0x18..h + 0x20].copy_from_slice(&region.to_le_bytes());
+            b[h + 0x20..h + 0x28].copy_from_slice(&size.to_le_bytes());
+            patched += 1;
+        }
+    }
+    assert_eq!(patched, 2, "{}: both unwind tables", path.display());
+    std::fs::write(path, &b).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(region + size)
+        .unwrap();
+}
+
+#[test]
+fn a_program_claiming_huge_unwind_tables_costs_root_pkgmon_little_memory() {
+    let _s = serial();
+    let dir = fresh("huge-tables");
+    // Its owner is another user, so its tables are copied, not mapped: 500 MiB each, claimed
+    // by the headers of a sparse file, cost root pkgmon 1.5 GiB.
+    let exe = dir.join("claims");
+    std::fs::copy(workload("cpu"), &exe).unwrap();
+    claim_huge_unwind_tables(&exe, 500 << 20);
+    std::os::unix::fs::chown(&exe, Some(65534), Some(65534)).unwrap();
+    let out = dir.join("out");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg("300")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
+    // Unwound without those tables, by what else it has; the measurement is complete.
+    let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+    assert_eq!(code, 0, "{perr}");
+    assert!(stdout.contains("spin"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether anything opened `path` since `fd` (an inotify descriptor watching it for opens)
 /// was made.
 fn opened(fd: i32) -> bool {

@@ -285,3 +285,52 @@ fn blow_up_inputs_stay_under_64_mib() {
         let _ = std::fs::remove_dir_all(&d);
     }
 }
+
+/// A manifest naming a large file another user owns (so it is not mapped), with its real size
+/// or a wrong one: the check reads it in a fixed buffer, or not at all. Checking copied it
+/// whole (3 GiB and 16 s for a sparse file of 3 GiB).
+#[test]
+fn a_manifest_listing_a_huge_file_is_checked_in_little_memory() {
+    let s = Scratch::new("manifest");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    let mut files = Vec::new();
+    for name in [
+        "gmon.out.7.x",
+        "gmon.out.7k.x",
+        "gmon.out.7u.x",
+        "kallsyms.00000001",
+    ] {
+        files.push(gmon_format::ManifestEntry::of(
+            name,
+            &std::fs::read(d.join(name)).unwrap(),
+        ));
+    }
+    // Process 8's profile: sparse, owned by nobody, listed with a checksum it does not have.
+    let big = d.join("gmon.out.8u.y");
+    let f = std::fs::File::create(&big).unwrap();
+    for (size, listed) in [(300u64 << 20, 300u64 << 20), (300 << 20, 3 << 30)] {
+        f.set_len(size).unwrap();
+        std::os::unix::fs::chown(&big, Some(65534), Some(65534)).unwrap();
+        let mut manifest = files.clone();
+        manifest.push(gmon_format::ManifestEntry {
+            name: "gmon.out.8u.y".into(),
+            size: listed,
+            sha256: [0; 32],
+        });
+        let mut text = Vec::new();
+        gmon_format::Manifest { files: manifest }
+            .write(&mut text)
+            .unwrap();
+        std::fs::write(d.join("manifest.sha256"), text).unwrap();
+        let (code, err, rss) = pkgprof(&["--system".as_ref(), d.as_os_str()]);
+        assert_eq!(code, 1, "{listed}: {err}");
+        let why = if size == listed {
+            "its checksum differs from the manifest's"
+        } else {
+            "bytes, but the manifest lists"
+        };
+        assert!(err.contains("gmon.out.8u.y") && err.contains(why), "{err}");
+        assert!(rss < BUDGET_KIB, "{listed}: {rss} KiB");
+    }
+}

@@ -9,7 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, FileKind, Result};
-use crate::read::{Contents, ReadOptions, read_at};
+use crate::read::{Contents, ReadOptions, open_at, read_at};
 use crate::sys;
 
 /// What every temporary file name of this crate starts with, so that a later run can find
@@ -193,6 +193,22 @@ impl Dir {
     /// leads out either. Otherwise as [`crate::read`].
     pub fn read(&self, rel: impl AsRef<Path>, opts: &ReadOptions) -> Result<Contents> {
         let rel = rel.as_ref();
+        let shown = self.beneath(rel)?;
+        read_at(self.fd.as_raw_fd(), rel, &shown, opts, sys::RESOLVE_BENEATH)
+    }
+
+    /// Opens the file at `rel` for reading it in parts (hashing a file of any size in a fixed
+    /// buffer), with the rules of [`Dir::read`] and the checks of [`crate::open`]; returns the
+    /// file and its size, checked against `opts.max_bytes`.
+    pub fn open_file(&self, rel: impl AsRef<Path>, opts: &ReadOptions) -> Result<(File, u64)> {
+        let rel = rel.as_ref();
+        let shown = self.beneath(rel)?;
+        open_at(self.fd.as_raw_fd(), rel, &shown, opts, sys::RESOLVE_BENEATH)
+    }
+
+    /// The path shown for `rel`, if `rel` is a relative path without `..` (the rule of
+    /// [`Dir::read`]).
+    fn beneath(&self, rel: &Path) -> Result<PathBuf> {
         let shown = self.path.join(rel);
         if rel.as_os_str().is_empty() {
             return Err(Error::new(shown, ErrorKind::InvalidName("an empty path")));
@@ -214,7 +230,7 @@ impl Dir {
                 }
             }
         }
-        read_at(self.fd.as_raw_fd(), rel, &shown, opts, sys::RESOLVE_BENEATH)
+        Ok(shown)
     }
 
     /// Creates a new, empty file under a random temporary name, with `mode` exactly (the umask

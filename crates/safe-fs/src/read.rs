@@ -177,7 +177,20 @@ pub fn read(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Contents> {
 /// `opts.max_bytes` is returned with the file.
 pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(File, u64)> {
     let path = path.as_ref();
-    let fd = open_fd(libc::AT_FDCWD, path, path, opts, 0)?;
+    open_at(libc::AT_FDCWD, path, path, opts, 0)
+}
+
+/// [`open`] of `rel` relative to the directory `dir` (or `AT_FDCWD`), with extra `RESOLVE_*`
+/// bits; `shown` is the path used in errors.
+pub(crate) fn open_at(
+    dir: RawFd,
+    rel: &Path,
+    shown: &Path,
+    opts: &ReadOptions,
+    resolve: u64,
+) -> Result<(File, u64)> {
+    let path = shown;
+    let fd = open_fd(dir, rel, shown, opts, resolve)?;
     let st = check_regular(&fd, path)?;
     let size = st.st_size.max(0) as u64;
     if size == 0 && sys::is_pseudo_fs(fd.as_fd()) {

@@ -363,25 +363,30 @@ pub(crate) fn verify_dir(dir: &Dir, names: &[String]) -> Result<Verification> {
     let file_opts = ReadOptions::default().with_max_bytes(u64::MAX);
     for f in &manifest.files {
         let path = dir.path().join(&f.name);
-        match dir.read(&f.name, &file_opts) {
+        match dir.open_file(&f.name, &file_opts) {
             Err(e) if e.is_not_found() => problems.push(format!(
                 "{}: missing (listed in the manifest)",
                 path.display()
             )),
             Err(e) => problems.push(e.to_string()),
-            Ok(bytes) if bytes.len() as u64 != f.size => problems.push(format!(
-                "{}: {} bytes, but the manifest lists {} (cut short or changed)",
+            // The size first: a file of another size is not read at all.
+            Ok((_, size)) if size != f.size => problems.push(format!(
+                "{}: {size} bytes, but the manifest lists {} (cut short or changed)",
                 path.display(),
-                bytes.len(),
                 f.size
             )),
-            Ok(bytes) if <[u8; 32]>::from(Sha256::digest(&*bytes)) != f.sha256 => {
-                problems.push(format!(
+            Ok((file, _)) => match sha256_of(file, f.size) {
+                Err(e) => problems.push(format!("{}: cannot read: {e}", path.display())),
+                Ok(None) => problems.push(format!(
+                    "{}: changed size while it was checked",
+                    path.display()
+                )),
+                Ok(Some(sum)) if sum != f.sha256 => problems.push(format!(
                     "{}: its checksum differs from the manifest's (corrupted or changed)",
                     path.display()
-                ))
-            }
-            Ok(_) => {}
+                )),
+                Ok(Some(_)) => {}
+            },
         }
     }
     for name in names {
@@ -397,6 +402,27 @@ pub(crate) fn verify_dir(dir: &Dir, names: &[String]) -> Result<Verification> {
     } else {
         Verification::Incomplete(problems)
     })
+}
+
+/// The SHA-256 of `file`'s bytes, read in a fixed buffer (a file listed in a manifest may be
+/// any size, and another user's is not mapped): None if it does not hold exactly `size` bytes.
+fn sha256_of(file: std::fs::File, size: u64) -> io::Result<Option<[u8; 32]>> {
+    use std::io::Read as _;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut reader = file.take(size.saturating_add(1));
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((total == size).then(|| hasher.finalize().into()))
 }
 
 /// Writes a measurement's files into its directory and, last, its manifest: the writer side
