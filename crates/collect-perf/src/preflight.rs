@@ -243,9 +243,7 @@ pub(crate) fn ring_pages(config: &Config) -> usize {
 }
 
 fn kernel_release() -> String {
-    procfs::text("/proc/sys/kernel/osrelease", 4096)
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
+    crate::snapshot::kernel_release().unwrap_or_default()
 }
 
 /// Turns an errno from `perf_event_open` into an explained error.

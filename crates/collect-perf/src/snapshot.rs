@@ -45,8 +45,7 @@ impl MachineSnapshot {
         // Safety: sysconf has no preconditions.
         let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
         MachineSnapshot {
-            release: crate::procfs::text("/proc/sys/kernel/osrelease", 4096)
-                .map(|s| s.trim().to_owned()),
+            release: kernel_release(),
             kernel_build_id: kernel_build_id(),
             boot_id: crate::procfs::text("/proc/sys/kernel/random/boot_id", 4096),
             clock_ticks: ticks,
@@ -119,4 +118,10 @@ pub(crate) fn own_vdso() -> Option<Vec<u8>> {
     // life (the vDSO is never unmapped), and we only copy from it.
     let bytes = unsafe { std::slice::from_raw_parts(a as *const u8, (b - a) as usize) };
     Some(bytes.to_vec())
+}
+
+/// The running kernel's release (`/proc/sys/kernel/osrelease`), read here for the snapshot
+/// and for the preflight's messages alike.
+pub(crate) fn kernel_release() -> Option<String> {
+    crate::procfs::text("/proc/sys/kernel/osrelease", 4096).map(|s| s.trim().to_owned())
 }
