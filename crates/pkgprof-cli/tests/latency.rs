@@ -243,7 +243,7 @@ fn nanosleep_via(how: &str) {
     assert!(h.total_ns() * 10 >= own.total * 9);
     let blocked = sum(&ops, |o| o.blocking.as_ref().unwrap().blocked_ns);
     let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
-    assert!(sleeps >= 297, "{sleeps} sleeps for 300 calls");
+    assert!(sleeps >= 297, "{how}: {sleeps} sleeps for 300 calls");
     assert!(
         blocked * 10 >= h.total_ns() * 8,
         "{blocked} of {}",
@@ -328,9 +328,13 @@ fn getpid_via(how: &str) {
     // The kernel's interval is inside the program's, which adds the clock reads and the
     // tracing's own cost (~0.5 us a call, more on a loaded machine: the program's mode was 8
     // while the kernel's was 6 in a CI run at load 4): never above the program's mode, and
-    // below 1 us (bucket 10 starts at 1,024 ns), where a getpid is.
+    // below 1 us (bucket 10 starts at 1,024 ns), where a getpid is. On the ring path the
+    // kernel's interval also holds the writing of the entry record (its time is taken before
+    // its callchain and stack copy go into the ring), which at load 7-10 put the mode in
+    // [1, 2) us, the program's in [2, 4): there the bound is 2 us.
+    let below = if how.ends_with("ring") { 11 } else { 10 };
     assert!(
-        pk[0].mode <= own && pk[0].mode < 10,
+        pk[0].mode <= own && pk[0].mode < below,
         "{how}: {pk:?} vs {own}"
     );
     assert!(h.total_ns() <= run.own.total, "{how}: {} ns", h.total_ns());
