@@ -3,10 +3,11 @@
 # and absurd gmon files, special files (FIFO, /dev/zero, /dev/urandom, a directory) as every
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
 # and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
-# kallsyms, a 1.5 GB sparse file). Each run gets 20 s; prints one line per case and the largest
-# peak, and exits 1 if any run hung or went over the budget (64 MiB). One case is real content,
-# not a blow-up: 256K kernel functions all sampled, each listed; its budget adds 1 KiB per
-# function listed (the gprof engine's cost, and GNU gprof's, is about 0.7 KiB a function).
+# kallsyms, a 1.5 GB sparse file, a manifest of 200,000 names). Each run gets 20 s; prints one
+# line per case and the largest peak, and exits 1 if any run hung or went over the budget
+# (64 MiB). One case is real content, not a blow-up: 256K kernel functions all sampled, each
+# listed; its budget adds 1 KiB per function listed (the gprof engine's cost, and GNU gprof's,
+# is about 0.7 KiB a function).
 #
 # Usage: bash benches/peak-memory.sh [BUDGET_KIB]
 set -euo pipefail
@@ -60,6 +61,15 @@ measurement(f"{out}/objects", 0, 16,
     '\n[mapping]\nstart = 0x1000\nend = 0x2000\npath = "%s/fifo"\n'
     '\n[mapping]\nstart = 0x3000\nend = 0x4000\npath = "/dev/zero"\n'
     '\n[mapping]\nstart = 0x5000\nend = 0x6000\npath = "../../../../etc/passwd"\n' % out)
+# A manifest of 200,000 names, none there (each was looked up among all before it: 57 s).
+def manifest(d, entries):
+    with open(f"{d}/manifest.sha256", "w") as m:
+        m.write("# pkgprof-manifest 1.0\n")
+        for name, size, sha in entries:
+            m.write(f"# size {size} {name}\n{sha}  {name}\n")
+        m.write(f"# end {len(entries)}\n")
+measurement(f"{out}/many-names", 0, 16)
+manifest(f"{out}/many-names", [(f"gmon.out.{i}k.y", 0, "0" * 64) for i in range(200000)])
 open(f"{out}/objects/gmon.out.7u.x", "wb").write(
     hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
     + struct.pack("<HHH", 1, 1, 1))
@@ -113,6 +123,7 @@ run "--pid: kallsyms of 1M lines" -b --pid 7 "$work/kallsyms-1M-lines"
 CASE_BUDGET_KIB=$((budget + 262144)) \
   run "--pid: 256K functions listed (content)" -b --pid 7 "$work/both"
 run "--pid: objects fifo,/dev/zero,.." -b --pid 7 "$work/objects"
+run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done
