@@ -31,6 +31,18 @@ pub fn read_input(path: &Path, limit: u64) -> Result<Contents, safe_fs::Error> {
     safe_fs::read(path, &opts)
 }
 
+/// Reads a file of a measurement directory (profiles, stacks, info and latency files, the
+/// vDSO image), as [`read_input`] does, refusing a sparse file with more holes than
+/// [`gmon_format::MEASUREMENT_MAX_HOLES`]: the collector writes none, and their zeros would be
+/// walked and mapped as if they were data.
+pub fn read_measurement_file(path: &Path, limit: u64) -> Result<Contents, safe_fs::Error> {
+    let opts = ReadOptions::default()
+        .with_max_bytes(limit)
+        .with_map(Map::Large)
+        .with_max_holes(gmon_format::MEASUREMENT_MAX_HOLES);
+    safe_fs::read(path, &opts)
+}
+
 /// Reads a file at a path that a profiled process could have planted, such as an object path
 /// recorded in an info file, as [`read_input`] does but without following a symbolic link in
 /// its last component: the kernel records the real path of a mapped file, never a link, so a

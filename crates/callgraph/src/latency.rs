@@ -94,7 +94,8 @@ fn read(
     };
     let data = safe_fs::read(
         path,
-        &safe_fs::ReadOptions::untrusted(crate::TEXT_MAX_BYTES),
+        &safe_fs::ReadOptions::untrusted(crate::TEXT_MAX_BYTES)
+            .with_max_holes(gmon_format::MEASUREMENT_MAX_HOLES),
     )
     .map_err(gmon_format::Error::from)?;
     let file = LatencyFile::parse(&data).map_err(|e| e.with_path(path))?;

@@ -8,7 +8,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -306,11 +306,14 @@ fn a_manifest_listing_a_huge_file_is_checked_in_little_memory() {
             &std::fs::read(d.join(name)).unwrap(),
         ));
     }
-    // Process 8's profile: sparse, owned by nobody, listed with a checksum it does not have.
+    // Process 8's profile: 100 MiB written (a sparse one is refused unread, as the next test
+    // shows), owned by nobody, listed with a checksum it does not have.
     let big = d.join("gmon.out.8u.y");
-    let f = std::fs::File::create(&big).unwrap();
-    for (size, listed) in [(300u64 << 20, 300u64 << 20), (300 << 20, 3 << 30)] {
-        f.set_len(size).unwrap();
+    let mut f = std::fs::File::create(&big).unwrap();
+    std::io::copy(&mut std::io::repeat(0).take(100 << 20), &mut f).unwrap();
+    f.sync_all().unwrap();
+    for (size, listed) in [(100u64 << 20, 100u64 << 20), (100 << 20, 3 << 30)] {
+        assert_eq!(f.metadata().unwrap().len(), size);
         std::os::unix::fs::chown(&big, Some(65534), Some(65534)).unwrap();
         let mut manifest = files.clone();
         manifest.push(gmon_format::ManifestEntry {
@@ -394,6 +397,78 @@ fn a_manifest_of_many_names_is_checked_in_linear_time() {
         "{err}"
     );
     assert!(err.lines().count() < 30, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
+/// Sparse measurement files: a kernel profile whose histogram claims 4 billion bins, 8 GiB of
+/// holes after its header, read without a manifest and listed in one with its true size, and
+/// a snapshot of 20 GiB of holes listed in a manifest. Refused unread: the profile cost
+/// `pkgprof --pid` 5 GiB resident and over 30 s, hashing the snapshot 110 s.
+#[test]
+fn sparse_measurement_files_are_refused_unread() {
+    let s = Scratch::new("sparse");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    let mut k = gmon_header();
+    let bins = 0xffff_fff0u32;
+    let mut h = histogram(KERNEL_LOW, KERNEL_LOW + (1 << 30), 0);
+    h[17..21].copy_from_slice(&bins.to_le_bytes());
+    k.extend(h);
+    let kernel = d.join("gmon.out.7k.x");
+    std::fs::write(&kernel, &k).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&kernel)
+        .unwrap();
+    f.set_len(k.len() as u64 + 2 * u64::from(bins)).unwrap();
+    let args = |d: &Path| -> Vec<std::ffi::OsString> {
+        vec!["-b".into(), "--pid".into(), "7".into(), d.into()]
+    };
+    let run = |d: &Path| {
+        let a = args(d);
+        let a: Vec<&std::ffi::OsStr> = a.iter().map(|a| a.as_os_str()).collect();
+        pkgprof(&a)
+    };
+    let (code, err, rss) = run(&d);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("gmon.out.7k.x: is a sparse file of"), "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+    let mut files = Vec::new();
+    for name in ["gmon.out.7.x", "gmon.out.7u.x", "kallsyms.00000001"] {
+        files.push(gmon_format::ManifestEntry::of(
+            name,
+            &std::fs::read(d.join(name)).unwrap(),
+        ));
+    }
+    let snapshot = d.join("kallsyms.00000002");
+    std::fs::File::create(&snapshot)
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    for (name, size) in [
+        ("gmon.out.7k.x", f.metadata().unwrap().len()),
+        ("kallsyms.00000002", 20 << 30),
+    ] {
+        files.push(gmon_format::ManifestEntry {
+            name: name.into(),
+            size,
+            sha256: [0; 32],
+        });
+    }
+    let mut text = Vec::new();
+    gmon_format::Manifest { files }.write(&mut text).unwrap();
+    std::fs::write(d.join("manifest.sha256"), text).unwrap();
+    let started = Instant::now();
+    let (code, err, rss) = run(&d);
+    assert_eq!(code, 1, "{err}");
+    for name in ["gmon.out.7k.x", "kallsyms.00000002"] {
+        assert!(err.contains(&format!("{name}: is a sparse file")), "{err}");
+    }
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "{:?}",

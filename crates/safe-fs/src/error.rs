@@ -44,6 +44,16 @@ pub enum ErrorKind {
         /// The limit.
         limit: u64,
     },
+    /// The file is sparse, with more bytes of holes (ranges not stored on disk, read as zeros)
+    /// than the caller allows ([`crate::ReadOptions::max_holes`]).
+    Sparse {
+        /// Its size.
+        size: u64,
+        /// The bytes stored on disk (`st_blocks` × 512).
+        stored: u64,
+        /// The limit on holes.
+        limit: u64,
+    },
     /// The file's bytes are not UTF-8 ([`crate::read_text`]).
     NotUtf8 {
         /// Offset of the first bad byte.
@@ -175,6 +185,16 @@ impl fmt::Display for Error {
             ErrorKind::TooLarge { size, limit } => write!(
                 f,
                 "{path}: {size} bytes is more than the limit of {limit} bytes for this file"
+            ),
+            ErrorKind::Sparse {
+                size,
+                stored,
+                limit,
+            } => write!(
+                f,
+                "{path}: is a sparse file of {size} bytes, {stored} of them stored on disk: \
+                 more than the limit of {limit} bytes of holes for this file, which is \
+                 written without any (a copy made with `cp --sparse=never` has none)"
             ),
             ErrorKind::NotUtf8 { offset } => {
                 write!(f, "{path}: not UTF-8 text (at offset {offset:#x})")

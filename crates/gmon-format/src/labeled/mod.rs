@@ -209,7 +209,8 @@ pub use info::{
     SamplingInfo, Section,
 };
 pub use manifest::{
-    MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,
+    MANIFEST_NAME, MEASUREMENT_MAX_HOLES, Manifest, ManifestEntry, MeasurementWriter, Verification,
+    is_measurement_file,
 };
 pub use name::{
     Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
