@@ -51,10 +51,11 @@ earlier measurement and nothing else, that is kept as DIR.old (replacing an
 earlier DIR.old that holds only a measurement) and DIR is made anew; if it
 holds a measurement among other files, pkgmon refuses. Files are 0600 (see
 --mode; the kernel-symbol snapshot is never readable by more users than
-/proc/kallsyms shows addresses to). A DIR that is a symbolic link or belongs
-to another user is refused unless --trust-output. The directory is checked
-and the files' placeholder written before the command starts; temporary
-files a killed run left there are removed without being read.
+/proc/kallsyms shows addresses to). A DIR that is a symbolic link, belongs
+to another user or is reached through another user's link is refused unless
+--trust-output. The directory is checked and the files' placeholder written
+before the command starts; temporary files a killed run left there are
+removed without being read.
 
 Examples:
   pkgmon -- ./server --port 8080      profile a command and all it starts

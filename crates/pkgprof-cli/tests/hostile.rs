@@ -335,6 +335,43 @@ fn links_planted_by_another_user_are_never_followed() {
         !marker.exists(),
         "the command ran although the output was refused"
     );
+    // 1b. The link is a directory on the way to the output (`-o /tmp/x/link/out`), for a
+    //     measurement or a continuous run: refused, and nothing is made where it points (it
+    //     was followed, and root's directory got `out` and `out.old`).
+    let through = sticky.join("link").join("out");
+    let o = run(&through, &[]);
+    let mut continuous = Command::new(PKGMON)
+        .args(["--continuous", "-a", "--window", "1s", "-o"])
+        .arg(&through)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while continuous.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = continuous.kill();
+            let _ = continuous.wait();
+            panic!("pkgmon --continuous wrote through nobody's link");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = continuous.wait().unwrap();
+    for (what, code, err) in [
+        (
+            "a measurement",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ),
+        ("--continuous", status.code(), stderr_of(&mut continuous)),
+    ] {
+        assert_eq!(code, Some(125), "{what}: {err}");
+        assert!(
+            err.contains("is a symbolic link of user 65534, who could point it anywhere"),
+            "{what}: {err}"
+        );
+    }
+    assert!(!victim.with_file_name("out").exists());
+    assert!(!marker.exists());
     // 2. The output directory is nobody's, holding links at every name pkgmon writes that can
     //    be predicted (the kernel-symbol snapshot, the manifest, old-style temporary names).
     nobody_runs(&format!(

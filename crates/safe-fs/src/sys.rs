@@ -206,6 +206,27 @@ pub(crate) fn mkdir_at(dir: RawFd, name: &CStr, mode: libc::mode_t) -> io::Resul
     Ok(())
 }
 
+/// `readlinkat` of the symbolic link open at `fd` (an `O_PATH|O_NOFOLLOW` descriptor): its
+/// target, of at most `PATH_MAX` bytes.
+pub(crate) fn read_link(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // Safety: an empty name reads the link `fd` refers to; `buf` is writable for its length.
+    let n = unsafe {
+        libc::readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = check(n as libc::c_long)? as usize;
+    if n >= buf.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
 /// `fchmod`: the exact mode, whatever the umask took away at creation.
 pub(crate) fn fchmod(fd: BorrowedFd<'_>, mode: libc::mode_t) -> io::Result<()> {
     // Safety: `fd` is open.

@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use gmon_format::{MANIFEST_NAME, is_measurement_file};
@@ -86,6 +86,28 @@ fn check_owner(dir: &Dir, trust: bool) -> Result<()> {
     Ok(())
 }
 
+/// Opens the directory `path` the way pkgmon may reach its output: through any symbolic link
+/// with `trust` (--trust-output), else only through links of root or of the user, since a
+/// root pkgmon writing into a path that crosses a shared directory (`-o /tmp/x/out`) must not
+/// let another user's link there choose where it writes.
+pub(super) fn open_path(path: &Path, trust: bool) -> Result<Dir> {
+    let dir = if trust {
+        Dir::open_following(path)
+    } else {
+        Dir::open_owned_links(path)
+    };
+    Ok(dir?)
+}
+
+/// The directory holding `path`'s last component, opened by [`open_path`].
+pub(super) fn open_parent(path: &Path, trust: bool) -> Result<Dir> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    open_path(parent, trust)
+}
+
 /// Opens (creating if needed) the output directory `path` for a new measurement, applying the
 /// rule of pkgmon's help; `mode` is the mode of a directory it creates.
 ///
@@ -95,7 +117,7 @@ fn check_owner(dir: &Dir, trust: bool) -> Result<()> {
 pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     let Some(name) = path.file_name() else {
         // `.`, `..` or `/`: written into as it is, since it cannot be renamed away.
-        let dir = Dir::open_following(path)?;
+        let dir = open_path(path, trust)?;
         check_owner(&dir, trust)?;
         let c = contents(&dir)?;
         if let Some(first) = c.measurement.first() {
@@ -108,12 +130,8 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
         remove_temporaries(&dir, &c)?;
         return Ok(dir);
     };
-    let parent_path = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let parent = Dir::open_following(&parent_path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+    let parent =
+        open_parent(path, trust).with_context(|| format!("cannot create {}", path.display()))?;
     let create = |parent: &Dir| {
         parent
             .create_subdir(name, mode)
