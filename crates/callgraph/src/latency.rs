@@ -112,7 +112,7 @@ fn read(
         .collect();
     Ok(ProcessLatency {
         label: gmon_format::process_label(files.pid, files.instance),
-        comm: String::from_utf8_lossy(files.comm.as_bytes()).into_owned(),
+        comm: files.comm.to_string(),
         file,
         ops,
         names,

@@ -88,9 +88,9 @@ pub use labeled::{
     Measurement, MeasurementInfo, MeasurementWriter, NAME_PREFIX, ProcessCounters, ProcessFiles,
     ProcessInfo, ProfileName, Rename, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate,
     SamplingInfo, Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader,
-    StacksWriter, Verification, async_moves, continuous, info as measurement_info,
-    is_measurement_file, latency, manifest, parse_process_label, process_label, sampled_sum, scan,
-    stacks, vdso_file_name, write_sampled_profile,
+    StacksWriter, Verification, acts_on_terminal, async_moves, continuous,
+    info as measurement_info, is_measurement_file, latency, manifest, parse_process_label,
+    printable, process_label, sampled_sum, scan, stacks, vdso_file_name, write_sampled_profile,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

@@ -433,7 +433,9 @@ impl Status {
                 // Seen before its name was known (it exited, or had not exec'd yet).
                 eprintln!("pkgmon: pid {pid}");
             } else {
-                eprintln!("pkgmon: pid {pid} ({comm})");
+                // The process chose its name: escape sequences in it must not reach the
+                // terminal.
+                eprintln!("pkgmon: pid {pid} ({})", gmon_format::printable(comm));
             }
         }
         if self.tty {

@@ -768,3 +768,46 @@ fn the_command_dies_with_pkgmon_unless_told_to_keep_running() {
         }
     }
 }
+
+/// A program whose file name and arguments hold escape sequences and line ends (its command
+/// name is its file name's first 15 bytes): neither pkgmon's messages nor pkgprof's header
+/// let them reach the terminal. pkgmon printed `pkgmon: pid N (\x1b[2J\n...)` and pkgprof
+/// the arguments raw, so a profiled process could clear root's screen, retitle its window or
+/// write lines that look like pkgmon's own.
+#[test]
+fn escape_sequences_a_process_chose_never_reach_the_terminal() {
+    let dir = fresh("escapes");
+    let exe = dir.join("e\x1b[2J\nfake");
+    std::fs::copy(workload("cpu"), &exe).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "bash", "-c", "exec -a \"$1\" \"$2\" 300 \"$3\"", "sh"])
+        .args(["\x1b]0;title\x07".as_ref(), exe.as_os_str()])
+        .arg("\r\x1b[Kpkgmon: ok")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("(e%1B[2J%0Afake)"), "{err}");
+    // The shell and, after its exec, the program: one pid, two file sets.
+    let pid = gmon_format::scan(&out).unwrap().processes[0].pid;
+    let (code, listing, err) = pkgprof(&["-b", "--pid", &pid.to_string()], &out);
+    assert_eq!(code, 0, "{err}");
+    let header = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("Process {pid} (e")))
+        .unwrap();
+    assert_eq!(
+        header,
+        format!(
+            "Process {pid} (e%1B[2J%0Afake): $'\\x1b]0;title\\x07' 300 \
+             $'\\x0d\\x1b[Kpkgmon: ok'"
+        ),
+        "{listing}"
+    );
+    for text in [&*o.stderr, listing.as_bytes(), err.as_bytes()] {
+        assert!(!text.contains(&0x1b), "{}", String::from_utf8_lossy(text));
+    }
+}

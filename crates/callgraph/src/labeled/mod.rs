@@ -473,7 +473,7 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
             let label = gmon_format::process_label(f.pid, f.instance);
             let later = (0..files.len()).any(|j| j != i && same(files[j], f) && key(j) > key(i));
             if later {
-                format!("{label}({})", String::from_utf8_lossy(f.comm.as_bytes()))
+                format!("{label}({})", f.comm)
             } else {
                 label
             }

@@ -213,8 +213,8 @@ pub use manifest::{
     is_measurement_file,
 };
 pub use name::{
-    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
-    process_label, vdso_file_name,
+    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, acts_on_terminal,
+    parse_process_label, printable, process_label, vdso_file_name,
 };
 pub use sampled::{sampled_sum, write_sampled_profile};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};
