@@ -192,6 +192,71 @@ fn a_program_claiming_huge_unwind_tables_costs_root_pkgmon_little_memory() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Libraries of another user whose headers each claim unwind tables just under the size
+/// pkgmon copies (32 MiB), over holes, loaded and run by one program: the tables of files a
+/// live process runs are all kept, so 20 of them (16 KiB each on disk) cost root pkgmon
+/// 1.3 GiB, and more libraries more. A table over a hole is not copied.
+#[test]
+fn libraries_claiming_tables_over_holes_cost_root_pkgmon_little_memory() {
+    let _s = serial();
+    let dir = fresh("holey-tables");
+    let src = dir.join("spin.c");
+    std::fs::write(
+        &src,
+        "#include <time.h>\n\
+         void spin(double s) {\n\
+           struct timespec a, b; volatile unsigned long x = 0;\n\
+           clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);\n\
+           do { for (int i = 0; i < 10000; i++) x += i;\n\
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);\n\
+           } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < s);\n\
+         }\n",
+    )
+    .unwrap();
+    let lib = common::compile(&src, "libholey.so", &["-shared", "-fPIC"]);
+    let loader = dir.join("loader.c");
+    std::fs::write(
+        &loader,
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         int main(int argc, char **argv) {\n\
+           for (int i = 1; i < argc; i++) {\n\
+             void *h = dlopen(argv[i], RTLD_NOW);\n\
+             if (!h) { fprintf(stderr, \"%s\\n\", dlerror()); return 1; }\n\
+             ((void (*)(double))dlsym(h, \"spin\"))(0.05);\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let loader = common::compile(&loader, "holey-loader", &["-ldl"]);
+    let mut libs = Vec::new();
+    for i in 0..20 {
+        let path = dir.join(format!("lib{i}.so"));
+        std::fs::copy(&lib, &path).unwrap();
+        claim_huge_unwind_tables(&path, (32 << 20) - 4096);
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        libs.push(path);
+    }
+    let out = dir.join("out");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&loader)
+        .args(&libs)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
+    let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+    assert_eq!(code, 0, "{perr}");
+    assert!(stdout.contains("spin"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether anything opened `path` since `fd` (an inotify descriptor watching it for opens)
 /// was made.
 fn opened(fd: i32) -> bool {

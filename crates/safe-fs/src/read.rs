@@ -192,6 +192,15 @@ pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(File, u64)> {
     open_at(libc::AT_FDCWD, path, path, opts, 0)
 }
 
+/// Whether the bytes `range` of `file` (opened with [`open`]) hold a hole: a range the file
+/// system does not store, read as zeros. For a reader about to copy part of a file another
+/// user wrote (a section its headers claim): a hole there cost that user nothing, its copy
+/// costs the reader as much as data. Always false on a file system that does not report
+/// holes.
+pub fn has_hole(file: &File, range: std::ops::Range<u64>) -> bool {
+    !range.is_empty() && sys::has_hole(file.as_fd(), range.start, range.end)
+}
+
 /// [`open`] of `rel` relative to the directory `dir` (or `AT_FDCWD`), with extra `RESOLVE_*`
 /// bits; `shown` is the path used in errors.
 pub(crate) fn open_at(
@@ -334,7 +343,7 @@ fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
 fn check_holes(fd: &OwnedFd, st: &libc::stat, path: &Path, opts: &ReadOptions) -> Result<()> {
     let size = st.st_size.max(0) as u64;
     let stored = (st.st_blocks.max(0) as u64).saturating_mul(512);
-    if size.saturating_sub(stored) > opts.max_holes && sys::has_hole(fd.as_fd(), size) {
+    if size.saturating_sub(stored) > opts.max_holes && sys::has_hole(fd.as_fd(), 0, size) {
         return Err(Error::new(
             path,
             ErrorKind::Sparse {
@@ -483,6 +492,10 @@ mod tests {
         );
         let err = open(&sparse, &opts).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::Sparse { .. }), "{err}");
+        let (file, _) = open(&sparse, &ReadOptions::default()).unwrap();
+        assert!(has_hole(&file, 4096..8192));
+        let (file, _) = open(dir.join("dense"), &ReadOptions::default()).unwrap();
+        assert!(!has_hole(&file, 0..8 << 20));
         // Without a limit on holes, and a file without holes under one, are read.
         assert_eq!(
             read(&sparse, &ReadOptions::default()).unwrap().len(),

@@ -125,15 +125,18 @@ pub(crate) fn is_pseudo_fs(fd: BorrowedFd<'_>) -> bool {
     )
 }
 
-/// Whether the file open at `fd`, of `size` bytes, has a hole (a range not stored on disk)
-/// before its end, by `lseek(SEEK_HOLE)`; a file system that does not report holes has none.
-/// The file offset is put back at 0.
-pub(crate) fn has_hole(fd: BorrowedFd<'_>, size: u64) -> bool {
+/// Whether the file open at `fd` has a hole (a range not stored on disk) that starts before
+/// `end` at or after `start`, by `lseek(SEEK_HOLE)`; a file system that does not report holes
+/// has none. The file offset is put back at 0 (readers here read at offsets they give).
+pub(crate) fn has_hole(fd: BorrowedFd<'_>, start: u64, end: u64) -> bool {
+    let Ok(from) = libc::off_t::try_from(start) else {
+        return false;
+    };
     // Safety: lseek on an open descriptor has no other effect than moving its offset.
-    let hole = unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_HOLE) };
-    // Safety: as above; the descriptor was just opened and nothing has read from it yet.
+    let hole = unsafe { libc::lseek(fd.as_raw_fd(), from, libc::SEEK_HOLE) };
+    // Safety: as above.
     unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
-    hole >= 0 && (hole as u64) < size
+    hole >= 0 && (hole as u64) < end
 }
 
 /// What happened to a rename that must not replace its target.
