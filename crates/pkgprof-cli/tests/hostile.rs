@@ -638,6 +638,21 @@ fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
     assert!(perr.contains("incomplete: no `# end` line"), "{perr}");
     // The failed write leaves no temporary file behind.
     assert_eq!(temporaries(&out), Vec::<String>::new());
+    // A continuous run's windows that do not fit are said to be lost, and why (it said only
+    // "cannot write the measurement").
+    let o = Command::new("timeout")
+        .args(["-s", "INT", "3"])
+        .arg(PKGMON)
+        .args(["--continuous", "-a", "--window", "1s", "-o"])
+        .arg(base.join("c"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a window was not written: cannot write the measurement")
+            && err.contains("No space left on device"),
+        "{err}"
+    );
     let _ = Command::new("umount").arg(&base).status();
 }
 
