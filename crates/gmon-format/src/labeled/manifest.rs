@@ -34,8 +34,8 @@
 //!
 //! * with a manifest, the measurement is complete only if the manifest is, every file it
 //!   lists is a regular file of that size and checksum, and every measurement file of the
-//!   directory (`gmon.out.*`, `kallsyms.*`, `vdso.*`) is listed. Anything else is reported,
-//!   file by file ([`Verification::Incomplete`]), and a report refuses it;
+//!   directory (`gmon.out.*`, `kallsyms.*`, `vdso.*`, `async.moves`) is listed. Anything else
+//!   is reported, file by file ([`Verification::Incomplete`]), and a report refuses it;
 //! * without one, the directory was written before manifests existed (or its files were
 //!   copied without it): it is read as before, unchecked ([`Verification::Unchecked`]). Archived
 //!   measurements stay readable; only a directory that claims the new format by having a
@@ -335,11 +335,14 @@ fn parse_sha256(hex: &str) -> Option<[u8; 32]> {
 }
 
 /// Whether a directory entry's name is one a measurement's files have (and so must be listed
-/// in its manifest).
+/// in its manifest): `async.moves` too, which the report reads (unlisted, one put beside a
+/// complete measurement was read as part of it, and pkgmon took its own for another user's
+/// file and refused to keep an `--async` measurement as `DIR.old`).
 pub fn is_measurement_file(name: &str) -> bool {
     name.starts_with(crate::labeled::NAME_PREFIX)
         || name.starts_with("kallsyms.")
         || name.starts_with("vdso.")
+        || name == crate::labeled::ASYNC_MOVES_FILE
 }
 
 /// What [`Measurement::verify`](crate::Measurement::verify) found.
@@ -688,12 +691,20 @@ mod tests {
         assert_eq!(verify_dir(&d, &names).unwrap(), Verification::Complete);
         std::fs::write(dir.join("gmon.out.137k.cat"), b"planted").unwrap();
         std::fs::write(dir.join("kallsyms.0badc0de"), b"12").unwrap();
+        std::fs::write(dir.join("async.moves"), b"planted").unwrap();
         let mut names = names;
         names.push("gmon.out.137k.cat".into());
+        names.push("async.moves".into());
         let Verification::Incomplete(problems) = verify_dir(&d, &names).unwrap() else {
             panic!("changed files pass")
         };
-        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(
+            problems[2].ends_with(
+                "async.moves: not listed in the manifest, so not part of this measurement"
+            ),
+            "{problems:?}"
+        );
         assert!(
             problems[0].ends_with(
                 "kallsyms.0badc0de: 2 bytes, but the manifest lists 3 (cut short or changed)"

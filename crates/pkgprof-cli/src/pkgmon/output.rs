@@ -249,6 +249,7 @@ mod tests {
             "gmon.out.-k.kernel",
             "kallsyms.0badc0de",
             "vdso.5d0a",
+            "async.moves",
             "manifest.sha256",
             ".safe-fs-tmp.0123456789abcdef",
             ".kallsyms.0badc0de.tmp",
