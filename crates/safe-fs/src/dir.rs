@@ -443,9 +443,13 @@ impl Dir {
 /// Writes `bytes` to `path` as a user's command writes its output file (gprof's `gmon.sum`):
 /// a new file in `path`'s directory under a temporary name, with mode `0666` less the umask,
 /// synced and renamed over whatever `path` was. A link at `path` is replaced, never followed,
-/// and a reader never sees a partial file. Returns the size written.
+/// and a reader never sees a partial file. The directory is reached as
+/// [`Dir::open_owned_links`] does: through another user's link (`/tmp/x/link/out`, the link
+/// planted in `/tmp`) it would be that user's choice of which file is replaced. Returns the
+/// size written.
 ///
-/// Returns an error naming `path` if its directory cannot be opened or written.
+/// Returns an error naming `path` if its directory cannot be opened (or is reached through
+/// another user's link, [`ErrorKind::ForeignSymlink`]) or written.
 pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
     let path = path.as_ref();
     let Some(name) = path.file_name() else {
@@ -455,7 +459,7 @@ pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let dir = Dir::open_following(parent)?;
+    let dir = Dir::open_owned_links(parent)?;
     let Some(name) = name.to_str() else {
         return Err(Error::new(
             path,
@@ -667,6 +671,18 @@ mod tests {
         assert_eq!(std::fs::read(path.join("gmon.sum")).unwrap(), b"sum");
         let mode = std::fs::metadata(path.join("gmon.sum")).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o666 & !umask());
+        // Another user's link to the directory holding `victim`, on the way to the output: it
+        // chose which file would be replaced.
+        let link = path.join("theirs");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let other = if sys::euid() == 65534 { 1 } else { 65534 };
+        std::os::unix::fs::lchown(&link, Some(other), None).unwrap();
+        let err = replace_file(link.join("victim"), b"sum").unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::ForeignSymlink { .. }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         std::fs::remove_dir_all(&path).unwrap();
     }
 
