@@ -891,3 +891,43 @@ fn escape_sequences_a_process_chose_never_reach_the_terminal() {
         assert!(!text.contains(&0x1b), "{}", String::from_utf8_lossy(text));
     }
 }
+
+/// `kernel.perf_event_max_stack`, raised by root pkgmon for its run, is put back when pkgmon is
+/// killed (SIGKILL): it stayed raised for good, and the next run took the raised value for the
+/// one to put back (this machine's 127 had become 1024).
+#[test]
+fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
+    let _s = serial();
+    const SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
+    let read = || std::fs::read_to_string(SYSCTL).unwrap().trim().to_owned();
+    let before = read();
+    std::fs::write(SYSCTL, "127").unwrap();
+    let wait_for = |want: &str, secs: u64| {
+        let started = Instant::now();
+        while read() != want {
+            if started.elapsed() > Duration::from_secs(secs) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    };
+    let dir = fresh("max-stack");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("5000")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let raised = wait_for("1024", 10);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let put_back = wait_for("127", 10);
+    let now = read();
+    std::fs::write(SYSCTL, &before).unwrap();
+    assert!(raised, "pkgmon did not raise the limit to its --max-stack");
+    assert!(put_back, "still {now} after pkgmon was killed");
+}
