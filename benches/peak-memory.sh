@@ -3,11 +3,12 @@
 # and absurd gmon files, special files (FIFO, /dev/zero, /dev/urandom, a directory) as every
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
 # and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
-# kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names). Each
-# run gets 20 s; prints one line per case and the largest peak, and exits 1 if any run hung or
-# went over the budget (64 MiB). One case is real content, not a blow-up: 256K kernel functions
-# all sampled, each listed; its budget adds 1 KiB per function listed (the gprof engine's cost,
-# and GNU gprof's, is about 0.7 KiB a function).
+# kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names, a
+# perf.data whose feature section claims 1 GiB over holes). Each run gets 20 s; prints one line
+# per case and the largest peak, and exits 1 if any run hung or went over the budget (64 MiB).
+# One case is real content, not a blow-up: 256K kernel functions all sampled, each listed; its
+# budget adds 1 KiB per function listed (the gprof engine's cost, and GNU gprof's, is about
+# 0.7 KiB a function).
 #
 # Usage: bash benches/peak-memory.sh [BUDGET_KIB]
 set -euo pipefail
@@ -84,6 +85,11 @@ def entry(d, n):
 listed = [entry(f"{out}/sparse-listed", n)
           for n in ("gmon.out.7.x", "gmon.out.7k.x", "gmon.out.7u.x", "kallsyms.00000001")]
 manifest(f"{out}/sparse-listed", listed + [("kallsyms.00000002", 20 << 30, "0" * 64)])
+# perf.data whose feature section claims 1 GiB over holes (it was read whole).
+h = b"PERFILE2" + b"".join(struct.pack("<Q", v) for v in (104, 136, 104, 0, 104, 0, 0, 0))
+with open(f"{out}/features.perf.data", "wb") as f:
+    f.write(h + bytes([4]) + bytes(31) + struct.pack("<QQ", 4096, 1 << 30))
+    f.truncate(4096 + (1 << 30))
 # A manifest of 200,000 names, none there (each was looked up among all before it: 57 s).
 measurement(f"{out}/many-names", 0, 16)
 manifest(f"{out}/many-names", [(f"gmon.out.{i}k.y", 0, "0" * 64) for i in range(200000)])
@@ -143,6 +149,7 @@ run "--pid: objects fifo,/dev/zero,.." -b --pid 7 "$work/objects"
 run "--pid: kernel gmon, 8 GiB of holes" -b --pid 7 "$work/sparse-kernel"
 run "--pid: manifest lists 20 GiB sparse" -b --pid 7 "$work/sparse-listed"
 run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
+run "perf.data: 1 GiB feature over holes" -b --system "$work/features.perf.data"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done

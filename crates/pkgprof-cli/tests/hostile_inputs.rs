@@ -476,3 +476,65 @@ fn sparse_measurement_files_are_refused_unread() {
     );
     assert!(rss < BUDGET_KIB, "{rss} KiB");
 }
+
+/// A perf.data header (no attributes, no data) whose feature sections are `sections`, each an
+/// offset and a size, at `path`.
+fn perf_data_with_features(path: &Path, sections: &[(u64, u64)]) {
+    let mut h = b"PERFILE2".to_vec();
+    for v in [104u64, 136, 104, 0, 104, 0, 0, 0] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    // Features 1, 2, 3...: one bit each, as many as sections.
+    let mut flags = [0u8; 32];
+    for i in 1..=sections.len() {
+        flags[i / 8] |= 1 << (i % 8);
+    }
+    h.extend_from_slice(&flags);
+    for &(offset, size) in sections {
+        h.extend_from_slice(&offset.to_le_bytes());
+        h.extend_from_slice(&size.to_le_bytes());
+    }
+    std::fs::write(path, h).unwrap();
+}
+
+/// perf.data whose feature sections claim more than the file holds: 1 GiB of holes (refused,
+/// a perf.data has none), and two sections claiming one written range of 160 MiB (refused past
+/// 256 MiB claimed in all). Each section was read whole: eleven of 4 GiB over one sparse range
+/// of a 28 KiB file took pkgprof and root `pkgmon --import` to 23 GiB, then the kernel killed
+/// them.
+#[test]
+fn perf_data_feature_sections_cost_no_more_than_the_file_holds() {
+    let s = Scratch::new("perf-features");
+    let sparse = s.0.join("sparse.data");
+    perf_data_with_features(&sparse, &[(4096, 1 << 30)]);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&sparse)
+        .unwrap()
+        .set_len(4096 + (1 << 30))
+        .unwrap();
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), sparse.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is a sparse file"), "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+    let dense = s.0.join("dense.data");
+    perf_data_with_features(&dense, &[(4096, 160 << 20), (4096, 160 << 20)]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&dense)
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    std::io::copy(
+        &mut std::io::repeat(0).take(4096 - len + (160 << 20)),
+        &mut f,
+    )
+    .unwrap();
+    drop(f);
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), dense.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the feature sections claim 335544320 bytes together"),
+        "{err}"
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
