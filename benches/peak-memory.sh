@@ -90,6 +90,24 @@ h = b"PERFILE2" + b"".join(struct.pack("<Q", v) for v in (104, 136, 104, 0, 104,
 with open(f"{out}/features.perf.data", "wb") as f:
     f.write(h + bytes([4]) + bytes(31) + struct.pack("<QQ", 4096, 1 << 30))
     f.truncate(4096 + (1 << 30))
+# An object, named by its path in an info file, whose symbol table claims 2.4 GiB over holes.
+b = bytearray(open(f"{src.rsplit('/', 1)[0]}/cycle", "rb").read())
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shnum, shstrndx = struct.unpack_from("<HH", b, 0x3c)
+names = struct.unpack_from("<Q", b, shoff + shstrndx * 64 + 0x18)[0]
+region = (len(b) + 4095) // 4096 * 4096
+for i in range(shnum):
+    h = shoff + i * 64
+    at = names + struct.unpack_from("<I", b, h)[0]
+    if b[at:b.index(0, at)] == b".symtab":
+        struct.pack_into("<QQ", b, h + 0x18, region, 24 * (100 << 20))
+with open(f"{out}/holey-object", "wb") as f:
+    f.write(b); f.truncate(region + 24 * (100 << 20))
+measurement(f"{out}/holey-object-m", 0, 16,
+    '\n[mapping]\nstart = 0x1000\nend = 0x7000\nbias = 0x0\npath = "%s/holey-object"\n' % out)
+open(f"{out}/holey-object-m/gmon.out.7u.x", "wb").write(
+    hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
+    + struct.pack("<HHH", 1, 1, 1))
 # A manifest of 200,000 names, none there (each was looked up among all before it: 57 s).
 measurement(f"{out}/many-names", 0, 16)
 manifest(f"{out}/many-names", [(f"gmon.out.{i}k.y", 0, "0" * 64) for i in range(200000)])
@@ -150,6 +168,7 @@ run "--pid: kernel gmon, 8 GiB of holes" -b --pid 7 "$work/sparse-kernel"
 run "--pid: manifest lists 20 GiB sparse" -b --pid 7 "$work/sparse-listed"
 run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
 run "perf.data: 1 GiB feature over holes" -b --system "$work/features.perf.data"
+run "--pid: object's symbols over holes" -b --pid 7 "$work/holey-object-m"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done

@@ -215,8 +215,9 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{path}: is a sparse file of {size} bytes, {stored} of them stored on disk: \
-                 more than the limit of {limit} bytes of holes for this file, which is \
-                 written without any (a copy made with `cp --sparse=never` has none)"
+                 more than the limit of {limit} bytes of holes for this file (a hole costs \
+                 its maker nothing and a reader as much as data; a copy made with \
+                 `cp --sparse=never` has none)"
             ),
             ErrorKind::NotUtf8 { offset } => {
                 write!(f, "{path}: not UTF-8 text (at offset {offset:#x})")
