@@ -108,6 +108,13 @@ measurement(f"{out}/holey-object-m", 0, 16,
 open(f"{out}/holey-object-m/gmon.out.7u.x", "wb").write(
     hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
     + struct.pack("<HHH", 1, 1, 1))
+# A kernel profile of 200,000 empty histograms, each at another rate (a warning each: 30 s).
+measurement(f"{out}/rates", 0, 16)
+with open(f"{out}/rates/gmon.out.7k.x", "wb") as f:
+    f.write(hdr)
+    for rate in range(1, 200001):
+        f.write(b"\0" + struct.pack("<QQII", 0xffffffff80000000, 0xffffffff80000000, 0, rate)
+                + b"seconds".ljust(15, b"\0") + b"s")
 # A manifest of 200,000 names, none there (each was looked up among all before it: 57 s).
 measurement(f"{out}/many-names", 0, 16)
 manifest(f"{out}/many-names", [(f"gmon.out.{i}k.y", 0, "0" * 64) for i in range(200000)])
@@ -169,6 +176,7 @@ run "--pid: manifest lists 20 GiB sparse" -b --pid 7 "$work/sparse-listed"
 run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
 run "perf.data: 1 GiB feature over holes" -b --system "$work/features.perf.data"
 run "--pid: object's symbols over holes" -b --pid 7 "$work/holey-object-m"
+run "--pid: histograms at 200,000 rates" -b --pid 7 "$work/rates"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done

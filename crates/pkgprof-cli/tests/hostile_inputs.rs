@@ -591,3 +591,43 @@ fn an_object_whose_symbols_are_holes_is_refused_unread() {
     assert!(err.contains("holey: is a sparse file"), "{err}");
     assert!(rss < BUDGET_KIB, "{rss} KiB");
 }
+
+/// A kernel profile of 200,000 empty histograms, each at another sampling rate (8 MiB): one
+/// warning for the file. Each record gave a warning, looked up among all the others before it
+/// was added: 30 s, and 200,000 lines printed.
+#[test]
+fn histograms_at_many_rates_give_one_warning_at_once() {
+    let s = Scratch::new("rates");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    let mut k = std::io::BufWriter::new(std::fs::File::create(d.join("gmon.out.7k.x")).unwrap());
+    k.write_all(&gmon_header()).unwrap();
+    for rate in 1..=200_000u32 {
+        let mut h = histogram(KERNEL_LOW, KERNEL_LOW, 0);
+        h[21..25].copy_from_slice(&rate.to_le_bytes());
+        k.write_all(&h).unwrap();
+    }
+    k.flush().unwrap();
+    drop(k);
+    let started = Instant::now();
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("gmon.out.7k.x")).count(),
+        1,
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    // The user profile, read first, is at 100 Hz, as is one of the 200,000.
+    assert!(
+        err.contains("sampled at 1 Hz (and 199998 more"),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
