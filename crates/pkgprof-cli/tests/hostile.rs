@@ -931,3 +931,49 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
     assert!(raised, "pkgmon did not raise the limit to its --max-stack");
     assert!(put_back, "still {now} after pkgmon was killed");
 }
+
+/// A program that renames itself 2 million times (a second of CPU, no memory of its own):
+/// root pkgmon keeps the first 1,000 renames and counts the others. It kept every name twice,
+/// 771 MiB, and wrote a 137 MB info file; a longer loop cost more, without bound.
+#[test]
+fn a_process_renaming_itself_in_a_loop_costs_root_pkgmon_little_memory() {
+    let _s = serial();
+    let dir = fresh("renames");
+    let src = dir.join("renamer.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <sys/prctl.h>\n\
+         int main(int argc, char **argv) {\n\
+           char b[16]; long n = atol(argv[1]);\n\
+           for (long i = 0; i < n; i++) { snprintf(b, sizeof b, \"r%ld\", i); \
+         prctl(PR_SET_NAME, b); }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let renamer = common::compile(&src, "renamer", &[]);
+    let out = dir.join("out");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&renamer)
+        .arg("2000000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("renamed its threads 2000000 times: its info file keeps the first 1000"),
+        "{err}"
+    );
+    assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
+    let m = gmon_format::scan(&out).unwrap();
+    let info = std::fs::read(m.processes[0].info.as_ref().unwrap()).unwrap();
+    let info = gmon_format::MeasurementInfo::parse(&info).unwrap();
+    assert_eq!(info.renames.len(), 1000);
+    let (code, _, perr) = pkgprof(&["-b", "--pid", &m.processes[0].pid.to_string()], &out);
+    assert_eq!(code, 0, "{perr}");
+}

@@ -131,7 +131,8 @@
 //!      `stacks-file` = the name of the stacks file (5).
 //!    - One `[rename]` per name a thread of the process gave itself while this image ran
 //!      (`prctl(PR_SET_NAME)`, `pthread_setname_np`; not an exec), in order: `monotonic-ns`,
-//!      `tid` and the new `comm`. The file names keep the command name of the exec.
+//!      `tid` and the new `comm`; pkgmon writes the first 1,000 of a process and counts the
+//!      others in a warning. The file names keep the command name of the exec.
 //! 4. **Kernel symbols**: `kallsyms.<boot-id>`, a verbatim copy of `/proc/kallsyms` taken at
 //!    record time (`ffffffff81000000 T _stext`), `<boot-id>` being the first 8 hex digits of
 //!    `/proc/sys/kernel/random/boot_id`: KASLR moves the kernel at each boot, so snapshots of
