@@ -900,8 +900,26 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
     let _s = serial();
     const SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
     let read = || std::fs::read_to_string(SYSCTL).unwrap().trim().to_owned();
+    // The kernel refuses a change while any perf session with callchains runs (EBUSY): wait
+    // for a moment without one.
+    let set = |value: &str| {
+        let started = Instant::now();
+        loop {
+            match std::fs::write(SYSCTL, value) {
+                Ok(()) => return,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "other perf sessions kept {SYSCTL} busy for a minute"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("{SYSCTL}: {e}"),
+            }
+        }
+    };
     let before = read();
-    std::fs::write(SYSCTL, "127").unwrap();
+    set("127");
     let wait_for = |want: &str, secs: u64| {
         let started = Instant::now();
         while read() != want {
@@ -927,7 +945,7 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
     child.wait().unwrap();
     let put_back = wait_for("127", 10);
     let now = read();
-    std::fs::write(SYSCTL, &before).unwrap();
+    set(&before);
     assert!(raised, "pkgmon did not raise the limit to its --max-stack");
     assert!(put_back, "still {now} after pkgmon was killed");
 }
