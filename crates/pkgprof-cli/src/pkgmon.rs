@@ -48,8 +48,9 @@ PID for the second, third, ... process with that pid.
 
 Output directory: DIR is created (mode 0700) if missing. If it holds an
 earlier measurement and nothing else, that is kept as DIR.old (replacing an
-earlier DIR.old that holds only a measurement) and DIR is made anew; if it
-holds a measurement among other files, pkgmon refuses. Files are 0600 (see
+earlier DIR.old that holds only a measurement, unless DIR's is unfinished and
+DIR.old's finished: then pkgmon refuses) and DIR is made anew; if it holds a
+measurement among other files, pkgmon refuses. Files are 0600 (see
 --mode; the kernel-symbol snapshot is never readable by more users than
 /proc/kallsyms shows addresses to). A DIR that is a symbolic link, belongs
 to another user or is reached through another user's link is refused unless

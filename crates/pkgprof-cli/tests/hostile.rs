@@ -995,3 +995,69 @@ fn a_process_renaming_itself_in_a_loop_costs_root_pkgmon_little_memory() {
     let (code, _, perr) = pkgprof(&["-b", "--pid", &m.processes[0].pid.to_string()], &out);
     assert_eq!(code, 0, "{perr}");
 }
+
+/// A run killed after an earlier measurement was kept as `DIR.old`: the next run does not put
+/// the killed run's unfinished files in `DIR.old`'s place, which would remove the last
+/// finished measurement (two killed runs in a row left nothing readable); it refuses, saying
+/// which is which, before the command starts.
+#[test]
+fn an_unfinished_measurement_never_replaces_a_finished_one_as_old() {
+    let _s = serial();
+    let dir = fresh("unfinished-old");
+    let out = dir.join("out");
+    let old = dir.join("out.old");
+    let run = |command: &[&str]| {
+        Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .args(command)
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let o = run(&["true"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Killed once its placeholder manifest is written, which is before the command runs (it
+    // kept the second run's measurement as out.old first).
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sleep", "10"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let placeholder = |m: Vec<u8>| !m.is_empty() && !String::from_utf8_lossy(&m).contains("# end");
+    while !std::fs::read(out.join("manifest.sha256")).is_ok_and(placeholder) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no placeholder"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = std::fs::read(old.join("manifest.sha256")).unwrap();
+    let marker = dir.join("ran");
+    let o = run(&["touch", marker.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("did not finish") && err.contains("a finished one"),
+        "{err}"
+    );
+    assert!(
+        !marker.exists(),
+        "the command ran although the output was refused"
+    );
+    assert_eq!(std::fs::read(old.join("manifest.sha256")).unwrap(), kept);
+    let (code, _, perr) = pkgprof(&["-b", "--system"], &old);
+    assert_eq!(code, 0, "{perr}");
+}

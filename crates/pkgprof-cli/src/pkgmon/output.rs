@@ -183,8 +183,9 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     }
     // The killed run's temporary files go now, not into DIR.old.
     remove_temporaries(&dir, &c)?;
+    let finished = finished(&dir);
     drop(dir);
-    keep_as_old(&parent, name, path)?;
+    keep_as_old(&parent, name, path, finished)?;
     let dir = create(&parent)?;
     eprintln!(
         "pkgmon: kept the earlier measurement as {}.old",
@@ -193,9 +194,19 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     Ok(dir)
 }
 
+/// Whether the measurement in `dir` was finished: its manifest is complete (its files are not
+/// checked here; a report does that).
+fn finished(dir: &Dir) -> bool {
+    let opts = safe_fs::ReadOptions::default().with_max_bytes(64 << 20);
+    dir.read(MANIFEST_NAME, &opts)
+        .is_ok_and(|m| gmon_format::Manifest::parse(&m).is_ok())
+}
+
 /// Renames the measurement directory `name` to `name.old`, first removing an earlier
-/// `name.old` that holds only a measurement.
-fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path) -> Result<()> {
+/// `name.old` that holds only a measurement, unless that one was finished and `name`'s was not
+/// (`finished`): two killed runs in a row would otherwise leave nothing but the last one's
+/// unfinished files.
+fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path, finished_new: bool) -> Result<()> {
     let mut old = name.to_os_string();
     old.push(".old");
     let shown = format!("{}.old", path.display());
@@ -214,6 +225,17 @@ fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path) -> Result<()> {
                     "{shown} holds files pkgmon did not write ({}); move it away to keep \
                      the earlier measurement there",
                     first.to_string_lossy()
+                );
+            }
+            if !finished_new && finished(&dir) {
+                bail!(
+                    "{} holds a measurement pkgmon did not finish (it was killed, or the disk \
+                     filled) and {shown} a finished one, which keeping {} as {shown} would \
+                     remove; remove {} (`pkgprof --force` reports what it holds) or move \
+                     {shown} away",
+                    path.display(),
+                    path.display(),
+                    path.display()
                 );
             }
             for n in c.measurement.iter().chain(&c.temporary) {
