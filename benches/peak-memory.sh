@@ -3,10 +3,12 @@
 # and absurd gmon files, special files (FIFO, /dev/zero, /dev/urandom, a directory) as every
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
 # and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
-# kallsyms, a 1.5 GB sparse file). Each run gets 20 s; prints one line per case and the largest
-# peak, and exits 1 if any run hung or went over the budget (64 MiB). One case is real content,
-# not a blow-up: 256K kernel functions all sampled, each listed; its budget adds 1 KiB per
-# function listed (the gprof engine's cost, and GNU gprof's, is about 0.7 KiB a function).
+# kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names, a
+# perf.data whose feature section claims 1 GiB over holes). Each run gets 20 s; prints one line
+# per case and the largest peak, and exits 1 if any run hung or went over the budget (64 MiB).
+# One case is real content, not a blow-up: 256K kernel functions all sampled, each listed; its
+# budget adds 1 KiB per function listed (the gprof engine's cost, and GNU gprof's, is about
+# 0.7 KiB a function).
 #
 # Usage: bash benches/peak-memory.sh [BUDGET_KIB]
 set -euo pipefail
@@ -60,6 +62,62 @@ measurement(f"{out}/objects", 0, 16,
     '\n[mapping]\nstart = 0x1000\nend = 0x2000\npath = "%s/fifo"\n'
     '\n[mapping]\nstart = 0x3000\nend = 0x4000\npath = "/dev/zero"\n'
     '\n[mapping]\nstart = 0x5000\nend = 0x6000\npath = "../../../../etc/passwd"\n' % out)
+# Sparse measurement files: a kernel profile claiming 4G bins, 8 GiB of holes after its
+# header; a manifest listing a 20 GiB sparse snapshot with its size.
+measurement(f"{out}/sparse-kernel", 0, 16)
+rec = (b"\0" + struct.pack("<QQII", 0xffffffff80000000, 0xffffffffc0000000, 0xfffffff0, 100)
+       + b"seconds".ljust(15, b"\0") + b"s")
+with open(f"{out}/sparse-kernel/gmon.out.7k.x", "wb") as f:
+    f.write(hdr + rec); f.truncate(len(hdr) + len(rec) + 2 * 0xfffffff0)
+measurement(f"{out}/sparse-listed", 0, 16)
+with open(f"{out}/sparse-listed/kallsyms.00000002", "wb") as f:
+    f.truncate(20 << 30)
+import hashlib
+def manifest(d, entries):
+    with open(f"{d}/manifest.sha256", "w") as m:
+        m.write("# pkgprof-manifest 1.0\n")
+        for name, size, sha in entries:
+            m.write(f"# size {size} {name}\n{sha}  {name}\n")
+        m.write(f"# end {len(entries)}\n")
+def entry(d, n):
+    data = open(f"{d}/{n}", "rb").read()
+    return (n, len(data), hashlib.sha256(data).hexdigest())
+listed = [entry(f"{out}/sparse-listed", n)
+          for n in ("gmon.out.7.x", "gmon.out.7k.x", "gmon.out.7u.x", "kallsyms.00000001")]
+manifest(f"{out}/sparse-listed", listed + [("kallsyms.00000002", 20 << 30, "0" * 64)])
+# perf.data whose feature section claims 1 GiB over holes (it was read whole).
+h = b"PERFILE2" + b"".join(struct.pack("<Q", v) for v in (104, 136, 104, 0, 104, 0, 0, 0))
+with open(f"{out}/features.perf.data", "wb") as f:
+    f.write(h + bytes([4]) + bytes(31) + struct.pack("<QQ", 4096, 1 << 30))
+    f.truncate(4096 + (1 << 30))
+# An object, named by its path in an info file, whose symbol table claims 2.4 GiB over holes.
+b = bytearray(open(f"{src.rsplit('/', 1)[0]}/cycle", "rb").read())
+shoff, = struct.unpack_from("<Q", b, 0x28)
+shnum, shstrndx = struct.unpack_from("<HH", b, 0x3c)
+names = struct.unpack_from("<Q", b, shoff + shstrndx * 64 + 0x18)[0]
+region = (len(b) + 4095) // 4096 * 4096
+for i in range(shnum):
+    h = shoff + i * 64
+    at = names + struct.unpack_from("<I", b, h)[0]
+    if b[at:b.index(0, at)] == b".symtab":
+        struct.pack_into("<QQ", b, h + 0x18, region, 24 * (100 << 20))
+with open(f"{out}/holey-object", "wb") as f:
+    f.write(b); f.truncate(region + 24 * (100 << 20))
+measurement(f"{out}/holey-object-m", 0, 16,
+    '\n[mapping]\nstart = 0x1000\nend = 0x7000\nbias = 0x0\npath = "%s/holey-object"\n' % out)
+open(f"{out}/holey-object-m/gmon.out.7u.x", "wb").write(
+    hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
+    + struct.pack("<HHH", 1, 1, 1))
+# A kernel profile of 200,000 empty histograms, each at another rate (a warning each: 30 s).
+measurement(f"{out}/rates", 0, 16)
+with open(f"{out}/rates/gmon.out.7k.x", "wb") as f:
+    f.write(hdr)
+    for rate in range(1, 200001):
+        f.write(b"\0" + struct.pack("<QQII", 0xffffffff80000000, 0xffffffff80000000, 0, rate)
+                + b"seconds".ljust(15, b"\0") + b"s")
+# A manifest of 200,000 names, none there (each was looked up among all before it: 57 s).
+measurement(f"{out}/many-names", 0, 16)
+manifest(f"{out}/many-names", [(f"gmon.out.{i}k.y", 0, "0" * 64) for i in range(200000)])
 open(f"{out}/objects/gmon.out.7u.x", "wb").write(
     hdr + b"\0" + struct.pack("<QQII", 0x1000, 0x7000, 3, 100) + b"seconds".ljust(15, b"\0") + b"s"
     + struct.pack("<HHH", 1, 1, 1))
@@ -113,6 +171,12 @@ run "--pid: kallsyms of 1M lines" -b --pid 7 "$work/kallsyms-1M-lines"
 CASE_BUDGET_KIB=$((budget + 262144)) \
   run "--pid: 256K functions listed (content)" -b --pid 7 "$work/both"
 run "--pid: objects fifo,/dev/zero,.." -b --pid 7 "$work/objects"
+run "--pid: kernel gmon, 8 GiB of holes" -b --pid 7 "$work/sparse-kernel"
+run "--pid: manifest lists 20 GiB sparse" -b --pid 7 "$work/sparse-listed"
+run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
+run "perf.data: 1 GiB feature over holes" -b --system "$work/features.perf.data"
+run "--pid: object's symbols over holes" -b --pid 7 "$work/holey-object-m"
+run "--pid: histograms at 200,000 rates" -b --pid 7 "$work/rates"
 for what in kallsyms gmon info; do
   run "--pid: $what is special" -b --pid 7 "$work/special-$what"
 done

@@ -64,7 +64,9 @@ impl KernelSymbols {
             path: path.to_owned(),
             source,
         };
-        let opts = safe_fs::ReadOptions::default().with_max_bytes(crate::input::TEXT_MAX_BYTES);
+        let opts = safe_fs::ReadOptions::default()
+            .with_max_bytes(crate::input::TEXT_MAX_BYTES)
+            .with_max_holes(gmon_format::MEASUREMENT_MAX_HOLES);
         let (file, _) = safe_fs::open(path, &opts).map_err(|e| crate::input::error(e, io))?;
         // The size was checked at open; a file that grows meanwhile is read no further.
         let file = file.take(crate::input::TEXT_MAX_BYTES);

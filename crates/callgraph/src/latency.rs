@@ -94,7 +94,8 @@ fn read(
     };
     let data = safe_fs::read(
         path,
-        &safe_fs::ReadOptions::untrusted(crate::TEXT_MAX_BYTES),
+        &safe_fs::ReadOptions::untrusted(crate::TEXT_MAX_BYTES)
+            .with_max_holes(gmon_format::MEASUREMENT_MAX_HOLES),
     )
     .map_err(gmon_format::Error::from)?;
     let file = LatencyFile::parse(&data).map_err(|e| e.with_path(path))?;
@@ -111,7 +112,7 @@ fn read(
         .collect();
     Ok(ProcessLatency {
         label: gmon_format::process_label(files.pid, files.instance),
-        comm: String::from_utf8_lossy(files.comm.as_bytes()).into_owned(),
+        comm: files.comm.to_string(),
         file,
         ops,
         names,

@@ -254,7 +254,7 @@ impl Continuous {
             .spawn(move || {
                 for job in queue {
                     if let Err(e) = store.window(job) {
-                        store.errors.push(e.to_string());
+                        store.errors.push(with_causes(&e));
                     }
                 }
                 store
@@ -683,4 +683,21 @@ fn release_free_memory() {
     unsafe {
         libc::malloc_trim(0);
     }
+}
+
+/// `e` and its causes, `: `-separated, each left out when the text so far already ends with it
+/// (a file error's message holds the system's): "cannot write the measurement" alone did not
+/// say that the disk was full.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.ends_with(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }

@@ -430,6 +430,15 @@ pub fn write_measurement_to(
                 mappings.push(im);
             }
         }
+        if p.renames_dropped > 0 && set.segments.iter().any(|s| s.last) {
+            summary.warnings.push(format!(
+                "process {} ({comm}) renamed its threads {} times: its info file keeps the \
+                 first {}",
+                gmon_format::process_label(*pid, *instance),
+                p.renames.len() as u64 + p.renames_dropped,
+                crate::replay::MAX_RENAMES
+            ));
+        }
         match under_sampled(
             rec,
             agg,

@@ -118,12 +118,15 @@ pub(crate) fn check_limits(config: &Config) -> Result<()> {
 const MAX_STACK_SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
 
 /// `kernel.perf_event_max_stack` raised for one run; [`MaxStackRaise::restore`] puts it back.
-/// Dropping it puts the limit back too, for runs that fail before they end.
+/// Dropping it puts the limit back too, for runs that fail before they end; a pkgmon killed
+/// (SIGKILL) does neither, so a guardian process puts it back then (see [`spawn_guardian`]).
 #[derive(Debug)]
 pub(crate) struct MaxStackRaise {
     previous: i64,
     raised: i64,
     restored: bool,
+    /// The write end of the guardian's pipe: closed when this run is done with the limit.
+    guardian: Option<std::os::fd::OwnedFd>,
 }
 
 impl MaxStackRaise {
@@ -134,9 +137,13 @@ impl MaxStackRaise {
         if std::mem::replace(&mut self.restored, true)
             || procfs::sysctl_i64(MAX_STACK_SYSCTL) != Some(self.raised)
         {
+            self.guardian = None;
             return None;
         }
-        let e = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string()).err()?;
+        let written = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string());
+        // The guardian finds the limit put back and leaves, or tries itself a little longer.
+        self.guardian = None;
+        let e = written.err()?;
         Some(format!(
             "kernel.perf_event_max_stack stays {} (it was {}): {e}; put it back with \
              `sysctl kernel.perf_event_max_stack={}` once no perf session runs",
@@ -166,6 +173,8 @@ pub(crate) fn fit_max_stack(
         ));
         return (kept, None);
     }
+    // The guardian first: raised without one, a pkgmon killed at once would leave the limit.
+    let guardian = spawn_guardian(limit, i64::from(requested));
     match std::fs::write(MAX_STACK_SYSCTL, requested.to_string()) {
         Ok(()) => (
             requested,
@@ -173,6 +182,7 @@ pub(crate) fn fit_max_stack(
                 previous: limit,
                 raised: i64::from(requested),
                 restored: false,
+                guardian,
             }),
         ),
         Err(e) => {
@@ -194,6 +204,114 @@ pub(crate) fn fit_max_stack(
 impl Drop for MaxStackRaise {
     fn drop(&mut self) {
         let _ = self.restore();
+    }
+}
+
+/// Starts a process that waits until this one closes the returned pipe end, which it does when
+/// done with the raised limit or by dying, then, if `kernel.perf_event_max_stack` still is
+/// `raised`, puts `previous` back (retrying for about 5 s while perf events keep it busy).
+/// A pkgmon killed by SIGKILL left the limit raised for good, and the next run took the raised
+/// value for the one to put back. The process is a grandchild (no zombie is left to reap), in
+/// a session of its own (Ctrl-C on the terminal does not reach it), with no other descriptor
+/// open. None if it cannot be started: the run goes on without it.
+fn spawn_guardian(previous: i64, raised: i64) -> Option<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // Everything the child uses is made before fork: after it, in a threaded process, the
+    // child may only make async-signal-safe calls (no allocation).
+    let previous_text = format!("{previous}\n");
+    let raised_text = raised.to_string();
+    let path = c"/proc/sys/kernel/perf_event_max_stack";
+    let mut fds = [0 as libc::c_int; 2];
+    // Safety: pipe2 writes two descriptors into the array given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return None;
+    }
+    // Safety: both descriptors are new and owned here.
+    let (read_end, write_end) = unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    };
+    // Safety: the child and grandchild call only async-signal-safe functions (close_range,
+    // setsid, fork, read, open, write, close, nanosleep, _exit) on memory prepared before the
+    // fork, and never return into Rust code.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return None;
+    }
+    if child == 0 {
+        // Safety: see above.
+        unsafe { guardian_child(fds, path, previous_text.as_bytes(), raised_text.as_bytes()) }
+    }
+    drop(read_end);
+    let mut status = 0;
+    // Safety: reaping the child just forked (it exits at once, leaving the grandchild).
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    Some(write_end)
+}
+
+/// The forked side of [`spawn_guardian`].
+///
+/// # Safety
+///
+/// Only to be called in a child just forked; it never returns.
+unsafe fn guardian_child(
+    fds: [libc::c_int; 2],
+    path: &std::ffi::CStr,
+    previous: &[u8],
+    raised: &[u8],
+) -> ! {
+    // Safety (the whole body): async-signal-safe calls on memory made before the fork.
+    unsafe {
+        if libc::fork() != 0 {
+            libc::_exit(0);
+        }
+        libc::setsid();
+        // Nothing of pkgmon's stays open here (perf events would keep the limit busy, and a
+        // pipe on standard output would wait for this process): only the pipe's read end.
+        let keep = fds[0] as libc::c_uint;
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, keep + 1, u32::MAX, 0u32);
+        let mut byte = [0u8; 1];
+        loop {
+            let n = libc::read(fds[0], byte.as_mut_ptr().cast(), 1);
+            if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+                break;
+            }
+        }
+        for _ in 0..50 {
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                libc::_exit(0);
+            }
+            let mut buf = [0u8; 32];
+            let n = libc::read(fd, buf.as_mut_ptr().cast(), buf.len());
+            libc::close(fd);
+            let mut len = n.max(0) as usize;
+            while len > 0 && buf[len - 1].is_ascii_whitespace() {
+                len -= 1;
+            }
+            if buf[..len] != *raised {
+                libc::_exit(0);
+            }
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                let w = libc::write(fd, previous.as_ptr().cast(), previous.len());
+                libc::close(fd);
+                if w == previous.len() as isize {
+                    libc::_exit(0);
+                }
+            }
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+        libc::_exit(0)
     }
 }
 

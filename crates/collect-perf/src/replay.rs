@@ -47,6 +47,11 @@ pub struct Thread {
     pub samples: u64,
 }
 
+/// Renames kept per process, in its info file: a process renaming itself in a loop (a million
+/// times a second, for nothing but CPU time) made the collector keep every name twice, 771 MiB
+/// for 2 million, and without bound for a longer loop. The others are counted.
+pub const MAX_RENAMES: usize = 1000;
+
 /// One process generation as rebuilt by [`replay`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
@@ -58,11 +63,14 @@ pub struct Process {
     pub start: Option<u64>,
     /// Exit time of the main thread.
     pub exit: Option<u64>,
-    /// Name history: (time, name, caused by exec).
+    /// Name history: (time, name, caused by exec): the first name, each exec's, and the latest
+    /// rename after each of those (earlier renames are in [`Process::renames`]).
     pub comms: Vec<(u64, String, bool)>,
     /// Names a thread gave itself (`prctl(PR_SET_NAME)`, `pthread_setname_np`), not by exec:
-    /// (time, tid, new name).
+    /// (time, tid, new name); the first [`MAX_RENAMES`].
     pub renames: Vec<(u64, u32, String)>,
+    /// Renames past the first [`MAX_RENAMES`], counted only.
+    pub renames_dropped: u64,
     /// Times of each exec.
     pub execs: Vec<u64>,
     /// Every mapping the process ever had, in order of appearance.
@@ -153,6 +161,7 @@ impl Replayer {
             exit: None,
             comms: Vec::new(),
             renames: Vec::new(),
+            renames_dropped: 0,
             execs: Vec::new(),
             mappings: Vec::new(),
             threads: Vec::new(),
@@ -256,9 +265,18 @@ impl Replayer {
                     pr.close_maps(time, None);
                 } else if time != 0 {
                     // Not an exec, nor a name read from /proc when attaching: a rename.
-                    pr.renames.push((time, *tid, comm.clone()));
+                    if pr.renames.len() < MAX_RENAMES {
+                        pr.renames.push((time, *tid, comm.clone()));
+                    } else {
+                        pr.renames_dropped += 1;
+                    }
                 }
-                pr.comms.push((time, comm.clone(), *exec));
+                let after_rename = pr.comms.len() > 1 && pr.comms.last().is_some_and(|c| !c.2);
+                match pr.comms.last_mut() {
+                    // A rename after a rename: only the latest is needed here.
+                    Some(last) if !*exec && after_rename => *last = (time, comm.clone(), false),
+                    _ => pr.comms.push((time, comm.clone(), *exec)),
+                }
                 pr.thread(*tid).comm = comm.clone();
             }
             SideBand::Mmap {

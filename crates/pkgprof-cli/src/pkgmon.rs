@@ -48,13 +48,15 @@ PID for the second, third, ... process with that pid.
 
 Output directory: DIR is created (mode 0700) if missing. If it holds an
 earlier measurement and nothing else, that is kept as DIR.old (replacing an
-earlier DIR.old that holds only a measurement) and DIR is made anew; if it
-holds a measurement among other files, pkgmon refuses. Files are 0600 (see
+earlier DIR.old that holds only a measurement, unless DIR's is unfinished and
+DIR.old's finished: then pkgmon refuses) and DIR is made anew; if it holds a
+measurement among other files, pkgmon refuses. Files are 0600 (see
 --mode; the kernel-symbol snapshot is never readable by more users than
-/proc/kallsyms shows addresses to). A DIR that is a symbolic link or belongs
-to another user is refused unless --trust-output. The directory is checked
-and the files' placeholder written before the command starts; temporary
-files a killed run left there are removed without being read.
+/proc/kallsyms shows addresses to). A DIR that is a symbolic link, belongs
+to another user or is reached through another user's link is refused unless
+--trust-output. The directory is checked and the files' placeholder written
+before the command starts; temporary files a killed run left there are
+removed without being read.
 
 Examples:
   pkgmon -- ./server --port 8080      profile a command and all it starts
@@ -432,7 +434,9 @@ impl Status {
                 // Seen before its name was known (it exited, or had not exec'd yet).
                 eprintln!("pkgmon: pid {pid}");
             } else {
-                eprintln!("pkgmon: pid {pid} ({comm})");
+                // The process chose its name: escape sequences in it must not reach the
+                // terminal.
+                eprintln!("pkgmon: pid {pid} ({})", gmon_format::printable(comm));
             }
         }
         if self.tty {

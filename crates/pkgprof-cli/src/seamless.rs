@@ -288,7 +288,7 @@ pub(crate) fn refuse_unknown_pids(
         let entry = format!(
             "{} ({})",
             gmon_format::process_label(p.pid, p.instance),
-            String::from_utf8_lossy(p.comm.as_bytes())
+            p.comm
         );
         if !held.contains(&entry) {
             held.push(entry);

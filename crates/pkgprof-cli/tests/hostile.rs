@@ -192,6 +192,71 @@ fn a_program_claiming_huge_unwind_tables_costs_root_pkgmon_little_memory() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Libraries of another user whose headers each claim unwind tables just under the size
+/// pkgmon copies (32 MiB), over holes, loaded and run by one program: the tables of files a
+/// live process runs are all kept, so 20 of them (16 KiB each on disk) cost root pkgmon
+/// 1.3 GiB, and more libraries more. A table over a hole is not copied.
+#[test]
+fn libraries_claiming_tables_over_holes_cost_root_pkgmon_little_memory() {
+    let _s = serial();
+    let dir = fresh("holey-tables");
+    let src = dir.join("spin.c");
+    std::fs::write(
+        &src,
+        "#include <time.h>\n\
+         void spin(double s) {\n\
+           struct timespec a, b; volatile unsigned long x = 0;\n\
+           clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);\n\
+           do { for (int i = 0; i < 10000; i++) x += i;\n\
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);\n\
+           } while ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < s);\n\
+         }\n",
+    )
+    .unwrap();
+    let lib = common::compile(&src, "libholey.so", &["-shared", "-fPIC"]);
+    let loader = dir.join("loader.c");
+    std::fs::write(
+        &loader,
+        "#include <dlfcn.h>\n#include <stdio.h>\n\
+         int main(int argc, char **argv) {\n\
+           for (int i = 1; i < argc; i++) {\n\
+             void *h = dlopen(argv[i], RTLD_NOW);\n\
+             if (!h) { fprintf(stderr, \"%s\\n\", dlerror()); return 1; }\n\
+             ((void (*)(double))dlsym(h, \"spin\"))(0.05);\n\
+           }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let loader = common::compile(&loader, "holey-loader", &["-ldl"]);
+    let mut libs = Vec::new();
+    for i in 0..20 {
+        let path = dir.join(format!("lib{i}.so"));
+        std::fs::copy(&lib, &path).unwrap();
+        claim_huge_unwind_tables(&path, (32 << 20) - 4096);
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        libs.push(path);
+    }
+    let out = dir.join("out");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&loader)
+        .args(&libs)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
+    let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+    assert_eq!(code, 0, "{perr}");
+    assert!(stdout.contains("spin"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Whether anything opened `path` since `fd` (an inotify descriptor watching it for opens)
 /// was made.
 fn opened(fd: i32) -> bool {
@@ -335,6 +400,43 @@ fn links_planted_by_another_user_are_never_followed() {
         !marker.exists(),
         "the command ran although the output was refused"
     );
+    // 1b. The link is a directory on the way to the output (`-o /tmp/x/link/out`), for a
+    //     measurement or a continuous run: refused, and nothing is made where it points (it
+    //     was followed, and root's directory got `out` and `out.old`).
+    let through = sticky.join("link").join("out");
+    let o = run(&through, &[]);
+    let mut continuous = Command::new(PKGMON)
+        .args(["--continuous", "-a", "--window", "1s", "-o"])
+        .arg(&through)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while continuous.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = continuous.kill();
+            let _ = continuous.wait();
+            panic!("pkgmon --continuous wrote through nobody's link");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = continuous.wait().unwrap();
+    for (what, code, err) in [
+        (
+            "a measurement",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        ),
+        ("--continuous", status.code(), stderr_of(&mut continuous)),
+    ] {
+        assert_eq!(code, Some(125), "{what}: {err}");
+        assert!(
+            err.contains("is a symbolic link of user 65534, who could point it anywhere"),
+            "{what}: {err}"
+        );
+    }
+    assert!(!victim.with_file_name("out").exists());
+    assert!(!marker.exists());
     // 2. The output directory is nobody's, holding links at every name pkgmon writes that can
     //    be predicted (the kernel-symbol snapshot, the manifest, old-style temporary names).
     nobody_runs(&format!(
@@ -536,6 +638,21 @@ fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
     assert!(perr.contains("incomplete: no `# end` line"), "{perr}");
     // The failed write leaves no temporary file behind.
     assert_eq!(temporaries(&out), Vec::<String>::new());
+    // A continuous run's windows that do not fit are said to be lost, and why (it said only
+    // "cannot write the measurement").
+    let o = Command::new("timeout")
+        .args(["-s", "INT", "3"])
+        .arg(PKGMON)
+        .args(["--continuous", "-a", "--window", "1s", "-o"])
+        .arg(base.join("c"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a window was not written: cannot write the measurement")
+            && err.contains("No space left on device"),
+        "{err}"
+    );
     let _ = Command::new("umount").arg(&base).status();
 }
 
@@ -730,4 +847,217 @@ fn the_command_dies_with_pkgmon_unless_told_to_keep_running() {
             unsafe { libc::kill(sleeper, libc::SIGKILL) };
         }
     }
+}
+
+/// A program whose file name and arguments hold escape sequences and line ends (its command
+/// name is its file name's first 15 bytes): neither pkgmon's messages nor pkgprof's header
+/// let them reach the terminal. pkgmon printed `pkgmon: pid N (\x1b[2J\n...)` and pkgprof
+/// the arguments raw, so a profiled process could clear root's screen, retitle its window or
+/// write lines that look like pkgmon's own.
+#[test]
+fn escape_sequences_a_process_chose_never_reach_the_terminal() {
+    let dir = fresh("escapes");
+    let exe = dir.join("e\x1b[2J\nfake");
+    std::fs::copy(workload("cpu"), &exe).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "bash", "-c", "exec -a \"$1\" \"$2\" 300 \"$3\"", "sh"])
+        .args(["\x1b]0;title\x07".as_ref(), exe.as_os_str()])
+        .arg("\r\x1b[Kpkgmon: ok")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("(e%1B[2J%0Afake)"), "{err}");
+    // The shell and, after its exec, the program: one pid, two file sets.
+    let pid = gmon_format::scan(&out).unwrap().processes[0].pid;
+    let (code, listing, err) = pkgprof(&["-b", "--pid", &pid.to_string()], &out);
+    assert_eq!(code, 0, "{err}");
+    let header = listing
+        .lines()
+        .find(|l| l.starts_with(&format!("Process {pid} (e")))
+        .unwrap();
+    assert_eq!(
+        header,
+        format!(
+            "Process {pid} (e%1B[2J%0Afake): $'\\x1b]0;title\\x07' 300 \
+             $'\\x0d\\x1b[Kpkgmon: ok'"
+        ),
+        "{listing}"
+    );
+    for text in [&*o.stderr, listing.as_bytes(), err.as_bytes()] {
+        assert!(!text.contains(&0x1b), "{}", String::from_utf8_lossy(text));
+    }
+}
+
+/// `kernel.perf_event_max_stack`, raised by root pkgmon for its run, is put back when pkgmon is
+/// killed (SIGKILL): it stayed raised for good, and the next run took the raised value for the
+/// one to put back (this machine's 127 had become 1024).
+#[test]
+fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
+    let _s = serial();
+    const SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
+    let read = || std::fs::read_to_string(SYSCTL).unwrap().trim().to_owned();
+    // The kernel refuses a change while any perf session with callchains runs (EBUSY): wait
+    // for a moment without one.
+    let set = |value: &str| {
+        let started = Instant::now();
+        loop {
+            match std::fs::write(SYSCTL, value) {
+                Ok(()) => return,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "other perf sessions kept {SYSCTL} busy for a minute"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("{SYSCTL}: {e}"),
+            }
+        }
+    };
+    let before = read();
+    set("127");
+    let wait_for = |want: &str, secs: u64| {
+        let started = Instant::now();
+        while read() != want {
+            if started.elapsed() > Duration::from_secs(secs) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    };
+    let dir = fresh("max-stack");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(dir.join("out"))
+        .arg("--")
+        .arg(workload("cpu"))
+        .arg("5000")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let raised = wait_for("1024", 10);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let put_back = wait_for("127", 10);
+    let now = read();
+    set(&before);
+    assert!(raised, "pkgmon did not raise the limit to its --max-stack");
+    assert!(put_back, "still {now} after pkgmon was killed");
+}
+
+/// A program that renames itself 2 million times (a second of CPU, no memory of its own):
+/// root pkgmon keeps the first 1,000 renames and counts the others. It kept every name twice,
+/// 771 MiB, and wrote a 137 MB info file; a longer loop cost more, without bound.
+#[test]
+fn a_process_renaming_itself_in_a_loop_costs_root_pkgmon_little_memory() {
+    let _s = serial();
+    let dir = fresh("renames");
+    let src = dir.join("renamer.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <stdlib.h>\n#include <sys/prctl.h>\n\
+         int main(int argc, char **argv) {\n\
+           char b[16]; long n = atol(argv[1]);\n\
+           for (long i = 0; i < n; i++) { snprintf(b, sizeof b, \"r%ld\", i); \
+         prctl(PR_SET_NAME, b); }\n\
+           return 0;\n\
+         }\n",
+    )
+    .unwrap();
+    let renamer = common::compile(&src, "renamer", &[]);
+    let out = dir.join("out");
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&renamer)
+        .arg("2000000")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("renamed its threads 2000000 times: its info file keeps the first 1000"),
+        "{err}"
+    );
+    assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
+    let m = gmon_format::scan(&out).unwrap();
+    let info = std::fs::read(m.processes[0].info.as_ref().unwrap()).unwrap();
+    let info = gmon_format::MeasurementInfo::parse(&info).unwrap();
+    assert_eq!(info.renames.len(), 1000);
+    let (code, _, perr) = pkgprof(&["-b", "--pid", &m.processes[0].pid.to_string()], &out);
+    assert_eq!(code, 0, "{perr}");
+}
+
+/// A run killed after an earlier measurement was kept as `DIR.old`: the next run does not put
+/// the killed run's unfinished files in `DIR.old`'s place, which would remove the last
+/// finished measurement (two killed runs in a row left nothing readable); it refuses, saying
+/// which is which, before the command starts.
+#[test]
+fn an_unfinished_measurement_never_replaces_a_finished_one_as_old() {
+    let _s = serial();
+    let dir = fresh("unfinished-old");
+    let out = dir.join("out");
+    let old = dir.join("out.old");
+    let run = |command: &[&str]| {
+        Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .arg("--")
+            .args(command)
+            .output()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let o = run(&["true"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Killed once its placeholder manifest is written, which is before the command runs (it
+    // kept the second run's measurement as out.old first).
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sleep", "10"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let placeholder = |m: Vec<u8>| !m.is_empty() && !String::from_utf8_lossy(&m).contains("# end");
+    while !std::fs::read(out.join("manifest.sha256")).is_ok_and(placeholder) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no placeholder"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = std::fs::read(old.join("manifest.sha256")).unwrap();
+    let marker = dir.join("ran");
+    let o = run(&["touch", marker.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("did not finish") && err.contains("a finished one"),
+        "{err}"
+    );
+    assert!(
+        !marker.exists(),
+        "the command ran although the output was refused"
+    );
+    assert_eq!(std::fs::read(old.join("manifest.sha256")).unwrap(), kept);
+    let (code, _, perr) = pkgprof(&["-b", "--system"], &old);
+    assert_eq!(code, 0, "{perr}");
 }

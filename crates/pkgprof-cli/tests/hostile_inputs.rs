@@ -8,7 +8,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -306,11 +306,14 @@ fn a_manifest_listing_a_huge_file_is_checked_in_little_memory() {
             &std::fs::read(d.join(name)).unwrap(),
         ));
     }
-    // Process 8's profile: sparse, owned by nobody, listed with a checksum it does not have.
+    // Process 8's profile: 100 MiB written (a sparse one is refused unread, as the next test
+    // shows), owned by nobody, listed with a checksum it does not have.
     let big = d.join("gmon.out.8u.y");
-    let f = std::fs::File::create(&big).unwrap();
-    for (size, listed) in [(300u64 << 20, 300u64 << 20), (300 << 20, 3 << 30)] {
-        f.set_len(size).unwrap();
+    let mut f = std::fs::File::create(&big).unwrap();
+    std::io::copy(&mut std::io::repeat(0).take(100 << 20), &mut f).unwrap();
+    f.sync_all().unwrap();
+    for (size, listed) in [(100u64 << 20, 100u64 << 20), (100 << 20, 3 << 30)] {
+        assert_eq!(f.metadata().unwrap().len(), size);
         std::os::unix::fs::chown(&big, Some(65534), Some(65534)).unwrap();
         let mut manifest = files.clone();
         manifest.push(gmon_format::ManifestEntry {
@@ -362,4 +365,269 @@ fn a_huge_continuous_index_is_refused_unread() {
         );
         assert!(rss < BUDGET_KIB, "{owner}: {rss} KiB");
     }
+}
+
+/// A manifest of 200,000 names (22 MiB), none of them there: checked in linear time, and the
+/// message lists the first problems and counts the others. Each name was looked up in all the
+/// names before it (57 s for this one, hours for one at the 64 MiB limit), and every problem
+/// was printed.
+#[test]
+fn a_manifest_of_many_names_is_checked_in_linear_time() {
+    let s = Scratch::new("names");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    // Written line by line: a test that held it in memory would lend its size to the peak
+    // memory of the pkgprof runs that other tests start meanwhile (vfork shares it).
+    let mut m = std::io::BufWriter::new(std::fs::File::create(d.join("manifest.sha256")).unwrap());
+    writeln!(m, "# pkgprof-manifest 1.0").unwrap();
+    for i in 0..200_000 {
+        let name = format!("gmon.out.{i}k.y");
+        writeln!(m, "# size 0 {name}\n{}  {name}", "0".repeat(64)).unwrap();
+    }
+    writeln!(m, "# end 200000").unwrap();
+    m.flush().unwrap();
+    drop(m);
+    let started = Instant::now();
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("gmon.out.0k.y: missing"), "{err}");
+    // 199,980 more missing, and the 4 files of the directory that are not listed.
+    assert!(
+        err.contains("and 199984 more files missing, changed or not listed"),
+        "{err}"
+    );
+    assert!(err.lines().count() < 30, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
+/// Sparse measurement files: a kernel profile whose histogram claims 4 billion bins, 8 GiB of
+/// holes after its header, read without a manifest and listed in one with its true size, and
+/// a snapshot of 20 GiB of holes listed in a manifest. Refused unread: the profile cost
+/// `pkgprof --pid` 5 GiB resident and over 30 s, hashing the snapshot 110 s.
+#[test]
+fn sparse_measurement_files_are_refused_unread() {
+    let s = Scratch::new("sparse");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    let mut k = gmon_header();
+    let bins = 0xffff_fff0u32;
+    let mut h = histogram(KERNEL_LOW, KERNEL_LOW + (1 << 30), 0);
+    h[17..21].copy_from_slice(&bins.to_le_bytes());
+    k.extend(h);
+    let kernel = d.join("gmon.out.7k.x");
+    std::fs::write(&kernel, &k).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&kernel)
+        .unwrap();
+    f.set_len(k.len() as u64 + 2 * u64::from(bins)).unwrap();
+    let args = |d: &Path| -> Vec<std::ffi::OsString> {
+        vec!["-b".into(), "--pid".into(), "7".into(), d.into()]
+    };
+    let run = |d: &Path| {
+        let a = args(d);
+        let a: Vec<&std::ffi::OsStr> = a.iter().map(|a| a.as_os_str()).collect();
+        pkgprof(&a)
+    };
+    let (code, err, rss) = run(&d);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("gmon.out.7k.x: is a sparse file of"), "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+    let mut files = Vec::new();
+    for name in ["gmon.out.7.x", "gmon.out.7u.x", "kallsyms.00000001"] {
+        files.push(gmon_format::ManifestEntry::of(
+            name,
+            &std::fs::read(d.join(name)).unwrap(),
+        ));
+    }
+    let snapshot = d.join("kallsyms.00000002");
+    std::fs::File::create(&snapshot)
+        .unwrap()
+        .set_len(20 << 30)
+        .unwrap();
+    for (name, size) in [
+        ("gmon.out.7k.x", f.metadata().unwrap().len()),
+        ("kallsyms.00000002", 20 << 30),
+    ] {
+        files.push(gmon_format::ManifestEntry {
+            name: name.into(),
+            size,
+            sha256: [0; 32],
+        });
+    }
+    let mut text = Vec::new();
+    gmon_format::Manifest { files }.write(&mut text).unwrap();
+    std::fs::write(d.join("manifest.sha256"), text).unwrap();
+    let started = Instant::now();
+    let (code, err, rss) = run(&d);
+    assert_eq!(code, 1, "{err}");
+    for name in ["gmon.out.7k.x", "kallsyms.00000002"] {
+        assert!(err.contains(&format!("{name}: is a sparse file")), "{err}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
+/// A perf.data header (no attributes, no data) whose feature sections are `sections`, each an
+/// offset and a size, at `path`.
+fn perf_data_with_features(path: &Path, sections: &[(u64, u64)]) {
+    let mut h = b"PERFILE2".to_vec();
+    for v in [104u64, 136, 104, 0, 104, 0, 0, 0] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    // Features 1, 2, 3...: one bit each, as many as sections.
+    let mut flags = [0u8; 32];
+    for i in 1..=sections.len() {
+        flags[i / 8] |= 1 << (i % 8);
+    }
+    h.extend_from_slice(&flags);
+    for &(offset, size) in sections {
+        h.extend_from_slice(&offset.to_le_bytes());
+        h.extend_from_slice(&size.to_le_bytes());
+    }
+    std::fs::write(path, h).unwrap();
+}
+
+/// perf.data whose feature sections claim more than the file holds: 1 GiB of holes (refused,
+/// a perf.data has none), and two sections claiming one written range of 160 MiB (refused past
+/// 256 MiB claimed in all). Each section was read whole: eleven of 4 GiB over one sparse range
+/// of a 28 KiB file took pkgprof and root `pkgmon --import` to 23 GiB, then the kernel killed
+/// them.
+#[test]
+fn perf_data_feature_sections_cost_no_more_than_the_file_holds() {
+    let s = Scratch::new("perf-features");
+    let sparse = s.0.join("sparse.data");
+    perf_data_with_features(&sparse, &[(4096, 1 << 30)]);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&sparse)
+        .unwrap()
+        .set_len(4096 + (1 << 30))
+        .unwrap();
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), sparse.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is a sparse file"), "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+    let dense = s.0.join("dense.data");
+    perf_data_with_features(&dense, &[(4096, 160 << 20), (4096, 160 << 20)]);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&dense)
+        .unwrap();
+    let len = f.metadata().unwrap().len();
+    std::io::copy(
+        &mut std::io::repeat(0).take(4096 - len + (160 << 20)),
+        &mut f,
+    )
+    .unwrap();
+    drop(f);
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), dense.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the feature sections claim 335544320 bytes together"),
+        "{err}"
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
+/// Points the section header `section` of the ELF64 file `path` at `size` bytes of holes
+/// appended to it.
+fn claim_section_over_holes(path: &Path, section: &[u8], size: u64) {
+    let mut b = std::fs::read(path).unwrap();
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (shoff, shentsize) = (u64_at(&b, 0x28) as usize, u16_at(&b, 0x3a) as usize);
+    let (shnum, shstrndx) = (u16_at(&b, 0x3c) as usize, u16_at(&b, 0x3e) as usize);
+    let strtab = u64_at(&b, shoff + shstrndx * shentsize + 0x18) as usize;
+    let region = (b.len() as u64).next_multiple_of(4096);
+    let mut patched = false;
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let name_at = strtab + u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
+        let name = &b[name_at..name_at + b[name_at..].iter().position(|&c| c == 0).unwrap()];
+        if name == section {
+            b[h + 0x18..h + 0x20].copy_from_slice(&region.to_le_bytes());
+            b[h + 0x20..h + 0x28].copy_from_slice(&size.to_le_bytes());
+            patched = true;
+        }
+    }
+    assert!(patched, "{}: no such section", path.display());
+    std::fs::write(path, &b).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_len(region + size).unwrap();
+}
+
+/// An object the info file names by its absolute path (a path its author chose), whose symbol
+/// table claims 100M symbols (2.4 GiB) over holes: refused as sparse, its samples reported
+/// under its file name. It was mapped and walked: 16 KiB on disk took `pkgprof --pid` 14 s and
+/// 5.5 GiB with 7.5 GiB claimed.
+#[test]
+fn an_object_whose_symbols_are_holes_is_refused_unread() {
+    let s = Scratch::new("holey-object");
+    let object = s.0.join("holey");
+    std::fs::copy(program().join("cycle"), &object).unwrap();
+    claim_section_over_holes(&object, b".symtab", 24 * (100 << 20));
+    let d = s.0.join("m");
+    measurement(
+        &d,
+        0,
+        16,
+        &format!(
+            "\n[mapping]\nstart = 0x1000\nend = 0x7000\nbias = 0x0\npath = \"{}\"\n",
+            object.display()
+        ),
+    );
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("holey: is a sparse file"), "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
+/// A kernel profile of 200,000 empty histograms, each at another sampling rate (8 MiB): one
+/// warning for the file. Each record gave a warning, looked up among all the others before it
+/// was added: 30 s, and 200,000 lines printed.
+#[test]
+fn histograms_at_many_rates_give_one_warning_at_once() {
+    let s = Scratch::new("rates");
+    let d = s.0.join("m");
+    measurement(&d, 0, 16, "");
+    let mut k = std::io::BufWriter::new(std::fs::File::create(d.join("gmon.out.7k.x")).unwrap());
+    k.write_all(&gmon_header()).unwrap();
+    for rate in 1..=200_000u32 {
+        let mut h = histogram(KERNEL_LOW, KERNEL_LOW, 0);
+        h[21..25].copy_from_slice(&rate.to_le_bytes());
+        k.write_all(&h).unwrap();
+    }
+    k.flush().unwrap();
+    drop(k);
+    let started = Instant::now();
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--pid".as_ref(), "7".as_ref(), d.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("gmon.out.7k.x")).count(),
+        1,
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    // The user profile, read first, is at 100 Hz, as is one of the 200,000.
+    assert!(
+        err.contains("sampled at 1 Hz (and 199998 more"),
+        "{}",
+        &err[..err.len().min(2000)]
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
 }

@@ -5,7 +5,7 @@ use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, FileKind, Result};
@@ -74,6 +74,95 @@ impl Dir {
             .map_err(|e| Error::io(path, "cannot open directory", e))
     }
 
+    /// Opens the directory `path`, following a symbolic link anywhere in it only if the link
+    /// belongs to root or to the effective user: for a root process writing where the user
+    /// said, through a path that may cross a shared directory such as `/tmp`, where another
+    /// user's link could lead anywhere (`fs.protected_symlinks` guards only sticky
+    /// directories, and only where it is set). Each component is opened relative to the last,
+    /// and each link read through the descriptor whose owner was checked, so nothing can be
+    /// swapped between the check and the use.
+    ///
+    /// Returns [`ErrorKind::ForeignSymlink`] for another user's link, the kind found for a
+    /// component that is not a directory, and I/O errors (`ELOOP` past 40 links).
+    pub fn open_owned_links(path: impl AsRef<Path>) -> Result<Dir> {
+        let path = path.as_ref();
+        let io_error = |e| Error::io(path, "cannot open directory", e);
+        let start = |absolute: bool| {
+            let c: &CStr = if absolute { c"/" } else { c"." };
+            sys::open_at(
+                libc::AT_FDCWD,
+                c,
+                libc::O_PATH | libc::O_DIRECTORY,
+                0,
+                false,
+                0,
+            )
+        };
+        let mut cur = start(path.is_absolute()).map_err(io_error)?;
+        // The components still to walk, the next one last.
+        let mut pending: Vec<OsString> = Vec::new();
+        let push = |pending: &mut Vec<OsString>, p: &Path| {
+            pending.extend(
+                p.components()
+                    .rev()
+                    .filter(|c| !matches!(c, Component::RootDir | Component::CurDir))
+                    .map(|c| c.as_os_str().to_os_string()),
+            );
+        };
+        push(&mut pending, path);
+        let mut walked = PathBuf::from(if path.is_absolute() { "/" } else { "" });
+        let mut links = 0;
+        while let Some(name) = pending.pop() {
+            let c = CString::new(name.as_bytes())
+                .map_err(|_| Error::new(path, ErrorKind::InvalidName("a NUL byte in a path")))?;
+            let flags = libc::O_PATH | libc::O_NOFOLLOW;
+            let fd = sys::open_at(cur.as_raw_fd(), &c, flags, 0, false, 0).map_err(io_error)?;
+            walked.push(&name);
+            let st = sys::fstat(fd.as_fd()).map_err(io_error)?;
+            match FileKind::from_mode(st.st_mode) {
+                FileKind::Directory => cur = fd,
+                FileKind::Symlink => {
+                    links += 1;
+                    if links > 40 {
+                        return Err(io_error(io::Error::from_raw_os_error(libc::ELOOP)));
+                    }
+                    if st.st_uid != 0 && st.st_uid != sys::euid() {
+                        return Err(Error::new(
+                            path,
+                            ErrorKind::ForeignSymlink {
+                                link: walked,
+                                owner: st.st_uid,
+                            },
+                        ));
+                    }
+                    let target = PathBuf::from(OsString::from_vec(
+                        sys::read_link(fd.as_fd()).map_err(io_error)?,
+                    ));
+                    walked.pop();
+                    if target.is_absolute() {
+                        cur = start(true).map_err(io_error)?;
+                        walked = PathBuf::from("/");
+                    }
+                    push(&mut pending, &target);
+                }
+                _ => return Err(io_error(io::Error::from_raw_os_error(libc::ENOTDIR))),
+            }
+        }
+        let fd = sys::open_at(
+            cur.as_raw_fd(),
+            c".",
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+            false,
+            0,
+        )
+        .map_err(io_error)?;
+        Ok(Dir {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
     fn open_in(parent: libc::c_int, rel: &Path, shown: PathBuf) -> Result<Dir> {
         let c = CString::new(rel.as_os_str().as_bytes())
             .map_err(|_| Error::new(&shown, ErrorKind::InvalidName("a NUL byte in a path")))?;
@@ -112,7 +201,7 @@ impl Dir {
             .map_err(|_| Error::new(path, ErrorKind::InvalidName("a NUL byte in a path")))?;
         sys::mkdir_at(libc::AT_FDCWD, &c, 0o700)
             .map_err(|e| Error::io(path, "cannot create directory", e))?;
-        let dir = Dir::open(path)?;
+        let dir = Dir::open(path)?.made_by_us()?;
         sys::fchmod(dir.fd.as_fd(), mode).map_err(|e| Error::io(path, "cannot chmod", e))?;
         Ok(dir)
     }
@@ -126,9 +215,18 @@ impl Dir {
         let shown = self.path.join(name);
         sys::mkdir_at(self.fd.as_raw_fd(), &c, 0o700)
             .map_err(|e| Error::io(&shown, "cannot create directory", e))?;
-        let dir = Dir::open_in(self.fd.as_raw_fd(), Path::new(name), shown)?;
+        let dir = Dir::open_in(self.fd.as_raw_fd(), Path::new(name), shown)?.made_by_us()?;
         sys::fchmod(dir.fd.as_fd(), mode).map_err(|e| Error::io(&dir.path, "cannot chmod", e))?;
         Ok(dir)
+    }
+
+    /// The directory just created, if it is still ours: between `mkdir` and `open`, a user
+    /// who can write the parent (not sticky) can rename ours away and put their own there.
+    fn made_by_us(self) -> Result<Dir> {
+        if self.stat()?.st_uid != sys::euid() {
+            return Err(Error::new(self.path, ErrorKind::Replaced));
+        }
+        Ok(self)
     }
 
     /// Opens the directory `name` inside this one, not following a symbolic link.
@@ -345,9 +443,13 @@ impl Dir {
 /// Writes `bytes` to `path` as a user's command writes its output file (gprof's `gmon.sum`):
 /// a new file in `path`'s directory under a temporary name, with mode `0666` less the umask,
 /// synced and renamed over whatever `path` was. A link at `path` is replaced, never followed,
-/// and a reader never sees a partial file. Returns the size written.
+/// and a reader never sees a partial file. The directory is reached as
+/// [`Dir::open_owned_links`] does: through another user's link (`/tmp/x/link/out`, the link
+/// planted in `/tmp`) it would be that user's choice of which file is replaced. Returns the
+/// size written.
 ///
-/// Returns an error naming `path` if its directory cannot be opened or written.
+/// Returns an error naming `path` if its directory cannot be opened (or is reached through
+/// another user's link, [`ErrorKind::ForeignSymlink`]) or written.
 pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
     let path = path.as_ref();
     let Some(name) = path.file_name() else {
@@ -357,7 +459,7 @@ pub fn replace_file(path: impl AsRef<Path>, bytes: &[u8]) -> Result<u64> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let dir = Dir::open_following(parent)?;
+    let dir = Dir::open_owned_links(parent)?;
     let Some(name) = name.to_str() else {
         return Err(Error::new(
             path,
@@ -569,6 +671,100 @@ mod tests {
         assert_eq!(std::fs::read(path.join("gmon.sum")).unwrap(), b"sum");
         let mode = std::fs::metadata(path.join("gmon.sum")).unwrap().mode() & 0o777;
         assert_eq!(mode, 0o666 & !umask());
+        // Another user's link to the directory holding `victim`, on the way to the output: it
+        // chose which file would be replaced.
+        let link = path.join("theirs");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let other = if sys::euid() == 65534 { 1 } else { 65534 };
+        std::os::unix::fs::lchown(&link, Some(other), None).unwrap();
+        let err = replace_file(link.join("victim"), b"sum").unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::ForeignSymlink { .. }),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        std::fs::remove_dir_all(&path).unwrap();
+    }
+
+    #[test]
+    fn only_links_of_root_or_the_user_are_followed_on_the_way() {
+        let path = scratch("owned-links");
+        let dir = Dir::create_dir(&path, 0o755).unwrap();
+        dir.create_subdir("real", 0o755)
+            .unwrap()
+            .create_subdir("inner", 0o755)
+            .unwrap();
+        let link = |target: &str, name: &str, owner: u32| {
+            let at = path.join(name);
+            std::os::unix::fs::symlink(target, &at).unwrap();
+            std::os::unix::fs::lchown(&at, Some(owner), None).unwrap();
+        };
+        let me = sys::euid();
+        // Ours, relative and absolute, and a chain of them.
+        link("real", "mine", me);
+        link(path.join("mine").to_str().unwrap(), "mine-abs", me);
+        let (_, inner) = dir
+            .open_subdir("real")
+            .unwrap()
+            .kind_of("inner")
+            .unwrap()
+            .unwrap();
+        for p in ["mine/inner", "mine-abs/inner", "real/../mine/inner"] {
+            let opened = Dir::open_owned_links(path.join(p)).unwrap();
+            assert_eq!(opened.stat().unwrap().st_ino, inner.st_ino, "{p}");
+        }
+        // Another user's, directly or at the end of a chain of ours.
+        let other = if me == 65534 { 1 } else { 65534 };
+        link("real", "theirs", other);
+        link("theirs", "mine-to-theirs", me);
+        for (p, at) in [
+            ("theirs/inner", "theirs"),
+            ("mine-to-theirs/inner", "theirs"),
+        ] {
+            let err = Dir::open_owned_links(path.join(p)).unwrap_err();
+            match err.kind() {
+                ErrorKind::ForeignSymlink { link, owner } => {
+                    assert_eq!(
+                        (link.as_path(), *owner),
+                        (path.join(at).as_path(), other),
+                        "{p}"
+                    );
+                }
+                k => panic!("{p}: {k:?}"),
+            }
+            assert!(
+                err.to_string().contains("is a symbolic link of user"),
+                "{err}"
+            );
+        }
+        // A loop, and a file on the way.
+        link("loop", "loop", me);
+        let err = Dir::open_owned_links(path.join("loop/x")).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Symlink), "{err:?}");
+        dir.write_new("file", b"", 0o600).unwrap();
+        let err = Dir::open_owned_links(path.join("file/x")).unwrap_err();
+        assert_eq!(
+            err.io_error().and_then(io::Error::raw_os_error),
+            Some(libc::ENOTDIR),
+            "{err:?}"
+        );
+        std::fs::remove_dir_all(&path).unwrap();
+    }
+
+    #[test]
+    fn a_new_directory_swapped_for_another_users_is_refused() {
+        // What `create_subdir` finds if another user renames its new directory away and puts
+        // theirs in its place before it is opened.
+        let path = scratch("swapped");
+        let dir = Dir::create_dir(&path, 0o755).unwrap();
+        assert!(dir.made_by_us().is_ok());
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let err = Dir::open(&path).unwrap().made_by_us().unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Replaced), "{err:?}");
+        assert!(
+            err.to_string()
+                .contains("was replaced by another user's directory")
+        );
         std::fs::remove_dir_all(&path).unwrap();
     }
 

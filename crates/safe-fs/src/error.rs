@@ -34,6 +34,14 @@ pub enum ErrorKind {
     /// The last component (or, where symbolic links are refused, any component) of the path is
     /// a symbolic link.
     Symlink,
+    /// A symbolic link in a path, owned by a user who is neither root nor the effective user
+    /// ([`crate::Dir::open_owned_links`]): another user could point it anywhere.
+    ForeignSymlink {
+        /// The link, as the path was written up to it.
+        link: PathBuf,
+        /// Its owner.
+        owner: u32,
+    },
     /// A `/proc` or `/sys` file, whose size is unknown until read, where the caller did not
     /// allow them ([`crate::ReadOptions::proc_text`]).
     PseudoFile,
@@ -44,6 +52,16 @@ pub enum ErrorKind {
         /// The limit.
         limit: u64,
     },
+    /// The file is sparse, with more bytes of holes (ranges not stored on disk, read as zeros)
+    /// than the caller allows ([`crate::ReadOptions::max_holes`]).
+    Sparse {
+        /// Its size.
+        size: u64,
+        /// The bytes stored on disk (`st_blocks` × 512).
+        stored: u64,
+        /// The limit on holes.
+        limit: u64,
+    },
     /// The file's bytes are not UTF-8 ([`crate::read_text`]).
     NotUtf8 {
         /// Offset of the first bad byte.
@@ -51,6 +69,8 @@ pub enum ErrorKind {
     },
     /// Something already exists at a name that a new file was to get.
     Exists,
+    /// A directory just created was replaced by another user's before it was opened.
+    Replaced,
     /// A name that is not a single path component, or a relative path that leaves its
     /// directory (`..`).
     InvalidName(&'static str),
@@ -168,6 +188,18 @@ impl fmt::Display for Error {
                 f,
                 "{path}: is a symbolic link (or has one in its path), which is not followed here"
             ),
+            ErrorKind::ForeignSymlink { link, owner } => {
+                if link != &self.path {
+                    write!(f, "{path}: {}", link.display())?;
+                } else {
+                    write!(f, "{path}:")?;
+                }
+                write!(
+                    f,
+                    " is a symbolic link of user {owner}, who could point it anywhere; not \
+                     followed here (give the path it points to, if you trust it)"
+                )
+            }
             ErrorKind::PseudoFile => write!(
                 f,
                 "{path}: is a /proc or /sys file, whose size is unknown, not a regular file"
@@ -176,10 +208,26 @@ impl fmt::Display for Error {
                 f,
                 "{path}: {size} bytes is more than the limit of {limit} bytes for this file"
             ),
+            ErrorKind::Sparse {
+                size,
+                stored,
+                limit,
+            } => write!(
+                f,
+                "{path}: is a sparse file of {size} bytes, {stored} of them stored on disk: \
+                 more than the limit of {limit} bytes of holes for this file (a hole costs \
+                 its maker nothing and a reader as much as data; a copy made with \
+                 `cp --sparse=never` has none)"
+            ),
             ErrorKind::NotUtf8 { offset } => {
                 write!(f, "{path}: not UTF-8 text (at offset {offset:#x})")
             }
             ErrorKind::Exists => write!(f, "{path}: already exists"),
+            ErrorKind::Replaced => write!(
+                f,
+                "{path}: was replaced by another user's directory as it was created; create \
+                 it where no other user can write"
+            ),
             ErrorKind::InvalidName(why) => write!(f, "{path}: {why}"),
         }
     }

@@ -52,5 +52,5 @@ mod sys;
 pub use dir::{Dir, NewFile, TEMP_PREFIX, replace_file};
 pub use error::{Error, ErrorKind, FileKind, Result};
 pub use read::{
-    Contents, DEFAULT_MAX_BYTES, MAP_THRESHOLD, Map, ReadOptions, open, read, read_text,
+    Contents, DEFAULT_MAX_BYTES, MAP_THRESHOLD, Map, ReadOptions, has_hole, open, read, read_text,
 };

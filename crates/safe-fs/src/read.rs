@@ -49,6 +49,11 @@ pub struct ReadOptions {
     pub proc_text: bool,
     /// When to memory-map instead of copying. Default is [`Map::LargePrivate`].
     pub map: Map,
+    /// Refuse a sparse file with more than this many bytes of holes (ranges its size claims
+    /// but the disk does not store; they read as zeros), which cost whoever made them nothing
+    /// and a reader as much time and memory as data. For files written without holes (every
+    /// file pkgmon writes). Default is `u64::MAX`: holes are not checked.
+    pub max_holes: u64,
 }
 
 impl Default for ReadOptions {
@@ -58,6 +63,7 @@ impl Default for ReadOptions {
             follow_symlinks: true,
             proc_text: false,
             map: Map::LargePrivate,
+            max_holes: u64::MAX,
         }
     }
 }
@@ -93,6 +99,12 @@ impl ReadOptions {
     /// The same with another limit.
     pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
         self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The same with another limit on holes ([`ReadOptions::max_holes`]).
+    pub fn with_max_holes(mut self, max_holes: u64) -> Self {
+        self.max_holes = max_holes;
         self
     }
 }
@@ -180,6 +192,15 @@ pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<(File, u64)> {
     open_at(libc::AT_FDCWD, path, path, opts, 0)
 }
 
+/// Whether the bytes `range` of `file` (opened with [`open`]) hold a hole: a range the file
+/// system does not store, read as zeros. For a reader about to copy part of a file another
+/// user wrote (a section its headers claim): a hole there cost that user nothing, its copy
+/// costs the reader as much as data. Always false on a file system that does not report
+/// holes.
+pub fn has_hole(file: &File, range: std::ops::Range<u64>) -> bool {
+    !range.is_empty() && sys::has_hole(file.as_fd(), range.start, range.end)
+}
+
 /// [`open`] of `rel` relative to the directory `dir` (or `AT_FDCWD`), with extra `RESOLVE_*`
 /// bits; `shown` is the path used in errors.
 pub(crate) fn open_at(
@@ -205,6 +226,7 @@ pub(crate) fn open_at(
             },
         ));
     }
+    check_holes(&fd, &st, path, opts)?;
     Ok((File::from(fd), size))
 }
 
@@ -293,6 +315,7 @@ fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
             },
         ));
     }
+    check_holes(&fd, &st, path, opts)?;
     let private = is_private(&st);
     let map = size >= MAP_THRESHOLD
         && match opts.map {
@@ -312,6 +335,25 @@ fn read_fd(fd: OwnedFd, path: &Path, opts: &ReadOptions) -> Result<Contents> {
         }
     }
     read_capped(file, path, opts.max_bytes, Some(size))
+}
+
+/// Refuses a regular file with more holes than `opts.max_holes`: its size less what the disk
+/// stores (`st_blocks`), once `lseek(SEEK_HOLE)` confirms a hole (a compressing file system
+/// stores less than the size without any).
+fn check_holes(fd: &OwnedFd, st: &libc::stat, path: &Path, opts: &ReadOptions) -> Result<()> {
+    let size = st.st_size.max(0) as u64;
+    let stored = (st.st_blocks.max(0) as u64).saturating_mul(512);
+    if size.saturating_sub(stored) > opts.max_holes && sys::has_hole(fd.as_fd(), 0, size) {
+        return Err(Error::new(
+            path,
+            ErrorKind::Sparse {
+                size,
+                stored,
+                limit: opts.max_holes,
+            },
+        ));
+    }
+    Ok(())
 }
 
 /// Whether no other user can write the file: owned by root or by the reader's effective
@@ -421,6 +463,46 @@ mod tests {
         }
         let err = open("/proc/self/exe", &ReadOptions::default().with_max_bytes(10)).unwrap_err();
         assert!(matches!(err.kind(), ErrorKind::TooLarge { .. }), "{err}");
+    }
+
+    #[test]
+    fn holes_are_refused_beyond_the_limit() {
+        let dir = scratch("holes");
+        let sparse = dir.join("sparse");
+        let f = File::create(&sparse).unwrap();
+        f.set_len(8 << 20).unwrap();
+        drop(f);
+        std::fs::write(dir.join("dense"), vec![0u8; 8 << 20]).unwrap();
+        let opts = ReadOptions::default().with_max_holes(1 << 20);
+        let err = read(&sparse, &opts).unwrap_err();
+        assert!(
+            matches!(
+                err.kind(),
+                ErrorKind::Sparse {
+                    size: 0x80_0000,
+                    limit: 0x10_0000,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("is a sparse file of 8388608 bytes")
+        );
+        let err = open(&sparse, &opts).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Sparse { .. }), "{err}");
+        let (file, _) = open(&sparse, &ReadOptions::default()).unwrap();
+        assert!(has_hole(&file, 4096..8192));
+        let (file, _) = open(dir.join("dense"), &ReadOptions::default()).unwrap();
+        assert!(!has_hole(&file, 0..8 << 20));
+        // Without a limit on holes, and a file without holes under one, are read.
+        assert_eq!(
+            read(&sparse, &ReadOptions::default()).unwrap().len(),
+            8 << 20
+        );
+        assert_eq!(read(dir.join("dense"), &opts).unwrap().len(), 8 << 20);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

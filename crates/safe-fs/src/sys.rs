@@ -125,6 +125,20 @@ pub(crate) fn is_pseudo_fs(fd: BorrowedFd<'_>) -> bool {
     )
 }
 
+/// Whether the file open at `fd` has a hole (a range not stored on disk) that starts before
+/// `end` at or after `start`, by `lseek(SEEK_HOLE)`; a file system that does not report holes
+/// has none. The file offset is put back at 0 (readers here read at offsets they give).
+pub(crate) fn has_hole(fd: BorrowedFd<'_>, start: u64, end: u64) -> bool {
+    let Ok(from) = libc::off_t::try_from(start) else {
+        return false;
+    };
+    // Safety: lseek on an open descriptor has no other effect than moving its offset.
+    let hole = unsafe { libc::lseek(fd.as_raw_fd(), from, libc::SEEK_HOLE) };
+    // Safety: as above.
+    unsafe { libc::lseek(fd.as_raw_fd(), 0, libc::SEEK_SET) };
+    hole >= 0 && (hole as u64) < end
+}
+
 /// What happened to a rename that must not replace its target.
 pub(crate) enum NoReplace {
     Done,
@@ -193,6 +207,27 @@ pub(crate) fn mkdir_at(dir: RawFd, name: &CStr, mode: libc::mode_t) -> io::Resul
     // Safety: a valid NUL-terminated name relative to an open directory (or AT_FDCWD).
     check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) } as libc::c_long)?;
     Ok(())
+}
+
+/// `readlinkat` of the symbolic link open at `fd` (an `O_PATH|O_NOFOLLOW` descriptor): its
+/// target, of at most `PATH_MAX` bytes.
+pub(crate) fn read_link(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // Safety: an empty name reads the link `fd` refers to; `buf` is writable for its length.
+    let n = unsafe {
+        libc::readlinkat(
+            fd.as_raw_fd(),
+            c"".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    let n = check(n as libc::c_long)? as usize;
+    if n >= buf.len() {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    buf.truncate(n);
+    Ok(buf)
 }
 
 /// `fchmod`: the exact mode, whatever the umask took away at creation.

@@ -19,6 +19,10 @@ pub enum Error {
     #[error("Section size did not fit into usize")]
     SectionSizeTooBig,
 
+    /// pkgprof: the feature sections together claim more than the reader allows.
+    #[error("the feature sections claim {0} bytes together, more than the {limit} this reader allows (perf writes a few MiB)", limit = crate::file_reader::MAX_FEATURE_BYTES)]
+    FeatureSectionsTooBig(u64),
+
     #[error("The file declares no perf event attributes, so samples cannot be parsed")]
     NoAttributes,
 

@@ -15,6 +15,10 @@ use crate::decompression::ZstdDecompressor;
 use super::auxtrace::Auxtrace;
 use super::error::{Error, ReadError};
 use super::feature_sections::AttributeDescription;
+
+/// pkgprof: most bytes all feature sections of a file may claim together. perf writes a few
+/// MiB of them (build-ids, topology, BPF program info on busy systems).
+pub(crate) const MAX_FEATURE_BYTES: u64 = 256 << 20;
 use super::features::Feature;
 use super::header::{PerfHeader, PerfPipeHeader};
 use super::perf_file::PerfFile;
@@ -99,6 +103,15 @@ impl<C: Read + Seek> PerfFileReader<C> {
             feature_sections_info.push((feature, section));
         }
 
+        // pkgprof: the feature sections together may claim at most MAX_FEATURE_BYTES: each is
+        // read whole, and several may claim the same range (eleven sections of 4 GiB each over
+        // one sparse range of a 28 KiB file took 23 GiB before the system killed the reader).
+        let claimed = feature_sections_info
+            .iter()
+            .fold(0u64, |sum, (_, s)| sum.saturating_add(s.size));
+        if claimed > MAX_FEATURE_BYTES {
+            return Err(Error::FeatureSectionsTooBig(claimed));
+        }
         let mut feature_sections = LinearMap::new();
         for (feature, section) in feature_sections_info {
             let offset = section.offset;

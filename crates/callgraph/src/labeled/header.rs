@@ -147,7 +147,9 @@ fn secs(ns: Option<u64>) -> String {
     )
 }
 
-/// Quotes an argument the way a shell would need it, when it needs it.
+/// Quotes an argument the way a shell would need it, when it needs it; one holding characters
+/// that act on a terminal ([`gmon_format::acts_on_terminal`]: the profiled process chose its
+/// arguments, and `\x1b[2J` would clear the screen) is written `$'...'` with those as `\xHH`.
 fn shell_word(arg: &[u8]) -> String {
     let text = String::from_utf8_lossy(arg);
     let plain = !text.is_empty()
@@ -156,6 +158,25 @@ fn shell_word(arg: &[u8]) -> String {
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
     if plain {
         text.into_owned()
+    } else if text.chars().any(gmon_format::acts_on_terminal) {
+        let mut out = String::from("$'");
+        for c in text.chars() {
+            match c {
+                '\\' | '\'' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c if gmon_format::acts_on_terminal(c) => {
+                    let mut buf = [0u8; 4];
+                    for b in c.encode_utf8(&mut buf).bytes() {
+                        out.push_str(&format!("\\x{b:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('\'');
+        out
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
@@ -186,11 +207,7 @@ pub fn write_process_header<W: Write>(
         let info = p.info.as_ref();
         let process = info.map(|i| &i.process);
         let process_label = gmon_format::process_label(files.pid, files.instance);
-        write!(
-            out,
-            "Process {process_label} ({})",
-            String::from_utf8_lossy(files.comm.as_bytes())
-        )?;
+        write!(out, "Process {process_label} ({})", files.comm)?;
         if let Some(ppid) = process.and_then(|p| p.ppid) {
             write!(out, ", parent {ppid}")?;
         }

@@ -473,7 +473,7 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
             let label = gmon_format::process_label(f.pid, f.instance);
             let later = (0..files.len()).any(|j| j != i && same(files[j], f) && key(j) > key(i));
             if later {
-                format!("{label}({})", String::from_utf8_lossy(f.comm.as_bytes()))
+                format!("{label}({})", f.comm)
             } else {
                 label
             }
@@ -481,7 +481,6 @@ fn image_labels(files: &[&ProcessFiles]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
 /// The measurement's `async.moves`, if it has one.
 ///
 /// Returns an error if it cannot be read or is damaged.
@@ -496,8 +495,9 @@ fn read_async_moves(dir: &Path) -> Result<Option<gmon_format::AsyncMoves>> {
     Ok(Some(moves))
 }
 
+/// Reads a file of the measurement, at most `limit` bytes (see [`crate::input`]).
 fn read_file(path: &Path, limit: u64) -> Result<safe_fs::Contents> {
-    crate::input::read_input(path, limit).map_err(|e| {
+    crate::input::read_measurement_file(path, limit).map_err(|e| {
         crate::input::error(e, |source| Error::ReadFile {
             path: path.to_owned(),
             source,

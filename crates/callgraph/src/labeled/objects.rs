@@ -181,7 +181,13 @@ impl NotFound {
             if i > 0 {
                 s.push_str("; ");
             }
-            let _ = write!(s, "{}: {why}", path.display());
+            // The paths derive from what the profiled process mapped.
+            let _ = write!(
+                s,
+                "{}: {}",
+                gmon_format::printable(&path.display().to_string()),
+                gmon_format::printable(why)
+            );
         }
         s
     }

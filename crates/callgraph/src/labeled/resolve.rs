@@ -302,9 +302,10 @@ impl Builder {
                         self.warnings.push(format!(
                             "process {label}: cannot use {}{id}: {}; its samples are reported \
                              as {label}u:[{}]",
-                            path_of(&path).display(),
+                            // The process named the file it mapped.
+                            gmon_format::printable(&path_of(&path).display().to_string()),
                             why.describe(),
-                            String::from_utf8_lossy(file)
+                            gmon_format::printable(&String::from_utf8_lossy(file))
                         ));
                         self.objects.push(None);
                     }

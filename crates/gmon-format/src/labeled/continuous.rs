@@ -564,7 +564,14 @@ impl ContinuousIndex {
                     }
                     let dir = text_of(name(f.next(), "directory")?, "directory")?;
                     if dir.contains('/') || dir.starts_with('.') {
-                        return Err(index_error(n, at, format!("window directory `{dir}'")));
+                        return Err(index_error(
+                            n,
+                            at,
+                            format!(
+                                "window directory `{dir}' is not a name in the continuous \
+                                 directory (it has `/' or starts with `.')"
+                            ),
+                        ));
                     }
                     let start_ns = number(f.next().unwrap_or(""), "window start", n, at)?;
                     let end_ns = number(f.next().unwrap_or(""), "window end", n, at)?;
@@ -749,6 +756,15 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("line 2") && e.contains("instances=COUNT"), "{e}");
+        let e = ContinuousIndex::parse(
+            b"# pkgprof-continuous 2\nwindow 1 ../w00000001 1 2 instances=0\nend 1\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("line 2") && e.contains("`../w00000001' is not a name in the continuous"),
+            "{e}"
+        );
         let w = &sample().windows[0];
         let mut other = w.clone();
         other.seq = 13;

@@ -131,7 +131,8 @@
 //!      `stacks-file` = the name of the stacks file (5).
 //!    - One `[rename]` per name a thread of the process gave itself while this image ran
 //!      (`prctl(PR_SET_NAME)`, `pthread_setname_np`; not an exec), in order: `monotonic-ns`,
-//!      `tid` and the new `comm`. The file names keep the command name of the exec.
+//!      `tid` and the new `comm`; pkgmon writes the first 1,000 of a process and counts the
+//!      others in a warning. The file names keep the command name of the exec.
 //! 4. **Kernel symbols**: `kallsyms.<boot-id>`, a verbatim copy of `/proc/kallsyms` taken at
 //!    record time (`ffffffff81000000 T _stext`), `<boot-id>` being the first 8 hex digits of
 //!    `/proc/sys/kernel/random/boot_id`: KASLR moves the kernel at each boot, so snapshots of
@@ -209,11 +210,12 @@ pub use info::{
     SamplingInfo, Section,
 };
 pub use manifest::{
-    MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,
+    MANIFEST_NAME, MEASUREMENT_MAX_HOLES, Manifest, ManifestEntry, MeasurementWriter, Verification,
+    is_measurement_file,
 };
 pub use name::{
-    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, parse_process_label,
-    process_label, vdso_file_name,
+    Comm, FileKind, INSTANCE_SEPARATOR, NAME_PREFIX, ProfileName, acts_on_terminal,
+    parse_process_label, printable, process_label, vdso_file_name,
 };
 pub use sampled::{sampled_sum, write_sampled_profile};
 pub use scan::{Measurement, ProcessFiles, Skipped, scan};

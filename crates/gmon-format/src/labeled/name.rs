@@ -101,11 +101,44 @@ impl fmt::Debug for Comm {
     }
 }
 
-/// Shows the bytes as UTF-8, with invalid sequences replaced by U+FFFD.
+/// Shows the bytes as UTF-8, with invalid sequences replaced by U+FFFD, and the characters
+/// [`printable`] escapes written `%XX`: a process names itself, and a name holding escape
+/// sequences or line ends would act on the terminal it is printed to.
 impl fmt::Display for Comm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&String::from_utf8_lossy(&self.0), f)
+        fmt::Display::fmt(&printable(&String::from_utf8_lossy(&self.0)), f)
     }
+}
+
+/// Whether a character acts on a terminal or on the text around it instead of showing: a
+/// control character (C0, DEL, C1) or a Unicode bidirectional control.
+pub fn acts_on_terminal(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` as it can be shown to a person: control characters (line ends, escape sequences,
+/// C1 controls), the characters that reorder text (Unicode bidirectional controls) and `%`
+/// written `%XX`, each byte of their UTF-8 in upper-case hex. For what a profiled process
+/// chose (its command name, its arguments, the names of the files it mapped): printed as it
+/// is, `\x1b[2J` clears the screen and a line end starts a line that looks like the tool's own.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| c == '%' || acts_on_terminal(c);
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The character between a pid and its instance number in a label: `4242_1u` is the user
@@ -597,6 +630,15 @@ fn decode_comm(text: &str) -> std::result::Result<Comm, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_process_chose_is_shown_without_acting_on_the_terminal() {
+        assert_eq!(printable("café -x=1 a/b"), "café -x=1 a/b");
+        assert_eq!(printable("\x1b[31mRED\x1b[0m\n"), "%1B[31mRED%1B[0m%0A");
+        assert_eq!(printable("50%\r\u{202e}\u{85}"), "50%25%0D%E2%80%AE%C2%85");
+        let comm = Comm::new(*b"\x1b]0;t\x07\xff").unwrap();
+        assert_eq!(comm.to_string(), "%1B]0;t%07\u{fffd}");
+    }
 
     fn comm(bytes: &[u8]) -> Comm {
         Comm::new(bytes).expect("short comm")

@@ -113,26 +113,30 @@ fn catch_pause_signals() {
 /// Opens (creating if needed) a continuous directory: never through a link, never another
 /// user's (without --trust-output), never a single measurement's directory.
 fn open_dir(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
-    let dir = match Dir::create_dir(path, mode) {
-        Ok(d) => d,
-        Err(e) if matches!(e.kind(), safe_fs::ErrorKind::Exists) => {
-            if !trust
-                && let Ok(Some((FileKind::Symlink, _))) = Dir::open_following(
-                    path.parent()
-                        .filter(|p| !p.as_os_str().is_empty())
-                        .unwrap_or(Path::new(".")),
-                )
-                .and_then(|parent| parent.kind_of(path.file_name().unwrap_or_default()))
-            {
-                bail!(
-                    "{} is a symbolic link: pkgmon does not write through one as root; give \
-                     the real directory, or --trust-output",
-                    path.display()
-                );
+    let dir = match path.file_name() {
+        // `.`, `..` or `/`.
+        None => super::output::open_path(path, trust)?,
+        Some(name) => {
+            let parent = super::output::open_parent(path, trust)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            match parent.create_subdir(name, mode) {
+                Ok(d) => d,
+                Err(e) if matches!(e.kind(), safe_fs::ErrorKind::Exists) => {
+                    match parent.kind_of(name)? {
+                        Some((FileKind::Symlink, _)) if !trust => bail!(
+                            "{} is a symbolic link: pkgmon does not write through one as root; \
+                             give the real directory, or --trust-output",
+                            path.display()
+                        ),
+                        Some((FileKind::Symlink, _)) => Dir::open_following(path)?,
+                        _ => parent.open_subdir(name)?,
+                    }
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("cannot create {}", path.display()));
+                }
             }
-            Dir::open(path)?
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot create {}", path.display())),
     };
     let st = dir.stat()?;
     // Safety: geteuid has no preconditions.

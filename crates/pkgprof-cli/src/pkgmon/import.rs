@@ -43,7 +43,7 @@ pub(super) fn run(perf_data: &Path, args: &Args) -> anyhow::Result<u8> {
             eprintln!(
                 "pkgmon: report with: pkgprof -b --pid {label} {}   ({})",
                 args.dir.display(),
-                String::from_utf8_lossy(p.comm.as_bytes())
+                p.comm
             );
             seen.push(label);
         }

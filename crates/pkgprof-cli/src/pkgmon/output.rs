@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use gmon_format::{MANIFEST_NAME, is_measurement_file};
@@ -86,6 +86,28 @@ fn check_owner(dir: &Dir, trust: bool) -> Result<()> {
     Ok(())
 }
 
+/// Opens the directory `path` the way pkgmon may reach its output: through any symbolic link
+/// with `trust` (--trust-output), else only through links of root or of the user, since a
+/// root pkgmon writing into a path that crosses a shared directory (`-o /tmp/x/out`) must not
+/// let another user's link there choose where it writes.
+pub(super) fn open_path(path: &Path, trust: bool) -> Result<Dir> {
+    let dir = if trust {
+        Dir::open_following(path)
+    } else {
+        Dir::open_owned_links(path)
+    };
+    Ok(dir?)
+}
+
+/// The directory holding `path`'s last component, opened by [`open_path`].
+pub(super) fn open_parent(path: &Path, trust: bool) -> Result<Dir> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    open_path(parent, trust)
+}
+
 /// Opens (creating if needed) the output directory `path` for a new measurement, applying the
 /// rule of pkgmon's help; `mode` is the mode of a directory it creates.
 ///
@@ -95,7 +117,7 @@ fn check_owner(dir: &Dir, trust: bool) -> Result<()> {
 pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     let Some(name) = path.file_name() else {
         // `.`, `..` or `/`: written into as it is, since it cannot be renamed away.
-        let dir = Dir::open_following(path)?;
+        let dir = open_path(path, trust)?;
         check_owner(&dir, trust)?;
         let c = contents(&dir)?;
         if let Some(first) = c.measurement.first() {
@@ -108,12 +130,8 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
         remove_temporaries(&dir, &c)?;
         return Ok(dir);
     };
-    let parent_path = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let parent = Dir::open_following(&parent_path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+    let parent =
+        open_parent(path, trust).with_context(|| format!("cannot create {}", path.display()))?;
     let create = |parent: &Dir| {
         parent
             .create_subdir(name, mode)
@@ -165,8 +183,9 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     }
     // The killed run's temporary files go now, not into DIR.old.
     remove_temporaries(&dir, &c)?;
+    let finished = finished(&dir);
     drop(dir);
-    keep_as_old(&parent, name, path)?;
+    keep_as_old(&parent, name, path, finished)?;
     let dir = create(&parent)?;
     eprintln!(
         "pkgmon: kept the earlier measurement as {}.old",
@@ -175,9 +194,19 @@ pub fn prepare(path: &Path, mode: u32, trust: bool) -> Result<Dir> {
     Ok(dir)
 }
 
+/// Whether the measurement in `dir` was finished: its manifest is complete (its files are not
+/// checked here; a report does that).
+fn finished(dir: &Dir) -> bool {
+    let opts = safe_fs::ReadOptions::default().with_max_bytes(64 << 20);
+    dir.read(MANIFEST_NAME, &opts)
+        .is_ok_and(|m| gmon_format::Manifest::parse(&m).is_ok())
+}
+
 /// Renames the measurement directory `name` to `name.old`, first removing an earlier
-/// `name.old` that holds only a measurement.
-fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path) -> Result<()> {
+/// `name.old` that holds only a measurement, unless that one was finished and `name`'s was not
+/// (`finished`): two killed runs in a row would otherwise leave nothing but the last one's
+/// unfinished files.
+fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path, finished_new: bool) -> Result<()> {
     let mut old = name.to_os_string();
     old.push(".old");
     let shown = format!("{}.old", path.display());
@@ -196,6 +225,17 @@ fn keep_as_old(parent: &Dir, name: &OsStr, path: &Path) -> Result<()> {
                     "{shown} holds files pkgmon did not write ({}); move it away to keep \
                      the earlier measurement there",
                     first.to_string_lossy()
+                );
+            }
+            if !finished_new && finished(&dir) {
+                bail!(
+                    "{} holds a measurement pkgmon did not finish (it was killed, or the disk \
+                     filled) and {shown} a finished one, which keeping {} as {shown} would \
+                     remove; remove {} (`pkgprof --force` reports what it holds) or move \
+                     {shown} away",
+                    path.display(),
+                    path.display(),
+                    path.display()
                 );
             }
             for n in c.measurement.iter().chain(&c.temporary) {
@@ -231,6 +271,7 @@ mod tests {
             "gmon.out.-k.kernel",
             "kallsyms.0badc0de",
             "vdso.5d0a",
+            "async.moves",
             "manifest.sha256",
             ".safe-fs-tmp.0123456789abcdef",
             ".kallsyms.0badc0de.tmp",

@@ -155,7 +155,7 @@
 //! | `stacks-file` | text | file name, in the measurement directory, of the process's sampled-stacks file; a single path component |
 //!
 //! `[rename]`, one per name a thread of the process gave itself (`prctl(PR_SET_NAME)`), in
-//! order:
+//! order (pkgmon writes the first 1,000):
 //!
 //! | key | value | meaning |
 //! |---|---|---|
