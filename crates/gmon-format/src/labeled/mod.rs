@@ -35,7 +35,13 @@
 //! 1. **User profile.** GNU tagged gmon, version 1, with the machine's address width and byte
 //!    order (64-bit little-endian on x86_64). Addresses are *runtime* virtual addresses of the
 //!    process, so the executable, its libraries, `ld.so` and the vDSO live in one file without
-//!    clashing; the info file's `[mapping]` sections relate them to files.
+//!    clashing; the info file's `[mapping]` sections relate them to files. The one exception:
+//!    a mapping placed where an earlier mapping of the same image, of another file or
+//!    placement, had been (a library unloaded and another loaded in its place) has its
+//!    addresses displaced, in this file, the kernel profile's boundary arcs, the stacks file
+//!    and the latency file alike, to where its `[mapping]` section says it is, and that
+//!    section's `runtime-start` says where it was (see [`Mapping::runtime_start`](crate::Mapping::runtime_start)); else a
+//!    sample of the first library would be read as the second's.
 //!    - Histogram: one tag-0 record per run of contiguous 4 KiB pages holding samples, with
 //!      `low_pc` and `high_pc` page-aligned (`high_pc` exclusive) and bins of 2 bytes, so every
 //!      record has the same scale (gprof requires it). `prof_rate` is the sampling frequency
@@ -124,7 +130,8 @@
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
 //!      address − ELF virtual address, from the ELF program headers when the file is readable
 //!      and its build-id matches; absent otherwise), `path`, `build-id`, `mapped-ns` and
-//!      `unmapped-ns`.
+//!      `unmapped-ns`; and `runtime-start` for a displaced one (see (1)), whose `start`,
+//!      `end` and `bias` are displaced as its samples are.
 //!    - `[boundary]`: sample counts per boundary kind, keys `syscall`, `fault`, `interrupt`,
 //!      `other` (see [`BoundaryKind`]), plus `user-only` (samples without
 //!      kernel frames), `kernel-only` (samples without user frames: kernel threads, exits) and
@@ -204,9 +211,9 @@ pub mod stacks;
 pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move, MovedStack};
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
-    ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
-    KernelInfo, Mapping, MeasurementInfo, ProcessCounters, ProcessInfo, Rename, SampleRate,
-    SamplingInfo, Section,
+    ArcCounts, BoundaryCounts, CounterSource, DISPLACED_MAPPING_SLOT, DISPLACED_MAPPINGS_START,
+    Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
+    ProcessCounters, ProcessInfo, Rename, SampleRate, SamplingInfo, Section,
 };
 pub use manifest::{
     MANIFEST_NAME, Manifest, ManifestEntry, MeasurementWriter, Verification, is_measurement_file,
