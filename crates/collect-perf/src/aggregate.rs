@@ -363,8 +363,15 @@ impl Aggregator {
         acc.user.add_stack(user, &mut self.edges);
         // The outermost frame found of a stack cut short gets an arc from 0, which the report
         // shows as `[truncated]` rather than taking that frame for a root.
-        if let (true, Some(&outer)) = (truncated, user.last()) {
-            *acc.user.arcs.entry((0, outer)).or_default() += 1;
+        // A complete one's root gets an arc from ROOT_FROM_PC: a function that is a root in
+        // some stacks and called in others (a new thread's clone3) keeps its roots' share.
+        if let Some(&outer) = user.last() {
+            let from = if truncated {
+                0
+            } else {
+                gmon_format::ROOT_FROM_PC
+            };
+            *acc.user.arcs.entry((from, outer)).or_default() += 1;
         }
         acc.kernel.add_stack(kernel, &mut self.edges);
         match (kernel.last(), user.first()) {

@@ -86,9 +86,9 @@ pub use labeled::{
     DISPLACED_MAPPING_SLOT, DISPLACED_MAPPINGS_START, ENTRY_FRAMES, Field, FileKind, Frames,
     INFO_MAGIC, INFO_MAJOR, INFO_MINOR, INSTANCE_SEPARATOR, KernelInfo, MANIFEST_NAME, Manifest,
     ManifestEntry, Mapping, Measurement, MeasurementInfo, MeasurementWriter, NAME_PREFIX,
-    ProcessCounters, ProcessFiles, ProcessInfo, ProfileName, Rename, STACKS_MAGIC, STACKS_MAJOR,
-    STACKS_MINOR, SampleRate, SamplingInfo, Section, Skipped, Stack, StackRecord, StackRecords,
-    Stacks, StacksHeader, StacksWriter, Verification, async_moves, continuous,
+    ProcessCounters, ProcessFiles, ProcessInfo, ProfileName, ROOT_FROM_PC, Rename, STACKS_MAGIC,
+    STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo, Section, Skipped, Stack, StackRecord,
+    StackRecords, Stacks, StacksHeader, StacksWriter, Verification, async_moves, continuous,
     info as measurement_info, is_measurement_file, latency, manifest, parse_process_label,
     process_label, sampled_sum, scan, stacks, vdso_file_name, write_sampled_profile,
 };

@@ -57,6 +57,15 @@
 //!    - A stack that could not be unwound to its outermost frame adds one more arc, from
 //!      `from_pc` 0 to its outermost frame found, so that a report does not take that frame
 //!      for a root (pkgprof shows the caller as `[truncated]`).
+//!    - A stack unwound to its outermost frame adds one more arc, from `from_pc`
+//!      [`ROOT_FROM_PC`] (1) to that frame: how often it was a root. A function can be both a
+//!      root and a callee (glibc's `clone3` starts every new thread's stack and is what
+//!      `pthread_create` calls), and gprof's arithmetic shares a function's time among its
+//!      callers by their arcs: without its entries as a root counted, one sample of
+//!      `pthread_create` in `clone3` gave it every thread's time. pkgprof draws these arcs
+//!      only into functions that have callers too (as `[root]`); plain gprof finds no symbol
+//!      at 1 and drops them, as it drops the arcs from 0. Measurements written before
+//!      November 2026 have none.
 //!    - User stacks are unwound from `.eh_frame` on a copy of the user stack (frames known by
 //!      their stack position, so recursion is no obstacle); where the copy ends, the kernel's
 //!      frame-pointer chain goes on from a frame both walks found at the same place, so the
@@ -207,6 +216,11 @@ pub mod info;
 pub mod latency;
 pub mod manifest;
 pub mod stacks;
+
+/// The `from_pc` of the user profile's arcs that count how often a frame was the outermost
+/// of a complete stack (see the user profile's arcs above). Never a code address: the first
+/// page is never mapped.
+pub const ROOT_FROM_PC: u64 = 1;
 
 pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move, MovedStack};
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
