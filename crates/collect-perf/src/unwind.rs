@@ -544,7 +544,17 @@ impl ProcessUnwinder {
             self.keeps_fp.clear();
             self.kept_for.clone_from(&self.live);
         }
-        let fh = &self.unwinders[&self.live].fh;
+        let live = &self.unwinders[&self.live];
+        // A signal restorer has no frame of its own: the kernel's chain goes on from the
+        // interrupted code's rbp, past the interrupted function (and any frameless caller)
+        // without a word. framehop, which does not evaluate the restorer's DWARF expressions,
+        // would answer as for code without unwind information (frame pointers only), and a
+        // handler running on an alternate stack (sigaltstack, the interrupted stack outside
+        // the copy) was joined there: raiser's callee `handler` showed under `main`, its
+        // stacks complete, raiser 12.6% inclusive for 56.4%.
+        let at = f.address_for_lookup();
+        let restorer = live.signal_frames.iter().any(|r| r.contains(&at));
+        let fh = &live.fh;
         let mut cfa = |bp: u64| {
             let mut regs = UnwindRegsX86_64::new(ra, 0x10_0000, bp);
             match fh.unwind_frame(f, &mut regs, &mut u.cache, &mut |_| Ok(0x1000)) {
@@ -552,7 +562,7 @@ impl ProcessUnwinder {
                 Err(_) => None,
             }
         };
-        let keeps = cfa(0x20_0000) != cfa(0x30_0000);
+        let keeps = !restorer && cfa(0x20_0000) != cfa(0x30_0000);
         self.keeps_fp.insert(ra, keeps);
         keeps
     }

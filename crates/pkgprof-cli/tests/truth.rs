@@ -526,6 +526,86 @@ fn signal_handlers() {
     check_workload("signal", &["-F", "4000"], &[], |_| vec!["4".into()]);
 }
 
+/// A handler on an alternate stack (sigaltstack): the stack copy taken in it holds the signal
+/// frame, not the stack the signal interrupted, so its stacks cannot go past the interrupted
+/// instruction and must be reported truncated, never given a caller. With frame pointers the
+/// kernel's chain went on from the interrupted code's rbp, past the interrupted function
+/// (libc's raise, frameless) and its caller: every handler stack came out whole under `main`,
+/// no truncation counted, raiser 12.6% inclusive for 56.4%. Self times must be right either
+/// way, and the functions outside the handler keep their inclusive times.
+#[test]
+fn signal_handlers_on_an_alternate_stack_are_cut_where_the_copy_ends() {
+    let _s = serial();
+    let mut bad = Vec::new();
+    for build in [Build::FramePointers, Build::NoFramePointers] {
+        let d = built(build);
+        let what = format!("signal on an alternate stack {}", build.flag());
+        let mut run = profile(
+            &format!("sigalt{}", build.flag()),
+            &d.join("signal"),
+            &["4", "1"],
+            &["-F", "4000"],
+        );
+        let before = bad.len();
+        for mode in ["gprof", "stacks"] {
+            let l = listing(&run, mode);
+            for (name, &(t_self, t_incl)) in &run.truth {
+                let got_self = l.self_pct.get(name).copied().unwrap_or(0.0);
+                if (t_self - got_self).abs() > TOLERANCE {
+                    bad.push(format!(
+                        "{what}, --inclusive={mode}: {name} self {got_self:.1}% but the program \
+                         measured {t_self:.1}%"
+                    ));
+                }
+                let got_incl = l.incl_pct.get(name).copied().unwrap_or(0.0);
+                if mode == "stacks" && name == "plain" && (t_incl - got_incl).abs() > TOLERANCE {
+                    bad.push(format!(
+                        "{what}: plain inclusive {got_incl:.1}% but the program measured \
+                         {t_incl:.1}%"
+                    ));
+                }
+            }
+        }
+        // Every stack through the handler is cut, or goes through raiser (whose call of raise
+        // the signal interrupted); the cut ones are the truncated stacks counted.
+        let folded = Command::new(PKGPROF)
+            .args(["--export=folded", "--pid", &run.pid.to_string()])
+            .arg(&run.dir)
+            .output()
+            .unwrap();
+        assert!(folded.status.success());
+        let text = String::from_utf8_lossy(&folded.stdout);
+        let label = format!("{}u:", run.pid);
+        let (mut cut, mut made_up) = (0u64, 0u64);
+        for line in text.lines() {
+            let (stack, n) = line.rsplit_once(' ').unwrap();
+            let n: u64 = n.parse().unwrap();
+            let frames: Vec<&str> = stack.split(';').collect();
+            if !frames.contains(&format!("{label}handler").as_str()) {
+                continue;
+            }
+            if frames[0] == format!("{label}[truncated]") {
+                cut += n;
+            } else if !frames.contains(&format!("{label}raiser").as_str()) {
+                made_up += n;
+            }
+        }
+        let truncated = sampling_field(&info(&run), "truncated-stacks");
+        eprintln!(
+            "{what}: {cut} handler stacks cut, {made_up} with a made-up caller, {truncated} truncated"
+        );
+        if made_up > 0 || cut == 0 || cut > truncated {
+            bad.push(format!(
+                "{what}: {made_up} handler stacks given a caller that is not raiser, {cut} cut \
+                 ({truncated} truncated stacks counted)\n{}",
+                run.stderr
+            ));
+        }
+        run.keep = bad.len() > before;
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 #[test]
 fn large_stack_frames() {
     let _s = serial();
