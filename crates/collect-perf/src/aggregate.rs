@@ -23,8 +23,10 @@ use crate::recording::{
 };
 use crate::replay::{Process, Replay, Replayer};
 use crate::syscalls::{Input, Kind, LatencyOptions, SyscallTracer};
+mod displaced;
 mod stack_table;
 
+pub(crate) use displaced::Displacements;
 pub(crate) use stack_table::{StackKey, StackTable};
 
 use crate::unwind::{Images, ProcessUnwinder, StackEnd, UnwindStats, Unwinding};
@@ -149,6 +151,8 @@ pub struct Aggregator {
     edges: Vec<(u64, u64)>,
     syscalls: Option<SyscallTracer>,
     asynchronous: Option<AsyncCollector>,
+    /// Mappings whose addresses are written displaced.
+    displaced: Displacements,
 }
 
 impl std::fmt::Debug for Aggregator {
@@ -196,6 +200,7 @@ impl Aggregator {
             stats: UnwindStats::default(),
             frames: Vec::new(),
             edges: Vec::new(),
+            displaced: Displacements::default(),
         }
     }
 
@@ -212,6 +217,11 @@ impl Aggregator {
     /// Feeds a side-band record.
     pub fn side_band(&mut self, r: &SideRecord) {
         self.replay.side_band(r.time, &r.kind);
+        if let SideBand::Mmap { pid, .. } = r.kind
+            && let Some(pi) = self.replay.latest(pid)
+        {
+            self.displaced.mapped(pi, &self.replay.processes()[pi]);
+        }
         // A process that exited is not unwound again: what unwinding kept for it goes; of a
         // thread that exited, its last stack (a server starting threads for ever would
         // otherwise keep one per thread it ever ran).
@@ -334,6 +344,7 @@ impl Aggregator {
             &mut self.frames,
         );
         let image = image_at(p, s.time, self.is_launched(p));
+        self.displaced.apply(pi, p, s.time, &mut self.frames);
         let user = &self.frames;
         let acc = self.images.entry((pi, image)).or_default();
         let truncated = end.is_some_and(StackEnd::is_truncated);
@@ -342,15 +353,25 @@ impl Aggregator {
             *acc.truncated.entry(end).or_default() += 1;
         }
         if s.user_mode {
-            *acc.user.hist.entry(s.ip & !1).or_default() += 1;
+            // The ip, displaced as the stack's innermost frame is.
+            let mut ip = [s.ip];
+            self.displaced.apply(pi, p, s.time, &mut ip);
+            *acc.user.hist.entry(ip[0] & !1).or_default() += 1;
         } else if let Some(&pc) = kernel.first() {
             *acc.kernel.hist.entry(pc & !1).or_default() += 1;
         }
         acc.user.add_stack(user, &mut self.edges);
         // The outermost frame found of a stack cut short gets an arc from 0, which the report
         // shows as `[truncated]` rather than taking that frame for a root.
-        if let (true, Some(&outer)) = (truncated, user.last()) {
-            *acc.user.arcs.entry((0, outer)).or_default() += 1;
+        // A complete one's root gets an arc from ROOT_FROM_PC: a function that is a root in
+        // some stacks and called in others (a new thread's clone3) keeps its roots' share.
+        if let Some(&outer) = user.last() {
+            let from = if truncated {
+                0
+            } else {
+                gmon_format::ROOT_FROM_PC
+            };
+            *acc.user.arcs.entry((from, outer)).or_default() += 1;
         }
         acc.kernel.add_stack(kernel, &mut self.edges);
         match (kernel.last(), user.first()) {
@@ -398,6 +419,7 @@ impl Aggregator {
                             &mut stats,
                             &mut self.frames,
                         );
+                        self.displaced.apply(pi, p, s.time, &mut self.frames);
                         let input = Input::Enter {
                             nr,
                             key,
@@ -496,6 +518,7 @@ impl Aggregator {
                     &copy.stack,
                     &mut frames,
                 );
+                self.displaced.apply(pi, p, copy.time, &mut frames);
                 // A copy that unwinds no further than the words read stays with them.
                 if frames.len() >= 2 {
                     exact.insert(words.clone(), frames);
@@ -552,6 +575,7 @@ impl Aggregator {
             system_wide: self.opts.system_wide.is_some(),
             launched: self.opts.launched,
             ksyms,
+            displaced: self.displaced,
             files: self.unwinding.into_images(),
             stats: self.stats,
             syscalls: self.syscalls,
@@ -664,6 +688,8 @@ pub struct Aggregate {
     pub(crate) system_wide: bool,
     pub(crate) launched: Option<u32>,
     pub(crate) ksyms: KernelSymbols,
+    /// Mappings whose addresses are written displaced.
+    pub(crate) displaced: Displacements,
     /// The ELF files read to unwind, for the mappings' load biases and build-ids.
     pub(crate) files: Images,
     stats: UnwindStats,

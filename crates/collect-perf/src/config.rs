@@ -24,11 +24,14 @@ pub struct Config {
     /// the copy off: stacks then come from frame pointers alone. Default is
     /// [`DEFAULT_USER_STACK_BYTES`].
     pub user_stack_bytes: u32,
-    /// Maximum callchain depth, kernel and user frames together. When it exceeds
-    /// `kernel.perf_event_max_stack`, a run as root raises that limit for its duration and
-    /// puts it back afterwards; otherwise (or if the kernel refuses, as it does while other
-    /// perf sessions run) the kernel's limit applies and [`Sampler::notes`](crate::Sampler::notes) says so.
-    /// Default is 1024.
+    /// Maximum callchain depth, kernel and user frames together, asked of the kernel; at most
+    /// 1,024 are asked for (a deeper walk costs the workload its time, and past 8,169 frames
+    /// a sample does not fit its record and is lost uncounted), with a note when more was
+    /// wanted: the aggregation completes deeper stacks from the stack copy and the thread's
+    /// earlier samples. When it exceeds `kernel.perf_event_max_stack`, a run as root raises
+    /// that limit for its duration and puts it back afterwards; otherwise (or if the kernel
+    /// refuses, as it does while other perf sessions run) the kernel's limit applies and
+    /// [`Sampler::notes`](crate::Sampler::notes) says so. Default is 1024.
     pub max_stack: u16,
     /// Data pages per CPU ring buffer (rounded up to a power of two); 0 sizes them so that
     /// about a quarter of a second of samples fits, from 1 to 32 MiB. Default is 0.

@@ -401,14 +401,20 @@ pub fn write_measurement_to(
                     .iter()
                     .filter(|r| seg.start <= r.0 && r.0 <= seg.end),
             );
-            for m in &p.mappings {
+            for (index, m) in p.mappings.iter().enumerate() {
                 if m.from > seg.end || m.to.is_some_and(|t| t <= seg.start) {
                     continue;
                 }
                 let elf = files.get(m);
-                let mut im = InfoMapping::new(m.start, m.end);
+                let delta = agg.displaced.delta(*pi, index).unwrap_or(0);
+                let mut im =
+                    InfoMapping::new(m.start.wrapping_add(delta), m.end.wrapping_add(delta));
+                im.runtime_start = (delta != 0).then_some(m.start);
                 im.file_offset = Some(m.pgoff);
-                im.load_bias = elf.as_ref().and_then(|e| e.bias(m.start, m.end, m.pgoff));
+                im.load_bias = elf
+                    .as_ref()
+                    .and_then(|e| e.bias(m.start, m.end, m.pgoff))
+                    .map(|b| b.wrapping_add(delta));
                 im.path = Some(m.filename.as_bytes().to_vec());
                 im.build_id = m
                     .build_id

@@ -17,7 +17,7 @@ use crate::aggregate::Aggregator;
 use crate::clock::{monotonic_ns, realtime_ns};
 use crate::config::{Config, MAX_USER_STACK_BYTES};
 use crate::error::{Error, Result};
-use crate::preflight::{MaxStackRaise, fit_max_stack, open_error, ring_pages};
+use crate::preflight::{MAX_KERNEL_CHAIN, MaxStackRaise, fit_max_stack, open_error, ring_pages};
 use crate::procfs;
 use crate::recording::TracepointInfo;
 use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
@@ -97,7 +97,16 @@ pub struct Sampler {
 impl Sampler {
     fn open_events(pids: &[i32], config: &Config, on_exec: bool) -> Result<Sampler> {
         let mut notes = Vec::new();
-        let (max_stack, max_stack_raise) = fit_max_stack(config.max_stack.max(1), &mut notes);
+        let asked = config.max_stack.max(1);
+        if asked > MAX_KERNEL_CHAIN {
+            notes.push(format!(
+                "the kernel walks callchains {MAX_KERNEL_CHAIN} frames deep at most (deeper \
+                 chains cost the workload its time and do not fit a sample record); deeper \
+                 stacks, up to {asked} frames, are completed from the stack copy and the \
+                 thread's earlier samples"
+            ));
+        }
+        let (max_stack, max_stack_raise) = fit_max_stack(asked.min(MAX_KERNEL_CHAIN), &mut notes);
         let stack_user = config
             .user_stack_bytes
             .min(MAX_USER_STACK_BYTES)

@@ -83,14 +83,15 @@ pub use error::{Error, ErrorKind, Result};
 pub use kallsyms::{Kallsyms, KallsymsOptions, KallsymsSymbol};
 pub use labeled::{
     ASYNC_MOVES_FILE, ArcCounts, AsyncMoves, BoundaryCounts, BoundaryKind, Comm, CounterSource,
-    ENTRY_FRAMES, Field, FileKind, Frames, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, INSTANCE_SEPARATOR,
-    KernelInfo, MANIFEST_NAME, MEASUREMENT_MAX_HOLES, Manifest, ManifestEntry, Mapping,
-    Measurement, MeasurementInfo, MeasurementWriter, NAME_PREFIX, ProcessCounters, ProcessFiles,
-    ProcessInfo, ProfileName, Rename, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate,
-    SamplingInfo, Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader,
-    StacksWriter, Verification, acts_on_terminal, async_moves, continuous,
-    info as measurement_info, is_measurement_file, latency, manifest, parse_process_label,
-    printable, process_label, sampled_sum, scan, stacks, vdso_file_name, write_sampled_profile,
+    DISPLACED_MAPPING_SLOT, DISPLACED_MAPPINGS_START, ENTRY_FRAMES, Field, FileKind, Frames,
+    INFO_MAGIC, INFO_MAJOR, INFO_MINOR, INSTANCE_SEPARATOR, KernelInfo, MANIFEST_NAME,
+    MEASUREMENT_MAX_HOLES, Manifest, ManifestEntry, Mapping, Measurement, MeasurementInfo,
+    MeasurementWriter, NAME_PREFIX, ProcessCounters, ProcessFiles, ProcessInfo, ProfileName,
+    ROOT_FROM_PC, Rename, STACKS_MAGIC, STACKS_MAJOR, STACKS_MINOR, SampleRate, SamplingInfo,
+    Section, Skipped, Stack, StackRecord, StackRecords, Stacks, StacksHeader, StacksWriter,
+    Verification, acts_on_terminal, async_moves, continuous, info as measurement_info,
+    is_measurement_file, latency, manifest, parse_process_label, printable, process_label,
+    sampled_sum, scan, stacks, vdso_file_name, write_sampled_profile,
 };
 pub use layout::{
     AddressSize, BSD44_VERSION, DIMENSION_LEN, Endian, Format, FormatChoice, GNU_HEADER_SIZE,

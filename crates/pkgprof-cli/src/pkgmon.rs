@@ -138,8 +138,9 @@ struct Args {
           default_value_t = collect_perf::DEFAULT_USER_STACK_BYTES,
           value_parser = clap::value_parser!(u32).range(0..=i64::from(collect_perf::MAX_USER_STACK_BYTES)))]
     stack_size: u32,
-    /// Most frames of a callchain, kernel and user together (as root,
-    /// kernel.perf_event_max_stack is raised for the run if lower, and put back).
+    /// Most frames of a stack, kernel and user together. The kernel walks at most 1024 (as
+    /// root, kernel.perf_event_max_stack is raised for the run if lower, and put back);
+    /// deeper stacks are completed from the stack copy and the thread's earlier samples.
     #[arg(long = "max-stack", value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u16).range(1..))]
     max_stack: u16,

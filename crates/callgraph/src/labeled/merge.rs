@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 /// The pseudo-function above the outermost frame found of a user stack cut short.
 const TRUNCATED: &[u8] = b"[truncated]";
 
+/// The pseudo-function above a function that is the outermost frame of complete stacks and
+/// is called as well (see `add_roots`).
+const ROOT: &[u8] = b"[root]";
+
 /// User addresses lie below this, kernel addresses at or above (x86-64, arm64 and others).
 const KERNEL_SPACE_START: u64 = 0x8000_0000_0000_0000;
 
@@ -165,15 +169,22 @@ impl Builder {
                 let loc = self.user_loc(space, at, false);
                 self.hit(loc, count);
             }
+            let first = self.arcs.len();
+            let mut roots = Vec::new();
             for a in arcs {
                 // From 0: the outermost frame found of stacks that were cut short.
                 let from = match a.from_pc {
                     0 => self.pseudo_loc(space, Side::User, TRUNCATED, 0),
+                    gmon_format::ROOT_FROM_PC => {
+                        roots.push(a);
+                        continue;
+                    }
                     pc => self.user_loc(space, pc, false),
                 };
                 let to = self.user_loc(space, a.self_pc, true);
                 self.arc(from, to, a.count);
             }
+            self.add_roots(space, first, &roots);
         }
         if let (true, Some(path)) = (self.options.kernel, &files.kernel) {
             self.spaces[space].kernel = self.kernel_symbols(space);
@@ -359,6 +370,29 @@ impl Builder {
         }
         self.put_back(space, &name, summary);
         Ok(())
+    }
+
+    /// Draws the arcs that count a function's entries as the root of complete stacks (from
+    /// [`gmon_format::ROOT_FROM_PC`]) from `<pid>u:[root]`, for the functions that other
+    /// functions call too (among this process's arcs, from `first` on): glibc's `clone3`
+    /// roots every new thread's stacks and is what `pthread_create` calls. gprof's arithmetic
+    /// shares a function's time among its callers by their arcs; without the roots counted,
+    /// the few samples of `pthread_create` in `clone3` took every thread's time to
+    /// `pthread_create`'s callers (pkgprof-cli's truth workload `threads`: `main` 99.9%
+    /// inclusive where it measured 20.3%). A function that only roots stacks (`_start`) keeps
+    /// no caller, and gprof lists it as <spontaneous>.
+    fn add_roots(&mut self, space: usize, first: usize, roots: &[Arc]) {
+        let same = |a: Loc, b: Loc| a.region == b.region && a.symbol == b.symbol;
+        for a in roots {
+            let to = self.user_loc(space, a.self_pc, true);
+            let called = self.arcs[first..]
+                .iter()
+                .any(|&(from, t, _)| same(t, to) && !same(from, to));
+            if called && a.count > 0 {
+                let from = self.pseudo_loc(space, Side::User, ROOT, 0);
+                self.arc(from, to, a.count);
+            }
+        }
     }
 
     /// The pseudo-function above the kernel frames of a boundary of `kind`, if it has one

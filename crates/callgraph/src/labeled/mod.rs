@@ -57,6 +57,13 @@
 //! truncation flag in the stacks file), so that frame is not taken for a root: its inclusive
 //! time is the time of the stacks cut short, and the header says why they were.
 //!
+//! `<pid>u:[root]` stands above a function that is the root of complete stacks and is called
+//! as well (glibc's `clone3`: every new thread's stacks start there, and `pthread_create`
+//! calls it), with the count of those stacks (the user profile's arcs from
+//! [`gmon_format::ROOT_FROM_PC`]), so that gprof's arithmetic does not give every thread's
+//! time to the caller of `pthread_create`. A function that is only a root (`_start`) keeps
+//! no caller.
+//!
 //! # Boundary arcs
 //!
 //! The kernel profile's arcs from a user address into the kernel connect the user function

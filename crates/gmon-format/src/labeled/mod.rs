@@ -35,7 +35,13 @@
 //! 1. **User profile.** GNU tagged gmon, version 1, with the machine's address width and byte
 //!    order (64-bit little-endian on x86_64). Addresses are *runtime* virtual addresses of the
 //!    process, so the executable, its libraries, `ld.so` and the vDSO live in one file without
-//!    clashing; the info file's `[mapping]` sections relate them to files.
+//!    clashing; the info file's `[mapping]` sections relate them to files. The one exception:
+//!    a mapping placed where an earlier mapping of the same image, of another file or
+//!    placement, had been (a library unloaded and another loaded in its place) has its
+//!    addresses displaced, in this file, the kernel profile's boundary arcs, the stacks file
+//!    and the latency file alike, to where its `[mapping]` section says it is, and that
+//!    section's `runtime-start` says where it was (see [`Mapping::runtime_start`](crate::Mapping::runtime_start)); else a
+//!    sample of the first library would be read as the second's.
 //!    - Histogram: one tag-0 record per run of contiguous 4 KiB pages holding samples, with
 //!      `low_pc` and `high_pc` page-aligned (`high_pc` exclusive) and bins of 2 bytes, so every
 //!      record has the same scale (gprof requires it). `prof_rate` is the sampling frequency
@@ -51,6 +57,15 @@
 //!    - A stack that could not be unwound to its outermost frame adds one more arc, from
 //!      `from_pc` 0 to its outermost frame found, so that a report does not take that frame
 //!      for a root (pkgprof shows the caller as `[truncated]`).
+//!    - A stack unwound to its outermost frame adds one more arc, from `from_pc`
+//!      [`ROOT_FROM_PC`] (1) to that frame: how often it was a root. A function can be both a
+//!      root and a callee (glibc's `clone3` starts every new thread's stack and is what
+//!      `pthread_create` calls), and gprof's arithmetic shares a function's time among its
+//!      callers by their arcs: without its entries as a root counted, one sample of
+//!      `pthread_create` in `clone3` gave it every thread's time. pkgprof draws these arcs
+//!      only into functions that have callers too (as `[root]`); plain gprof finds no symbol
+//!      at 1 and drops them, as it drops the arcs from 0. Measurements written before
+//!      November 2026 have none.
 //!    - User stacks are unwound from `.eh_frame` on a copy of the user stack (frames known by
 //!      their stack position, so recursion is no obstacle); where the copy ends, the kernel's
 //!      frame-pointer chain goes on from a frame both walks found at the same place, so the
@@ -124,7 +139,8 @@
 //!    - One `[mapping]` per executable mapping, with `start`, `end`, `offset`, `bias` (runtime
 //!      address − ELF virtual address, from the ELF program headers when the file is readable
 //!      and its build-id matches; absent otherwise), `path`, `build-id`, `mapped-ns` and
-//!      `unmapped-ns`.
+//!      `unmapped-ns`; and `runtime-start` for a displaced one (see (1)), whose `start`,
+//!      `end` and `bias` are displaced as its samples are.
 //!    - `[boundary]`: sample counts per boundary kind, keys `syscall`, `fault`, `interrupt`,
 //!      `other` (see [`BoundaryKind`]), plus `user-only` (samples without
 //!      kernel frames), `kernel-only` (samples without user frames: kernel threads, exits) and
@@ -202,12 +218,17 @@ pub mod latency;
 pub mod manifest;
 pub mod stacks;
 
+/// The `from_pc` of the user profile's arcs that count how often a frame was the outermost
+/// of a complete stack (see the user profile's arcs above). Never a code address: the first
+/// page is never mapped.
+pub const ROOT_FROM_PC: u64 = 1;
+
 pub use async_moves::{ASYNC_MOVES_FILE, AsyncMoves, KindTotals, Move, MovedStack};
 pub use boundary::{BoundaryKind, ENTRY_FRAMES};
 pub use info::{
-    ArcCounts, BoundaryCounts, CounterSource, Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR,
-    KernelInfo, Mapping, MeasurementInfo, ProcessCounters, ProcessInfo, Rename, SampleRate,
-    SamplingInfo, Section,
+    ArcCounts, BoundaryCounts, CounterSource, DISPLACED_MAPPING_SLOT, DISPLACED_MAPPINGS_START,
+    Field, INFO_MAGIC, INFO_MAJOR, INFO_MINOR, KernelInfo, Mapping, MeasurementInfo,
+    ProcessCounters, ProcessInfo, Rename, SampleRate, SamplingInfo, Section,
 };
 pub use manifest::{
     MANIFEST_NAME, MEASUREMENT_MAX_HOLES, Manifest, ManifestEntry, MeasurementWriter, Verification,

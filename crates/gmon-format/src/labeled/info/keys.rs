@@ -478,6 +478,10 @@ pub(super) const MAPPING_KEYS: &[Key<Mapping>] = &[
         "unmapped-ns",
         Slot::Decimal(|m| m.unmapped_ns, |m, v| m.unmapped_ns = Some(v)),
     ),
+    key(
+        "runtime-start",
+        Slot::Hex(|m| m.runtime_start, |m, v| m.runtime_start = Some(v)),
+    ),
 ];
 
 /// The keys of `[boundary]` after one per boundary kind (each [`BoundaryKind::as_str`],

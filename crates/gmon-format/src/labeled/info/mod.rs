@@ -144,6 +144,7 @@
 //! | `build-id` | hex bytes | the file's GNU build-id |
 //! | `mapped-ns` | number | when it was mapped, `CLOCK_MONOTONIC` nanoseconds |
 //! | `unmapped-ns` | number | when it was unmapped or replaced; absent if it lasted to the end |
+//! | `runtime-start` | number | the address the mapping had in the process, when `start` is not it: a mapping placed where an earlier one of the same image, of another file or placement, had been (a library unloaded and another loaded in its place) is written displaced, see [`Mapping::runtime_start`] |
 //!
 //! `[boundary]`, the samples by how their kernel part was entered from user space:
 //!
@@ -203,6 +204,16 @@ pub const INFO_MAJOR: u32 = 1;
 
 /// The minor version this crate writes at least. 1.1 added the `[end]` line.
 pub const INFO_MINOR: u32 = 1;
+
+/// Where the collector puts the mappings it displaces ([`Mapping::runtime_start`]): above
+/// every user address of x86-64 with 4- or 5-level page tables (and of arm64) and below the
+/// kernel's half, `0x8000_0000_0000_0000`, so never an address a process ran at. Each
+/// displaced mapping gets a slot of its own, [`DISPLACED_MAPPING_SLOT`] bytes apart.
+pub const DISPLACED_MAPPINGS_START: u64 = 0x4000_0000_0000_0000;
+
+/// The distance between the slots of displaced mappings (2 TiB): a mapping keeps its address
+/// modulo 1 TiB (so its page offsets and alignment) within its slot.
+pub const DISPLACED_MAPPING_SLOT: u64 = 1 << 41;
 
 /// The contents of a measurement-info file.
 ///
@@ -503,6 +514,17 @@ pub struct Mapping {
     pub mapped_ns: Option<u64>,
     /// `unmapped-ns`: when it was unmapped or replaced; `None` if it lasted to the end.
     pub unmapped_ns: Option<u64>,
+    /// `runtime-start`: the address the mapping had in the process, when `start` is not it.
+    ///
+    /// The profiles keep addresses, not times, so two mappings of one image over the same
+    /// addresses (a library unloaded and another, or the same one elsewhere in its file,
+    /// loaded in its place) would make their addresses ambiguous. The collector writes the
+    /// later one displaced into addresses no process uses, from
+    /// [`DISPLACED_MAPPINGS_START`] on: `start`, `end` and `bias` moved by
+    /// `start - runtime_start`, and so are its samples' addresses in every profile of the
+    /// image, so that each address names one mapping. `None` for a mapping written where it
+    /// was.
+    pub runtime_start: Option<u64>,
     /// Keys this version does not know, kept to be written back.
     pub extra: Vec<Field>,
 }
