@@ -216,9 +216,18 @@ impl Aggregator {
 
     /// Feeds a side-band record.
     pub fn side_band(&mut self, r: &SideRecord) {
+        // Which process had how many mappings, to tell whether an mmap added one (one that
+        // repeats a mapping in place, or past the limit, adds none).
+        let mapped = |replay: &Replayer| match r.kind {
+            SideBand::Mmap { pid, .. } => replay
+                .latest(pid)
+                .map(|pi| (pi, replay.processes()[pi].mappings.len())),
+            _ => None,
+        };
+        let before = mapped(&self.replay);
         self.replay.side_band(r.time, &r.kind);
-        if let SideBand::Mmap { pid, .. } = r.kind
-            && let Some(pi) = self.replay.latest(pid)
+        if let Some((pi, n)) = mapped(&self.replay)
+            && before.is_none_or(|b| b < (pi, n))
         {
             self.displaced.mapped(pi, &self.replay.processes()[pi]);
         }

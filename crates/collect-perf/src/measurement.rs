@@ -423,7 +423,7 @@ pub fn write_measurement_to(
                     .filter(|b| !b.is_empty());
                 im.mapped_ns = (m.from != 0).then_some(m.from);
                 im.unmapped_ns = m.to;
-                if m.filename == "[vdso]"
+                if &*m.filename == "[vdso]"
                     && let Some((id, _)) = &own_vdso
                     && im.build_id.as_ref() == Some(id)
                 {
@@ -443,6 +443,15 @@ pub fn write_measurement_to(
                 gmon_format::process_label(*pid, *instance),
                 p.renames.len() as u64 + p.renames_dropped,
                 crate::replay::MAX_RENAMES
+            ));
+        }
+        if p.mappings_dropped > 0 && set.segments.iter().any(|s| s.last) {
+            summary.warnings.push(format!(
+                "process {} ({comm}) mapped code at {} places: its info file keeps the first \
+                 {}, and samples in the others are [unknown]",
+                gmon_format::process_label(*pid, *instance),
+                p.mappings.len() as u64 + p.mappings_dropped,
+                crate::replay::MAX_MAPPINGS
             ));
         }
         match under_sampled(

@@ -23,6 +23,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{Error as FhError, FrameAddress, Module, Unwinder as _};
@@ -40,7 +41,7 @@ pub(crate) use images::{FhModule, FhUnwinder, Images, section_info};
 /// framehop's rule cache, and scratch space.
 pub(crate) struct Unwinding {
     images: Images,
-    modules: HashMap<(u64, u64, u64, String), MappedModule>,
+    modules: HashMap<(u64, u64, u64, Arc<str>), MappedModule>,
     cache: CacheX86_64,
     max_frames: usize,
     cfi: Vec<Frame>,
@@ -99,7 +100,12 @@ impl Unwinding {
                 };
                 MappedModule {
                     module: elf.eh_frame.as_ref().map(|_| {
-                        Module::new(m.filename.clone(), m.start..m.end, bias, section_info(&elf))
+                        Module::new(
+                            m.filename.to_string(),
+                            m.start..m.end,
+                            bias,
+                            section_info(&elf),
+                        )
                     }),
                     signal_frames: elf
                         .signal_frames
@@ -160,6 +166,12 @@ const MAX_ROOT_FRAMES: usize = 65535;
 
 /// The most unwinders a process keeps, one per set of live mappings it was sampled with.
 const MAX_UNWINDERS: usize = 16;
+
+/// The most modules the unwinders a process keeps hold together: each holds one per live
+/// mapping, and a process with tens of thousands of mappings (up to
+/// [`crate::replay::MAX_MAPPINGS`]) that keep changing would otherwise hold sixteen copies of
+/// them (a program mapping code at 100,000 places cost root pkgmon 218 MiB).
+const MAX_CACHED_MODULES: usize = 1 << 16;
 
 /// How the frames of one sample were obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -515,7 +527,10 @@ impl ProcessUnwinder {
         if !self.unwinders.contains_key(&self.live) {
             // A process whose mappings keep changing (a JIT, dlopen and dlclose) would
             // otherwise gather an unwinder per set it was ever sampled with.
-            if self.unwinders.len() >= MAX_UNWINDERS {
+            let modules: usize = self.unwinders.keys().map(Vec::len).sum();
+            if self.unwinders.len() >= MAX_UNWINDERS
+                || modules + self.live.len() > MAX_CACHED_MODULES
+            {
                 self.unwinders.clear();
             }
             let mut fh = FhUnwinder::new();
@@ -767,7 +782,7 @@ mod tests {
             start: 0x1000,
             end: 0x2000,
             pgoff: 0,
-            filename: path.to_owned(),
+            filename: path.into(),
             build_id: None,
             from: 0,
             to: None,

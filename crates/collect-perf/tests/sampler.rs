@@ -96,7 +96,7 @@ fn cpu_loop_samples_at_the_requested_rate_without_loss() {
         .filter(|s| s.user_mode)
         .filter(|s| {
             p.mapping_at(s.ip, s.time)
-                .is_some_and(|m| m.filename == exe)
+                .is_some_and(|m| &*m.filename == exe)
         })
         .count();
     assert!(
@@ -225,7 +225,7 @@ fn exec_replaces_name_and_maps() {
         if !s.user_mode {
             continue;
         }
-        let m = p.mapping_at(s.ip, s.time).map(|m| m.filename.as_str());
+        let m = p.mapping_at(s.ip, s.time).map(|m| &*m.filename);
         // Samples also land in libc and the vDSO (clock_gettime); the executable's own
         // mapping must be the one of the image running at that time.
         let m = m.unwrap_or_else(|| panic!("unmapped user ip {:#x}", s.ip));
@@ -463,7 +463,7 @@ fn leaf_fix_finds_the_caller_of_the_read_wrapper() {
     let mut name = |a: u64, t: u64| -> Option<String> {
         let m = p.mapping_at(a, t)?;
         let syms = files
-            .entry(m.filename.clone())
+            .entry(m.filename.to_string())
             .or_insert_with(|| ElfSyms::load(&m.filename));
         syms.name(m, a).map(str::to_owned)
     };

@@ -39,7 +39,7 @@ fn same_placement(a: &Mapping, b: &Mapping) -> bool {
 /// Whether a mapping's addresses name code of a file (not anonymous memory, `//anon` or no
 /// name, whose addresses a report names `[unknown]` wherever they lie).
 fn is_file(m: &Mapping) -> bool {
-    (m.filename.starts_with('/') && !m.filename.starts_with("//")) || m.filename == "[vdso]"
+    (m.filename.starts_with('/') && !m.filename.starts_with("//")) || &*m.filename == "[vdso]"
 }
 
 impl Displacements {
@@ -109,7 +109,7 @@ mod tests {
             start,
             end: start + 0x2000,
             pgoff: 0x1000,
-            filename: path.to_owned(),
+            filename: path.into(),
             build_id: None,
             from,
             to,
@@ -128,6 +128,7 @@ mod tests {
             comms: Vec::new(),
             renames: Vec::new(),
             renames_dropped: 0,
+            mappings_dropped: 0,
             execs,
             mappings,
             threads: Vec::new(),

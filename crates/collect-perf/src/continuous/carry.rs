@@ -45,7 +45,7 @@ pub(super) fn carried_side_band(replay: &Replay) -> Vec<SideBand> {
                 build_id: m.build_id.clone(),
                 prot: (libc::PROT_READ | libc::PROT_EXEC) as u32,
                 flags: libc::MAP_PRIVATE as u32,
-                filename: m.filename.clone(),
+                filename: m.filename.to_string(),
             });
         }
     }

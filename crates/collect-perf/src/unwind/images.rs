@@ -86,7 +86,7 @@ struct Slot {
 }
 
 /// A mapped path and the build-id the kernel reported for it.
-type ImageKey = (String, Option<Vec<u8>>);
+type ImageKey = (Arc<str>, Option<Vec<u8>>);
 
 impl Images {
     /// Images that also look in perf's build-id cache `cache` (for recordings made elsewhere or
@@ -104,10 +104,10 @@ impl Images {
         let mapped: std::collections::HashSet<(&str, Option<&[u8]>)> = (replay.processes.iter())
             .filter(|p| p.exit.is_none())
             .flat_map(|p| p.mappings.iter().filter(|m| m.to.is_none()))
-            .map(|m| (m.filename.as_str(), m.build_id.as_deref()))
+            .map(|m| (&*m.filename, m.build_id.as_deref()))
             .collect();
         self.files
-            .retain(|(path, id), _| mapped.contains(&(path.as_str(), id.as_deref())));
+            .retain(|(path, id), _| mapped.contains(&(&**path, id.as_deref())));
         self.held = self.files.values().map(Slot::held).sum();
     }
 
@@ -187,7 +187,7 @@ impl Images {
             (Some(want), Some(have)) => want == have,
             _ => true,
         };
-        let at_path = if m.filename == "[vdso]" {
+        let at_path = if &*m.filename == "[vdso]" {
             crate::snapshot::own_vdso().and_then(|b| ElfInfo::parse(&b[..]))
         } else if m.filename.starts_with('/') {
             crate::elf::read_object(&m.filename)
@@ -199,7 +199,7 @@ impl Images {
         }
         let cached = gmon_format::perf_cache::object_path(
             self.build_id_cache.as_deref()?,
-            std::path::Path::new(&m.filename),
+            std::path::Path::new(&*m.filename),
             m.build_id.as_deref()?,
         )?;
         let info = crate::elf::read_object(cached.to_str()?)?;
@@ -273,7 +273,11 @@ mod tests {
         let first = images.tables(&maps[0]).expect("tables");
         let second = images.tables(&maps[1]).expect("tables");
         assert_eq!(images.held, sizes[1]);
-        assert!(images.files[&(files[0].clone(), None)].tables.is_none());
+        assert!(
+            images.files[&(files[0].as_str().into(), None)]
+                .tables
+                .is_none()
+        );
         assert!(images.get(&maps[0]).expect("headers").eh_frame.is_none());
         // Still held by `first` (a module): taken back, the second's dropped.
         let again = images.tables(&maps[0]).expect("tables");
