@@ -147,7 +147,7 @@ pub use measurement::{
 #[cfg(target_os = "linux")]
 pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
-pub use preflight::{Permissions, preflight};
+pub use preflight::{MAX_KERNEL_CHAIN, Permissions, preflight};
 #[cfg(target_os = "linux")]
 pub use sampler::{Progress, Sampler};
 #[cfg(target_os = "linux")]

@@ -131,7 +131,7 @@ const MAX_STACK_SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
 /// copy, which the kernel shrinks to what is left) a chain of more than 8,169 frames and 8
 /// context markers does not fit, and the kernel loses the sample without counting it
 /// (`--max-stack 9000`: the innermost function, 51.8% of the run, got no sample, none lost).
-pub(crate) const MAX_KERNEL_CHAIN: u16 = 1024;
+pub const MAX_KERNEL_CHAIN: u16 = 1024;
 
 /// `kernel.perf_event_max_stack` raised for one run; [`MaxStackRaise::restore`] puts it back.
 /// Dropping it puts the limit back too, for runs that fail before they end; a pkgmon killed

@@ -811,6 +811,17 @@ mod tests {
             "{note}"
         );
         assert!(!note.contains("unwind information"), "{note}");
+        // Past the kernel's own chain, a cut stack may also be one the thread's earlier
+        // samples could not complete: sampling more often is the other remedy.
+        let deep = truncated_note(51, 100, &copy, 2048, 16000).unwrap();
+        assert!(
+            deep.contains(
+                "11 reached the callchain limit: deeper than --max-stack (now 16000), or than \
+                 the kernel's 1024-frame chain where the thread's earlier samples did not \
+                 reach: allow deeper chains (--max-stack) or sample more often (-F)"
+            ),
+            "{deep}"
+        );
         // At the largest copy only frame pointers help; a rare truncation is counted, not
         // rounded to 0%.
         let mut copy = collect_perf::UnwindStats::default();

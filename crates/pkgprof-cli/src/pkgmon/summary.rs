@@ -109,10 +109,22 @@ pub(super) fn truncated_note(
         });
     }
     if reasons.callchain_limit > 0 {
-        causes.push(format!(
-            "{} reached the callchain limit: allow deeper chains (--max-stack, now {max_stack})",
-            reasons.callchain_limit
-        ));
+        let n = reasons.callchain_limit;
+        causes.push(if max_stack > collect_perf::MAX_KERNEL_CHAIN {
+            // The kernel walks at most its own limit; deeper frames come from the thread's
+            // earlier samples, which may not have reached as deep.
+            format!(
+                "{n} reached the callchain limit: deeper than --max-stack (now {max_stack}), or \
+                 than the kernel's {}-frame chain where the thread's earlier samples did not \
+                 reach: allow deeper chains (--max-stack) or sample more often (-F)",
+                collect_perf::MAX_KERNEL_CHAIN
+            )
+        } else {
+            format!(
+                "{n} reached the callchain limit: allow deeper chains (--max-stack, now \
+                 {max_stack})"
+            )
+        });
     }
     if reasons.unwind_info > 0 {
         causes.push(format!(
