@@ -3,7 +3,8 @@
 
 use crate::repairs::misplaced_qualifiers;
 use crate::text::{
-    THUNK_LABELS, split_params, template_depth, top_level_paren, trailing_template_args,
+    THUNK_LABELS, has_local_scope, name_end, split_params, template_depth, top_level_paren,
+    trailing_template_args,
 };
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
@@ -178,7 +179,7 @@ fn qualify(element: &str, quals: &str) -> Option<String> {
 /// const&)#1}` in `cpp_demangle`, `llvm::ComputeEditDistance<char>(…)::{lambda(char
 /// const&)#1}` in GNU.
 fn nested_local_names(name: &str, text: &str) -> Option<String> {
-    if name.starts_with("_ZZ") || !text.contains(")::") {
+    if name.starts_with("_ZZ") || !has_local_scope(text) {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
@@ -187,9 +188,10 @@ fn nested_local_names(name: &str, text: &str) -> Option<String> {
     if bare == text {
         return None;
     }
-    // The symbol's own name is the start of `bare`, up to its first `<` or `(`.
-    let name_end = bare.find(['<', '('])?;
-    let head = &bare[..name_end];
+    // The symbol's own name is the start of `bare`, up to its first `<` or `(` (an
+    // anonymous namespace's parenthesis is part of the name: taken for its end, the name
+    // would be empty and the symbol's own return type dropped).
+    let head = &bare[..name_end(&bare)?];
     if text.starts_with(head) {
         return Some(bare);
     }
