@@ -11,8 +11,9 @@ use crate::text::{
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
 ///
 /// The first of these that applies gives the text: [`trailing_pack`], [`special_name`],
-/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`] and
-/// [`templated_constructor`] fix what the first demangling got wrong.
+/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`],
+/// [`templated_constructor`] and [`declarator_return_type`] fix what the first demangling
+/// got wrong.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let rest = name.strip_prefix("_Z")?;
     // `trailing_pack` already repairs constructor templates itself.
@@ -27,7 +28,8 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
         })
         .or_else(|| cpp(name))?;
     let text = nested_local_names(name, &text).unwrap_or(text);
-    Some(templated_constructor(name, &text).unwrap_or(text))
+    let text = templated_constructor(name, &text).unwrap_or(text);
+    Some(declarator_return_type(name, &text).unwrap_or(text))
 }
 
 /// Demangles a C++ symbol with `cpp_demangle`, or `None` if it refuses.
@@ -200,6 +202,71 @@ fn nested_local_names(name: &str, text: &str) -> Option<String> {
         return None;
     }
     Some(format!("{} {bare}", &text[..at]))
+}
+
+/// Puts a function whose return type is a pointer or reference to a function or an array
+/// inside that type's declarator, as C++ declares it and GNU prints it.
+///
+/// `cpp_demangle` prints such a return type whole, then the function: `void (*&)(int)
+/// f<…>(…)`; GNU writes the function where the declarator's name goes, before the first
+/// `)` of the return type, with the function's own qualifiers (`const`) inside and clone
+/// suffixes outside: `void (*&f<…>(…))(int)`.  The return type is what precedes the
+/// function's qualified name (the start of its demangling without return types) at
+/// template and parenthesis depth zero.  Returns `None` for every other name.
+///
+/// Example: `_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE` is `char (&) [256]
+/// std::forward<char (&) [256]>(…)` in `cpp_demangle` and `char (&std::forward<char (&)
+/// [256]>(…)) [256]` in GNU.
+fn declarator_return_type(name: &str, text: &str) -> Option<String> {
+    if name.starts_with("_ZZ") || !(text.contains(") ") || text.contains("] ")) {
+        return None;
+    }
+    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
+    let options = cpp_demangle::DemangleOptions::new().no_return_type();
+    let bare = sym.demangle_with_options(&options).ok()?;
+    let head = &bare[..name_end(&bare)?];
+    let (at, _) = text.match_indices(&format!(" {head}")).find(|&(at, _)| {
+        let ret = &text[..at];
+        template_depth(ret) == 0 && paren_depth(ret) == 0
+    })?;
+    let (ret, function) = (&text[..at], &text[at + 1..]);
+    if !ret.ends_with([')', ']']) {
+        return None;
+    }
+    // The declarator's name goes before the return type's first `)` outside template
+    // arguments: `void (*(*&)(int))(int)` returns a reference to a pointer to a function
+    // returning a function pointer, and the name goes after `*&`.
+    let slot = ret
+        .char_indices()
+        .find(|&(i, c)| c == ')' && template_depth(&ret[..i]) == 0)?
+        .0;
+    // Only a declarator's group (`(*&)`, `(A::*)`, `(* const)`) takes the name; a
+    // `decltype (…)` return type ends with parentheses too.
+    let declarator = &ret[ret[..slot].rfind('(')? + 1..slot];
+    let core = declarator
+        .trim_end_matches(" const")
+        .trim_end_matches(" volatile")
+        .trim_end_matches(" restrict");
+    if !core.ends_with(['*', '&']) {
+        return None;
+    }
+    let clones = function.find(" [clone ").unwrap_or(function.len());
+    Some(format!(
+        "{}{}{}{}",
+        &ret[..slot],
+        &function[..clones],
+        &ret[slot..],
+        &function[clones..]
+    ))
+}
+
+/// Counts the parentheses left open at the end of `text`.
+fn paren_depth(text: &str) -> i32 {
+    text.chars().fold(0, |depth, c| match c {
+        '(' => depth + 1,
+        ')' => depth - 1,
+        _ => depth,
+    })
 }
 
 /// Repairs the demangling of a constructor or destructor template.
@@ -413,6 +480,15 @@ mod tests {
         assert!(mended.starts_with(
             "unsigned int llvm::ComputeMappedEditDistance<char, llvm::ComputeEditDistance<char>("
         ));
+        let name = "_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE";
+        let plain = cpp(name).unwrap();
+        assert!(plain.starts_with("char (&) [256] std::forward<char (&) [256]>("));
+        assert_eq!(
+            declarator_return_type(name, &plain).as_deref(),
+            Some(
+                "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
+            )
+        );
         let name = "_ZNSsC1IPcEET_S1_RKSaIcE";
         let plain = cpp(name).unwrap();
         assert_eq!(
