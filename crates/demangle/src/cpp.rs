@@ -230,7 +230,15 @@ fn declarator_return_type(name: &str, text: &str) -> Option<String> {
         template_depth(ret) == 0 && paren_depth(ret) == 0
     })?;
     let (ret, function) = (&text[..at], &text[at + 1..]);
-    if !ret.ends_with([')', ']']) {
+    // A member function type ends in its own qualifiers: `bool (Node::* const&)() const`.
+    let mut unqualified = ret;
+    while let Some(rest) = [" const", " volatile", " &&", " &"]
+        .iter()
+        .find_map(|q| unqualified.strip_suffix(q))
+    {
+        unqualified = rest;
+    }
+    if !unqualified.ends_with([')', ']']) {
         return None;
     }
     // The declarator's name goes before the return type's first `)` outside template

@@ -73,7 +73,7 @@ pub(super) fn expanded_expression_packs(text: &str, _mangled: &str) -> Option<St
     while let Some(close) = out[from..].find(")...").map(|i| i + from) {
         from = close + 1;
         let after = &out[close + 4..];
-        if !after.starts_with(['>', ',']) {
+        if !after.starts_with(['>', ',', ')']) {
             continue;
         }
         let mut depth = 0;
@@ -89,7 +89,10 @@ pub(super) fn expanded_expression_packs(text: &str, _mangled: &str) -> Option<St
             continue;
         };
         let before = &out[..open];
-        if !(before.ends_with('<') || before.ends_with(", ")) {
+        // A template argument, or an argument of a call in an expression (`f(g(x)...)`,
+        // an expansion GNU prints as its elements there too).
+        let call_argument = before.ends_with('(') && !after.starts_with(['>', ',']);
+        if !(before.ends_with('<') || before.ends_with(", ") || call_argument) {
             continue;
         }
         let inner = out[open + 1..close].to_owned();
