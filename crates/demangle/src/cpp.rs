@@ -197,10 +197,11 @@ fn nested_local_names(name: &str, text: &str) -> Option<String> {
     if text.starts_with(head) {
         return Some(bare);
     }
-    let at = text.find(&format!(" {head}"))?;
-    if template_depth(&text[..at]) != 0 || text[..at].contains('(') {
-        return None;
-    }
+    // The return type ends where the name starts outside every bracket: a return type can
+    // hold parentheses itself (a local entity's enclosing function in its arguments).
+    let (at, _) = text
+        .match_indices(&format!(" {head}"))
+        .find(|&(at, _)| template_depth(&text[..at]) == 0 && paren_depth(&text[..at]) == 0)?;
     Some(format!("{} {bare}", &text[..at]))
 }
 

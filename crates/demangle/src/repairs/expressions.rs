@@ -165,7 +165,8 @@ const BINARY_OPERATORS: [&str; 10] = ["&&", "||", "==", "!=", "+", "-", "/", "%"
 /// a binary operator.
 ///
 /// GNU prints `A<T>::value&&B<T>::value` (checked with `c++filt -i`) where `cpp_demangle`
-/// prints `(A<T>::value)&&(B<T>::value)` or `… && (B<T>::value)`; other operands (template
+/// prints `(A<T>::value)&&(B<T>::value)` or `… && (B<T>::value)`, also first in a group
+/// (`!(A<T>::value||B<T>::value)`, yaml-cpp's `enable_if`); other operands (template
 /// parameters, unary expressions) keep their parentheses in both.  Only names with a `::`
 /// are unwrapped, as a bare `(int)` may be a substituted template parameter.  Returns `None`
 /// if nothing changes.
@@ -199,7 +200,10 @@ pub(super) fn bare_name_operands(text: &str, _mangled: &str) -> Option<String> {
         let lhs = BINARY_OPERATORS
             .iter()
             .any(|op| after.strip_prefix(op).is_some_and(|a| a.starts_with('(')))
-            && (before.ends_with('[') || before.ends_with('<') || before.ends_with(", "));
+            && (before.ends_with('[')
+                || before.ends_with('<')
+                || before.ends_with(", ")
+                || before.ends_with('('));
         if !rhs && !lhs {
             continue;
         }
