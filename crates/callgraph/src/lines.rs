@@ -81,7 +81,7 @@ impl SourceLines {
         let mut sequences = read_line_tables(&dwarf, &mut files).map_err(dwarf_error)?;
         sequences.sort_by_key(|s| s.start);
         let unlinked = UnlinkedFunctions::read(&dwarf).map_err(dwarf_error)?;
-        let lost = LostBlockEnds::read(&dwarf).map_err(dwarf_error)?;
+        let lost = LostBlockEnds::read(&dwarf);
         let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
         Ok(Some(SourceLines {
             context,
@@ -468,19 +468,24 @@ impl LostBlockEnds {
     /// How many ranges a leaf of BFD's trie holds before it is split.
     const LEAF_RANGES: u32 = 16;
 
-    fn read(dwarf: &gimli::Dwarf<Reader>) -> gimli::Result<Self> {
+    /// Reads every unit's ranges; a unit whose ranges cannot be read adds what was read of
+    /// them (damaged debugging information loses lookups, it does not stop the report).
+    fn read(dwarf: &gimli::Dwarf<Reader>) -> Self {
         let mut units = Vec::new();
         let mut headers = dwarf.units();
-        while let Some(header) = headers.next()? {
-            let unit = dwarf.unit(header)?;
+        while let Ok(Some(header)) = headers.next() {
+            let Ok(unit) = dwarf.unit(header) else {
+                continue;
+            };
             let mut ranges = Vec::new();
-            let mut iter = dwarf.unit_ranges(&unit)?;
-            while let Some(r) = iter.next()? {
-                ranges.push((r.begin, r.end));
+            if let Ok(mut iter) = dwarf.unit_ranges(&unit) {
+                while let Ok(Some(r)) = iter.next() {
+                    ranges.push((r.begin, r.end));
+                }
             }
             units.push(ranges);
         }
-        Ok(Self::from_units(units))
+        Self::from_units(units)
     }
 
     /// The lost addresses of units with these address ranges (each unit's in its order).
