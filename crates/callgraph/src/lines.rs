@@ -102,8 +102,9 @@ impl SourceLines {
     /// this.
     ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
-    /// as gprof then records nothing; also where BFD finds no unit for the address although
-    /// one covers it (see [`LostBlockEnds`]).
+    /// as gprof then records nothing; also where BFD 2.40 finds no unit for the address
+    /// although one covers it: the last byte of a 256-byte block that more than 16 unit
+    /// ranges reach into.
     pub fn nearest(&self, address: u64) -> Option<NearestLine> {
         if self.lost.contains(address) {
             // BFD then names the ELF symbol below the address, with no line: gprof records
