@@ -149,7 +149,8 @@ pub struct AnnotateOptions {
     /// List files whose functions were never called (`-z`). Default is false.
     pub display_unused: bool,
     /// Annotate every line that has a symbol (`-x`): a line without a count of its own repeats
-    /// the count last shown above it. Default is false.
+    /// the count last shown above it, or at the top of a file the last one shown in the file
+    /// listed before. Default is false.
     pub all_lines: bool,
     /// Something was printed before, so the first file opens with a form feed. Default is
     /// false.
@@ -204,6 +205,9 @@ pub fn write_annotated_source<W: Write>(
 ) -> io::Result<()> {
     let symbols = table.symbols();
     let mut first_file = true;
+    // The count `-x` repeats on a line without one of its own: the last count shown, in this
+    // file or, at its start, in the file listed before (gprof keeps it across files).
+    let mut last = 0u64;
     for file in files {
         // A map, not a vector: damaged debugging information can claim any line number.
         let mut counts: std::collections::BTreeMap<u64, LineCount> = Default::default();
@@ -252,7 +256,6 @@ pub fn write_annotated_source<W: Write>(
         }
         let mut body = text.as_slice();
         let mut number = 1u64;
-        let mut last = 0u64;
         // Only lines the file has count as executable or executed: a header's functions
         // credited to the `.c` file that includes it can claim lines far past its end.
         let (mut executable, mut executed) = (0u64, 0u64);

@@ -176,6 +176,8 @@ pub use ordering::{ORDERING_HUB_THRESHOLD, function_ordering};
 pub use report::flat::{FlatPrintOptions, write_flat};
 pub use static_calls::static_arcs;
 pub use symbols::{ImageFacts, RawSymbol, Symbol, SymbolOptions, SymbolTable};
-pub use symspec::{ArcSpec, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle};
+pub use symspec::{
+    ArcSpec, FileTarget, Selection, SourcePosition, Symspec, SymspecTable, Symspecs, Toggle,
+};
 pub use text::TextSection;
 pub use windows::sum_seamless_models;

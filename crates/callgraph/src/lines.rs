@@ -40,6 +40,8 @@ pub struct SourceLines {
     elf_functions: ElfFunctions,
     /// DWARF functions of C++ (and other mangling languages') units that have no linkage name.
     unlinked: UnlinkedFunctions,
+    /// Addresses BFD's table of units misses, where every lookup fails.
+    lost: LostBlockEnds,
 }
 
 impl std::fmt::Debug for SourceLines {
@@ -79,6 +81,7 @@ impl SourceLines {
         let mut sequences = read_line_tables(&dwarf, &mut files).map_err(dwarf_error)?;
         sequences.sort_by_key(|s| s.start);
         let unlinked = UnlinkedFunctions::read(&dwarf).map_err(dwarf_error)?;
+        let lost = LostBlockEnds::read(&dwarf);
         let context = addr2line::Context::from_dwarf(dwarf).map_err(dwarf_error)?;
         Ok(Some(SourceLines {
             context,
@@ -86,6 +89,7 @@ impl SourceLines {
             files: std::cell::RefCell::new(files),
             elf_functions: ElfFunctions::new(&file),
             unlinked,
+            lost,
         }))
     }
 
@@ -98,8 +102,16 @@ impl SourceLines {
     /// this.
     ///
     /// Returns `None` when the address has no line, no file or no function, or its line is 0,
-    /// as gprof then records nothing.
+    /// as gprof then records nothing; also where BFD 2.40 finds no unit for the address
+    /// although one covers it: the last byte of a 256-byte block that more than 16 unit
+    /// ranges reach into.
     pub fn nearest(&self, address: u64) -> Option<NearestLine> {
+        if self.lost.contains(address) {
+            // BFD then names the ELF symbol below the address, with no line: gprof records
+            // nothing, but the symbol lookup is remembered as any other.
+            self.elf_functions.nearest(address);
+            return None;
+        }
         // BFD looks the function up (settling its name) even where there is no line.
         let unlinked = self.unlinked.name_at(address, &self.elf_functions);
         let (file, line) = self.line_of(address)?;
@@ -118,7 +130,8 @@ impl SourceLines {
     /// line-mode pass does, visiting `.text` in address order, so that later lookups give
     /// the names of its second pass, the one that makes the line symbols.
     pub(crate) fn settle_names(&self, low: u64, high: u64) {
-        self.unlinked.settle(low, high, &self.elf_functions);
+        self.unlinked
+            .settle(low, high, &self.elf_functions, &self.lost);
     }
 
     /// The innermost DWARF function at `address`, else the ELF symbol BFD names instead.
@@ -403,8 +416,9 @@ impl UnlinkedFunctions {
     }
 
     /// Looks up every function without a linkage name once, at the first address of
-    /// [`low`, `high`) where it fits best, in address order.
-    fn settle(&self, low: u64, high: u64, elf: &ElfFunctions) {
+    /// [`low`, `high`) where it fits best, in address order (skipping an address BFD loses,
+    /// where the lookup finds no function).
+    fn settle(&self, low: u64, high: u64, elf: &ElfFunctions, lost: &LostBlockEnds) {
         if self.functions.iter().all(|f| f.linkage) {
             return;
         }
@@ -417,8 +431,115 @@ impl UnlinkedFunctions {
             if end <= low || self.functions[f].linkage || self.settled.borrow()[f].is_some() {
                 continue;
             }
-            self.lookup(f, start.max(low), elf);
+            let mut first = start.max(low);
+            if lost.contains(first) {
+                first += 1;
+                if first >= end.min(high) {
+                    continue;
+                }
+            }
+            self.lookup(f, first, elf);
         }
+    }
+}
+
+/// The addresses where BFD 2.40 finds no unit although one covers them: the last byte of each
+/// 256-byte block that more than 16 unit ranges reach into.
+///
+/// BFD files the units' address ranges (each unit's `DW_AT_ranges` or `low_pc`/`high_pc`,
+/// a range that starts where an earlier one of the unit ends, or ends where one starts, being
+/// merged into it) in a trie keyed by address bytes, whose leaves hold 16 ranges. A leaf for a
+/// 256-byte block that gets more is split into one child per byte, and the ranges are handed to
+/// the children clamped to the block with its last byte taken for an exclusive end: that byte's
+/// child gets none, so a lookup there finds no unit, no line and no function (gprof's
+/// `no info for 0x…93ff`). Blocks that crowded are found where many units share code: C++
+/// inline functions at `-O0`, whose discarded copies the linker points at the kept one, so
+/// every unit that used `std::move` lists its range. Larger levels of the trie lose nothing.
+/// Measured against `addr2line` (the same BFD) on every such block of leveldb, meshoptimizer,
+/// QuickJS: a block's last byte is lost exactly when more than 16 merged ranges reach into the
+/// block, and only once every unit has been read — which gprof's first lookup, of a crt
+/// function without debugging information, always makes happen.
+#[derive(Debug, Default)]
+struct LostBlockEnds {
+    /// Runs of crowded blocks (first block, last block; a block is an address `>> 8`), sorted.
+    blocks: Vec<(u64, u64)>,
+}
+
+impl LostBlockEnds {
+    /// How many ranges a leaf of BFD's trie holds before it is split.
+    const LEAF_RANGES: u32 = 16;
+
+    /// Reads every unit's ranges; a unit whose ranges cannot be read adds what was read of
+    /// them (damaged debugging information loses lookups, it does not stop the report).
+    fn read(dwarf: &gimli::Dwarf<Reader>) -> Self {
+        let mut units = Vec::new();
+        let mut headers = dwarf.units();
+        while let Ok(Some(header)) = headers.next() {
+            let Ok(unit) = dwarf.unit(header) else {
+                continue;
+            };
+            let mut ranges = Vec::new();
+            if let Ok(mut iter) = dwarf.unit_ranges(&unit) {
+                while let Ok(Some(r)) = iter.next() {
+                    ranges.push((r.begin, r.end));
+                }
+            }
+            units.push(ranges);
+        }
+        Self::from_units(units)
+    }
+
+    /// The lost addresses of units with these address ranges (each unit's in its order).
+    fn from_units(units: Vec<Vec<(u64, u64)>>) -> Self {
+        // (block, +1 or -1): each merged range adds one to the blocks it reaches into.
+        let mut events: Vec<(u64, i64)> = Vec::new();
+        for ranges in units {
+            let mut merged: Vec<(u64, u64)> = Vec::new();
+            for (begin, end) in ranges {
+                if begin >= end {
+                    continue;
+                }
+                match merged.iter_mut().find(|m| begin == m.1 || end == m.0) {
+                    Some(m) if begin == m.1 => m.1 = end,
+                    Some(m) => m.0 = begin,
+                    None => merged.push((begin, end)),
+                }
+            }
+            for (begin, end) in merged {
+                events.push((begin >> 8, 1));
+                events.push((((end - 1) >> 8) + 1, -1));
+            }
+        }
+        events.sort_unstable();
+        let mut blocks: Vec<(u64, u64)> = Vec::new();
+        let mut count = 0i64;
+        let mut i = 0;
+        while i < events.len() {
+            let block = events[i].0;
+            while i < events.len() && events[i].0 == block {
+                count += events[i].1;
+                i += 1;
+            }
+            if count > i64::from(Self::LEAF_RANGES) {
+                // Crowded from `block` up to the next event's block.
+                let last = events.get(i).map_or(u64::MAX >> 8, |e| e.0 - 1);
+                match blocks.last_mut() {
+                    Some(run) if run.1.checked_add(1) == Some(block) => run.1 = last,
+                    _ => blocks.push((block, last)),
+                }
+            }
+        }
+        LostBlockEnds { blocks }
+    }
+
+    /// Whether a lookup of `address` finds no unit.
+    fn contains(&self, address: u64) -> bool {
+        if address & 0xff != 0xff {
+            return false;
+        }
+        let block = address >> 8;
+        let i = self.blocks.partition_point(|&(first, _)| first <= block);
+        i > 0 && block <= self.blocks[i - 1].1
     }
 }
 
@@ -729,6 +850,32 @@ mod tests {
             size,
             name: name.as_bytes().to_vec(),
         }
+    }
+
+    #[test]
+    fn a_block_reached_by_more_than_16_unit_ranges_loses_its_last_byte() {
+        // Sixteen units share [0x1280, 0x1310); a seventeenth adds one range in block 0x12.
+        let shared = vec![(0x1280, 0x1310)];
+        let mut units = vec![shared.clone(); 16];
+        let sixteen = LostBlockEnds::from_units(units.clone());
+        assert!(!sixteen.contains(0x12ff));
+        units.push(vec![(0x1200, 0x1210)]);
+        let seventeen = LostBlockEnds::from_units(units.clone());
+        assert!(seventeen.contains(0x12ff));
+        // Only the block's last byte, and only in the crowded block.
+        assert!(!seventeen.contains(0x12fe));
+        assert!(!seventeen.contains(0x1300));
+        assert!(!seventeen.contains(0x13ff));
+        assert!(!seventeen.contains(0x11ff));
+        // Ranges of one unit that touch count once: two halves of the seventeenth's range.
+        units.pop();
+        units.push(vec![(0x1200, 0x1208), (0x1208, 0x1210)]);
+        assert!(LostBlockEnds::from_units(units.clone()).contains(0x12ff));
+        units.pop();
+        units.push(vec![(0x1200, 0x1208), (0x1209, 0x1210)]);
+        units.push(vec![]);
+        // Two ranges that do not touch count twice: eighteen in block 0x12.
+        assert_eq!(LostBlockEnds::from_units(units).blocks, vec![(0x12, 0x12)]);
     }
 
     #[test]

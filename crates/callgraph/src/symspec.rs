@@ -6,6 +6,8 @@
 //! symbols is one range), and later questions are "does this symbol's address fall in a range
 //! of table X". A spec that matches nothing adds nothing, so `-pnosuch` behaves like `-p`.
 
+use std::rc::Rc;
+
 use crate::histogram::MCOUNT_NAMES;
 use crate::lines::SourceInfo;
 use crate::symbols::{Symbol, SymbolTable};
@@ -23,6 +25,28 @@ pub struct Symspec {
     pub function: Option<Vec<u8>>,
     /// Source line of the symbol's start, read as C's `atoi` reads it.
     pub line: Option<u64>,
+    /// The source file `file` names once resolved ([`Symspec::resolve_file`]). Default is
+    /// [`FileTarget::BaseName`]: not resolved.
+    pub target: FileTarget,
+}
+
+/// The source file a file spec stands for.
+///
+/// gprof looks a spec's file name up once, in its list of source files (the most recently
+/// met first, the order of `-A`'s listing, see [`crate::source_file_order`]), and takes the
+/// first whose base name it is: where two sources share a base name (tree-sitter's runtime
+/// `src/parser.c` and its C grammar's `grammar/parser.c`), `-pparser.c` selects the functions
+/// of one of them only.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileTarget {
+    /// Not resolved: the name is compared with the base name of every symbol's file.
+    #[default]
+    BaseName,
+    /// The file gprof takes, by full path.
+    Path(Rc<[u8]>),
+    /// No source file has that base name: the spec matches nothing.
+    Nothing,
 }
 
 /// Where a symbol comes from in the source, as far as the image says.
@@ -59,6 +83,17 @@ impl Symspec {
         spec
     }
 
+    /// Resolves the spec's file name against gprof's source files, `files` in its order (see
+    /// [`FileTarget`]); a spec without a file is left as it is.
+    pub fn resolve_file(&mut self, files: &[Rc<[u8]>]) {
+        if let Some(file) = &self.file {
+            self.target = match files.iter().find(|f| base_name(f) == file.as_slice()) {
+                Some(path) => FileTarget::Path(path.clone()),
+                None => FileTarget::Nothing,
+            };
+        }
+    }
+
     /// Whether the spec names `symbol`, found at `source`.
     ///
     /// This is the one place file and line specs are matched: with line tables, `source`
@@ -68,8 +103,12 @@ impl Symspec {
             let Some(path) = source.file else {
                 return false;
             };
-            let base = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
-            if base != file.as_slice() {
+            let same = match &self.target {
+                FileTarget::BaseName => base_name(path) == file.as_slice(),
+                FileTarget::Path(p) => **p == *path,
+                FileTarget::Nothing => false,
+            };
+            if !same {
                 return false;
             }
         }
@@ -80,6 +119,11 @@ impl Symspec {
         }
         self.line.is_none_or(|line| line == source.line)
     }
+}
+
+/// The part of `path` after its last `/`.
+fn base_name(path: &[u8]) -> &[u8] {
+    path.rsplit(|&b| b == b'/').next().unwrap_or(path)
 }
 
 /// C's `atoi` over leading digits, saturating instead of overflowing.
@@ -179,6 +223,27 @@ impl Symspecs {
             }
         };
         list.push(Symspec::parse(text));
+    }
+
+    /// Resolves the file names of every spec against gprof's source files, `files` in its
+    /// order (see [`FileTarget`]).
+    pub fn resolve_files(&mut self, files: &[Rc<[u8]>]) {
+        for list in [
+            &mut self.include_flat,
+            &mut self.exclude_flat,
+            &mut self.include_graph,
+            &mut self.exclude_graph,
+            &mut self.include_time,
+            &mut self.exclude_time,
+        ] {
+            for spec in list.iter_mut() {
+                spec.resolve_file(files);
+            }
+        }
+        for arc in self.include_arcs.iter_mut().chain(&mut self.exclude_arcs) {
+            arc.from.resolve_file(files);
+            arc.to.resolve_file(files);
+        }
     }
 }
 
@@ -403,6 +468,7 @@ mod tests {
             file: file.map(|f| f.as_bytes().to_vec()),
             function: function.map(|f| f.as_bytes().to_vec()),
             line,
+            ..Symspec::default()
         }
     }
 
@@ -451,6 +517,43 @@ mod tests {
         assert_eq!(on(&s.print), [true, true, false, true]);
         // `0` covers a..c, but the default `mcount` range starts later and hides it from `c`.
         assert_eq!(on(&s.time), [false, false, false, true]);
+    }
+
+    #[test]
+    fn a_file_name_resolves_to_the_first_source_file_with_that_base_name() {
+        let t = table(&["one", "two", "three"]);
+        let file = |path: &str| {
+            Some(SourceInfo {
+                file: Rc::from(path.as_bytes()),
+                line: 1,
+            })
+        };
+        let sources = [
+            file("/s/one/twin.c"),
+            file("/s/two/twin.c"),
+            file("/s/main.c"),
+        ];
+        let flat = |spec: &[u8], files: &[Rc<[u8]>]| {
+            let mut specs = Symspecs::default();
+            specs.add(SymspecTable::IncludeFlat, spec);
+            specs.resolve_files(files);
+            Selection::with_sources(&t, &specs, &sources).flat
+        };
+        // gprof's order: the most recently met file first.
+        let files: Vec<Rc<[u8]>> = ["/s/main.c", "/s/two/twin.c", "/s/one/twin.c"]
+            .iter()
+            .map(|f| Rc::from(f.as_bytes()))
+            .collect();
+        assert_eq!(flat(b"twin.c", &files), [false, true, false]);
+        // `one` is in the other twin.c: the spec matches nothing, and adds nothing.
+        assert_eq!(flat(b"twin.c:one", &files), [true, true, true]);
+        assert_eq!(flat(b"twin.c:two", &files), [false, true, false]);
+        // A name no file has matches nothing; unresolved, the base name matches both.
+        assert_eq!(flat(b"twin.c", &[]), [true, true, true]);
+        let mut specs = Symspecs::default();
+        specs.add(SymspecTable::IncludeFlat, b"twin.c");
+        let unresolved = Selection::with_sources(&t, &specs, &sources).flat;
+        assert_eq!(unresolved, [true, true, false]);
     }
 
     #[test]

@@ -3,15 +3,17 @@
 
 use crate::repairs::misplaced_qualifiers;
 use crate::text::{
-    THUNK_LABELS, split_params, template_depth, top_level_paren, trailing_template_args,
+    THUNK_LABELS, has_local_scope, name_end, split_params, template_depth, top_level_paren,
+    trailing_template_args,
 };
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
 ///
 /// The first of these that applies gives the text: [`trailing_pack`], [`special_name`],
-/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`] and
-/// [`templated_constructor`] fix what the first demangling got wrong.
+/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`],
+/// [`templated_constructor`] and [`declarator_return_type`] fix what the first demangling
+/// got wrong.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let rest = name.strip_prefix("_Z")?;
     // `trailing_pack` already repairs constructor templates itself.
@@ -26,7 +28,8 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
         })
         .or_else(|| cpp(name))?;
     let text = nested_local_names(name, &text).unwrap_or(text);
-    Some(templated_constructor(name, &text).unwrap_or(text))
+    let text = templated_constructor(name, &text).unwrap_or(text);
+    Some(declarator_return_type(name, &text).unwrap_or(text))
 }
 
 /// Demangles a C++ symbol with `cpp_demangle`, or `None` if it refuses.
@@ -178,7 +181,7 @@ fn qualify(element: &str, quals: &str) -> Option<String> {
 /// const&)#1}` in `cpp_demangle`, `llvm::ComputeEditDistance<char>(…)::{lambda(char
 /// const&)#1}` in GNU.
 fn nested_local_names(name: &str, text: &str) -> Option<String> {
-    if name.starts_with("_ZZ") || !text.contains(")::") {
+    if name.starts_with("_ZZ") || !has_local_scope(text) {
         return None;
     }
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
@@ -187,17 +190,92 @@ fn nested_local_names(name: &str, text: &str) -> Option<String> {
     if bare == text {
         return None;
     }
-    // The symbol's own name is the start of `bare`, up to its first `<` or `(`.
-    let name_end = bare.find(['<', '('])?;
-    let head = &bare[..name_end];
+    // The symbol's own name is the start of `bare`, up to its first `<` or `(` (an
+    // anonymous namespace's parenthesis is part of the name: taken for its end, the name
+    // would be empty and the symbol's own return type dropped).
+    let head = &bare[..name_end(&bare)?];
     if text.starts_with(head) {
         return Some(bare);
     }
-    let at = text.find(&format!(" {head}"))?;
-    if template_depth(&text[..at]) != 0 || text[..at].contains('(') {
+    // The return type ends where the name starts outside every bracket: a return type can
+    // hold parentheses itself (a local entity's enclosing function in its arguments).
+    let (at, _) = text
+        .match_indices(&format!(" {head}"))
+        .find(|&(at, _)| template_depth(&text[..at]) == 0 && paren_depth(&text[..at]) == 0)?;
+    Some(format!("{} {bare}", &text[..at]))
+}
+
+/// Puts a function whose return type is a pointer or reference to a function or an array
+/// inside that type's declarator, as C++ declares it and GNU prints it.
+///
+/// `cpp_demangle` prints such a return type whole, then the function: `void (*&)(int)
+/// f<…>(…)`; GNU writes the function where the declarator's name goes, before the first
+/// `)` of the return type, with the function's own qualifiers (`const`) inside and clone
+/// suffixes outside: `void (*&f<…>(…))(int)`.  The return type is what precedes the
+/// function's qualified name (the start of its demangling without return types) at
+/// template and parenthesis depth zero.  Returns `None` for every other name.
+///
+/// Example: `_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE` is `char (&) [256]
+/// std::forward<char (&) [256]>(…)` in `cpp_demangle` and `char (&std::forward<char (&)
+/// [256]>(…)) [256]` in GNU.
+fn declarator_return_type(name: &str, text: &str) -> Option<String> {
+    if name.starts_with("_ZZ") || !(text.contains(") ") || text.contains("] ")) {
         return None;
     }
-    Some(format!("{} {bare}", &text[..at]))
+    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
+    let options = cpp_demangle::DemangleOptions::new().no_return_type();
+    let bare = sym.demangle_with_options(&options).ok()?;
+    let head = &bare[..name_end(&bare)?];
+    let (at, _) = text.match_indices(&format!(" {head}")).find(|&(at, _)| {
+        let ret = &text[..at];
+        template_depth(ret) == 0 && paren_depth(ret) == 0
+    })?;
+    let (ret, function) = (&text[..at], &text[at + 1..]);
+    // A member function type ends in its own qualifiers: `bool (Node::* const&)() const`.
+    let mut unqualified = ret;
+    while let Some(rest) = [" const", " volatile", " &&", " &"]
+        .iter()
+        .find_map(|q| unqualified.strip_suffix(q))
+    {
+        unqualified = rest;
+    }
+    if !unqualified.ends_with([')', ']']) {
+        return None;
+    }
+    // The declarator's name goes before the return type's first `)` outside template
+    // arguments: `void (*(*&)(int))(int)` returns a reference to a pointer to a function
+    // returning a function pointer, and the name goes after `*&`.
+    let slot = ret
+        .char_indices()
+        .find(|&(i, c)| c == ')' && template_depth(&ret[..i]) == 0)?
+        .0;
+    // Only a declarator's group (`(*&)`, `(A::*)`, `(* const)`) takes the name; a
+    // `decltype (…)` return type ends with parentheses too.
+    let declarator = &ret[ret[..slot].rfind('(')? + 1..slot];
+    let core = declarator
+        .trim_end_matches(" const")
+        .trim_end_matches(" volatile")
+        .trim_end_matches(" restrict");
+    if !core.ends_with(['*', '&']) {
+        return None;
+    }
+    let clones = function.find(" [clone ").unwrap_or(function.len());
+    Some(format!(
+        "{}{}{}{}",
+        &ret[..slot],
+        &function[..clones],
+        &ret[slot..],
+        &function[clones..]
+    ))
+}
+
+/// Counts the parentheses left open at the end of `text`.
+fn paren_depth(text: &str) -> i32 {
+    text.chars().fold(0, |depth, c| match c {
+        '(' => depth + 1,
+        ')' => depth - 1,
+        _ => depth,
+    })
 }
 
 /// Repairs the demangling of a constructor or destructor template.
@@ -411,6 +489,15 @@ mod tests {
         assert!(mended.starts_with(
             "unsigned int llvm::ComputeMappedEditDistance<char, llvm::ComputeEditDistance<char>("
         ));
+        let name = "_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE";
+        let plain = cpp(name).unwrap();
+        assert!(plain.starts_with("char (&) [256] std::forward<char (&) [256]>("));
+        assert_eq!(
+            declarator_return_type(name, &plain).as_deref(),
+            Some(
+                "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
+            )
+        );
         let name = "_ZNSsC1IPcEET_S1_RKSaIcE";
         let plain = cpp(name).unwrap();
         assert_eq!(

@@ -177,6 +177,17 @@ impl Parser<'_> {
         Some(text)
     }
 
+    /// A two-letter `<operator-name>` (`eq` for `operator==`); the conversion (`cv`) and
+    /// literal (`li`) operators, which carry more, are not parsed.
+    fn operator_name(&mut self) -> Option<String> {
+        let op = self.s.get(self.pos..self.pos + 2)?;
+        if op == b"cv" || op == b"li" || !op.iter().all(u8::is_ascii_lowercase) {
+            return None;
+        }
+        self.pos += 2;
+        std::str::from_utf8(op).ok().map(str::to_owned)
+    }
+
     /// A source name without ABI tags (the tag itself).
     fn source_name_plain(&mut self) -> Option<String> {
         let start = self.pos;
@@ -249,7 +260,14 @@ impl Parser<'_> {
             }
             b'S' if self.peek_at(1) == Some(b't') => {
                 self.pos += 2;
-                let n = format!("St{}", self.source_name()?);
+                let n = match self.peek()? {
+                    b'a'..=b'z' => format!("St{}", self.operator_name()?),
+                    _ => format!("St{}", self.source_name()?),
+                };
+                self.unscoped_template(n)?
+            }
+            b'a'..=b'z' => {
+                let n = self.operator_name()?;
                 self.unscoped_template(n)?
             }
             b'S' => {
@@ -376,12 +394,7 @@ impl Parser<'_> {
                     self.pos += 2;
                 }
                 b'a'..=b'z' if count > 0 => {
-                    let op = self.s.get(self.pos..self.pos + 2)?;
-                    if op == b"cv" || op == b"li" || !op[1].is_ascii_lowercase() {
-                        return None;
-                    }
-                    prefix.push_str(std::str::from_utf8(op).ok()?);
-                    self.pos += 2;
+                    prefix.push_str(&self.operator_name()?);
                 }
                 _ => return None,
             }

@@ -8,13 +8,36 @@ pub(crate) const THUNK_LABELS: [&str; 3] = [
     "covariant return thunk to ",
 ];
 
+/// How GNU prints the scope of an anonymous namespace (`_GLOBAL__N_1`): a parenthesis that
+/// opens neither parameters nor a local entity's enclosing function.
+pub(crate) const ANONYMOUS_NAMESPACE: &str = "(anonymous namespace)";
+
 /// Index of the `(` opening the parameters of the top-level function in `text`.
 pub(crate) fn top_level_paren(text: &str) -> Option<usize> {
     text.char_indices()
         .find(|&(i, c)| {
-            c == '(' && template_depth(&text[..i]) == 0 && !text[i..].starts_with("(anonymous")
+            c == '('
+                && template_depth(&text[..i]) == 0
+                && !text[i..].starts_with(ANONYMOUS_NAMESPACE)
         })
         .map(|(i, _)| i)
+}
+
+/// Index of the `<` or `(` where the qualified name at the start of `text` ends: its
+/// template arguments or parameters, an anonymous namespace's scope being part of the name.
+///
+/// Example: in `(anonymous namespace)::sum<int>(…)` it is the `<` after `sum`.
+pub(crate) fn name_end(text: &str) -> Option<usize> {
+    text.char_indices()
+        .find(|&(i, c)| c == '<' || (c == '(' && !text[i..].starts_with(ANONYMOUS_NAMESPACE)))
+        .map(|(i, _)| i)
+}
+
+/// Tells whether `text` names a local entity somewhere: a `)::` that closes a function's
+/// parameters, not an anonymous namespace's `(anonymous namespace)::`.
+pub(crate) fn has_local_scope(text: &str) -> bool {
+    text.match_indices(")::")
+        .any(|(i, _)| !text[..=i].ends_with(ANONYMOUS_NAMESPACE))
 }
 
 /// Splits a printed function into name, top-level parameters and what follows `)`.

@@ -189,8 +189,21 @@ fn write_reports(
     };
     let source_names =
         SourceNames::new(&table, &sources, o.line, o.inline_file_names, o.print_path);
+    // gprof's list of source files: the order of -A's listing, and where a file spec's name
+    // is looked up (the first file with that base name is the one it means).
+    let names_a_file = o
+        .symspecs
+        .iter()
+        .any(|(_, text)| text.iter().any(|&b| b == b'.' || b == b':'));
+    let files = if o.has(Style::Annotate) || names_a_file {
+        source_file_order(&table, lines, &sources)
+    } else {
+        Vec::new()
+    };
+    let mut specs = symspecs(o);
+    specs.resolve_files(&files);
     // The sum goes as soon as the self times are known (see Analysis::from_sum).
-    let mut analysis = Analysis::from_sum(table, sum, &symspecs(o), &static_arcs, &sources);
+    let mut analysis = Analysis::from_sum(table, sum, &specs, &static_arcs, &sources);
     analysis.set_sources(source_names);
     if let Some(w) = callgraph::check_samples(&analysis.times) {
         warn(&w.message("", &image_name(o)));
@@ -224,7 +237,11 @@ fn write_reports(
         o.symspecs
             .iter()
             .filter(|(t, _)| *t == table)
-            .map(|(_, text)| Symspec::parse(text))
+            .map(|(_, text)| {
+                let mut spec = Symspec::parse(text);
+                spec.resolve_file(&files);
+                spec
+            })
             .collect()
     };
     let selection = |include: SymspecTable, exclude: SymspecTable| {
@@ -249,7 +266,6 @@ fn write_reports(
         printed = true;
     }
     if o.has(Style::Annotate) {
-        let files = source_file_order(&analysis.table, lines, &sources);
         let mut options = AnnotateOptions::default();
         options.min_count = o.min_count.unwrap_or(1);
         options.table_length = o.table_length.unwrap_or(10);

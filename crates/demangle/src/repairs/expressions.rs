@@ -73,7 +73,7 @@ pub(super) fn expanded_expression_packs(text: &str, _mangled: &str) -> Option<St
     while let Some(close) = out[from..].find(")...").map(|i| i + from) {
         from = close + 1;
         let after = &out[close + 4..];
-        if !after.starts_with(['>', ',']) {
+        if !after.starts_with(['>', ',', ')']) {
             continue;
         }
         let mut depth = 0;
@@ -89,7 +89,10 @@ pub(super) fn expanded_expression_packs(text: &str, _mangled: &str) -> Option<St
             continue;
         };
         let before = &out[..open];
-        if !(before.ends_with('<') || before.ends_with(", ")) {
+        // A template argument, or an argument of a call in an expression (`f(g(x)...)`,
+        // an expansion GNU prints as its elements there too).
+        let call_argument = before.ends_with('(') && !after.starts_with(['>', ',']);
+        if !(before.ends_with('<') || before.ends_with(", ") || call_argument) {
             continue;
         }
         let inner = out[open + 1..close].to_owned();
@@ -162,7 +165,8 @@ const BINARY_OPERATORS: [&str; 10] = ["&&", "||", "==", "!=", "+", "-", "/", "%"
 /// a binary operator.
 ///
 /// GNU prints `A<T>::value&&B<T>::value` (checked with `c++filt -i`) where `cpp_demangle`
-/// prints `(A<T>::value)&&(B<T>::value)` or `… && (B<T>::value)`; other operands (template
+/// prints `(A<T>::value)&&(B<T>::value)` or `… && (B<T>::value)`, also first in a group
+/// (`!(A<T>::value||B<T>::value)`, yaml-cpp's `enable_if`); other operands (template
 /// parameters, unary expressions) keep their parentheses in both.  Only names with a `::`
 /// are unwrapped, as a bare `(int)` may be a substituted template parameter.  Returns `None`
 /// if nothing changes.
@@ -196,7 +200,10 @@ pub(super) fn bare_name_operands(text: &str, _mangled: &str) -> Option<String> {
         let lhs = BINARY_OPERATORS
             .iter()
             .any(|op| after.strip_prefix(op).is_some_and(|a| a.starts_with('(')))
-            && (before.ends_with('[') || before.ends_with('<') || before.ends_with(", "));
+            && (before.ends_with('[')
+                || before.ends_with('<')
+                || before.ends_with(", ")
+                || before.ends_with('('));
         if !rhs && !lhs {
             continue;
         }

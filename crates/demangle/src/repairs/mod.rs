@@ -12,7 +12,8 @@ pub(crate) use types::misplaced_qualifiers;
 type Repair = fn(text: &str, mangled: &str) -> Option<String>;
 
 /// Every repair, in the order they run: each sees what the ones before it left.
-const REPAIRS: [Repair; 16] = [
+const REPAIRS: [Repair; 17] = [
+    types::ref_qualified_function_types,
     types::misplaced_qualifiers,
     expressions::integer_literals,
     types::function_type_spaces,
@@ -45,7 +46,13 @@ mod tests {
     /// Each repair's documented example: (repair, mangled name, text before it, after it).
     /// The texts are what `cpp_demangle` and the repairs before this one print, and GNU's
     /// `c++filt -i`.
-    const EXAMPLES: [(Repair, &str, &str, &str); 16] = [
+    const EXAMPLES: [(Repair, &str, &str, &str); 17] = [
+        (
+            types::ref_qualified_function_types,
+            "_Z1fM4NodeFiiRE",
+            "f(int ( & Node::*)(int))",
+            "f(int (Node::*)(int) &)",
+        ),
         (
             types::misplaced_qualifiers,
             "_ZN4llvm21RAIIDelegateInstallerC1ERNS_15MachineFunctionEPNS1_8DelegateE",

@@ -89,6 +89,65 @@ fn nested_name_end(text: &str, mut at: usize) -> usize {
     at
 }
 
+/// Puts the ref-qualifier of a function type after its parameters.
+///
+/// `cpp_demangle` prints a function type whose only qualifier is `&` or `&&` with the
+/// qualifier at the start of its declarator, `int ( & Node::*)(int)`; GNU prints it where C++
+/// writes it, after the parameters: `int (Node::*)(int) &` (with `const` too, `() const &`,
+/// both agree).  Returns `None` if there is nothing to rewrite.
+///
+/// Example: `_Z1fM4NodeFiiRE` is `f(int ( & Node::*)(int))` in `cpp_demangle`, `f(int
+/// (Node::*)(int) &)` in GNU.
+pub(super) fn ref_qualified_function_types(text: &str, _mangled: &str) -> Option<String> {
+    let mut out = text.to_owned();
+    let mut from = 0;
+    let mut changed = false;
+    while let Some(open) = out[from..].find("( &").map(|i| i + from) {
+        from = open + 1;
+        let qualifier = if out[open + 2..].starts_with("&&") {
+            "&&"
+        } else {
+            "&"
+        };
+        let mut skip = 2 + qualifier.len();
+        if out[open + skip..].starts_with(' ') {
+            skip += 1;
+        }
+        // The declarator group and the parameter list right after it.
+        let Some(close) = matching_close(&out, open) else {
+            continue;
+        };
+        if !out[close + 1..].starts_with('(') {
+            continue;
+        }
+        let Some(params_end) = matching_close(&out, close + 1) else {
+            continue;
+        };
+        out.insert_str(params_end + 1, &format!(" {qualifier}"));
+        out.replace_range(open + 1..open + skip, "");
+        changed = true;
+    }
+    changed.then_some(out)
+}
+
+/// Index of the `)` closing the `(` at `open`.
+fn matching_close(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Separates the return type of a function type from its parameters, as GNU does.
 ///
 /// A function type inside a template argument prints as `R(P)` in `cpp_demangle` and as
