@@ -123,7 +123,7 @@ pub use recording::{
     ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
     SideRecord, TaskExit, TraceSample, TracepointInfo, UserRegs,
 };
-pub use replay::{Mapping, Process, ProcessKey, Replay, Thread, replay};
+pub use replay::{MAX_MAPPINGS, MAX_RENAMES, Mapping, Process, ProcessKey, Replay, Thread, replay};
 #[cfg(target_os = "linux")]
 pub use syscalls::LatencyOptions;
 #[cfg(target_os = "linux")]
