@@ -50,6 +50,33 @@ fn wait_rss(child: &mut Child) -> (ExitStatus, u64) {
     (ExitStatus::from_raw(status), usage.ru_maxrss as u64)
 }
 
+/// Runs root pkgmon on `command` (its program and arguments) into `out`; the run must exit 0.
+/// Returns pkgmon's peak resident set in KiB and what it said on stderr.
+fn pkgmon_peak<S: AsRef<std::ffi::OsStr>>(out: &Path, command: &[S]) -> (u64, String) {
+    let mut child = Command::new(PKGMON)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .args(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, rss_kib) = wait_rss(&mut child);
+    let err = stderr_of(&mut child);
+    assert_eq!(status.code(), Some(0), "{err}");
+    (rss_kib, err)
+}
+
+/// The info file of the one process measured in `out`.
+fn only_info(out: &Path) -> (u32, gmon_format::MeasurementInfo) {
+    let m = gmon_format::scan(out).unwrap();
+    let info = std::fs::read(m.processes[0].info.as_ref().unwrap()).unwrap();
+    (
+        m.processes[0].pid,
+        gmon_format::MeasurementInfo::parse(&info).unwrap(),
+    )
+}
+
 fn stderr_of(child: &mut Child) -> String {
     let mut s = String::new();
     if let Some(mut e) = child.stderr.take() {
@@ -172,18 +199,7 @@ fn a_program_claiming_huge_unwind_tables_costs_root_pkgmon_little_memory() {
     claim_huge_unwind_tables(&exe, 500 << 20);
     std::os::unix::fs::chown(&exe, Some(65534), Some(65534)).unwrap();
     let out = dir.join("out");
-    let mut child = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&exe)
-        .arg("300")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (status, rss_kib) = wait_rss(&mut child);
-    let err = stderr_of(&mut child);
-    assert_eq!(status.code(), Some(0), "{err}");
+    let (rss_kib, err) = pkgmon_peak(&out, &[exe.as_os_str(), "300".as_ref()]);
     assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
     // Unwound without those tables, by what else it has; the measurement is complete.
     let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
@@ -238,18 +254,10 @@ fn libraries_claiming_tables_over_holes_cost_root_pkgmon_little_memory() {
         libs.push(path);
     }
     let out = dir.join("out");
-    let mut child = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&loader)
-        .args(&libs)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (status, rss_kib) = wait_rss(&mut child);
-    let err = stderr_of(&mut child);
-    assert_eq!(status.code(), Some(0), "{err}");
+    let command: Vec<&Path> = std::iter::once(loader.as_path())
+        .chain(libs.iter().map(PathBuf::as_path))
+        .collect();
+    let (rss_kib, err) = pkgmon_peak(&out, &command);
     assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
     let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
     assert_eq!(code, 0, "{perr}");
@@ -971,28 +979,15 @@ fn a_process_renaming_itself_in_a_loop_costs_root_pkgmon_little_memory() {
     .unwrap();
     let renamer = common::compile(&src, "renamer", &[]);
     let out = dir.join("out");
-    let mut child = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&renamer)
-        .arg("2000000")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (status, rss_kib) = wait_rss(&mut child);
-    let err = stderr_of(&mut child);
-    assert_eq!(status.code(), Some(0), "{err}");
+    let (rss_kib, err) = pkgmon_peak(&out, &[renamer.as_os_str(), "2000000".as_ref()]);
     assert!(
         err.contains("renamed its threads 2000000 times: its info file keeps the first 1000"),
         "{err}"
     );
     assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
-    let m = gmon_format::scan(&out).unwrap();
-    let info = std::fs::read(m.processes[0].info.as_ref().unwrap()).unwrap();
-    let info = gmon_format::MeasurementInfo::parse(&info).unwrap();
+    let (pid, info) = only_info(&out);
     assert_eq!(info.renames.len(), 1000);
-    let (code, _, perr) = pkgprof(&["-b", "--pid", &m.processes[0].pid.to_string()], &out);
+    let (code, _, perr) = pkgprof(&["-b", "--pid", &pid.to_string()], &out);
     assert_eq!(code, 0, "{perr}");
 }
 
@@ -1089,23 +1084,10 @@ fn a_process_mapping_code_in_a_loop_costs_root_pkgmon_little() {
     .unwrap();
     let maploop = common::compile(&src, "mapper", &[]);
     let out = dir.join("out");
-    let mut child = Command::new(PKGMON)
-        .arg("-o")
-        .arg(&out)
-        .arg("--")
-        .arg(&maploop)
-        .arg("300000")
-        .arg(&maploop)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (status, rss_kib) = wait_rss(&mut child);
-    let err = stderr_of(&mut child);
-    assert_eq!(status.code(), Some(0), "{err}");
+    let command = [maploop.as_os_str(), "300000".as_ref(), maploop.as_os_str()];
+    let (rss_kib, err) = pkgmon_peak(&out, &command);
     assert!(rss_kib < 64 * 1024, "{rss_kib} KiB\n{err}");
-    let m = gmon_format::scan(&out).unwrap();
-    let info = std::fs::read(m.processes[0].info.as_ref().unwrap()).unwrap();
-    let info = gmon_format::MeasurementInfo::parse(&info).unwrap();
+    let (pid, info) = only_info(&out);
     let of_loop = info
         .mappings
         .iter()
@@ -1116,6 +1098,6 @@ fn a_process_mapping_code_in_a_loop_costs_root_pkgmon_little() {
         (1..=6).contains(&of_loop),
         "{of_loop} mappings of the program"
     );
-    let (code, _, perr) = pkgprof(&["-b", "--pid", &m.processes[0].pid.to_string()], &out);
+    let (code, _, perr) = pkgprof(&["-b", "--pid", &pid.to_string()], &out);
     assert_eq!(code, 0, "{perr}");
 }
