@@ -432,11 +432,15 @@ mod tests {
     }
 
     fn mmap(pid: u32, addr: u64, name: &str) -> SideBand {
+        mmap_len(pid, addr, 0x1000, name)
+    }
+
+    fn mmap_len(pid: u32, addr: u64, len: u64, name: &str) -> SideBand {
         SideBand::Mmap {
             pid,
             tid: pid,
             addr,
-            len: 0x1000,
+            len,
             pgoff: 0,
             build_id: None,
             prot: 5,
@@ -589,33 +593,6 @@ mod tests {
             Some(2)
         );
         assert_eq!(p.samples, vec![0]);
-    }
-
-    fn mmap_len(pid: u32, addr: u64, len: u64, name: &str) -> SideBand {
-        match mmap(pid, addr, name) {
-            SideBand::Mmap {
-                pid,
-                tid,
-                addr,
-                pgoff,
-                build_id,
-                prot,
-                flags,
-                filename,
-                ..
-            } => SideBand::Mmap {
-                pid,
-                tid,
-                addr,
-                len,
-                pgoff,
-                build_id,
-                prot,
-                flags,
-                filename,
-            },
-            other => other,
-        }
     }
 
     /// What an mmap replaces: the mappings it overlaps, and only those, end at its time; the
