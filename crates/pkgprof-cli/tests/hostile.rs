@@ -160,32 +160,7 @@ fn a_fifo_or_dev_zero_swapped_in_for_the_executable_is_refused_unread() {
 /// sparse region of `size` bytes appended to it: a program whose own headers claim huge
 /// unwind tables (the loader never looks at section headers, so it still runs).
 fn claim_huge_unwind_tables(path: &Path, size: u64) {
-    let mut b = std::fs::read(path).unwrap();
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-    let (shoff, shentsize) = (u64_at(&b, 0x28) as usize, u16_at(&b, 0x3a) as usize);
-    let (shnum, shstrndx) = (u16_at(&b, 0x3c) as usize, u16_at(&b, 0x3e) as usize);
-    let strtab = u64_at(&b, shoff + shstrndx * shentsize + 0x18) as usize;
-    let region = (b.len() as u64).next_multiple_of(4096);
-    let mut patched = 0;
-    for i in 0..shnum {
-        let h = shoff + i * shentsize;
-        let name_at = strtab + u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
-        let name = &b[name_at..name_at + b[name_at..].iter().position(|&c| c == 0).unwrap()];
-        if name == b".eh_frame" || name == b".eh_frame_hdr" {
-            b[h + 0x18..h + 0x20].copy_from_slice(&region.to_le_bytes());
-            b[h + 0x20..h + 0x28].copy_from_slice(&size.to_le_bytes());
-            patched += 1;
-        }
-    }
-    assert_eq!(patched, 2, "{}: both unwind tables", path.display());
-    std::fs::write(path, &b).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .unwrap()
-        .set_len(region + size)
-        .unwrap();
+    common::claim_sections_over_holes(path, &[b".eh_frame", b".eh_frame_hdr"], size);
 }
 
 #[test]

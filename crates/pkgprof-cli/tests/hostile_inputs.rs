@@ -8,6 +8,8 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -539,33 +541,6 @@ fn perf_data_feature_sections_cost_no_more_than_the_file_holds() {
     assert!(rss < BUDGET_KIB, "{rss} KiB");
 }
 
-/// Points the section header `section` of the ELF64 file `path` at `size` bytes of holes
-/// appended to it.
-fn claim_section_over_holes(path: &Path, section: &[u8], size: u64) {
-    let mut b = std::fs::read(path).unwrap();
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-    let (shoff, shentsize) = (u64_at(&b, 0x28) as usize, u16_at(&b, 0x3a) as usize);
-    let (shnum, shstrndx) = (u16_at(&b, 0x3c) as usize, u16_at(&b, 0x3e) as usize);
-    let strtab = u64_at(&b, shoff + shstrndx * shentsize + 0x18) as usize;
-    let region = (b.len() as u64).next_multiple_of(4096);
-    let mut patched = false;
-    for i in 0..shnum {
-        let h = shoff + i * shentsize;
-        let name_at = strtab + u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
-        let name = &b[name_at..name_at + b[name_at..].iter().position(|&c| c == 0).unwrap()];
-        if name == section {
-            b[h + 0x18..h + 0x20].copy_from_slice(&region.to_le_bytes());
-            b[h + 0x20..h + 0x28].copy_from_slice(&size.to_le_bytes());
-            patched = true;
-        }
-    }
-    assert!(patched, "{}: no such section", path.display());
-    std::fs::write(path, &b).unwrap();
-    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    f.set_len(region + size).unwrap();
-}
-
 /// An object the info file names by its absolute path (a path its author chose), whose symbol
 /// table claims 100M symbols (2.4 GiB) over holes: refused as sparse, its samples reported
 /// under its file name. It was mapped and walked: 16 KiB on disk took `pkgprof --pid` 14 s and
@@ -575,7 +550,7 @@ fn an_object_whose_symbols_are_holes_is_refused_unread() {
     let s = Scratch::new("holey-object");
     let object = s.0.join("holey");
     std::fs::copy(program().join("cycle"), &object).unwrap();
-    claim_section_over_holes(&object, b".symtab", 24 * (100 << 20));
+    common::claim_sections_over_holes(&object, &[b".symtab"], 24 * (100 << 20));
     let d = s.0.join("m");
     measurement(
         &d,

@@ -206,3 +206,40 @@ pub fn pkgprof_on(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Points the section headers named `sections` of the ELF64 file `path` at one region of
+/// `size` bytes of holes appended to it: a file whose own headers claim huge sections that
+/// cost nothing on disk (the loader never reads section headers, so a program still runs).
+pub fn claim_sections_over_holes(path: &Path, sections: &[&[u8]], size: u64) {
+    let mut b = std::fs::read(path).unwrap();
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (shoff, shentsize) = (u64_at(&b, 0x28) as usize, u16_at(&b, 0x3a) as usize);
+    let (shnum, shstrndx) = (u16_at(&b, 0x3c) as usize, u16_at(&b, 0x3e) as usize);
+    let strtab = u64_at(&b, shoff + shstrndx * shentsize + 0x18) as usize;
+    let region = (b.len() as u64).next_multiple_of(4096);
+    let mut patched = 0;
+    for i in 0..shnum {
+        let h = shoff + i * shentsize;
+        let name_at = strtab + u32::from_le_bytes(b[h..h + 4].try_into().unwrap()) as usize;
+        let name = &b[name_at..name_at + b[name_at..].iter().position(|&c| c == 0).unwrap()];
+        if sections.contains(&name) {
+            b[h + 0x18..h + 0x20].copy_from_slice(&region.to_le_bytes());
+            b[h + 0x20..h + 0x28].copy_from_slice(&size.to_le_bytes());
+            patched += 1;
+        }
+    }
+    assert_eq!(
+        patched,
+        sections.len(),
+        "{}: sections missing",
+        path.display()
+    );
+    std::fs::write(path, &b).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(region + size)
+        .unwrap();
+}
