@@ -69,7 +69,10 @@ mod event;
 mod net;
 pub mod split;
 
-pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
+pub use attributor::{
+    Attributor, Decision, Held, Kept, MAX_ITEMS, MAX_OBJECTS, MAX_WAITING_WINDOWS, Outcome, Reason,
+    Target, Totals,
+};
 pub use entries::{
     BLOCK_NAMES, Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES,
 };
