@@ -77,8 +77,6 @@ pub struct Attributor {
     /// Split by pid or by the reason there is none (credit carries per beneficiary).
     splitter: Splitter<Result<u32, Reason>>,
     totals: BTreeMap<Kind, Totals>,
-    /// The latest record's time.
-    now: u64,
     /// Records and samples since the last sweep.
     since_sweep: usize,
     /// The fewest records and samples between sweeps.
@@ -86,7 +84,7 @@ pub struct Attributor {
 }
 
 /// Who owns a work item or a timer: known when it was queued or armed, or the reader of the
-/// packet a network receive window was processing then, known when the run ends.
+/// packet a network receive window was processing then, known once that packet is settled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Owner {
     Known(Target),
@@ -177,7 +175,8 @@ impl Window {
     }
 }
 
-/// A sample held back: keep it aside under its ticket until [`Attributor::finish`].
+/// A sample held back: keep it aside under its ticket until its [`Decision`] comes
+/// ([`Attributor::take_decided`], or [`Attributor::finish`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Held {
     /// Index of its [`Decision`] in [`Outcome::decisions`].
@@ -391,7 +390,6 @@ impl Attributor {
             taken: false,
             splitter: Splitter::default(),
             totals: BTreeMap::new(),
-            now: 0,
             since_sweep: 0,
             sweep_interval: 1024,
         }
@@ -408,8 +406,10 @@ impl Attributor {
 
     /// Settles what it can and retires what waits for nothing after at least `records`
     /// records and samples (and at least as many as it keeps: the cost per record stays
-    /// constant). Default is 1,024; fewer decides sooner at more cost. Decisions do not depend
-    /// on it, unless a bound drops something.
+    /// constant). Default is 1,024; fewer decides sooner at more cost. Who gets what does not
+    /// depend on it, unless a bound drops something, but for the split's rounding: windows
+    /// are split in the order they are decided ([`split`](crate::split): each beneficiary
+    /// stays within one window's worth of its share in any order).
     pub fn with_sweep_interval(mut self, records: usize) -> Attributor {
         self.sweep_interval = records.max(1);
         self
@@ -600,7 +600,6 @@ impl Attributor {
 
     /// A tracepoint record (records fed in time order).
     pub fn event(&mut self, e: Event) {
-        self.now = self.now.max(e.time);
         self.apply(e);
         self.tick();
     }
