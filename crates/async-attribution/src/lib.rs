@@ -26,7 +26,10 @@
 //! 2. Feed an [`Attributor`] every sample ([`Attributor::sample`]: those it holds back get a
 //!    [`Held`] ticket; keep them aside) and every [`Event`] ([`Attributor::event`]), in time order.
 //! 3. [`Attributor::finish`] gives each held sample its [`Decision`] (a process, or the residue
-//!    with its [`Reason`]) and the [`Totals`] per [`Kind`].
+//!    with its [`Reason`]) and the [`Totals`] per [`Kind`]. A long run takes decisions as they
+//!    are made instead ([`Attributor::take_decided`]): the attributor keeps only what can still
+//!    be attributed (see [`MAX_OBJECTS`] and its neighbours for the bounds), so a caller that
+//!    places each held sample as soon as it is decided keeps memory bounded too.
 //!
 //! ```
 //! use async_attribution::{Attributor, Event, SoftirqEntries, Target, What};
@@ -69,7 +72,10 @@ mod event;
 mod net;
 pub mod split;
 
-pub use attributor::{Attributor, Decision, Held, Outcome, Reason, Target, Totals};
+pub use attributor::{
+    Attributor, Decision, Held, Kept, MAX_ITEMS, MAX_OBJECTS, MAX_WAITING_WINDOWS, Outcome, Reason,
+    Target, Totals,
+};
 pub use entries::{
     BLOCK_NAMES, Cut, ENTRY_NAMES, NET_RX_NAMES, SoftirqEntries, TIMER_NAMES, WORK_NAMES,
 };

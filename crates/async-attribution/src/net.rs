@@ -27,8 +27,18 @@
 //!   the packet itself.
 //! - **Residue.** An object nobody consumed before the run ended is unattributed
 //!   ([`Reason::NoConsumer`](crate::Reason::NoConsumer)).
+//! - **Memory.** An object is kept only while it can still change hands. It is *settled*, and
+//!   handed to its window (the attributor then forgets it), once nothing the rules above can
+//!   see may change its consumer any more: consumed by its own copy or through an exact
+//!   link; consumed through a guessed link, and its address received again (no copy of it
+//!   can come); or consumed by nobody, linked to no socket, its address received again or
+//!   copied, no backlog drain able to claim it, and its window closed (a packet the kernel
+//!   dropped for a full receive buffer: no `sk_data_ready`, so no socket). What stays is a
+//!   packet waiting on a socket nobody reads, at most what receive buffers hold; beyond
+//!   [`MAX_OBJECTS`](crate::MAX_OBJECTS) of them the oldest is dropped from the
+//!   attribution, consumed by nobody ([`Reason::Evicted`](crate::Reason::Evicted)).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// The process an object was charged to, and when it showed itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,21 +53,36 @@ pub(crate) struct Consumer {
 #[derive(Debug, Clone)]
 pub(crate) struct Object {
     pub bytes: u64,
+    /// Its address.
+    skb: u64,
     /// Its socket, and whether the link is a guess.
     sk: Option<(u64, bool)>,
     pub consumer: Option<Consumer>,
+    /// Its window, and its place among the window's objects.
+    pub window: u64,
+    pub index: usize,
+    /// Whether it is in `unlinked` (a backlog drain may still claim it).
+    in_unlinked: bool,
+    /// Whether a work item, timer or request was queued while it was processed: its reader
+    /// owns them, so its reader is kept after the object is forgotten.
+    pub referenced: bool,
 }
 
-/// The packets of every window and the links still open.
+/// The packets still unsettled (see the module docs) and the links still open.
 #[derive(Debug, Default)]
 pub(crate) struct NetObjects {
-    pub objects: Vec<Object>,
+    /// By id; ids grow with time, so the first is the oldest.
+    pub objects: BTreeMap<u64, Object>,
+    next: u64,
     /// skb address → the newest object received at it, until it is copied.
-    live_skb: HashMap<u64, u32>,
-    /// Socket → its objects not yet consumed through it.
-    waiting_sk: HashMap<u64, Vec<u32>>,
+    live_skb: HashMap<u64, u64>,
+    /// Socket → its objects not yet consumed through it (forgotten ones are skipped, and
+    /// removed at [`NetObjects::compact`]).
+    waiting_sk: HashMap<u64, Vec<u64>>,
     /// Objects received with no link yet, oldest first (at most [`UNLINKED_KEPT`]).
-    unlinked: std::collections::VecDeque<u32>,
+    unlinked: VecDeque<u64>,
+    /// Whether one of `unlinked` was linked since it was last pruned.
+    linked_unlinked: bool,
 }
 
 /// How many unlinked objects a backlog drain may claim: a packet unlinked for longer than
@@ -65,24 +90,36 @@ pub(crate) struct NetObjects {
 const UNLINKED_KEPT: usize = 4096;
 
 impl NetObjects {
-    /// A packet received; its id.
-    pub fn received(&mut self, skb: u64, len: u32) -> u32 {
-        let id = self.objects.len() as u32;
-        self.objects.push(Object {
-            bytes: u64::from(len),
-            sk: None,
-            consumer: None,
-        });
+    /// A packet received in window `window`, at `index` among its objects; its id.
+    pub fn received(&mut self, skb: u64, len: u32, window: u64, index: usize) -> u64 {
+        let id = self.next;
+        self.next += 1;
+        self.objects.insert(
+            id,
+            Object {
+                bytes: u64::from(len),
+                skb,
+                sk: None,
+                consumer: None,
+                window,
+                index,
+                in_unlinked: true,
+                referenced: false,
+            },
+        );
         self.live_skb.insert(skb, id);
-        if self.unlinked.len() == UNLINKED_KEPT {
-            self.unlinked.pop_front();
+        if self.unlinked.len() == UNLINKED_KEPT
+            && let Some(old) = self.unlinked.pop_front()
+            && let Some(obj) = self.objects.get_mut(&old)
+        {
+            obj.in_unlinked = false;
         }
         self.unlinked.push_back(id);
         id
     }
 
     /// The newest packet received at `skb`, while it is not copied out.
-    pub fn object_at(&self, skb: u64) -> Option<u32> {
+    pub fn object_at(&self, skb: u64) -> Option<u64> {
         self.live_skb.get(&skb).copied()
     }
 
@@ -94,9 +131,13 @@ impl NetObjects {
             self.link(o, sk, false);
         }
         if drained {
-            let unlinked: Vec<u32> = self.unlinked.drain(..).collect();
+            let unlinked: Vec<u64> = self.unlinked.drain(..).collect();
             for o in unlinked {
-                if self.objects[o as usize].sk.is_none() {
+                let Some(obj) = self.objects.get_mut(&o) else {
+                    continue;
+                };
+                obj.in_unlinked = false;
+                if obj.sk.is_none() {
                     self.link(o, sk, true);
                 }
             }
@@ -105,40 +146,53 @@ impl NetObjects {
 
     /// Forgets the unlinked objects that were linked since (keeps the list short).
     pub fn prune_unlinked(&mut self) {
-        let objects = &self.objects;
-        self.unlinked.retain(|&o| objects[o as usize].sk.is_none());
+        if !std::mem::take(&mut self.linked_unlinked) {
+            return;
+        }
+        let objects = &mut self.objects;
+        self.unlinked.retain(|&o| match objects.get_mut(&o) {
+            Some(obj) if obj.sk.is_none() => true,
+            Some(obj) => {
+                obj.in_unlinked = false;
+                false
+            }
+            None => false,
+        });
     }
 
     /// The window's `sk_data_ready` events named one socket: its packets without a socket are
     /// guessed to be that socket's.
-    pub fn guess(&mut self, objects: &[u32], sk: u64) {
+    pub fn guess(&mut self, objects: &[u64], sk: u64) {
         for &o in objects {
-            if self.objects[o as usize].sk.is_none() {
+            if self.objects.get(&o).is_some_and(|obj| obj.sk.is_none()) {
                 self.link(o, sk, true);
             }
         }
     }
 
-    fn link(&mut self, o: u32, sk: u64, guessed: bool) {
-        let obj = &mut self.objects[o as usize];
+    fn link(&mut self, o: u64, sk: u64, guessed: bool) {
+        let Some(obj) = self.objects.get_mut(&o) else {
+            return;
+        };
         if obj.sk.is_some_and(|(_, g)| !g) {
             return;
         }
         obj.sk = Some((sk, guessed));
+        self.linked_unlinked |= obj.in_unlinked;
         self.waiting_sk.entry(sk).or_default().push(o);
     }
 
     /// `skb_copy_datagram_iovec` by `pid`: it consumed the packet at `skb`.
     pub fn copied(&mut self, skb: u64, pid: u32, time: u64) {
-        if let Some(o) = self.live_skb.remove(&skb) {
-            let obj = &mut self.objects[o as usize];
-            if obj.consumer.is_none_or(|c| c.guessed) {
-                obj.consumer = Some(Consumer {
-                    pid,
-                    time,
-                    guessed: false,
-                });
-            }
+        if let Some(o) = self.live_skb.remove(&skb)
+            && let Some(obj) = self.objects.get_mut(&o)
+            && obj.consumer.is_none_or(|c| c.guessed)
+        {
+            obj.consumer = Some(Consumer {
+                pid,
+                time,
+                guessed: false,
+            });
         }
     }
 
@@ -149,7 +203,9 @@ impl NetObjects {
             return;
         };
         for o in waiting {
-            let obj = &mut self.objects[o as usize];
+            let Some(obj) = self.objects.get_mut(&o) else {
+                continue;
+            };
             // The link may have moved since (a guess replaced by tcp_probe's socket).
             let Some((linked, guessed)) = obj.sk else {
                 continue;
@@ -158,5 +214,38 @@ impl NetObjects {
                 obj.consumer = Some(Consumer { pid, time, guessed });
             }
         }
+    }
+
+    /// Whether object `o` is settled (the rule in the module docs): nothing the run can
+    /// still see may change its consumer. `window_open`: whether its window is still open.
+    pub fn is_settled(&self, o: u64, window_open: bool) -> bool {
+        let Some(obj) = self.objects.get(&o) else {
+            return true;
+        };
+        let live = self.live_skb.get(&obj.skb) == Some(&o);
+        match obj.consumer {
+            Some(c) if !c.guessed => true,
+            Some(_) => !live,
+            None => !live && obj.sk.is_none() && !obj.in_unlinked && !window_open,
+        }
+    }
+
+    /// Forgets object `o`; what it was.
+    pub fn remove(&mut self, o: u64) -> Option<Object> {
+        let obj = self.objects.remove(&o)?;
+        if self.live_skb.get(&obj.skb) == Some(&o) {
+            self.live_skb.remove(&obj.skb);
+        }
+        Some(obj)
+    }
+
+    /// Drops the forgotten objects from the sockets' lists, and the sockets left with none.
+    pub fn compact(&mut self) {
+        let objects = &self.objects;
+        self.waiting_sk.retain(|_, v| {
+            v.retain(|o| objects.contains_key(o));
+            !v.is_empty()
+        });
+        self.unlinked.retain(|o| objects.contains_key(o));
     }
 }

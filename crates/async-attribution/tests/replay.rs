@@ -2,12 +2,12 @@
 //! for a known situation and checks where every held sample went, and that each kind's
 //! samples are conserved.
 //!
-//! Longer than 800 lines because its 21 tests are written in one small timeline language (the
+//! Longer than 800 lines because its 24 tests are written in one small timeline language (the
 //! `Timelines` builder below), each a page of events; split, every file would repeat it.
 
 use async_attribution::{
-    Attributor, BLOCK_VECTOR, Context, Decision, Event, Kind, NET_RX_VECTOR, Reason,
-    SoftirqEntries, Target, What,
+    Attributor, BLOCK_VECTOR, Context, Decision, Event, Kind, MAX_ITEMS, MAX_OBJECTS,
+    MAX_WAITING_WINDOWS, NET_RX_VECTOR, Reason, SoftirqEntries, Target, What,
 };
 
 // A fake kernel: each function one 0x100-byte range.
@@ -100,8 +100,24 @@ impl Timelines {
 
     /// Feeds every CPU's records merged in time order (ties by CPU); the decisions of the
     /// samples, in the order they were fed (None: not held), and the totals, whose
-    /// conservation is checked here for every test.
+    /// conservation is checked here for every test. Each timeline is also fed to an
+    /// attributor that settles after every record and whose decisions are taken as they are
+    /// made: they must be the same.
     fn run(&mut self) -> (Vec<(u32, Option<Decision>)>, Vec<async_attribution::Totals>) {
+        let (decided, totals) = self.run_with(Attributor::new(entries()), false);
+        let eager = Attributor::new(entries()).with_sweep_interval(1);
+        let (eagerly, eager_totals) = self.run_with(eager, true);
+        assert_eq!(decided, eagerly, "decided as the run goes");
+        assert_eq!(totals, eager_totals, "decided as the run goes");
+        (decided, totals)
+    }
+
+    /// [`Timelines::run`] with `a`, taking its decisions after every record when `take`.
+    fn run_with(
+        &mut self,
+        mut a: Attributor,
+        take: bool,
+    ) -> (Vec<(u32, Option<Decision>)>, Vec<async_attribution::Totals>) {
         let mut all: Vec<(u64, usize, usize)> = Vec::new();
         for (cpu, t) in self.0.iter().enumerate() {
             for (i, (time, _)) in t.iter().enumerate() {
@@ -109,7 +125,7 @@ impl Timelines {
             }
         }
         all.sort();
-        let mut a = Attributor::new(entries());
+        let mut taken = std::collections::BTreeMap::new();
         let mut tickets = Vec::new();
         for (time, cpu, i) in all {
             match &self.0[cpu][i].1 {
@@ -128,8 +144,20 @@ impl Timelines {
                     what: *what,
                 }),
             }
+            if take {
+                for (ticket, d) in a.take_decided() {
+                    assert!(taken.insert(ticket, d).is_none(), "ticket {ticket} twice");
+                }
+            }
         }
-        let out = a.finish();
+        let mut out = a.finish();
+        if take {
+            assert!(out.decisions.is_empty());
+            for (ticket, d) in std::mem::take(&mut out.decided) {
+                assert!(taken.insert(ticket, d).is_none(), "ticket {ticket} twice");
+            }
+            out.decisions = taken.into_values().collect();
+        }
         let held = tickets.iter().filter(|t| t.1.is_some()).count() as u64;
         assert_eq!(out.decisions.len() as u64, held);
         for t in &out.totals {
@@ -1115,4 +1143,197 @@ fn block_work_is_not_held_when_block_is_not_attributed() {
     assert_eq!(a.sample(0, KSOFTIRQD, &in_block_softirq()), None);
     let mut a = Attributor::new(entries());
     assert!(a.sample(0, KSOFTIRQD, &in_block_softirq()).is_some());
+}
+
+/// A datagram of a UDP flood on CPU 0, in its own window in the sender's send: `queued`
+/// when it reached its socket's queue (`sk_data_ready`), else dropped by the kernel for a
+/// full receive buffer; a sample in the window when `sampled`. The skb addresses cycle over
+/// 1,024, as the allocator reuses them.
+fn flood_packet(a: &mut Attributor, i: u64, queued: bool, sampled: bool) -> Option<u32> {
+    let at = |time, pid, what| Event {
+        time,
+        cpu: 0,
+        pid,
+        tid: pid,
+        what,
+    };
+    let t = 100 + i * 10;
+    a.event(at(t, SENDER, What::SoftirqEntry { vec: NET_RX_VECTOR }));
+    a.event(at(t + 1, SENDER, rx(0x1_0000 + (i % 1024) * 0x100, 100)));
+    if queued {
+        a.event(at(t + 2, SENDER, What::DataReady { sk: 0x5000 }));
+    }
+    let held = sampled.then(|| a.sample(0, SENDER, &loopback(UDP_RCV)));
+    a.event(at(t + 3, SENDER, What::SoftirqExit { vec: NET_RX_VECTOR }));
+    held.flatten().map(|h| h.ticket)
+}
+
+#[test]
+fn a_flood_nobody_reads_keeps_memory_bounded_and_charges_the_residue_as_it_goes() {
+    // A million datagrams: the first 256 fill the socket's queue, the kernel drops the rest
+    // (no sk_data_ready); a sample in every hundredth window. The reader reads the queue
+    // only at the end. What the attribution keeps must not grow with the flood: a dropped
+    // packet is settled once its address is reused and no backlog drain can claim it, and
+    // a window holding no sample goes when it closes.
+    let mut a = Attributor::new(entries());
+    let mut held = Vec::new();
+    let mut decided = std::collections::BTreeMap::new();
+    let mut most = (0, 0);
+    for i in 0..1_000_000u64 {
+        held.extend(flood_packet(&mut a, i, i < 256, i % 100 == 0));
+        if i % 1000 == 999 {
+            let k = a.kept();
+            most = (most.0.max(k.windows), most.1.max(k.objects));
+            decided.extend(a.take_decided());
+        }
+    }
+    // At most the 4,096 unlinked packets a backlog drain may claim, the 256 queued, and
+    // what came since the last sweep; the windows of the samples waiting for those.
+    assert!(most.1 < 8_000, "kept {} packets", most.1);
+    assert!(most.0 < 200, "kept {} windows", most.0);
+    // Decided as the flood went: all but the samples of the last few thousand packets.
+    assert!(
+        decided.len() > held.len() - 100,
+        "{} of {}",
+        decided.len(),
+        held.len()
+    );
+    let at_end = decided.len();
+    a.event(Event {
+        time: 20_000_000,
+        cpu: 1,
+        pid: RECEIVER,
+        tid: RECEIVER,
+        what: What::RecvLength {
+            sk: 0x5000,
+            ret: 100,
+        },
+    });
+    let out = a.finish();
+    decided.extend(out.decided);
+    assert_eq!(decided.len(), held.len());
+    let to = |t: Target| decided.values().filter(|d| d.to == t).count();
+    // The queued packets' windows (0, 100, 200) are the reader's: a flood's samples wait for
+    // the packets still queued, which the reader may read, and only for them.
+    assert!(at_end < held.len(), "the queued packets' samples waited");
+    assert_eq!(
+        to(Target::Process {
+            pid: RECEIVER,
+            time: 20_000_000
+        }),
+        3
+    );
+    assert_eq!(to(Target::Unattributed(Reason::NoConsumer)), held.len() - 3);
+    let t = &out.totals[0];
+    assert!(t.is_conserved());
+    assert_eq!(
+        (t.windows, t.objects, t.unconsumed),
+        (1_000_000, 1_000_000, 999_744)
+    );
+    assert_eq!(t.evicted, 0);
+}
+
+#[test]
+fn packets_queued_beyond_the_bound_are_dropped_and_counted() {
+    // A socket whose receive buffer holds everything (SO_RCVBUFFORCE), never read until the
+    // end: every packet stays unsettled and every window waits. The bounds drop the oldest,
+    // counted: packets as evicted, their samples as evicted residue; conservation holds.
+    let mut a = Attributor::new(entries());
+    let mut held = 0;
+    let mut decided = std::collections::BTreeMap::new();
+    let mut most = (0, 0, 0);
+    for i in 0..200_000u64 {
+        held += usize::from(flood_packet(&mut a, i, true, true).is_some());
+        let k = a.kept();
+        most = (
+            most.0.max(k.windows),
+            most.1.max(k.objects),
+            most.2.max(k.waiting),
+        );
+        decided.extend(a.take_decided());
+    }
+    assert!(most.1 <= MAX_OBJECTS, "kept {} packets", most.1);
+    // After each sweep at most MAX_WAITING_WINDOWS wait; sweeps come after as many records
+    // as it keeps (four a window here).
+    let slack = (MAX_WAITING_WINDOWS + MAX_OBJECTS) / 4 + 1;
+    assert!(most.2 <= MAX_WAITING_WINDOWS + slack, "{} waiting", most.2);
+    assert!(
+        most.0 <= MAX_WAITING_WINDOWS + slack + 1,
+        "{} windows",
+        most.0
+    );
+    a.event(Event {
+        time: 20_000_000,
+        cpu: 1,
+        pid: RECEIVER,
+        tid: RECEIVER,
+        what: What::RecvLength {
+            sk: 0x5000,
+            ret: 100,
+        },
+    });
+    let out = a.finish();
+    decided.extend(out.decided);
+    assert_eq!(decided.len(), held);
+    let to = |t: Target| decided.values().filter(|d| d.to == t).count();
+    let read = to(Target::Process {
+        pid: RECEIVER,
+        time: 20_000_000,
+    });
+    let evicted = to(Target::Unattributed(Reason::Evicted));
+    assert_eq!(read + evicted, held);
+    assert!(
+        read > 0 && read <= MAX_WAITING_WINDOWS + slack,
+        "{read} read"
+    );
+    let t = &out.totals[0];
+    assert!(t.is_conserved());
+    assert_eq!(t.residue.get(&Reason::Evicted), Some(&(evicted as u64)));
+    assert_eq!(t.objects, 200_000);
+    assert_eq!(t.evicted, 200_000 - read as u64);
+    assert_eq!(t.unconsumed, t.evicted);
+}
+
+#[test]
+fn timers_armed_and_work_queued_that_never_run_are_bounded_and_counted() {
+    // 300,000 timers armed and work items queued at distinct addresses, none run: each kept
+    // at most MAX_ITEMS, the least recently used dropped and counted. The last timer armed
+    // still goes to its owner.
+    let mut a = Attributor::new(entries());
+    let at = |time, pid, what| Event {
+        time,
+        cpu: 0,
+        pid,
+        tid: pid,
+        what,
+    };
+    let mut most = 0;
+    for i in 0..300_000u64 {
+        a.event(at(10 + i, SENDER, armed(0x10_0000 + i * 64, Context::Task)));
+        a.event(at(
+            10 + i,
+            SENDER,
+            work_queued(0x90_0000 + i * 64, Context::Task),
+        ));
+        most = most.max(a.kept().items);
+    }
+    assert!(most <= 2 * MAX_ITEMS, "kept {most} items");
+    let last = 0x10_0000 + 299_999 * 64;
+    a.event(at(400_000, OTHER, fires(last, Context::Softirq)));
+    let h = a
+        .sample(0, OTHER, &in_soft_hrtimer(TCP_PACE_KICK))
+        .expect("held");
+    a.event(at(400_002, OTHER, ends(last)));
+    let out = a.finish();
+    assert_eq!(
+        out.decisions[h.ticket as usize].to,
+        Target::Process {
+            pid: SENDER,
+            time: 300_009
+        }
+    );
+    let kind = |k| out.totals.iter().find(|t| t.kind == k).unwrap();
+    assert!(kind(Kind::Timer).evicted >= 300_000 - MAX_ITEMS as u64);
+    assert!(kind(Kind::Workqueue).evicted >= 300_000 - MAX_ITEMS as u64);
+    assert!(kind(Kind::Timer).is_conserved());
 }

@@ -11,13 +11,15 @@
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use async_attribution::Target;
+use async_attribution::{Decision, Target};
 use gmon_format::AsyncMoves;
 use gmon_format::async_moves::{KindTotals, Move};
 
 use crate::kernel_symbols::KernelSymbols;
 
-use crate::asynchronous::{AsyncCollector, AsyncOptions, BlockPrograms, KernelBlock};
+use crate::asynchronous::{
+    AsyncCollector, AsyncOptions, BlockPrograms, HeldSample, KernelBlock, Placed,
+};
 use crate::recording::{
     CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
 };
@@ -319,10 +321,11 @@ impl Aggregator {
     pub fn sample(&mut self, rec: &Recording, s: &Sample) {
         let pi = self.replay.sample(s.pid, s.tid, s.time);
         let kernel = rec.kernel_chain(s);
-        // Asynchronous work is held back until its beneficiary is known (`finish`).
+        // Asynchronous work is held back until its beneficiary is known.
         if let Some(a) = &mut self.asynchronous
             && a.sample(s, pi, kernel)
         {
+            self.place_async();
             return;
         }
         if !self.is_profiled(pi) {
@@ -399,6 +402,7 @@ impl Aggregator {
         if let Some(a) = &mut self.asynchronous
             && a.trace(rec, t)
         {
+            self.place_async();
             return;
         }
         let Some(mut tracer) = self.syscalls.take() else {
@@ -607,56 +611,73 @@ impl Aggregator {
         }
     }
 
-    /// Ends the attribution: each held sample's cut kernel stack goes to its beneficiary's
-    /// image (a process not profiled: `-k.other`; the residue: `-k.kernel`), and the moves
-    /// are counted for `async.moves`, with each moved stack's places (`Aggregate::moved`).
-    fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks, Option<KernelBlock>)> {
-        let (outcome, held, kernel) = self.asynchronous.take()?.finish();
-        // (kind, victim, beneficiary) → (samples, nanoseconds).
-        type Cell<'a> = (&'a str, Option<u32>, Option<u32>);
-        let mut moves: BTreeMap<Cell<'_>, (u64, u64)> = BTreeMap::new();
-        let mut stacks = MovedStacks::new();
-        for (d, h) in outcome.decisions.iter().zip(&held) {
-            let (beneficiary, to) = match d.to {
-                Target::Process { pid, time } => {
-                    let pi = self.replay.owner(pid, time);
-                    (Some(pid), self.place(pi, time, false))
-                }
-                Target::Unattributed(_) => (None, Place::System),
-            };
-            let side = match to {
-                Place::Image(pi, image) => {
-                    let acc = self.images.entry((pi, image)).or_default();
-                    acc.samples += 1;
-                    acc.stacks.add(&h.kernel, &[], false, h.period);
-                    &mut acc.kernel
-                }
-                Place::System => &mut self.system,
-                Place::Other => &mut self.other,
-            };
-            side.add_moved(&h.kernel, &mut self.edges);
-            let (pi, time, system) = h.taken;
-            let from = self.place(pi, time, system);
-            for c in [
-                moves
-                    .entry((d.kind.as_str(), h.victim, beneficiary))
-                    .or_default(),
-                stacks
-                    .entry((d.kind.as_str(), from, to, h.kernel.clone()))
-                    .or_default(),
-            ] {
-                c.0 += 1;
-                c.1 += h.period;
-            }
+    /// Places the held samples the attribution decided since the last call (as the run goes:
+    /// a sample is kept only until its beneficiary is known).
+    fn place_async(&mut self) {
+        let Some(mut a) = self.asynchronous.take() else {
+            return;
+        };
+        for (d, h) in a.take_decided() {
+            self.place_held(&mut a.placed, d, &h);
         }
+        self.asynchronous = Some(a);
+    }
+
+    /// A held sample's cut kernel stack goes to its beneficiary's image (a process not
+    /// profiled: `-k.other`; the residue: `-k.kernel`), and the move is counted for
+    /// `async.moves`, with the moved stack's places (`Aggregate::moved`).
+    fn place_held(&mut self, placed: &mut Placed, d: Decision, h: &HeldSample) {
+        let (beneficiary, to) = match d.to {
+            Target::Process { pid, time } => {
+                let pi = self.replay.owner(pid, time);
+                (Some(pid), self.place(pi, time, false))
+            }
+            Target::Unattributed(_) => (None, Place::System),
+        };
+        let side = match to {
+            Place::Image(pi, image) => {
+                let acc = self.images.entry((pi, image)).or_default();
+                acc.samples += 1;
+                acc.stacks.add(&h.kernel, &[], false, h.period);
+                &mut acc.kernel
+            }
+            Place::System => &mut self.system,
+            Place::Other => &mut self.other,
+        };
+        side.add_moved(&h.kernel, &mut self.edges);
+        let (pi, time, system) = h.taken;
+        let from = self.place(pi, time, system);
+        for c in [
+            (placed.moves)
+                .entry((d.kind.as_str(), h.victim, beneficiary))
+                .or_default(),
+            (placed.stacks)
+                .entry((d.kind.as_str(), from, to, h.kernel.clone()))
+                .or_default(),
+        ] {
+            c.0 += 1;
+            c.1 += h.period;
+        }
+    }
+
+    /// Ends the attribution: the held samples still undecided are placed, and the totals and
+    /// moves counted for `async.moves`.
+    fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks, Option<KernelBlock>)> {
+        let mut a = self.asynchronous.take()?;
+        let (rest, totals, kernel) = a.finish();
+        for (d, h) in rest {
+            self.place_held(&mut a.placed, d, &h);
+        }
+        let Placed { moves, stacks } = a.placed;
         let mut out = AsyncMoves::default();
-        for t in &outcome.totals {
+        for t in &totals {
             let mut k = KindTotals::new(t.kind.as_str());
             k.held = t.held;
             k.attributed = t.attributed;
             k.windows = t.windows;
             k.objects = t.objects;
             k.unconsumed = t.unconsumed;
+            k.evicted = t.evicted;
             if let (Some(run), async_attribution::Kind::Block) = (kernel, t.kind) {
                 k.counted = Some(run.windows);
             }

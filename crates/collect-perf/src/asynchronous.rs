@@ -3,12 +3,15 @@
 //! samples it holds back until the run ends. The attribution itself (windows, objects,
 //! consumers, the split and the residue) is the `async-attribution` crate's; this module
 //! only feeds it and keeps what a held sample will need once its beneficiary is known (its
-//! cut kernel frames and its period: the user frames are the victim's and never move).
+//! cut kernel frames and its period: the user frames are the victim's and never move), until
+//! the attribution decides it: the [`crate::Aggregator`] places each as soon as it is decided,
+//! so what is kept is what can still be attributed, not every held sample of the run.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use async_attribution::{Attributor, Context, Event, Kind, Outcome, SoftirqEntries, What};
+use async_attribution::{Attributor, Context, Decision, Event, Kind, SoftirqEntries, Totals, What};
 
+use crate::aggregate::MovedStacks;
 use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
 
@@ -265,6 +268,18 @@ pub(crate) struct HeldSample {
     pub period: u64,
 }
 
+/// A cell of the victim → beneficiary matrix: (kind, victim, beneficiary).
+pub(crate) type Cell = (&'static str, Option<u32>, Option<u32>);
+
+/// The held samples placed so far, counted for `async.moves`.
+#[derive(Debug, Default)]
+pub(crate) struct Placed {
+    /// By cell: (samples, nanoseconds).
+    pub moves: BTreeMap<Cell, (u64, u64)>,
+    /// The moved stacks with their places.
+    pub stacks: MovedStacks,
+}
+
 /// The attribution being fed.
 #[derive(Debug)]
 pub(crate) struct AsyncCollector {
@@ -272,7 +287,10 @@ pub(crate) struct AsyncCollector {
     opts: AsyncOptions,
     /// By tracepoint index: whether it is one of ours (decided when first seen).
     ours: Vec<bool>,
-    held: Vec<HeldSample>,
+    /// By ticket, the held samples not decided yet.
+    held: HashMap<u32, HeldSample>,
+    /// What was placed.
+    pub placed: Placed,
     /// Tag records whose fields could not be read (a format without them).
     pub undecodable: u64,
     /// The block programs, and their events read but not fed yet (by time).
@@ -298,7 +316,8 @@ impl AsyncCollector {
             attributor: Attributor::new(opts.entries.clone()).with_kinds(&opts.kinds),
             opts: opts.clone(),
             ours: Vec::new(),
-            held: Vec::new(),
+            held: HashMap::new(),
+            placed: Placed::default(),
             undecodable: 0,
             kernel: None,
             pending: VecDeque::new(),
@@ -349,14 +368,28 @@ impl AsyncCollector {
         let Some(h) = self.attributor.sample(s.cpu, s.tid, kernel) else {
             return false;
         };
-        debug_assert_eq!(h.ticket as usize, self.held.len());
-        self.held.push(HeldSample {
-            victim: (s.pid != 0).then_some(s.pid),
-            taken: (pi, s.time, s.is_system_side()),
-            kernel: kernel[..h.frames].to_vec(),
-            period: s.period,
-        });
+        self.held.insert(
+            h.ticket,
+            HeldSample {
+                victim: (s.pid != 0).then_some(s.pid),
+                taken: (pi, s.time, s.is_system_side()),
+                kernel: kernel[..h.frames].to_vec(),
+                period: s.period,
+            },
+        );
         true
+    }
+
+    /// The held samples decided since the last call, with their decisions (for the caller
+    /// to place now).
+    pub fn take_decided(&mut self) -> Vec<(Decision, HeldSample)> {
+        if !self.attributor.has_decided() {
+            return Vec::new();
+        }
+        let decided = self.attributor.take_decided();
+        (decided.into_iter())
+            .filter_map(|(ticket, d)| Some((d, self.held.remove(&ticket)?)))
+            .collect()
     }
 
     /// Offers a tracepoint record; true when it was one of the attribution's.
@@ -386,9 +419,15 @@ impl AsyncCollector {
         true
     }
 
-    /// Ends the attribution: the decisions, the held samples by ticket, and what the block
-    /// programs saw if they ran.
-    pub fn finish(mut self) -> (Outcome, Vec<HeldSample>, Option<KernelBlock>) {
+    /// Ends the attribution: the held samples not decided yet with their decisions, the
+    /// totals, and what the block programs saw if they ran.
+    pub fn finish(
+        &mut self,
+    ) -> (
+        Vec<(Decision, HeldSample)>,
+        Vec<Totals>,
+        Option<KernelBlock>,
+    ) {
         // Stopped first, so that the counts and the records read agree.
         if let Some(k) = &mut self.kernel {
             k.stop();
@@ -400,7 +439,22 @@ impl AsyncCollector {
             records: k.records(),
             lost: k.lost(),
         });
-        (self.attributor.finish(), self.held, kernel)
+        let attributor = std::mem::replace(
+            &mut self.attributor,
+            Attributor::new(SoftirqEntries::default()),
+        );
+        let out = attributor.finish();
+        // By ticket when none was decided before the end.
+        let rest: Vec<(u32, Decision)> = match out.decisions.is_empty() {
+            true => out.decided,
+            false => (out.decisions.into_iter().enumerate())
+                .map(|(ticket, d)| (ticket as u32, d))
+                .collect(),
+        };
+        let rest = (rest.into_iter())
+            .filter_map(|(ticket, d)| Some((d, self.held.remove(&ticket)?)))
+            .collect();
+        (rest, out.totals, kernel)
     }
 }
 
@@ -451,8 +505,8 @@ mod tests {
             .map(|s| a.sample(s, 0, &kernel))
             .collect();
         assert_eq!(held, [false, true, false]);
-        let (outcome, samples, _) = a.finish();
+        let (samples, totals, _) = a.finish();
         assert_eq!(samples.len(), 1);
-        assert_eq!(outcome.totals[0].windows, 1);
+        assert_eq!(totals[0].windows, 1);
     }
 }

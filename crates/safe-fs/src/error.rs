@@ -10,7 +10,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// A refused or failed file operation, with the path it concerns.
 ///
 /// Its message is the path, then what is wrong:
-/// `/tmp/x/fifo: is a FIFO (named pipe), not a regular file`.
+/// `/tmp/x/fifo: is a FIFO (named pipe), not a regular file`, or what failed and the system's
+/// error: `cannot open /tmp/x: No such file or directory (os error 2)`; it has no
+/// [`source`](std::error::Error::source): see its `Error` implementation.
 #[derive(Debug)]
 pub struct Error {
     path: PathBuf,
@@ -233,11 +235,9 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            ErrorKind::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// The message is whole (the system's error is in it), so it has no source: a chain printed
+/// with `{:#}` would say the system's error twice (`cannot open /x: No such file or directory
+/// (os error 2): No such file or directory (os error 2)`), and a message kept as text (a
+/// manifest's list of problems, a warning) must say it once. The system's error itself is
+/// [`Error::io_error`].
+impl std::error::Error for Error {}

@@ -405,6 +405,19 @@ mod tests {
     }
 
     #[test]
+    fn a_system_error_is_said_once() {
+        // Its message says it; a chain of sources (`{:#}` in the commands) must not again.
+        let missing = scratch("missing").join("no-such-file");
+        let err = read(&missing, &ReadOptions::untrusted(1 << 20)).unwrap_err();
+        assert!(err.is_not_found());
+        let text = err.to_string();
+        let said = std::io::Error::from_raw_os_error(libc::ENOENT).to_string();
+        assert_eq!(text.matches(&said).count(), 1, "{text}");
+        assert!(text.starts_with("cannot open "), "{text}");
+        assert!(std::error::Error::source(&err).is_none());
+    }
+
+    #[test]
     fn reads_a_small_file_and_maps_a_large_one() {
         let dir = scratch("sizes");
         std::fs::write(dir.join("small"), b"abc").unwrap();

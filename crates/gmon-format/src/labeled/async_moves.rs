@@ -11,7 +11,7 @@
 //! moved stacks with the files they left and went to, from which a reader rebuilds the view as
 //! recorded (`pkgprof --async=victim`).
 //!
-//! # Format, version 1.1
+//! # Format, version 1.2
 //!
 //! Text, UTF-8, one record per line, fields separated by one space; the first line is
 //! `pkgasync <major>.<minor>`. Then, in any order:
@@ -20,7 +20,8 @@
 //! |---|---|
 //! | `kind <kind> held <n> attributed <n> windows <n> objects <n> unconsumed <n>` | per kind: samples held back, of them charged to a process, windows recorded, objects they served, objects nobody consumed |
 //! | `counted <kind> <n>` | windows the kernel counted (a counting twin of the window tracepoint): more than `windows` when windows ran in the idle task, where perf samples no tracepoint |
-//! | `residue <kind> <reason> <n>` | samples unattributed for `reason` (`window-unseen`, `no-object`, `no-consumer`) |
+//! | `residue <kind> <reason> <n>` | samples unattributed for `reason` (`window-unseen`, `no-object`, `no-consumer`, `no-owner`, `evicted`) |
+//! | `evicted <kind> <n>` (1.2) | objects the collector dropped unconsumed to bound its memory (packets waiting on sockets nobody read beyond its bound, work items queued, timers armed and requests pending never seen to run or complete); written when not 0 |
 //! | `move <kind> <victim> <beneficiary> <samples> <nanoseconds>` | samples (and the CPU time they stand for) of `kind` taken in process `victim` and charged to `beneficiary`; pids, `-` for no process (the idle task, or the residue as beneficiary) |
 //! | `stack <kind> <from> <to> <samples> <nanoseconds> <frames>` (1.1) | samples of `kind` with these moved kernel frames (lower-case hex addresses, innermost first, separated by commas: the frames from the kind's cut in), taken in the file set whose kernel profile is named `from` and written into the kernel profile named `to`: a process's `gmon.out.<label>k.<comm>`, or `gmon.out.-k.kernel`, `gmon.out.-k.other`; `from` is `-` when the victim has no files |
 //!
@@ -47,7 +48,7 @@ pub const ASYNC_MOVES_FILE: &str = "async.moves";
 /// The major version this crate reads and writes.
 pub const ASYNC_MOVES_MAJOR: u32 = 1;
 /// The minor version this crate writes.
-pub const ASYNC_MOVES_MINOR: u32 = 1;
+pub const ASYNC_MOVES_MINOR: u32 = 2;
 
 const MAGIC: &str = "pkgasync";
 
@@ -69,6 +70,8 @@ pub struct KindTotals {
     pub unconsumed: u64,
     /// Windows the kernel counted, when it was asked to.
     pub counted: Option<u64>,
+    /// Objects dropped unconsumed to bound the collector's memory (1.2; 0 before).
+    pub evicted: u64,
     /// Unattributed samples by reason.
     pub residue: Vec<(String, u64)>,
 }
@@ -271,6 +274,10 @@ impl AsyncMoves {
                     let n = num(n)?;
                     out.kind(&name(k)?).counted = Some(n);
                 }
+                ["evicted", k, n] => {
+                    let n = num(n)?;
+                    out.kind(&name(k)?).evicted = n;
+                }
                 ["residue", k, reason, n] => {
                     let (reason, n) = (name(reason)?, num(n)?);
                     out.kind(&name(k)?).residue.push((reason, n));
@@ -298,7 +305,10 @@ impl AsyncMoves {
                     samples: num(s)?,
                     nanoseconds: num(ns)?,
                 }),
-                ["kind" | "counted" | "residue" | "move" | "stack", ..] => {
+                [
+                    "kind" | "counted" | "evicted" | "residue" | "move" | "stack",
+                    ..,
+                ] => {
                     return Err(fail(format!("malformed `{}` line", f[0])));
                 }
                 [""] if line.trim().is_empty() => {}
@@ -355,6 +365,9 @@ impl AsyncMoves {
             ));
             if let Some(n) = k.counted {
                 lines.push(format!("counted {} {n}", k.kind));
+            }
+            if k.evicted > 0 {
+                lines.push(format!("evicted {} {}", k.kind, k.evicted));
             }
             let mut residue = k.residue.clone();
             residue.sort();
@@ -422,6 +435,7 @@ mod tests {
         k.objects = 6;
         k.unconsumed = 1;
         k.counted = Some(7);
+        k.evicted = 3;
         k.residue = vec![("window-unseen".into(), 2), ("no-consumer".into(), 1)];
         m.kinds.push(k);
         let cell = |victim, beneficiary, samples| Move {
@@ -454,9 +468,10 @@ mod tests {
         let text = String::from_utf8(out.clone()).expect("utf-8");
         assert_eq!(
             text,
-            "pkgasync 1.1\n\
+            "pkgasync 1.2\n\
              kind net-rx held 12 attributed 9 windows 5 objects 6 unconsumed 1\n\
              counted net-rx 7\n\
+             evicted net-rx 3\n\
              residue net-rx no-consumer 1\n\
              residue net-rx window-unseen 2\n\
              move net-rx - - 2 2000000\n\

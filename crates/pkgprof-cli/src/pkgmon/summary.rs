@@ -29,8 +29,16 @@ pub(super) fn print_async(
             Some(_) => "their BPF records were lost",
             None => "ran in the idle task, where perf samples no tracepoint",
         };
+        let evicted = match k.evicted {
+            0 => String::new(),
+            n => format!(
+                " ({n} {} forgotten unconsumed to bound pkgmon's memory: see \"Security\" in \
+                 the README)",
+                k.object_words().0
+            ),
+        };
         eprintln!(
-            "pkgmon: async {}: {} windows seen{}, {} {}, {} {}",
+            "pkgmon: async {}: {} windows seen{}, {} {}, {} {}{evicted}",
             k.kind,
             k.windows,
             if unseen > 0 {

@@ -7,6 +7,13 @@
  *                                  a TCP stream of 64 KiB writes (benches/async-overhead.sh),
  *                                  paced at RATE bytes/s if given (SO_MAX_PACING_RATE);
  *                                  PIDFILE also gets "bytes N", the bytes sent
+ *   netpair flood SECONDS PIDFILE [EVERY_US [RATE]]
+ *                                  a UDP flood of 100-byte datagrams, as fast as the sender
+ *                                  can send or RATE a second, to a socket nobody reads (the
+ *                                  sender holds it open), or, with EVERY_US > 0, that a
+ *                                  receiver reads one datagram of every EVERY_US microseconds
+ *                                  (a small share: the rest is dropped for a full receive
+ *                                  buffer); PIDFILE also gets "sent N"
  *   netpair udp SECONDS PIDFILE NS_SEND NS_RECV ADDR
  *                                  udp between two network namespaces (`ip netns` names): the
  *                                  receiver's socket is made in NS_RECV bound to ADDR, the
@@ -32,6 +39,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +197,55 @@ static void udp(int receivers, double seconds, FILE *pids) {
     }
 }
 
+/* A UDP flood (a hostile or broken peer): datagrams nobody reads, or of which a receiver reads
+ * one every `every_us` microseconds. Each datagram is received in the softirq of the sender's
+ * own send: a window and a packet for pkgmon --async to keep track of. */
+static void flood(double seconds, FILE *pids, long every_us, long rate) {
+    struct sockaddr_in addr;
+    int in = udp_bound(&addr);
+    int out = socket(AF_INET, SOCK_DGRAM, 0);
+    if (out < 0) {
+        perror("udp socket");
+        exit(1);
+    }
+    pid_t kid = -1;
+    if (every_us > 0) {
+        kid = fork();
+        if (kid == 0) {
+            char buf[65536];
+            struct timespec pause = {every_us / 1000000, every_us % 1000000 * 1000};
+            for (;;) {
+                if (recv(in, buf, sizeof buf, 0) <= 1)
+                    _exit(0);
+                nanosleep(&pause, NULL);
+            }
+        }
+        fprintf(pids, "receiver %d\n", kid);
+        fflush(pids);
+    }
+    static char buf[100];
+    memset(buf, 'x', sizeof buf);
+    long long sent = 0;
+    double start = now(), end = start + seconds;
+    struct timespec ms = {0, 1000000};
+    for (double t = start; t < end; t = now()) {
+        if (rate > 0 && sent >= (t - start) * rate) {
+            nanosleep(&ms, NULL);
+            continue;
+        }
+        for (int i = 0; i < 64; i++)
+            sent += sendto(out, buf, sizeof buf, 0, (struct sockaddr *)&addr, sizeof addr) > 0;
+    }
+    fprintf(pids, "sent %lld\n", sent);
+    if (kid > 0) {
+        /* The end mark may be dropped for a full queue: the receiver is killed instead. */
+        sendto(out, "!", 1, 0, (struct sockaddr *)&addr, sizeof addr);
+        kill(kid, SIGKILL);
+        waitpid(kid, NULL, 0);
+    }
+    close(in);
+}
+
 /* `size`: bytes per send; small ones go out at once (TCP_NODELAY). */
 /* The pacing rate of stream mode, bytes/s (0: none). */
 static unsigned pace;
@@ -233,8 +290,9 @@ int main(int argc, char **argv) {
         recv_addr = argv[6];
     } else if (argc == 5 && !strcmp(argv[1], "stream")) {
         pace = (unsigned)strtoul(argv[4], NULL, 10);
+    } else if ((argc == 5 || argc == 6) && !strcmp(argv[1], "flood")) {
     } else if (argc != 4) {
-        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream SECONDS PIDFILE [NS_SEND NS_RECV ADDR | RATE]\n");
+        fprintf(stderr, "usage: netpair udp|tcp|udp2|stream|flood SECONDS PIDFILE [NS_SEND NS_RECV ADDR | RATE | EVERY_US [RATE]]\n");
         return 2;
     }
     double seconds = atof(argv[2]);
@@ -252,6 +310,8 @@ int main(int argc, char **argv) {
         tcp(seconds, pids, SIZE);
     else if (!strcmp(argv[1], "stream"))
         tcp(seconds, pids, sizeof(char[1 << 16]));
+    else if (!strcmp(argv[1], "flood"))
+        flood(seconds, pids, argc >= 5 ? atol(argv[4]) : 0, argc == 6 ? atol(argv[5]) : 0);
     else
         return 2;
     fclose(pids);
