@@ -274,7 +274,35 @@ fn nanosleep_via(how: &str) {
     }
     assert!(report.contains("slept in do_nanosleep"), "{report}");
     if how == "--blocking" {
-        assert!(wakers.iter().all(|w| !w.frames.is_empty()), "{wakers:?}");
+        // A waker's stack can collide with another in the in-kernel stack map (about K²/2N
+        // of K distinct stacks in N buckets; under load the timer's interrupts come with
+        // hundreds of distinct interrupted stacks): such wake-ups keep no frames, and pkgmon
+        // counts and says so. Every other one has its frames.
+        let frameless: u64 = wakers
+            .iter()
+            .filter(|w| w.frames.is_empty())
+            .map(|w| w.count)
+            .sum();
+        if frameless > 0 {
+            let said = run
+                .stderr
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix("pkgmon: warning: ")?
+                        .strip_suffix(
+                            " sleep sites or wakers have no frames: their stacks collided with \
+                             others in the in-kernel stack map (or it was full)",
+                        )?
+                        .parse::<u64>()
+                        .ok()
+                })
+                .unwrap_or(0);
+            assert!(
+                said >= frameless,
+                "{frameless} wakers without frames, {said} said\n{}",
+                run.stderr
+            );
+        }
         assert!(report.contains("hrtimer_wakeup (interrupt)"), "{report}");
     }
     let report = pkgprof(&["--latency"], &run.dir);

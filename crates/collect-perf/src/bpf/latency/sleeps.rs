@@ -131,7 +131,7 @@ impl SyscallLatency {
             ),
             (
                 blocking::STACKS_FULL,
-                "sleep sites or wakers have no frames: the in-kernel stack map had no room for them",
+                "sleep sites or wakers have no frames: their stacks collided with others in the in-kernel stack map (or it was full)",
             ),
         ] {
             let n = totals[i as usize];
