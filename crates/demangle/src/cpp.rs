@@ -3,17 +3,15 @@
 
 use crate::repairs::misplaced_qualifiers;
 use crate::text::{
-    THUNK_LABELS, has_local_scope, name_end, split_params, template_depth, top_level_paren,
-    trailing_template_args,
+    THUNK_LABELS, name_end, split_params, template_depth, top_level_paren, trailing_template_args,
 };
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
 ///
 /// The first of these that applies gives the text: [`trailing_pack`], [`special_name`],
-/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`],
-/// [`templated_constructor`] and [`declarator_return_type`] fix what the first demangling
-/// got wrong.
+/// [`default_argument_scope`], plain [`cpp`]; then [`templated_constructor`] and
+/// [`declarator_return_type`] fix what the first demangling got wrong.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let rest = name.strip_prefix("_Z")?;
     // `trailing_pack` already repairs constructor templates itself.
@@ -27,27 +25,24 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
                 .flatten()
         })
         .or_else(|| cpp(name))?;
-    let text = nested_local_names(name, &text).unwrap_or(text);
     let text = templated_constructor(name, &text).unwrap_or(text);
     Some(declarator_return_type(name, &text).unwrap_or(text))
 }
 
 /// Demangles a C++ symbol with `cpp_demangle`, or `None` if it refuses.
 ///
-/// A local name (`_ZZ`) is demangled without return types: GNU never prints the return type
-/// of the function enclosing a local entity.
+/// The vendored `cpp_demangle` (`vendor/cpp_demangle/README.pkgprof.md`) prints no return
+/// type of a function enclosing a local entity, as GNU, and the symbol's own where the
+/// local entity is a template function, as GNU.
 ///
-/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `void f<int, >(int, &&)::x` in `cpp_demangle` with
-/// its default options, `f<int, >(int, &&)::x` without return types (and `f<int>(int)::x`,
-/// GNU's text, once the repairs have run).
+/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `f<int, >(int, &&)::x` in `cpp_demangle` (and
+/// `f<int>(int)::x`, GNU's text, once the repairs have run);
+/// `_ZZ4mainENKUlT_E_clIiEEDaS_` is `auto main::{lambda(auto:1)#1}::operator()<int>(int)
+/// const` in both.
 fn cpp(name: &str) -> Option<String> {
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
-    let mut options = cpp_demangle::DemangleOptions::new();
-    // GNU never prints the return type of the function enclosing a local entity.
-    if name.starts_with("_ZZ") {
-        options = options.no_return_type();
-    }
-    sym.demangle_with_options(&options).ok()
+    sym.demangle_with_options(&cpp_demangle::DemangleOptions::new())
+        .ok()
 }
 
 /// Demangles a function whose last parameter is a qualified pack expansion (`DpOT_`).
@@ -81,7 +76,6 @@ fn trailing_pack(name: &str) -> Option<String> {
     }
     let repaired = |mangled: String| {
         let text = cpp(&mangled)?;
-        let text = nested_local_names(&mangled, &text).unwrap_or(text);
         let text = templated_constructor(&mangled, &text).unwrap_or(text);
         Some(misplaced_qualifiers(&text, &mangled).unwrap_or(text))
     };
@@ -166,43 +160,6 @@ fn qualify(element: &str, quals: &str) -> Option<String> {
         i -= 1;
     }
     Some(out)
-}
-
-/// Drops the return types of functions enclosing local entities nested in a name.
-///
-/// GNU never prints the return type of the function that encloses a local entity, also
-/// when the entity appears inside a template argument (`_Iter_comp_iter<f<int>(int)::
-/// {lambda(int)#1}>`); `cpp_demangle` prints it there.  Its `no_return_type` option drops
-/// them, together with the return type of the symbol itself, which is taken back from the
-/// ordinary demangling.  Returns `None` when nothing changes.
-///
-/// Example: `_ZN4llvm25ComputeMappedEditDistanceIcZNS_19ComputeEditDistanceIcEEjNS_8ArrayRefIT_EES4_bjEUlRKcE_EEjS4_S4_T0_bj`
-/// has the template argument `unsigned int llvm::ComputeEditDistance<char>(…)::{lambda(char
-/// const&)#1}` in `cpp_demangle`, `llvm::ComputeEditDistance<char>(…)::{lambda(char
-/// const&)#1}` in GNU.
-fn nested_local_names(name: &str, text: &str) -> Option<String> {
-    if name.starts_with("_ZZ") || !has_local_scope(text) {
-        return None;
-    }
-    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
-    let options = cpp_demangle::DemangleOptions::new().no_return_type();
-    let bare = sym.demangle_with_options(&options).ok()?;
-    if bare == text {
-        return None;
-    }
-    // The symbol's own name is the start of `bare`, up to its first `<` or `(` (an
-    // anonymous namespace's parenthesis is part of the name: taken for its end, the name
-    // would be empty and the symbol's own return type dropped).
-    let head = &bare[..name_end(&bare)?];
-    if text.starts_with(head) {
-        return Some(bare);
-    }
-    // The return type ends where the name starts outside every bracket: a return type can
-    // hold parentheses itself (a local entity's enclosing function in its arguments).
-    let (at, _) = text
-        .match_indices(&format!(" {head}"))
-        .find(|&(at, _)| template_depth(&text[..at]) == 0 && paren_depth(&text[..at]) == 0)?;
-    Some(format!("{} {bare}", &text[..at]))
 }
 
 /// Puts a function whose return type is a pointer or reference to a function or an array
@@ -482,11 +439,13 @@ mod tests {
             trailing_pack("_Z1fIJicEEvDpPKT_").as_deref(),
             Some("void f<int, char>(int const*, char const*)")
         );
+        assert_eq!(
+            cpp("_ZZ4mainENKUlT_E_clIiEEDaS_").as_deref(),
+            Some("auto main::{lambda(auto:1)#1}::operator()<int>(int) const")
+        );
+        // A local entity in a template argument: no return type of its enclosing function.
         let name = "_ZN4llvm25ComputeMappedEditDistanceIcZNS_19ComputeEditDistanceIcEEjNS_8ArrayRefIT_EES4_bjEUlRKcE_EEjS4_S4_T0_bj";
-        let plain = cpp(name).unwrap();
-        assert!(plain.contains("<char, unsigned int llvm::ComputeEditDistance<char>("));
-        let mended = nested_local_names(name, &plain).unwrap();
-        assert!(mended.starts_with(
+        assert!(cpp(name).unwrap().starts_with(
             "unsigned int llvm::ComputeMappedEditDistance<char, llvm::ComputeEditDistance<char>("
         ));
         let name = "_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE";

@@ -33,13 +33,6 @@ pub(crate) fn name_end(text: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Tells whether `text` names a local entity somewhere: a `)::` that closes a function's
-/// parameters, not an anonymous namespace's `(anonymous namespace)::`.
-pub(crate) fn has_local_scope(text: &str) -> bool {
-    text.match_indices(")::")
-        .any(|(i, _)| !text[..=i].ends_with(ANONYMOUS_NAMESPACE))
-}
-
 /// Splits a printed function into name, top-level parameters and what follows `)`.
 pub(crate) fn split_params(text: &str) -> Option<(&str, Vec<&str>, &str)> {
     let open = top_level_paren(text)?;
