@@ -202,13 +202,27 @@ fn declarator_return_type(name: &str, text: &str) -> Option<String> {
     // The declarator's name goes before the return type's first `)` outside template
     // arguments: `void (*(*&)(int))(int)` returns a reference to a pointer to a function
     // returning a function pointer, and the name goes after `*&`.
-    let slot = ret
-        .char_indices()
-        .find(|&(i, c)| c == ')' && template_depth(&ret[..i]) == 0)?
-        .0;
+    // A `decltype (…)` at the start is the base type, whose parentheses hold an expression
+    // (`decltype (::new ((void*)(0)) char(…))` of `std::construct_at`), never the name.
+    let base_end = match ret.strip_prefix("decltype (") {
+        Some(_) => {
+            "decltype ".len()
+                + ret["decltype ".len()..]
+                    .char_indices()
+                    .find(|&(i, c)| c == ')' && paren_depth(&ret["decltype ".len()..=i]) == 0)?
+                    .0
+                + 1
+        }
+        None => 0,
+    };
+    let slot = base_end
+        + ret[base_end..]
+            .char_indices()
+            .find(|&(i, c)| c == ')' && template_depth(&ret[..base_end + i]) == 0)?
+            .0;
     // Only a declarator's group (`(*&)`, `(A::*)`, `(* const)`) takes the name; a
     // `decltype (…)` return type ends with parentheses too.
-    let declarator = &ret[ret[..slot].rfind('(')? + 1..slot];
+    let declarator = &ret[base_end + ret[base_end..slot].rfind('(')? + 1..slot];
     let core = declarator
         .trim_end_matches(" const")
         .trim_end_matches(" volatile")
