@@ -155,6 +155,20 @@ mod tests {
         }
     }
 
+    /// An empty qualified pack that is the whole parameter list of a function enclosing a
+    /// local entity (nlohmann/json's `create<T>()`), and a declarator's `(&&)`, which stays.
+    #[test]
+    fn empty_qualified_packs_alone_before_a_scope() {
+        assert_eq!(
+            types::empty_qualified_packs("j::create<v>(&&)::{lambda(v*)#1}", "").as_deref(),
+            Some("j::create<v>()::{lambda(v*)#1}")
+        );
+        assert_eq!(
+            types::empty_qualified_packs("f<void (&&)(int)>(void (&&)(int))", ""),
+            None
+        );
+    }
+
     #[test]
     fn examples_follow_the_order_of_the_repairs() {
         for ((repair, ..), listed) in EXAMPLES.iter().zip(REPAIRS) {
