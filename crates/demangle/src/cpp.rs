@@ -2,19 +2,16 @@
 //! to demangle again (another mangling, other options) rather than edit text.
 
 use crate::repairs::misplaced_qualifiers;
-use crate::text::{
-    THUNK_LABELS, name_end, split_params, template_depth, top_level_paren, trailing_template_args,
-};
+use crate::text::{THUNK_LABELS, name_end, split_params, template_depth};
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
 ///
 /// The first of these that applies gives the text: [`trailing_pack`], [`special_name`],
-/// [`default_argument_scope`], plain [`cpp`]; then [`templated_constructor`] and
-/// [`declarator_return_type`] fix what the first demangling got wrong.
+/// [`default_argument_scope`], plain [`cpp`]; then [`declarator_return_type`] fixes what the
+/// first demangling got wrong.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let rest = name.strip_prefix("_Z")?;
-    // `trailing_pack` already repairs constructor templates itself.
     if let Some(text) = trailing_pack(name) {
         return Some(text);
     }
@@ -25,7 +22,6 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
                 .flatten()
         })
         .or_else(|| cpp(name))?;
-    let text = templated_constructor(name, &text).unwrap_or(text);
     Some(declarator_return_type(name, &text).unwrap_or(text))
 }
 
@@ -76,7 +72,6 @@ fn trailing_pack(name: &str) -> Option<String> {
     }
     let repaired = |mangled: String| {
         let text = cpp(&mangled)?;
-        let text = templated_constructor(&mangled, &text).unwrap_or(text);
         Some(misplaced_qualifiers(&text, &mangled).unwrap_or(text))
     };
     let unqualified = repaired(format!(
@@ -247,55 +242,6 @@ fn paren_depth(text: &str) -> i32 {
         ')' => depth - 1,
         _ => depth,
     })
-}
-
-/// Repairs the demangling of a constructor or destructor template.
-///
-/// Such functions have no return type in the mangling, but `cpp_demangle` takes their first
-/// parameter for one and drops it.  Giving it a dummy `void` return type right after the
-/// name yields the full parameter list.  The end of the name is found by trying each `E`
-/// after the constructor's template arguments start: the first insertion that leaves the
-/// printed name unchanged is the right one.  Returns `None` if `text` is not such a
-/// function or no insertion works.
-///
-/// Example: `_ZNSsC1IPcEET_S1_RKSaIcE` (a `std::string` constructor from two iterators) is
-/// `std::string::string<char*>(char*, std::allocator<char> const&)` in `cpp_demangle`; with
-/// the dummy return type it is `std::string::string<char*>(char*, char*, std::allocator<char>
-/// const&)`, which the repairs then spell as GNU does.
-fn templated_constructor(name: &str, text: &str) -> Option<String> {
-    let open = top_level_paren(text)?;
-    let head = &text[..open];
-    if !is_constructor_template(head) {
-        return None;
-    }
-    let start = name
-        .as_bytes()
-        .windows(3)
-        .position(|w| matches!(w[0], b'C' | b'D') && w[1].is_ascii_digit() && w[2] == b'I')?;
-    for (i, _) in name.match_indices('E').filter(|&(i, _)| i > start) {
-        let candidate = format!("{}v{}", &name[..=i], &name[i + 1..]);
-        if let Some(fixed) = cpp(&candidate)
-            && top_level_paren(&fixed).is_some_and(|p| &fixed[..p] == head)
-        {
-            return Some(fixed);
-        }
-    }
-    None
-}
-
-/// Tells whether `head` (a printed function name) is `…::X<…>::X<…>` or `…::~X<…>`.
-fn is_constructor_template(head: &str) -> bool {
-    let Some(args) = trailing_template_args(head) else {
-        return false;
-    };
-    let name = &head[..args];
-    let Some(sep) = name.rfind("::") else {
-        return false;
-    };
-    let (class, member) = (&name[..sep], &name[sep + 2..]);
-    let class = trailing_template_args(class).map_or(class, |i| &class[..i]);
-    let class = class.rsplit("::").next().unwrap_or(class);
-    member.trim_start_matches('~') == class
 }
 
 /// Demangles a mangled type (the part after `_ZTS`) to its printed form.
@@ -471,14 +417,10 @@ mod tests {
                 "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
             )
         );
-        let name = "_ZNSsC1IPcEET_S1_RKSaIcE";
-        let plain = cpp(name).unwrap();
+        // A constructor template's first type is a parameter, not a return type (the
+        // vendored cpp_demangle's fix).
         assert_eq!(
-            plain,
-            "std::string::string<char*>(char*, std::allocator<char> const&)"
-        );
-        assert_eq!(
-            templated_constructor(name, &plain).as_deref(),
+            cpp("_ZNSsC1IPcEET_S1_RKSaIcE").as_deref(),
             Some("std::string::string<char*>(char*, char*, std::allocator<char> const&)")
         );
         assert_eq!(

@@ -39,9 +39,9 @@
 //!    thunks), `default_argument_scope` (`{default arg#N}`) and plain `cpp_demangle` (the
 //!    copy in `vendor/cpp_demangle`, which prints no return types of functions enclosing
 //!    local entities and keeps lambda parameters' references apart from the closure
-//!    type's); then `templated_constructor` (constructor templates keep their
-//!    first parameter) and `declarator_return_type` (a function returning a pointer or
-//!    reference to a function or array is written inside that type's declarator).
+//!    type's, and gives a constructor template its first parameter); then
+//!    `declarator_return_type` (a function returning a pointer or reference to a function
+//!    or array is written inside that type's declarator).
 //! 5. **Repairs of the text** (`repairs`), in this order: `ref_qualified_function_types`,
 //!    `misplaced_qualifiers`, `integer_literals`, `function_type_spaces`, `misplaced_const_scope`,
 //!    `function_addresses`, `empty_trailing_packs`,

@@ -142,24 +142,3 @@ pub(crate) fn current_template_argument(before: &str) -> &str {
     }
     ""
 }
-
-/// Start of the template argument list that ends `text`, if `text` ends with one.
-pub(crate) fn trailing_template_args(text: &str) -> Option<usize> {
-    if !text.ends_with('>') {
-        return None;
-    }
-    let mut depth = 0;
-    for (i, c) in text.char_indices().rev() {
-        match c {
-            '>' => depth += 1,
-            '<' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}

@@ -1559,8 +1559,16 @@ where
             let (scope, function_args) =
                 if let Some(template_args) = name.get_template_args(ctx.subs) {
                     let scope = scope.push(template_args);
-                    let function_args = FunctionArgListAndReturnType::new(&fun_ty.0);
-                    (scope, function_args as &dyn DemangleAsInner<W>)
+                    // pkgprof: a constructor, destructor or conversion operator template has
+                    // no return type in its mangling, so its first type is a parameter, as
+                    // GNU prints it; upstream dropped it as a return type
+                    // (`std::string::string<char*>(char*, …)` lost its first `char*`).
+                    let function_args = if name.is_ctor_dtor_conversion(ctx.subs) {
+                        FunctionArgList::new(&fun_ty.0) as &dyn DemangleAsInner<W>
+                    } else {
+                        FunctionArgListAndReturnType::new(&fun_ty.0) as &dyn DemangleAsInner<W>
+                    };
+                    (scope, function_args)
                 } else {
                     let function_args = FunctionArgList::new(&fun_ty.0);
                     (scope, function_args as &dyn DemangleAsInner<W>)
