@@ -65,6 +65,9 @@ impl SourceLines {
         } else {
             gimli::RunTimeEndian::Big
         };
+        // Debugging sections may be compressed (`gcc -gz`, `objcopy --compress-debug-sections`:
+        // zlib or zstd in SHF_COMPRESSED sections, or GNU's `.zdebug_*`, which `object` finds
+        // under the `.debug_*` name); BFD reads them all, so gprof's lines and files are there.
         let load = |id: gimli::SectionId| -> std::result::Result<Reader, gimli::Error> {
             let bytes: Cow<'_, [u8]> = file
                 .section_by_name(id.name())

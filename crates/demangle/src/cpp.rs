@@ -2,21 +2,16 @@
 //! to demangle again (another mangling, other options) rather than edit text.
 
 use crate::repairs::misplaced_qualifiers;
-use crate::text::{
-    THUNK_LABELS, has_local_scope, name_end, split_params, template_depth, top_level_paren,
-    trailing_template_args,
-};
+use crate::text::{THUNK_LABELS, name_end, split_params, template_depth};
 
 /// Demangles the C++ name `name` (starting with `_Z`, pre-standard scopes already rewritten)
 /// as `cpp_demangle` prints it after this stage's repairs, or `None` if it is not one.
 ///
 /// The first of these that applies gives the text: [`trailing_pack`], [`special_name`],
-/// [`default_argument_scope`], plain [`cpp`]; then [`nested_local_names`],
-/// [`templated_constructor`] and [`declarator_return_type`] fix what the first demangling
-/// got wrong.
+/// [`default_argument_scope`], plain [`cpp`]; then [`declarator_return_type`] fixes what the
+/// first demangling got wrong.
 pub(crate) fn demangle(name: &str) -> Option<String> {
     let rest = name.strip_prefix("_Z")?;
-    // `trailing_pack` already repairs constructor templates itself.
     if let Some(text) = trailing_pack(name) {
         return Some(text);
     }
@@ -27,27 +22,23 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
                 .flatten()
         })
         .or_else(|| cpp(name))?;
-    let text = nested_local_names(name, &text).unwrap_or(text);
-    let text = templated_constructor(name, &text).unwrap_or(text);
     Some(declarator_return_type(name, &text).unwrap_or(text))
 }
 
 /// Demangles a C++ symbol with `cpp_demangle`, or `None` if it refuses.
 ///
-/// A local name (`_ZZ`) is demangled without return types: GNU never prints the return type
-/// of the function enclosing a local entity.
+/// The vendored `cpp_demangle` (`vendor/cpp_demangle/README.pkgprof.md`) prints no return
+/// type of a function enclosing a local entity, as GNU, and the symbol's own where the
+/// local entity is a template function, as GNU.
 ///
-/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `void f<int, >(int, &&)::x` in `cpp_demangle` with
-/// its default options, `f<int, >(int, &&)::x` without return types (and `f<int>(int)::x`,
-/// GNU's text, once the repairs have run).
+/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `f<int, >(int, &&)::x` in `cpp_demangle` (and
+/// `f<int>(int)::x`, GNU's text, once the repairs have run);
+/// `_ZZ4mainENKUlT_E_clIiEEDaS_` is `auto main::{lambda(auto:1)#1}::operator()<int>(int)
+/// const` in both.
 fn cpp(name: &str) -> Option<String> {
     let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
-    let mut options = cpp_demangle::DemangleOptions::new();
-    // GNU never prints the return type of the function enclosing a local entity.
-    if name.starts_with("_ZZ") {
-        options = options.no_return_type();
-    }
-    sym.demangle_with_options(&options).ok()
+    sym.demangle_with_options(&cpp_demangle::DemangleOptions::new())
+        .ok()
 }
 
 /// Demangles a function whose last parameter is a qualified pack expansion (`DpOT_`).
@@ -81,8 +72,6 @@ fn trailing_pack(name: &str) -> Option<String> {
     }
     let repaired = |mangled: String| {
         let text = cpp(&mangled)?;
-        let text = nested_local_names(&mangled, &text).unwrap_or(text);
-        let text = templated_constructor(&mangled, &text).unwrap_or(text);
         Some(misplaced_qualifiers(&text, &mangled).unwrap_or(text))
     };
     let unqualified = repaired(format!(
@@ -168,43 +157,6 @@ fn qualify(element: &str, quals: &str) -> Option<String> {
     Some(out)
 }
 
-/// Drops the return types of functions enclosing local entities nested in a name.
-///
-/// GNU never prints the return type of the function that encloses a local entity, also
-/// when the entity appears inside a template argument (`_Iter_comp_iter<f<int>(int)::
-/// {lambda(int)#1}>`); `cpp_demangle` prints it there.  Its `no_return_type` option drops
-/// them, together with the return type of the symbol itself, which is taken back from the
-/// ordinary demangling.  Returns `None` when nothing changes.
-///
-/// Example: `_ZN4llvm25ComputeMappedEditDistanceIcZNS_19ComputeEditDistanceIcEEjNS_8ArrayRefIT_EES4_bjEUlRKcE_EEjS4_S4_T0_bj`
-/// has the template argument `unsigned int llvm::ComputeEditDistance<char>(…)::{lambda(char
-/// const&)#1}` in `cpp_demangle`, `llvm::ComputeEditDistance<char>(…)::{lambda(char
-/// const&)#1}` in GNU.
-fn nested_local_names(name: &str, text: &str) -> Option<String> {
-    if name.starts_with("_ZZ") || !has_local_scope(text) {
-        return None;
-    }
-    let sym = cpp_demangle::Symbol::new(name.as_bytes()).ok()?;
-    let options = cpp_demangle::DemangleOptions::new().no_return_type();
-    let bare = sym.demangle_with_options(&options).ok()?;
-    if bare == text {
-        return None;
-    }
-    // The symbol's own name is the start of `bare`, up to its first `<` or `(` (an
-    // anonymous namespace's parenthesis is part of the name: taken for its end, the name
-    // would be empty and the symbol's own return type dropped).
-    let head = &bare[..name_end(&bare)?];
-    if text.starts_with(head) {
-        return Some(bare);
-    }
-    // The return type ends where the name starts outside every bracket: a return type can
-    // hold parentheses itself (a local entity's enclosing function in its arguments).
-    let (at, _) = text
-        .match_indices(&format!(" {head}"))
-        .find(|&(at, _)| template_depth(&text[..at]) == 0 && paren_depth(&text[..at]) == 0)?;
-    Some(format!("{} {bare}", &text[..at]))
-}
-
 /// Puts a function whose return type is a pointer or reference to a function or an array
 /// inside that type's declarator, as C++ declares it and GNU prints it.
 ///
@@ -245,13 +197,27 @@ fn declarator_return_type(name: &str, text: &str) -> Option<String> {
     // The declarator's name goes before the return type's first `)` outside template
     // arguments: `void (*(*&)(int))(int)` returns a reference to a pointer to a function
     // returning a function pointer, and the name goes after `*&`.
-    let slot = ret
-        .char_indices()
-        .find(|&(i, c)| c == ')' && template_depth(&ret[..i]) == 0)?
-        .0;
+    // A `decltype (…)` at the start is the base type, whose parentheses hold an expression
+    // (`decltype (::new ((void*)(0)) char(…))` of `std::construct_at`), never the name.
+    let base_end = match ret.strip_prefix("decltype (") {
+        Some(_) => {
+            "decltype ".len()
+                + ret["decltype ".len()..]
+                    .char_indices()
+                    .find(|&(i, c)| c == ')' && paren_depth(&ret["decltype ".len()..=i]) == 0)?
+                    .0
+                + 1
+        }
+        None => 0,
+    };
+    let slot = base_end
+        + ret[base_end..]
+            .char_indices()
+            .find(|&(i, c)| c == ')' && template_depth(&ret[..base_end + i]) == 0)?
+            .0;
     // Only a declarator's group (`(*&)`, `(A::*)`, `(* const)`) takes the name; a
     // `decltype (…)` return type ends with parentheses too.
-    let declarator = &ret[ret[..slot].rfind('(')? + 1..slot];
+    let declarator = &ret[base_end + ret[base_end..slot].rfind('(')? + 1..slot];
     let core = declarator
         .trim_end_matches(" const")
         .trim_end_matches(" volatile")
@@ -276,55 +242,6 @@ fn paren_depth(text: &str) -> i32 {
         ')' => depth - 1,
         _ => depth,
     })
-}
-
-/// Repairs the demangling of a constructor or destructor template.
-///
-/// Such functions have no return type in the mangling, but `cpp_demangle` takes their first
-/// parameter for one and drops it.  Giving it a dummy `void` return type right after the
-/// name yields the full parameter list.  The end of the name is found by trying each `E`
-/// after the constructor's template arguments start: the first insertion that leaves the
-/// printed name unchanged is the right one.  Returns `None` if `text` is not such a
-/// function or no insertion works.
-///
-/// Example: `_ZNSsC1IPcEET_S1_RKSaIcE` (a `std::string` constructor from two iterators) is
-/// `std::string::string<char*>(char*, std::allocator<char> const&)` in `cpp_demangle`; with
-/// the dummy return type it is `std::string::string<char*>(char*, char*, std::allocator<char>
-/// const&)`, which the repairs then spell as GNU does.
-fn templated_constructor(name: &str, text: &str) -> Option<String> {
-    let open = top_level_paren(text)?;
-    let head = &text[..open];
-    if !is_constructor_template(head) {
-        return None;
-    }
-    let start = name
-        .as_bytes()
-        .windows(3)
-        .position(|w| matches!(w[0], b'C' | b'D') && w[1].is_ascii_digit() && w[2] == b'I')?;
-    for (i, _) in name.match_indices('E').filter(|&(i, _)| i > start) {
-        let candidate = format!("{}v{}", &name[..=i], &name[i + 1..]);
-        if let Some(fixed) = cpp(&candidate)
-            && top_level_paren(&fixed).is_some_and(|p| &fixed[..p] == head)
-        {
-            return Some(fixed);
-        }
-    }
-    None
-}
-
-/// Tells whether `head` (a printed function name) is `…::X<…>::X<…>` or `…::~X<…>`.
-fn is_constructor_template(head: &str) -> bool {
-    let Some(args) = trailing_template_args(head) else {
-        return false;
-    };
-    let name = &head[..args];
-    let Some(sep) = name.rfind("::") else {
-        return false;
-    };
-    let (class, member) = (&name[..sep], &name[sep + 2..]);
-    let class = trailing_template_args(class).map_or(class, |i| &class[..i]);
-    let class = class.rsplit("::").next().unwrap_or(class);
-    member.trim_start_matches('~') == class
 }
 
 /// Demangles a mangled type (the part after `_ZTS`) to its printed form.
@@ -482,11 +399,13 @@ mod tests {
             trailing_pack("_Z1fIJicEEvDpPKT_").as_deref(),
             Some("void f<int, char>(int const*, char const*)")
         );
+        assert_eq!(
+            cpp("_ZZ4mainENKUlT_E_clIiEEDaS_").as_deref(),
+            Some("auto main::{lambda(auto:1)#1}::operator()<int>(int) const")
+        );
+        // A local entity in a template argument: no return type of its enclosing function.
         let name = "_ZN4llvm25ComputeMappedEditDistanceIcZNS_19ComputeEditDistanceIcEEjNS_8ArrayRefIT_EES4_bjEUlRKcE_EEjS4_S4_T0_bj";
-        let plain = cpp(name).unwrap();
-        assert!(plain.contains("<char, unsigned int llvm::ComputeEditDistance<char>("));
-        let mended = nested_local_names(name, &plain).unwrap();
-        assert!(mended.starts_with(
+        assert!(cpp(name).unwrap().starts_with(
             "unsigned int llvm::ComputeMappedEditDistance<char, llvm::ComputeEditDistance<char>("
         ));
         let name = "_ZSt7forwardIRA256_cEOT_RNSt16remove_referenceIS2_E4typeE";
@@ -498,14 +417,10 @@ mod tests {
                 "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
             )
         );
-        let name = "_ZNSsC1IPcEET_S1_RKSaIcE";
-        let plain = cpp(name).unwrap();
+        // A constructor template's first type is a parameter, not a return type (the
+        // vendored cpp_demangle's fix).
         assert_eq!(
-            plain,
-            "std::string::string<char*>(char*, std::allocator<char> const&)"
-        );
-        assert_eq!(
-            templated_constructor(name, &plain).as_deref(),
+            cpp("_ZNSsC1IPcEET_S1_RKSaIcE").as_deref(),
             Some("std::string::string<char*>(char*, char*, std::allocator<char> const&)")
         );
         assert_eq!(

@@ -36,14 +36,15 @@
 //!    mangling with every back reference spelled out as GNU numbers them.
 //! 4. **Demangling C++** (`cpp`): the first that applies of `trailing_pack` (a qualified pack
 //!    expansion ending the parameters, `DpOT_`), `special_name` (vtables, VTTs, typeinfo,
-//!    thunks), `default_argument_scope` (`{default arg#N}`) and plain `cpp_demangle` (local
-//!    names without return types); then `nested_local_names` (no return types of functions
-//!    enclosing local entities), `templated_constructor` (constructor templates keep their
-//!    first parameter) and `declarator_return_type` (a function returning a pointer or
-//!    reference to a function or array is written inside that type's declarator).
+//!    thunks), `default_argument_scope` (`{default arg#N}`) and plain `cpp_demangle` (the
+//!    copy in `vendor/cpp_demangle`, which prints no return types of functions enclosing
+//!    local entities and keeps lambda parameters' references apart from the closure
+//!    type's, and gives a constructor template its first parameter); then
+//!    `declarator_return_type` (a function returning a pointer or reference to a function
+//!    or array is written inside that type's declarator).
 //! 5. **Repairs of the text** (`repairs`), in this order: `ref_qualified_function_types`,
 //!    `misplaced_qualifiers`, `integer_literals`, `function_type_spaces`, `misplaced_const_scope`,
-//!    `function_addresses`, `local_scope_return_types`, `empty_trailing_packs`,
+//!    `function_addresses`, `empty_trailing_packs`,
 //!    `std_abbreviations`, `doubled_const`, `nullptr_type`, `construction_vtable`,
 //!    `expanded_expression_packs`, `negated_names`, `empty_qualified_packs`,
 //!    `bare_name_operands`, `plain_callees`.

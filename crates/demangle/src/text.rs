@@ -33,13 +33,6 @@ pub(crate) fn name_end(text: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Tells whether `text` names a local entity somewhere: a `)::` that closes a function's
-/// parameters, not an anonymous namespace's `(anonymous namespace)::`.
-pub(crate) fn has_local_scope(text: &str) -> bool {
-    text.match_indices(")::")
-        .any(|(i, _)| !text[..=i].ends_with(ANONYMOUS_NAMESPACE))
-}
-
 /// Splits a printed function into name, top-level parameters and what follows `)`.
 pub(crate) fn split_params(text: &str) -> Option<(&str, Vec<&str>, &str)> {
     let open = top_level_paren(text)?;
@@ -148,25 +141,4 @@ pub(crate) fn current_template_argument(before: &str) -> &str {
         }
     }
     ""
-}
-
-/// Start of the template argument list that ends `text`, if `text` ends with one.
-pub(crate) fn trailing_template_args(text: &str) -> Option<usize> {
-    if !text.ends_with('>') {
-        return None;
-    }
-    let mut depth = 0;
-    for (i, c) in text.char_indices().rev() {
-        match c {
-            '>' => depth += 1,
-            '<' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }

@@ -1,9 +1,7 @@
 //! Repairs of scopes: local entities, members of substituted classes, function addresses
 //! as template arguments, construction vtables.
 
-use crate::text::{
-    argument_end, current_template_argument, matching_open_paren, template_depth, top_level_paren,
-};
+use crate::text::{argument_end, matching_open_paren, top_level_paren};
 
 /// Moves the parameters of a `const` member function enclosing a local entity back to it.
 ///
@@ -133,54 +131,6 @@ fn misplaced_parameters(argument: &str) -> Option<String> {
         return None;
     }
     Some(format!("{class}::{name}"))
-}
-
-/// Drops the return type of a function enclosing a local entity in a template argument.
-///
-/// GNU never prints the return type of a function that is the scope of a local entity
-/// (`f<int>(char)::{lambda()#1}`); `cpp_demangle` does inside template arguments.  Most
-/// such names are already mended by `cpp::nested_local_names`; this catches those whose
-/// own return type holds the local entity, where that repair gives up.  Returns `None` if
-/// nothing changes.
-///
-/// Example: `_Z1fIZ1gIiEiT_EUlvE_E1WIS1_ES1_` (`f` called with a lambda of the template
-/// `int g(U)`, returning `W<T>`) starts with `W<int g<int>(int)::{lambda()#1}>` in
-/// `cpp_demangle` and with `W<g<int>(int)::{lambda()#1}>` in GNU.
-pub(super) fn local_scope_return_types(text: &str, _mangled: &str) -> Option<String> {
-    if !text.contains(")::") {
-        return None;
-    }
-    let mut out = text.to_owned();
-    let mut from = 0;
-    while let Some(found) = out[from..].find(")::") {
-        let close = from + found;
-        from = close + 3;
-        let Some(open) = matching_open_paren(&out[..=close]) else {
-            continue;
-        };
-        if template_depth(&out[..open]) <= 0 {
-            continue;
-        }
-        let argument = current_template_argument(&out[..open]);
-        let start = open - argument.len();
-        let mut depth = 0i32;
-        let mut space = None;
-        for (i, c) in argument.char_indices() {
-            match c {
-                '<' | '(' => depth += 1,
-                '>' | ')' => depth -= 1,
-                ' ' if depth == 0 => space = Some(i),
-                _ => {}
-            }
-        }
-        if let Some(space) = space
-            && !argument.contains("operator")
-        {
-            out.replace_range(start..=start + space, "");
-            from = close - space - 1 + 3;
-        }
-    }
-    (out != text).then_some(out)
 }
 
 /// Puts the two classes of a construction vtable (`_ZTC`) in GNU's order.

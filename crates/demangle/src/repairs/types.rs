@@ -259,6 +259,12 @@ pub(super) fn empty_trailing_packs(text: &str, _mangled: &str) -> Option<String>
 ///
 /// Example: `_Z1fIJEEviDpRKT_i` is `void f<>(int, const&, int)` in `cpp_demangle`,
 /// `void f<>(int, , int)` in GNU.
+///
+/// The pack may also be the only parameter of a template function enclosing a local entity
+/// (nlohmann/json's `basic_json::create<T, Args...>(Args&&...)` holding a lambda, called
+/// with no arguments): `create<…>(&&)::{lambda(…)#1}` in `cpp_demangle`, `create<…>()::
+/// {lambda(…)#1}` in GNU. There the list follows template arguments and is followed by
+/// `::`, which a declarator's `(&&)` never is.
 pub(super) fn empty_qualified_packs(text: &str, _mangled: &str) -> Option<String> {
     const QUALIFIERS: [&str; 4] = ["const&&", "const&", "&&", "&"];
     // Checked without allocating: this runs for every C++ name.
@@ -269,15 +275,17 @@ pub(super) fn empty_qualified_packs(text: &str, _mangled: &str) -> Option<String
                 .is_some_and(|after| after.starts_with(')') || after.starts_with(", "))
         })
     });
-    if !found {
+    let alone = text.contains(">(") && text.contains(")::");
+    if !found && !alone {
         return None;
     }
     let mut out = text.to_owned();
     for q in QUALIFIERS {
         out = out.replace(&format!(", {q})"), ")");
         out = out.replace(&format!(", {q}, "), ", , ");
+        out = out.replace(&format!(">({q})::"), ">()::");
     }
-    Some(out)
+    (out != text).then_some(out)
 }
 
 /// Collapses the doubled `const` of a `const` template parameter made `const` again.
