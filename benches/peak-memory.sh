@@ -2,8 +2,8 @@
 # Peak resident memory and time of `pkgprof` on hostile and special inputs (issue 8): damaged
 # and absurd gmon files, special files (FIFO, /dev/zero, /dev/urandom, a directory) as every
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
-# and blow-up inputs (-w 999999999999, a 1M-bin kernel histogram over 1 GiB, a 1M-line
-# kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names, a
+# and blow-up inputs (-w 999999999999, @FILEs naming each other, a 1M-bin kernel histogram
+# over 1 GiB, a 1M-line kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names, a
 # perf.data whose feature section claims 1 GiB over holes). Each run gets 20 s; prints one line
 # per case and the largest peak, and exits 1 if any run hung or went over the budget (64 MiB).
 # One case is real content, not a blow-up: 256K kernel functions all sampled, each listed; its
@@ -169,6 +169,13 @@ for special in "$work/fifo" /dev/zero /dev/urandom "$work/dir" "$work/sparse"; d
   run "@FILE = $tag" "@$special" -b "$prog/cycle" "$prog/gmon.out"
 done
 run "-w 999999999999" -b -w 999999999999 "$prog/cycle" "$prog/gmon.out"
+# Response files naming each other: ten, each naming the next ten times (10^9 words at depth 9;
+# 20 s and 251 MiB, still going, before gprof's limit of 2,000 @-files), and one naming itself.
+mkdir "$work/at"; for i in 0 1 2 3 4 5 6 7 8; do
+  for _ in 1 2 3 4 5 6 7 8 9 10; do printf '@%s ' "$work/at/f$((i + 1))"; done > "$work/at/f$i"
+done; echo -b > "$work/at/f9"; echo "-b @$work/at/self" > "$work/at/self"
+run "@FILE: ten naming the next ten times" "@$work/at/f0"
+run "@FILE: naming itself" "@$work/at/self"
 run "-A source = fifo" -A -I "$work/src" "$prog/cycle" "$prog/gmon.out"
 run "--pid: kernel gmon of 1M bins/1 GiB" -b --pid 7 "$work/kernel-1M-bins"
 run "--pid: kallsyms of 1M lines" -b --pid 7 "$work/kallsyms-1M-lines"

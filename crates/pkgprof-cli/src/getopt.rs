@@ -45,7 +45,8 @@ pub struct Parsed<Id> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError(pub String);
 
-/// Parses `args` (without the program name) against `table`, after expanding `@FILE`s.
+/// Parses `args` (without the program name, `@FILE`s already expanded by
+/// [`expand_response_files`]) against `table`.
 ///
 /// Returns getopt's message for an unknown or ambiguous option, or a missing or unexpected
 /// argument.
@@ -53,7 +54,7 @@ pub fn parse<Id: Copy>(
     table: &[Spec<Id>],
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<Parsed<Id>, UsageError> {
-    let args = expand_response_files(args.into_iter().collect(), 0);
+    let args: Vec<OsString> = args.into_iter().collect();
     let mut parsed = Parsed {
         options: Vec::new(),
         operands: Vec::new(),
@@ -171,39 +172,107 @@ fn find_long<'t, Id>(
     Err(UsageError(format!("unrecognized option '{text}'")))
 }
 
-/// The largest response file read (`@FILE`): far more words than any command line holds.
-const RESPONSE_MAX: u64 = 64 << 20;
+/// The most `@FILE` arguments expanded, those found in response files included: libiberty's
+/// `expandargv` limit, past which GNU gprof stops with "too many @-files encountered". It
+/// ends a response file that names itself, or a few that name each other many times.
+pub const RESPONSE_FILES_MAX: usize = 2000;
+
+/// The most bytes read from response files, all of them together.
+pub const RESPONSE_BYTES_MAX: u64 = 16 << 20;
+
+/// The most arguments response files may add, all of them together: far more than any
+/// command line holds (the kernel's limit on one is 2 MiB).
+pub const RESPONSE_WORDS_MAX: usize = 1 << 20;
+
+/// Response files that cannot be expanded within the limits; the message names the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseFileError(pub String);
+
+impl std::fmt::Display for ResponseFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ResponseFileError {}
 
 /// Replaces every `@FILE` argument whose file can be read by the words in it, as libiberty's
-/// `expandargv` does: words split at white space, with `'…'`, `"…"` and `\` quoting. Unreadable
-/// files stay as they are; nesting is followed up to a sane depth.
-fn expand_response_files(args: Vec<OsString>, depth: usize) -> Vec<OsString> {
-    if depth > 16 {
-        return args;
-    }
-    let mut out = Vec::with_capacity(args.len());
-    for arg in args {
-        let contents = arg
-            .to_str()
-            .and_then(|a| a.strip_prefix('@'))
-            .and_then(|path| {
-                // A response file is a regular file of words: a FIFO or device stays a literal
-                // argument, as an unreadable file does.
-                safe_fs::read(
-                    path,
-                    &safe_fs::ReadOptions::default().with_max_bytes(RESPONSE_MAX),
-                )
-                .ok()
-            });
-        match contents {
-            Some(bytes) => {
-                let words = split_words(&String::from_utf8_lossy(&bytes));
-                out.extend(expand_response_files(words, depth + 1));
-            }
-            None => out.push(arg),
+/// `expandargv` does: words split at white space, with `'…'`, `"…"` and `\` quoting, and
+/// the `@FILE`s among them expanded in turn. Unreadable files, and anything but a regular
+/// file (a FIFO, a device), stay as they are.
+///
+/// Returns an error, as gprof does, for a directory and for the 2,000th `@` argument
+/// ([`RESPONSE_FILES_MAX`]: a file naming itself would otherwise be read without end), and
+/// for response files holding more than [`RESPONSE_BYTES_MAX`] bytes or
+/// [`RESPONSE_WORDS_MAX`] words together (ten files naming each other ten times each expand
+/// to 10⁹ words).
+pub fn expand_response_files(
+    args: impl IntoIterator<Item = OsString>,
+) -> Result<Vec<OsString>, ResponseFileError> {
+    // Arguments still to look at, the next last; a response file's words go back on top.
+    let mut pending: Vec<OsString> = args.into_iter().collect();
+    pending.reverse();
+    let mut out = Vec::with_capacity(pending.len());
+    let (mut files, mut bytes, mut words) = (0usize, 0u64, 0usize);
+    while let Some(arg) = pending.pop() {
+        let Some(path) = arg.to_str().and_then(|a| a.strip_prefix('@')) else {
+            out.push(arg);
+            continue;
+        };
+        files += 1;
+        if files >= RESPONSE_FILES_MAX {
+            return Err(ResponseFileError(format!(
+                "error: too many @-files encountered ({RESPONSE_FILES_MAX} at most, as GNU \
+                 gprof allows; the last was {}): does a response file name itself?",
+                printable(path)
+            )));
         }
+        // A response file is a regular file of words: a FIFO or device stays a literal
+        // argument, as an unreadable file does.
+        let left = RESPONSE_BYTES_MAX - bytes;
+        let read = safe_fs::read(path, &safe_fs::ReadOptions::default().with_max_bytes(left));
+        let contents = match read {
+            Ok(contents) => contents,
+            Err(e) => match e.kind() {
+                safe_fs::ErrorKind::NotRegular(safe_fs::FileKind::Directory) => {
+                    return Err(ResponseFileError(format!(
+                        "error: @-file refers to a directory: {}",
+                        printable(path)
+                    )));
+                }
+                safe_fs::ErrorKind::TooLarge { .. } => {
+                    return Err(ResponseFileError(format!(
+                        "{}: response files hold more than {} MiB together; pass fewer or \
+                         smaller @FILEs",
+                        printable(path),
+                        RESPONSE_BYTES_MAX >> 20
+                    )));
+                }
+                _ => {
+                    out.push(arg);
+                    continue;
+                }
+            },
+        };
+        bytes += contents.len() as u64;
+        let mut found = split_words(&String::from_utf8_lossy(&contents));
+        words += found.len();
+        if words > RESPONSE_WORDS_MAX {
+            return Err(ResponseFileError(format!(
+                "{}: response files give more than {RESPONSE_WORDS_MAX} arguments together; \
+                 pass fewer or smaller @FILEs",
+                printable(path)
+            )));
+        }
+        found.reverse();
+        pending.append(&mut found);
     }
-    out
+    Ok(out)
+}
+
+/// `text` with control characters escaped, for a message.
+fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    gmon_format::printable(text)
 }
 
 fn split_words(text: &str) -> Vec<OsString> {
@@ -328,7 +397,17 @@ mod tests {
         parse(T, args.iter().map(OsString::from))
     }
 
-    fn ok(args: &[&str]) -> (Vec<(char, Option<String>)>, Vec<String>) {
+    fn expanded(args: &[&str]) -> Vec<String> {
+        expand_response_files(args.iter().map(OsString::from))
+            .unwrap()
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    fn ok<S: AsRef<str>>(args: &[S]) -> (Vec<(char, Option<String>)>, Vec<String>) {
+        let args: Vec<&str> = args.iter().map(AsRef::as_ref).collect();
+        let args = &args[..];
         let parsed = p(args).unwrap();
         let opts = parsed
             .options
@@ -426,9 +505,70 @@ mod tests {
         fs::write(&file, "-b 'a b' \"c\\\"d\" e\\ f\n").unwrap();
         let at = format!("@{}", file.display());
         assert_eq!(
-            ok(&[&at, "@/no/such/file"]).1,
+            ok(&expanded(&[&at, "@/no/such/file"])).1,
             ["a b", "c\"d", "e f", "@/no/such/file"]
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A response file naming itself, and ten naming each other ten times each (10⁹ words
+    /// at depth 9), end with gprof's error: pkgprof read the second for over 20 s and 251 MiB
+    /// before the fix, and took a directory for an image.
+    #[test]
+    fn response_files_are_expanded_within_gprofs_limits() {
+        let dir = std::env::temp_dir().join(format!("pkgprof-getopt-rec-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let own = dir.join("self");
+        fs::write(&own, format!("-b @{}", own.display())).unwrap();
+        let err = expand_response_files([OsString::from(format!("@{}", own.display()))])
+            .unwrap_err()
+            .0;
+        assert!(
+            err.starts_with("error: too many @-files encountered (2000 at most"),
+            "{err}"
+        );
+        for i in 0..9 {
+            let next = format!("@{} ", dir.join(format!("f{}", i + 1)).display());
+            fs::write(dir.join(format!("f{i}")), next.repeat(10)).unwrap();
+        }
+        fs::write(dir.join("f9"), "-b").unwrap();
+        let start = std::time::Instant::now();
+        let f0 = format!("@{}", dir.join("f0").display());
+        let err = expand_response_files([OsString::from(&f0)]).unwrap_err().0;
+        assert!(err.contains("too many @-files"), "{err}");
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+        // 1,999 `@` arguments are allowed, as in gprof, unreadable ones counted too.
+        let mut args = vec!["@/no/such/file"; RESPONSE_FILES_MAX - 1];
+        assert_eq!(expanded(&args).len(), RESPONSE_FILES_MAX - 1);
+        args.push("@/no/such/file");
+        assert!(expand_response_files(args.iter().map(OsString::from)).is_err());
+        let at_dir = format!("@{}", dir.display());
+        assert_eq!(
+            expand_response_files([OsString::from(&at_dir)])
+                .unwrap_err()
+                .0,
+            format!("error: @-file refers to a directory: {}", dir.display())
+        );
+        // Words and bytes are bounded over all the files together.
+        let words = dir.join("words");
+        fs::write(&words, "a ".repeat(RESPONSE_WORDS_MAX / 2 + 1)).unwrap();
+        let at = format!("@{}", words.display());
+        assert_eq!(expanded(&[&at]).len(), RESPONSE_WORDS_MAX / 2 + 1);
+        let err = expand_response_files([OsString::from(&at), OsString::from(&at)])
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("more than 1048576 arguments together"),
+            "{err}"
+        );
+        let big = dir.join("big");
+        fs::write(&big, "x".repeat((RESPONSE_BYTES_MAX / 2 + 1) as usize)).unwrap();
+        let at = format!("@{}", big.display());
+        assert_eq!(expanded(&[&at]).len(), 1);
+        let err = expand_response_files([OsString::from(&at), OsString::from(&at)])
+            .unwrap_err()
+            .0;
+        assert!(err.contains("more than 16 MiB together"), "{err}");
         fs::remove_dir_all(&dir).unwrap();
     }
 

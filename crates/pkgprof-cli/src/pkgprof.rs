@@ -40,6 +40,7 @@ const VERSION: &str = concat!(
 /// Returns [`Usage`] for a command line gprof would refuse, and otherwise an error naming the
 /// file and what is wrong when an input cannot be used.
 pub fn run(args: impl IntoIterator<Item = OsString>, out: &mut dyn Write) -> Result<()> {
+    let args = crate::getopt::expand_response_files(args)?;
     let o = options::parse(args).map_err(Usage)?;
     if o.help {
         out.write_all(USAGE.as_bytes())?;
@@ -313,6 +314,7 @@ fn write_reports(
 /// profile: for tests and the command-line fuzz target. Returns a description of the options
 /// and specifications, or getopt's message.
 pub fn parse_command_line(args: impl IntoIterator<Item = OsString>) -> Result<String, String> {
+    let args = crate::getopt::expand_response_files(args).map_err(|e| e.0)?;
     let o = options::parse(args).map_err(|e| e.0)?;
     Ok(format!("{o:?}\n{:?}", symspecs(&o)))
 }

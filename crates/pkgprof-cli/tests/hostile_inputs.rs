@@ -606,3 +606,30 @@ fn histograms_at_many_rates_give_one_warning_at_once() {
     );
     assert!(rss < BUDGET_KIB, "{rss} KiB");
 }
+
+/// Response files that name themselves or each other (`@FILE` in an `@FILE`) end with GNU
+/// gprof's error after 2,000 of them, and so does a directory: ten files naming the next ten
+/// times each (10⁹ words at depth 9) kept pkgprof reading for over 20 s at 251 MiB and
+/// growing, one naming itself was taken for an image after 16 levels, a directory too.
+#[test]
+fn response_files_naming_each_other_are_refused_at_once() {
+    let s = Scratch::new("response");
+    let w = &s.0;
+    std::fs::write(w.join("self"), format!("-b @{}", w.join("self").display())).unwrap();
+    for i in 0..9 {
+        let next = format!("@{} ", w.join(format!("f{}", i + 1)).display());
+        std::fs::write(w.join(format!("f{i}")), next.repeat(10)).unwrap();
+    }
+    std::fs::write(w.join("f9"), "-b").unwrap();
+    for (file, expected) in [
+        ("self", "pkgprof: error: too many @-files encountered"),
+        ("f0", "pkgprof: error: too many @-files encountered"),
+        (".", "pkgprof: error: @-file refers to a directory"),
+    ] {
+        let at = format!("@{}", w.join(file).display());
+        let (code, err, rss) = pkgprof(&[at.as_ref()]);
+        assert_eq!(code, 1, "{file}: {err}");
+        assert!(err.starts_with(expected), "{file}: {err}");
+        assert!(rss < BUDGET_KIB, "{file}: {rss} KiB");
+    }
+}
