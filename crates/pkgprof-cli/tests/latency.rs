@@ -591,7 +591,13 @@ fn a_contended_fcntl_lock_has_a_second_peak_that_goes_when_one_process_runs_alon
     let waits: u64 = sites2.values().sum();
     assert!(waits >= slow2, "{sites2:?}");
     // Alone: no such peak, and no waiting for the lock.
-    assert_eq!(slow1, 0, "{sites1:?}");
+    assert_eq!(
+        slow1,
+        0,
+        "{sites1:?}\n{}\n{}",
+        one.stderr,
+        pkgprof(&["--blocking"], &one.dir)
+    );
     let report = pkgprof(&["--latency-diff", &one.dir.to_string_lossy()], &two.dir);
     // The first pair rated by EMD (operations made in one run only, such as the parent's
     // wait4 when it returned before the end, come first unrated, by design).

@@ -68,10 +68,11 @@ impl Builder {
     /// Lays the used symbols out as the model's functions and adds every sample, arc and
     /// stack at its symbol's place.
     ///
-    /// The model's value types: without sampled stacks, `samples` holds the histograms (one
-    /// one-frame sample per symbol hit); with them, `samples` holds the stacks, `off-cpu` the
-    /// sleeps (when there are any) and [`HISTOGRAM`] the histograms, which the flat profile
-    /// keeps apart from the stacks. Arcs are the profiles' arcs in either case.
+    /// The model's value types: without sampled stacks or sleeps, `samples` holds the
+    /// histograms (one one-frame sample per symbol hit); with either, `samples` holds the
+    /// stacks, `off-cpu` the sleeps (when there are any) and [`HISTOGRAM`] the histograms,
+    /// which the flat profile keeps apart from the stacks. Arcs are the profiles' arcs in
+    /// either case.
     pub(super) fn finish(&mut self) -> Profile {
         let mut order: Vec<usize> = (0..self.regions.len()).collect();
         order.sort_by(|&a, &b| {
@@ -93,8 +94,9 @@ impl Builder {
         );
         let hist = std::mem::take(&mut self.hist);
         let mut b = ProfileBuilder::new();
-        let stacks = !self.stacks.is_empty();
-        let off_cpu = stacks && !self.off_cpu.is_empty();
+        // A process that only slept (no CPU sample) still has its off-CPU stacks.
+        let off_cpu = !self.off_cpu.is_empty();
+        let stacks = off_cpu || !self.stacks.is_empty();
         b.value_type(ValueKind::SAMPLES);
         if off_cpu {
             b.value_type(ValueKind::OFF_CPU_TIME);
