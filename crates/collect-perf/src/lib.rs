@@ -147,7 +147,9 @@ pub use measurement::{
 #[cfg(target_os = "linux")]
 pub use output::{Output, WrittenFile, kallsyms_mode};
 #[cfg(target_os = "linux")]
-pub use preflight::{MAX_KERNEL_CHAIN, Permissions, preflight};
+pub use preflight::{
+    CallchainLimit, MAX_KERNEL_CHAIN, Permissions, preflight, raise_callchain_limit,
+};
 #[cfg(target_os = "linux")]
 pub use sampler::{Progress, Sampler};
 #[cfg(target_os = "linux")]

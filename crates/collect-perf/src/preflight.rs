@@ -157,15 +157,42 @@ impl MaxStackRaise {
             return None;
         }
         let written = std::fs::write(MAX_STACK_SYSCTL, self.previous.to_string());
-        // The guardian finds the limit put back and leaves, or tries itself a little longer.
+        // The guardian finds the limit put back and leaves, or keeps trying (see below).
         self.guardian = None;
         let e = written.err()?;
         Some(format!(
-            "kernel.perf_event_max_stack stays {} (it was {}): {e}; put it back with \
-             `sysctl kernel.perf_event_max_stack={}` once no perf session runs",
-            self.raised, self.previous, self.previous
+            "kernel.perf_event_max_stack stays {} for now (it was {}): {e}: another perf \
+             session uses callchains; a background process puts {} back when it ends (it \
+             tries for an hour), or `sysctl kernel.perf_event_max_stack={}` then",
+            self.raised, self.previous, self.previous, self.previous
         ))
     }
+}
+
+/// `kernel.perf_event_max_stack` raised ahead of a run by [`raise_callchain_limit`]; put back
+/// by [`CallchainLimit::restore`] or when dropped, which must come after every callchain user
+/// of the run (perf events, BPF stack maps) is closed.
+#[derive(Debug)]
+pub struct CallchainLimit(MaxStackRaise);
+
+impl CallchainLimit {
+    /// Puts the limit back, if it still is what this run set; a note for the user when the
+    /// kernel refuses (another perf session holds callchain buffers: a guardian process
+    /// puts it back once they are gone).
+    pub fn restore(mut self) -> Option<String> {
+        self.0.restore()
+    }
+}
+
+/// Raises `kernel.perf_event_max_stack` to `depth` frames (at most [`MAX_KERNEL_CHAIN`]) for a
+/// run that loads other callchain users before its sampler: while any is open (a BPF stack
+/// map of `--blocking` too), the kernel refuses to change the limit, so such runs kept 127
+/// frames, and the sampler's own restore, done before the map was closed, failed and left
+/// the limit raised. None when nothing is raised (the limit suffices, not root, or refused):
+/// the sampler then fits the depth itself and says why.
+pub fn raise_callchain_limit(depth: u16) -> Option<CallchainLimit> {
+    let (_, raise) = fit_max_stack(depth.clamp(1, MAX_KERNEL_CHAIN), &mut Vec::new());
+    raise.map(CallchainLimit)
 }
 
 /// The callchain depth a run can have: `requested`, after raising the kernel's limit when it
@@ -223,9 +250,14 @@ impl Drop for MaxStackRaise {
     }
 }
 
+/// How often the guardian tries: 50 times 0.1 s, then each second for an hour.
+const GUARDIAN_ATTEMPTS: u32 = 50 + 3600;
+
 /// Starts a process that waits until this one closes the returned pipe end, which it does when
 /// done with the raised limit or by dying, then, if `kernel.perf_event_max_stack` still is
-/// `raised`, puts `previous` back (retrying for about 5 s while perf events keep it busy).
+/// `raised`, puts `previous` back: every 0.1 s for 5 s, then every second for an hour while
+/// other perf sessions keep it busy (another pkgmon that found the limit raised and uses it;
+/// it refits if the limit drops before its events are open).
 /// A pkgmon killed by SIGKILL left the limit raised for good, and the next run took the raised
 /// value for the one to put back. The process is a grandchild (no zombie is left to reap), in
 /// a session of its own (Ctrl-C on the terminal does not reach it), with no other descriptor
@@ -298,7 +330,7 @@ unsafe fn guardian_child(
                 break;
             }
         }
-        for _ in 0..50 {
+        for attempt in 0..GUARDIAN_ATTEMPTS {
             let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
             if fd < 0 {
                 libc::_exit(0);
@@ -322,8 +354,8 @@ unsafe fn guardian_child(
                 }
             }
             let pause = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 100_000_000,
+                tv_sec: if attempt < 50 { 0 } else { 1 },
+                tv_nsec: if attempt < 50 { 100_000_000 } else { 0 },
             };
             libc::nanosleep(&pause, std::ptr::null_mut());
         }

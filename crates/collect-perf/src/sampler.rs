@@ -106,7 +106,8 @@ impl Sampler {
                  thread's earlier samples"
             ));
         }
-        let (max_stack, max_stack_raise) = fit_max_stack(asked.min(MAX_KERNEL_CHAIN), &mut notes);
+        let (max_stack, mut max_stack_raise) =
+            fit_max_stack(asked.min(MAX_KERNEL_CHAIN), &mut notes);
         let stack_user = config
             .user_stack_bytes
             .min(MAX_USER_STACK_BYTES)
@@ -116,7 +117,7 @@ impl Sampler {
             user_stack_bytes: stack_user,
             ..config.clone()
         });
-        let spec = sys::EventSpec {
+        let mut spec = sys::EventSpec {
             freq: config.frequency,
             stack_user,
             max_stack,
@@ -166,8 +167,20 @@ impl Sampler {
             let mut owner: Option<usize> = None;
             for &pid in pids {
                 let mut attr = sys::cpu_clock_attr(&spec);
-                let fd =
-                    sys::open(&mut attr, pid, cpu).map_err(|e| open_error(e, pid, cpu, config))?;
+                let fd = match sys::open(&mut attr, pid, cpu) {
+                    // Another session put kernel.perf_event_max_stack back between the fit
+                    // above and this first callchain event (once one is open, the kernel
+                    // refuses to change it): fit again, once.
+                    Err(e) if events.is_empty() && e.raw_os_error() == Some(libc::EOVERFLOW) => {
+                        let (fitted, raise) = fit_max_stack(spec.max_stack, &mut notes);
+                        spec.max_stack = fitted;
+                        max_stack_raise = raise.or(max_stack_raise);
+                        let mut attr = sys::cpu_clock_attr(&spec);
+                        sys::open(&mut attr, pid, cpu)
+                    }
+                    opened => opened,
+                }
+                .map_err(|e| open_error(e, pid, cpu, config))?;
                 match owner {
                     None => {
                         let ring = Ring::map(&fd, pages).map_err(|e| {

@@ -486,6 +486,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
         l.counting_events = args.latency_checksums;
         l
     });
+    // Raised before the BPF programs load their stack maps (the kernel refuses to change it
+    // while one is open) and put back after they are closed, at the end.
+    let callchain_limit = collect_perf::raise_callchain_limit(args.max_stack);
     let mut in_kernel = None;
     let mut wakers = None;
     if let Some(l) = &mut latency {
@@ -647,6 +650,9 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     let agg = agg.finish(KernelSymbols::live());
     status.clear();
+    if let Some(note) = callchain_limit.and_then(collect_perf::CallchainLimit::restore) {
+        eprintln!("pkgmon: note: {note}");
+    }
     if STOP.load(Ordering::Relaxed) {
         eprintln!("pkgmon: interrupted; writing the files");
     }

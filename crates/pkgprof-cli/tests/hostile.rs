@@ -875,17 +875,19 @@ fn escape_sequences_a_process_chose_never_reach_the_terminal() {
     }
 }
 
-/// `kernel.perf_event_max_stack`, raised by root pkgmon for its run, is put back when pkgmon is
-/// killed (SIGKILL): it stayed raised for good, and the next run took the raised value for the
-/// one to put back (this machine's 127 had become 1024).
-#[test]
-fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
-    let _s = serial();
+/// `kernel.perf_event_max_stack`, for the tests that watch root pkgmon raise it.
+mod stack_limit {
+    use std::time::{Duration, Instant};
+
     const SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
-    let read = || std::fs::read_to_string(SYSCTL).unwrap().trim().to_owned();
-    // The kernel refuses a change while any perf session with callchains runs (EBUSY): wait
-    // for a moment without one.
-    let set = |value: &str| {
+
+    pub fn read() -> String {
+        std::fs::read_to_string(SYSCTL).unwrap().trim().to_owned()
+    }
+
+    /// Sets it, waiting for a moment without other perf sessions with callchains (the kernel
+    /// refuses a change while any runs: EBUSY).
+    pub fn set(value: &str) {
         let started = Instant::now();
         loop {
             match std::fs::write(SYSCTL, value) {
@@ -900,10 +902,10 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
                 Err(e) => panic!("{SYSCTL}: {e}"),
             }
         }
-    };
-    let before = read();
-    set("127");
-    let wait_for = |want: &str, secs: u64| {
+    }
+
+    /// Whether it reads `want` within `secs` seconds.
+    pub fn wait_for(want: &str, secs: u64) -> bool {
         let started = Instant::now();
         while read() != want {
             if started.elapsed() > Duration::from_secs(secs) {
@@ -912,7 +914,17 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
             std::thread::sleep(Duration::from_millis(20));
         }
         true
-    };
+    }
+}
+
+/// `kernel.perf_event_max_stack`, raised by root pkgmon for its run, is put back when pkgmon is
+/// killed (SIGKILL): it stayed raised for good, and the next run took the raised value for the
+/// one to put back (this machine's 127 had become 1024).
+#[test]
+fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
+    let _s = serial();
+    let before = stack_limit::read();
+    stack_limit::set("127");
     let dir = fresh("max-stack");
     let mut child = Command::new(PKGMON)
         .arg("-o")
@@ -923,14 +935,104 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let raised = wait_for("1024", 10);
+    let raised = stack_limit::wait_for("1024", 10);
     child.kill().unwrap();
     child.wait().unwrap();
-    let put_back = wait_for("127", 10);
-    let now = read();
-    set(&before);
+    let put_back = stack_limit::wait_for("127", 10);
+    let now = stack_limit::read();
+    stack_limit::set(&before);
     assert!(raised, "pkgmon did not raise the limit to its --max-stack");
     assert!(put_back, "still {now} after pkgmon was killed");
+}
+
+/// Every kind of run raises the limit for itself and puts it back itself as it ends. A BPF
+/// stack map (`--blocking`'s, loaded before the sampler and closed after it) holds the
+/// kernel's callchain buffers, and while any is held the kernel refuses a change: such runs
+/// kept 127 frames, with a note blaming other perf sessions, and on the ring path the put-back
+/// failed and was left to the guardian, whose retries for 5 s then set 127 under the next
+/// run, which had taken 1024 for granted: perf_event_open failed with EOVERFLOW.
+#[test]
+fn every_kind_of_run_raises_the_stack_limit_for_itself_and_puts_it_back_as_it_ends() {
+    let _s = serial();
+    let before = stack_limit::read();
+    let dir = fresh("max-stack-kinds");
+    let mut failures = Vec::new();
+    for how in [
+        "",
+        "--blocking",
+        "--blocking --latency-path=ring",
+        "--latency",
+    ] {
+        stack_limit::set("127");
+        let out = dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let child = Command::new(PKGMON)
+            .arg("-o")
+            .arg(&out)
+            .args(how.split_whitespace())
+            .arg("--")
+            .arg(workload("cpu"))
+            .arg("1500")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let raised = stack_limit::wait_for("1024", 10);
+        let done = child.wait_with_output().unwrap();
+        // At once: not by the guardian, seconds later.
+        let after = stack_limit::read();
+        let err = String::from_utf8_lossy(&done.stderr).into_owned();
+        if !done.status.success() || !raised || after != "127" || err.contains("max_stack") {
+            failures.push(format!("[{how}] raised {raised}, then {after}: {err}"));
+        }
+    }
+    stack_limit::set(&before);
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Two root runs overlapping: the first raises the limit, the second finds it raised and
+/// uses it, and the first cannot put it back while the second's events are open. Its
+/// guardian tried for 5 s and gave up, leaving 1024 for good when the second ran longer; it
+/// now keeps trying, and puts 127 back once the second ends.
+#[test]
+fn overlapping_runs_leave_the_stack_limit_as_they_found_it() {
+    let _s = serial();
+    let before = stack_limit::read();
+    stack_limit::set("127");
+    let dir = fresh("max-stack-overlap");
+    let run = |name: &str, ms: &str| {
+        Command::new(PKGMON)
+            .arg("-o")
+            .arg(dir.join(name))
+            .arg("--")
+            .arg(workload("cpu"))
+            .arg(ms)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let first = run("first", "1000");
+    let raised = stack_limit::wait_for("1024", 10);
+    let second = run("second", "8000");
+    let first = first.wait_with_output().unwrap();
+    let during = stack_limit::read();
+    let second = second.wait_with_output().unwrap();
+    let put_back = stack_limit::wait_for("127", 5);
+    let now = stack_limit::read();
+    stack_limit::set(&before);
+    assert!(raised, "the first run did not raise the limit");
+    for (name, out) in [("first", &first), ("second", &second)] {
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(during, "1024", "put back under the second run");
+    assert!(
+        put_back,
+        "still {now} after both runs: {}",
+        String::from_utf8_lossy(&first.stderr)
+    );
 }
 
 /// A program that renames itself 2 million times (a second of CPU, no memory of its own):
