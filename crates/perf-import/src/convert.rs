@@ -235,6 +235,9 @@ pub(crate) struct Converted {
     pub(crate) other_samples: u64,
     /// MMAP2 records left out because their build-id claims more than 20 bytes.
     pub(crate) damaged_mmaps: u64,
+    /// Rounds of records the reader gave out before their end, because they held more than
+    /// it keeps for sorting (16 MiB, or 128 times what the round read).
+    pub(crate) early_rounds: u64,
     pub(crate) source: KernelSymbolsSource,
     /// The machine the file was recorded on, as far as the file says.
     pub(crate) machine: MachineSnapshot,
@@ -261,6 +264,14 @@ fn written_or_abandoned(converted: Result<Converted>, out: Output) -> Result<Imp
             "{} MMAP2 records left out: their build-id claims more than 20 bytes (damaged); \
              samples in those mappings are not named",
             c.damaged_mmaps
+        ));
+    }
+    if c.early_rounds > 0 {
+        notes.push(format!(
+            "{} rounds of records held more than 16 MiB, and 128 times the bytes they were read \
+             from, and were sorted in parts (perf's hold a pass over its ring buffers): \
+             samples near their edges may be out of time order",
+            c.early_rounds
         ));
     }
     if c.other_samples > 0 {
@@ -561,6 +572,7 @@ fn read_records<R: Read>(
         aggregate,
         other_samples,
         damaged_mmaps,
+        early_rounds: record_iter.early_rounds(),
         source,
         machine,
     })

@@ -23,6 +23,11 @@ pub enum Error {
     #[error("the feature sections claim {0} bytes together, more than the {limit} this reader allows (perf writes a few MiB)", limit = crate::file_reader::MAX_FEATURE_BYTES)]
     FeatureSectionsTooBig(u64),
 
+    /// pkgprof: a compressed record that does not decompress, or that decompresses past what
+    /// the reader allows (see `MAX_DECOMPRESSED` and `MAX_INFLATION`).
+    #[error("the compressed record at byte {offset} {why}")]
+    CompressedRecord { offset: u64, why: String },
+
     #[error("The file declares no perf event attributes, so samples cannot be parsed")]
     NoAttributes,
 

@@ -16,6 +16,32 @@ use super::auxtrace::Auxtrace;
 use super::error::{Error, ReadError};
 use super::feature_sections::AttributeDescription;
 
+/// pkgprof: most bytes the records of one round may hold in the sorter (their bodies and
+/// [`RECORD_OVERHEAD`] each), or [`ROUND_BYTES_PER_BYTE_READ`] times what the round read if
+/// more, before the round is finished early, as perf's ordered events flush at their
+/// `max_alloc_size`. perf ends a round after each pass over its rings; a file without
+/// `FINISHED_ROUND` records, or whose compressed records inflate to millions, made the
+/// sorter hold every record: 3.9 GiB for one compressed record of 17 KiB.
+pub const MAX_ROUND_BYTES: usize = 16 << 20;
+
+/// pkgprof: how many times the bytes a round read from the file its records may hold in the
+/// sorter past [`MAX_ROUND_BYTES`]. perf's rings can hold more than that a pass: `perf record
+/// -z -m 16M -a` on 2 CPUs wrote rounds of 1.0 MB holding 28 MB and of 0.38 MB holding
+/// 16 MB (41 times: zstd's 17 times, and short records' overhead). Records of a plain file
+/// count at most 17 times their bytes (8-byte ones).
+pub const ROUND_BYTES_PER_BYTE_READ: u64 = 128;
+
+/// pkgprof: most times the compressed records of a file may inflate, together, past their
+/// first [`crate::decompression::MAX_DECOMPRESSED`] bytes. perf's records compress some 10
+/// to 50 times (`perf record -z`, level 1, gave 15 and 17 here); a zstd frame of 17 KiB
+/// inflating to 200 MiB of 8-byte records takes the reader 0.9 s: a file of them, each
+/// under the per-record cap, would keep it busy about a minute per MiB.
+pub const MAX_INFLATION: u64 = 1024;
+
+/// pkgprof: what one record costs in the sorter besides its body (the pending record, its
+/// buffer, the queue entry), about: 26 million 8-byte records took 3.7 GiB (150 bytes each).
+pub const RECORD_OVERHEAD: usize = 128;
+
 /// pkgprof: most bytes all feature sections of a file may claim together. perf writes a few
 /// MiB of them (build-ids, topology, BPF program info on busy systems).
 pub(crate) const MAX_FEATURE_BYTES: u64 = 256 << 20;
@@ -224,6 +250,7 @@ impl<C: Read + Seek> PerfFileReader<C> {
             parse_infos,
             event_id_to_attr_index,
             read_offset: 0,
+            data_start: header.data_section.offset,
             record_data_len: Some(header.data_section.size),
             sorter: Sorter::new(),
             synthetic_round_size: if is_simpleperf {
@@ -239,6 +266,15 @@ impl<C: Read + Seek> PerfFileReader<C> {
             zstd_decompressor: ZstdDecompressor::new(),
             #[cfg(feature = "zstd")]
             pending_decompressed_data: Vec::new(),
+            #[cfg(feature = "zstd")]
+            compressed: None,
+            #[cfg(feature = "zstd")]
+            compressed_total: 0,
+            #[cfg(feature = "zstd")]
+            inflated_total: 0,
+            round_bytes: 0,
+            round_start: 0,
+            early_rounds: 0,
         };
 
         Ok(Self {
@@ -257,13 +293,27 @@ impl<R: Read> PerfFileReader<R> {
     pub fn parse_pipe(mut reader: R) -> Result<Self, Error> {
         let pipe_header = PerfPipeHeader::parse(&mut reader)?;
         match &pipe_header.magic {
-            b"PERFILE2" => Self::parse_pipe_impl::<LittleEndian>(reader, Endianness::LittleEndian),
-            b"2ELIFREP" => Self::parse_pipe_impl::<BigEndian>(reader, Endianness::BigEndian),
+            b"PERFILE2" => Self::parse_pipe_impl::<LittleEndian>(
+                reader,
+                Endianness::LittleEndian,
+                pipe_header.size.max(16),
+            ),
+            b"2ELIFREP" => Self::parse_pipe_impl::<BigEndian>(
+                reader,
+                Endianness::BigEndian,
+                pipe_header.size.max(16),
+            ),
             _ => Err(Error::UnrecognizedMagicValue(pipe_header.magic)),
         }
     }
 
-    fn parse_pipe_impl<T: ByteOrder>(mut reader: R, endian: Endianness) -> Result<Self, Error> {
+    fn parse_pipe_impl<T: ByteOrder>(
+        mut reader: R,
+        endian: Endianness,
+        header_size: u64,
+    ) -> Result<Self, Error> {
+        // pkgprof: where the records after the metadata start, for errors.
+        let mut data_start = header_size;
         let mut attributes = Vec::new();
         let mut feature_sections = LinearMap::new();
         let mut pending_first_record: Option<(PerfEventHeader, Vec<u8>)> = None;
@@ -320,6 +370,7 @@ impl<R: Read> PerfFileReader<R> {
                     break;
                 }
             }
+            data_start += size as u64;
         }
 
         if attributes.is_empty() {
@@ -408,6 +459,7 @@ impl<R: Read> PerfFileReader<R> {
             parse_infos,
             event_id_to_attr_index,
             read_offset: 0,
+            data_start,
             record_data_len: None, // Unbounded for pipes
             sorter: Sorter::new(),
             synthetic_round_size: if is_simpleperf {
@@ -423,6 +475,15 @@ impl<R: Read> PerfFileReader<R> {
             zstd_decompressor: ZstdDecompressor::new(),
             #[cfg(feature = "zstd")]
             pending_decompressed_data: Vec::new(),
+            #[cfg(feature = "zstd")]
+            compressed: None,
+            #[cfg(feature = "zstd")]
+            compressed_total: 0,
+            #[cfg(feature = "zstd")]
+            inflated_total: 0,
+            round_bytes: 0,
+            round_start: 0,
+            early_rounds: 0,
         };
 
         Ok(Self {
@@ -437,6 +498,8 @@ pub struct PerfRecordIter<R: Read> {
     reader: R,
     endian: Endianness,
     read_offset: u64,
+    /// pkgprof: where in the file `read_offset` 0 is, for errors.
+    data_start: u64,
     /// None for pipe mode
     record_data_len: Option<u64>,
     current_event_body: Vec<u8>,
@@ -466,9 +529,45 @@ pub struct PerfRecordIter<R: Read> {
     /// with upcoming decompressed data.
     #[cfg(feature = "zstd")]
     pending_decompressed_data: Vec<u8>,
+    /// pkgprof: the compressed record being decompressed, and how far: it is inflated a
+    /// chunk at a time between rounds, never whole.
+    #[cfg(feature = "zstd")]
+    compressed: Option<CompressedInput>,
+    /// pkgprof: the compressed bytes of all compressed records so far, and what they
+    /// inflated to (see [`MAX_INFLATION`]).
+    #[cfg(feature = "zstd")]
+    compressed_total: u64,
+    #[cfg(feature = "zstd")]
+    inflated_total: u64,
+    /// pkgprof: what the current round holds in the sorter (see [`MAX_ROUND_BYTES`]), and
+    /// `read_offset` where it started.
+    round_bytes: usize,
+    round_start: u64,
+    /// pkgprof: the rounds finished early because they held more than [`MAX_ROUND_BYTES`].
+    early_rounds: u64,
+}
+
+/// pkgprof: a compressed record's body, and where its compressed data starts and ends in it.
+#[cfg(feature = "zstd")]
+struct CompressedInput {
+    /// Where the record starts in the file, for errors.
+    offset: u64,
+    body: Vec<u8>,
+    at: usize,
+    end: usize,
+    /// The bytes it has inflated to so far.
+    inflated: usize,
 }
 
 impl<R: Read> PerfRecordIter<R> {
+    /// pkgprof: the rounds that were finished early because their records held more than
+    /// [`MAX_ROUND_BYTES`] in the sorter and [`ROUND_BYTES_PER_BYTE_READ`] times what they
+    /// read (perf's have held 41 times): records of such a round may be given out of time
+    /// order.
+    pub fn early_rounds(&self) -> u64 {
+        self.early_rounds
+    }
+
     /// Iterates the records in this file. The records are *mostly* emitted
     /// in the correct order, i.e. sorted by time.
     ///
@@ -518,10 +617,24 @@ impl<R: Read> PerfRecordIter<R> {
             self.read_offset += u64::from(pending_header.size);
         }
 
-        while self
-            .record_data_len
-            .is_none_or(|len| self.read_offset < len)
-        {
+        loop {
+            // pkgprof: a compressed record is inflated a chunk at a time, its records handed
+            // to the sorter as they come, so that a round finished early can be given out
+            // before the rest is inflated.
+            #[cfg(feature = "zstd")]
+            if self.compressed.is_some() {
+                self.inflate_chunk::<T>()?;
+                if self.round_is_full() {
+                    return Ok(());
+                }
+                continue;
+            }
+            if self
+                .record_data_len
+                .is_some_and(|len| self.read_offset >= len)
+            {
+                break;
+            }
             let offset = self.read_offset;
 
             // Try to parse the next header. For pipe mode (unbounded), EOF is normal termination.
@@ -548,6 +661,8 @@ impl<R: Read> PerfRecordIter<R> {
 
             if user_record_type == Some(UserRecordType::PERF_FINISHED_ROUND) {
                 self.sorter.finish_round();
+                self.round_bytes = 0;
+                self.round_start = self.read_offset;
                 self.records_since_last_finished_round = 0;
                 if self.sorter.has_more() {
                     // The sorter is non-empty. We're done.
@@ -586,19 +701,29 @@ impl<R: Read> PerfRecordIter<R> {
                     }
                     #[cfg(feature = "zstd")]
                     {
-                        let compressed_data =
-                            if user_record_type.unwrap() == UserRecordType::PERF_COMPRESSED {
-                                // PERF_RECORD_COMPRESSED (type 81) was introduced in Linux 5.2 (2019).
-                                // The entire body is the compressed data.
-                                &buffer[..]
-                            } else {
-                                // PERF_RECORD_COMPRESSED2 (type 83) was introduced in Linux 6.x (May 2025)
-                                // The record now specifies the compressed size explicitly because
-                                // the compressed data may not fill the entire body (it shouldn't
-                                // include the alignment padding).
-                                Self::get_compressed_data_for_compressed2_record::<T>(&buffer)?
-                            };
-                        self.process_compressed_record_data::<T>(compressed_data)?;
+                        let (at, end) = if user_record_type == Some(UserRecordType::PERF_COMPRESSED)
+                        {
+                            // PERF_RECORD_COMPRESSED (type 81) was introduced in Linux 5.2 (2019).
+                            // The entire body is the compressed data.
+                            (0, buffer.len())
+                        } else {
+                            // PERF_RECORD_COMPRESSED2 (type 83) was introduced in Linux 6.x (May 2025)
+                            // The record now specifies the compressed size explicitly because
+                            // the compressed data may not fill the entire body (it shouldn't
+                            // include the alignment padding).
+                            let data =
+                                Self::get_compressed_data_for_compressed2_record::<T>(&buffer)?;
+                            (8, 8 + data.len())
+                        };
+                        // pkgprof: inflated at the top of the loop, a chunk at a time.
+                        self.compressed = Some(CompressedInput {
+                            offset: self.data_start.saturating_add(offset),
+                            body: buffer,
+                            at,
+                            end,
+                            inflated: 0,
+                        });
+                        continue;
                     }
                 }
                 Some(UserRecordType::PERF_AUXTRACE) => {
@@ -629,6 +754,9 @@ impl<R: Read> PerfRecordIter<R> {
                     self.process_record::<T>(header, buffer, Some(offset))?
                 }
                 _ => self.process_record::<T>(header, buffer, Some(offset))?,
+            }
+            if self.round_is_full() {
+                return Ok(());
             }
 
             // Auto-flush for simpleperf files
@@ -684,6 +812,9 @@ impl<R: Read> PerfRecordIter<R> {
         };
 
         let sort_key = RecordSortKey { timestamp, offset };
+        self.round_bytes = self
+            .round_bytes
+            .saturating_add(buffer.len() + RECORD_OVERHEAD);
         let misc = header.misc;
         let pending_record = PendingRecord {
             record_type,
@@ -715,17 +846,79 @@ impl<R: Read> PerfRecordIter<R> {
         Ok(&buffer[8..8 + data_size])
     }
 
+    /// pkgprof: finishes the round early if its records hold more than [`MAX_ROUND_BYTES`]
+    /// and [`ROUND_BYTES_PER_BYTE_READ`] times what it read (counted in `early_rounds`);
+    /// returns whether ordered records are ready to be given out.
+    fn round_is_full(&mut self) -> bool {
+        let read = self.read_offset.saturating_sub(self.round_start);
+        let allowed = (MAX_ROUND_BYTES as u64).max(read.saturating_mul(ROUND_BYTES_PER_BYTE_READ));
+        if self.round_bytes as u64 <= allowed {
+            return false;
+        }
+        self.sorter.finish_round();
+        self.round_bytes = 0;
+        self.round_start = self.read_offset;
+        self.early_rounds += 1;
+        self.sorter.has_more()
+    }
+
+    /// pkgprof: inflates the next chunk of the compressed record being read and hands the
+    /// records it completes to the sorter; the record is done when its input is used up and
+    /// nothing more comes out. A record cut by a chunk's end waits in
+    /// `pending_decompressed_data` for the next chunk, as upstream's did for the next record.
+    ///
+    /// Returns an error naming the record if it does not decompress, if it inflates past
+    /// [`MAX_DECOMPRESSED`](crate::decompression::MAX_DECOMPRESSED), or if the file's
+    /// compressed records together inflate more than [`MAX_INFLATION`] times.
     #[cfg(feature = "zstd")]
-    fn process_compressed_record_data<T: ByteOrder>(
-        &mut self,
-        compressed_data: &[u8],
-    ) -> Result<(), Error> {
+    fn inflate_chunk<T: ByteOrder>(&mut self) -> Result<(), Error> {
+        use crate::decompression::MAX_DECOMPRESSED;
+        let Some(mut input) = self.compressed.take() else {
+            return Ok(());
+        };
+        let refused = |why: String| Error::CompressedRecord {
+            offset: input.offset,
+            why,
+        };
         let mut decompressed = core::mem::take(&mut self.pending_decompressed_data);
-        self.zstd_decompressor
-            .decompress_into(compressed_data, &mut decompressed)?;
+        let before = decompressed.len();
+        let chunk = self
+            .zstd_decompressor
+            .decompress_chunk(&input.body[input.at..input.end], &mut decompressed)
+            .map_err(|name| refused(format!("does not decompress (zstd: {name})")))?;
+        let inflated = decompressed.len() - before;
+        let done = !chunk.output_pending && input.at + chunk.consumed == input.end;
+        if !done && chunk.consumed == 0 && inflated == 0 {
+            // zstd moves while it has input and room for output; this guards the loop.
+            return Err(refused("makes no progress in zstd".to_owned()));
+        }
+        input.at += chunk.consumed;
+        input.inflated += inflated;
+        self.compressed_total += chunk.consumed as u64;
+        self.inflated_total += inflated as u64;
+        if input.inflated > MAX_DECOMPRESSED {
+            return Err(refused(format!(
+                "decompresses to more than {MAX_DECOMPRESSED} bytes (perf compresses one ring \
+                 flush per record, a few MiB at most)"
+            )));
+        }
+        let allowed =
+            (MAX_DECOMPRESSED as u64).max(self.compressed_total.saturating_mul(MAX_INFLATION));
+        if self.inflated_total > allowed {
+            return Err(refused(format!(
+                "takes the compressed records past {MAX_INFLATION} times their size together \
+                 ({} bytes from {}; perf's compress some 10 to 50 times)",
+                self.inflated_total, self.compressed_total
+            )));
+        }
         let remaining_len = self.process_decompressed_records::<T>(&decompressed)?;
         decompressed.drain(0..(decompressed.len() - remaining_len));
         self.pending_decompressed_data = decompressed;
+        if done {
+            self.buffers_for_recycling.push_back(input.body);
+        } else {
+            self.compressed = Some(input);
+        }
         Ok(())
     }
 
