@@ -4,7 +4,8 @@
 # input (image, gmon file, @FILE, measurement files, objects an info file names, -A sources),
 # and blow-up inputs (-w 999999999999, @FILEs naming each other, a 1M-bin kernel histogram
 # over 1 GiB, a 1M-line kallsyms, a 1.5 GB sparse file, sparse measurement files, a manifest of 200,000 names, a
-# perf.data whose feature section claims 1 GiB over holes). Each run gets 20 s; prints one line
+# perf.data whose feature section claims 1 GiB over holes, perf.data whose compressed record
+# inflates to 200 or 300 MiB). Each run gets 20 s; prints one line
 # per case and the largest peak, and exits 1 if any run hung or went over the budget (64 MiB).
 # One case is real content, not a blow-up: 256K kernel functions all sampled, each listed; its
 # budget adds 1 KiB per function listed (the gprof engine's cost, and GNU gprof's, is about
@@ -94,6 +95,31 @@ h = b"PERFILE2" + b"".join(struct.pack("<Q", v) for v in (104, 136, 104, 0, 104,
 with open(f"{out}/features.perf.data", "wb") as f:
     f.write(h + bytes([4]) + bytes(31) + struct.pack("<QQ", 4096, 1 << 30))
     f.truncate(4096 + (1 << 30))
+# perf.data whose one compressed record (perf record -z) inflates to 200 MiB and 300 MiB (past
+# the 256 MiB one may) of 2056-byte records, in zstd RLE blocks (4 bytes per 128 KiB), and to
+# 200 MiB of 8-byte records (zstd -19, if installed). Each record was inflated whole, then all
+# its records held for sorting.
+def perf_data(path, data):
+    rec = lambda t, body: struct.pack("<IHH", t, 0, 8 + len(body)) + body
+    sample = rec(9, struct.pack("<QIIQ", 0x401000, 42, 42, 1000))
+    attr = struct.pack("<IIQQQQQIIQ", 1, 64, 0, 1000000, 7, 0, 0, 0, 0, 0) + bytes(16)
+    data = sample + rec(81, data) + sample
+    with open(path, "wb") as f:
+        f.write(b"PERFILE2" + struct.pack("<8Q", 104, 80, 104, 80, 184, len(data), 0, 0)
+                + bytes(32) + attr + data)
+def rle(n):
+    z, left = bytes([0x28, 0xb5, 0x2f, 0xfd, 0, 0x38]), n
+    while left:
+        k = min(left, 128 << 10); left -= k
+        z += struct.pack("<I", (left == 0) | 2 | (k << 3))[:3] + b"\x08"
+    return z
+perf_data(f"{out}/compressed-200M.perf.data", rle(200 << 20))
+perf_data(f"{out}/compressed-300M.perf.data", rle(300 << 20))
+import shutil, subprocess
+if shutil.which("zstd"):
+    z = subprocess.run(["zstd", "-19", "--no-check", "-c"], input=struct.pack("<IHH", 68, 0, 8)
+                       * (200 << 17), stdout=subprocess.PIPE, check=True).stdout
+    perf_data(f"{out}/compressed-8B.perf.data", z)
 # An object, named by its path in an info file, whose symbol table claims 2.4 GiB over holes.
 b = bytearray(open(f"{src.rsplit('/', 1)[0]}/cycle", "rb").read())
 shoff, = struct.unpack_from("<Q", b, 0x28)
@@ -186,6 +212,11 @@ run "--pid: kernel gmon, 8 GiB of holes" -b --pid 7 "$work/sparse-kernel"
 run "--pid: manifest lists 20 GiB sparse" -b --pid 7 "$work/sparse-listed"
 run "--pid: manifest of 200,000 names" -b --pid 7 "$work/many-names"
 run "perf.data: 1 GiB feature over holes" -b --system "$work/features.perf.data"
+run "perf.data: zstd record of 200 MiB" -b --system "$work/compressed-200M.perf.data"
+run "perf.data: zstd record of 300 MiB" -b --system "$work/compressed-300M.perf.data"
+if [ -f "$work/compressed-8B.perf.data" ]; then
+  run "perf.data: zstd, 200 MiB of 8 B recs" -b --system "$work/compressed-8B.perf.data"
+fi
 run "--pid: object's symbols over holes" -b --pid 7 "$work/holey-object-m"
 run "--pid: histograms at 200,000 rates" -b --pid 7 "$work/rates"
 for what in kallsyms gmon info; do

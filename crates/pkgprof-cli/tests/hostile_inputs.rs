@@ -541,6 +541,73 @@ fn perf_data_feature_sections_cost_no_more_than_the_file_holds() {
     assert!(rss < BUDGET_KIB, "{rss} KiB");
 }
 
+/// A perf.data of one cpu-clock attribute (samples carry ip, pid and tid, time) whose records
+/// are two samples around one PERF_RECORD_COMPRESSED record of `inflated` bytes 0x08: a zstd
+/// frame of RLE blocks, 4 bytes per 128 KiB, which inflate to records of 0x0808 bytes of type
+/// 0x08080808 (a user type the import passes over).
+fn perf_data_compressed(path: &Path, inflated: usize) {
+    fn record(type_: u32, body: &[u8]) -> Vec<u8> {
+        let mut r = type_.to_le_bytes().to_vec();
+        r.extend(0u16.to_le_bytes());
+        r.extend(u16::try_from(8 + body.len()).unwrap().to_le_bytes());
+        r.extend(body);
+        r
+    }
+    let mut z = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x38];
+    let mut left = inflated;
+    while left > 0 {
+        let n = left.min(128 << 10);
+        left -= n;
+        let block = u32::from(left == 0) | (1 << 1) | ((n as u32) << 3);
+        z.extend(&block.to_le_bytes()[..3]);
+        z.push(8);
+    }
+    let mut sample = 0x40_1000u64.to_le_bytes().to_vec();
+    sample.extend([42, 0, 0, 0, 42, 0, 0, 0]);
+    sample.extend(1000u64.to_le_bytes());
+    let mut data = record(9, &sample);
+    data.extend(record(81, &z));
+    data.extend(record(9, &sample));
+    let mut f = b"PERFILE2".to_vec();
+    for v in [104u64, 80, 104, 80, 184, data.len() as u64, 0, 0] {
+        f.extend(v.to_le_bytes());
+    }
+    f.extend([0; 32]);
+    // perf_event_attr of 64 bytes: software cpu-clock, period 1 ms, IP | TID | TIME; no ids.
+    for v in [1u32, 64] {
+        f.extend(v.to_le_bytes());
+    }
+    for v in [0u64, 1_000_000, 7] {
+        f.extend(v.to_le_bytes());
+    }
+    f.extend([0; 32 + 16]);
+    f.extend(data);
+    std::fs::write(path, f).unwrap();
+}
+
+/// perf.data whose compressed record inflates to 200 MiB (a 6.5 KiB file) is read in 22 MiB,
+/// and one inflating past 256 MiB is refused at its byte in as little, as soon as it has. A
+/// compressed record was inflated whole, then all its records held for sorting: 432 MiB and
+/// 270 MiB of pkgprof -b --system (release). perf compresses one flush of a ring per record.
+#[test]
+fn perf_data_compressed_records_are_inflated_a_chunk_at_a_time() {
+    let s = Scratch::new("perf-compressed");
+    let big = s.0.join("200m.data");
+    perf_data_compressed(&big, 200 << 20);
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), big.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+    let bomb = s.0.join("bomb.data");
+    perf_data_compressed(&bomb, 300 << 20);
+    let (code, err, rss) = pkgprof(&["-b".as_ref(), "--system".as_ref(), bomb.as_os_str()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the compressed record at byte 216 decompresses to more than 268435456 bytes"),
+        "{err}"
+    );
+    assert!(rss < BUDGET_KIB, "{rss} KiB");
+}
+
 /// An object the info file names by its absolute path (a path its author chose), whose symbol
 /// table claims 100M symbols (2.4 GiB) over holes: refused as sparse, its samples reported
 /// under its file name. It was mapped and walked: 16 KiB on disk took `pkgprof --pid` 14 s and
