@@ -7,6 +7,9 @@
 //! records (one at a time, or a whole recording by [`aggregate`]), and given the kernel's
 //! symbols at the end, which classify how each interned stack entered the kernel. Only the ELF
 //! files behind the mappings are read, to unwind.
+//!
+//! Over 800 lines only with its unit tests (the aggregation itself is under 790), which feed it
+//! records one at a time through its private state.
 
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

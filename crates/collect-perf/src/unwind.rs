@@ -20,6 +20,9 @@
 //!   the kernel saved just above it ([`crate::signal_frame`]).
 //! * Whatever remains incomplete says why ([`StackEnd`]): the copy was too small, the kernel's
 //!   callchain limit was reached, or a frame could not be unwound.
+//!
+//! Over 800 lines only with its unit tests (the unwinder itself is under 780), which need its
+//! private frame walk.
 
 use std::collections::HashMap;
 use std::ops::Range;

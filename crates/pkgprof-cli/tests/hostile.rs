@@ -4,6 +4,9 @@
 //!
 //! These run as root (as CI does) and use `nobody` (uid 65534) as the second user; a tmpfs is
 //! mounted for the read-only and full-disk cases.
+//!
+//! Over 800 lines because each test is one attack with its own setup, kept whole so that the
+//! promise and its proof read together; what they share is in `common/`.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]

@@ -11,6 +11,10 @@
 //!
 //! These need perf_event_open with kernel sampling (root here) and `cc`; they fail rather than
 //! skip without them.
+//!
+//! Over 800 lines because the harness (build, record, parse the program's own timings, compare
+//! in both modes) and the workloads' expectations belong together; the workloads themselves are
+//! in `tests/truth/`.
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used)]
