@@ -20,9 +20,7 @@ use gmon_format::async_moves::{KindTotals, Move};
 
 use crate::kernel_symbols::KernelSymbols;
 
-use crate::asynchronous::{
-    AsyncCollector, AsyncOptions, BlockPrograms, HeldSample, KernelBlock, Placed,
-};
+use crate::asynchronous::{AsyncCollector, AsyncOptions, BlockPrograms, HeldSample, KernelBlock};
 use crate::recording::{
     CounterEvent, CounterKind, Event, Recording, Sample, SideBand, SideRecord, TraceSample,
 };
@@ -156,6 +154,8 @@ pub struct Aggregator {
     edges: Vec<(u64, u64)>,
     syscalls: Option<SyscallTracer>,
     asynchronous: Option<AsyncCollector>,
+    /// The held samples the attribution decided, placed.
+    placed: Placed,
     /// Mappings whose addresses are written displaced.
     displaced: Displacements,
 }
@@ -194,6 +194,7 @@ impl Aggregator {
         Aggregator {
             syscalls,
             asynchronous: opts.asynchronous.as_ref().map(AsyncCollector::new),
+            placed: Placed::default(),
             opts,
             replay: Replayer::default(),
             unwinding: Unwinding::new(images, max_frames),
@@ -620,9 +621,11 @@ impl Aggregator {
         let Some(mut a) = self.asynchronous.take() else {
             return;
         };
+        let mut placed = std::mem::take(&mut self.placed);
         for (d, h) in a.take_decided() {
-            self.place_held(&mut a.placed, d, &h);
+            self.place_held(&mut placed, d, &h);
         }
+        self.placed = placed;
         self.asynchronous = Some(a);
     }
 
@@ -668,10 +671,11 @@ impl Aggregator {
     fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks, Option<KernelBlock>)> {
         let mut a = self.asynchronous.take()?;
         let (rest, totals, kernel) = a.finish();
+        let mut placed = std::mem::take(&mut self.placed);
         for (d, h) in rest {
-            self.place_held(&mut a.placed, d, &h);
+            self.place_held(&mut placed, d, &h);
         }
-        let Placed { moves, stacks } = a.placed;
+        let Placed { moves, stacks } = placed;
         let mut out = AsyncMoves::default();
         for t in &totals {
             let mut k = KindTotals::new(t.kind.as_str());
@@ -750,6 +754,18 @@ pub(crate) enum Place {
 /// Moved stacks: (kind, taken in, moved to, kernel frames innermost first) → (samples,
 /// nanoseconds).
 pub(crate) type MovedStacks = BTreeMap<(&'static str, Place, Place, Vec<u64>), (u64, u64)>;
+
+/// A cell of the victim → beneficiary matrix: (kind, victim, beneficiary).
+type Cell = (&'static str, Option<u32>, Option<u32>);
+
+/// The held samples placed so far, counted for `async.moves`.
+#[derive(Debug, Default)]
+struct Placed {
+    /// By cell: (samples, nanoseconds).
+    moves: BTreeMap<Cell, (u64, u64)>,
+    /// The moved stacks with their places.
+    stacks: MovedStacks,
+}
 
 impl Aggregate {
     /// The processes, rebuilt from the side-band records.

@@ -7,11 +7,10 @@
 //! the attribution decides it: the [`crate::Aggregator`] places each as soon as it is decided,
 //! so what is kept is what can still be attributed, not every held sample of the run.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use async_attribution::{Attributor, Context, Decision, Event, Kind, SoftirqEntries, Totals, What};
 
-use crate::aggregate::MovedStacks;
 use crate::config::TracepointRequest;
 use crate::recording::{Recording, Sample, TraceSample};
 
@@ -268,18 +267,6 @@ pub(crate) struct HeldSample {
     pub period: u64,
 }
 
-/// A cell of the victim → beneficiary matrix: (kind, victim, beneficiary).
-pub(crate) type Cell = (&'static str, Option<u32>, Option<u32>);
-
-/// The held samples placed so far, counted for `async.moves`.
-#[derive(Debug, Default)]
-pub(crate) struct Placed {
-    /// By cell: (samples, nanoseconds).
-    pub moves: BTreeMap<Cell, (u64, u64)>,
-    /// The moved stacks with their places.
-    pub stacks: MovedStacks,
-}
-
 /// The attribution being fed.
 #[derive(Debug)]
 pub(crate) struct AsyncCollector {
@@ -289,8 +276,6 @@ pub(crate) struct AsyncCollector {
     ours: Vec<bool>,
     /// By ticket, the held samples not decided yet.
     held: HashMap<u32, HeldSample>,
-    /// What was placed.
-    pub placed: Placed,
     /// Tag records whose fields could not be read (a format without them).
     pub undecodable: u64,
     /// The block programs, and their events read but not fed yet (by time).
@@ -317,7 +302,6 @@ impl AsyncCollector {
             opts: opts.clone(),
             ours: Vec::new(),
             held: HashMap::new(),
-            placed: Placed::default(),
             undecodable: 0,
             kernel: None,
             pending: VecDeque::new(),
