@@ -160,10 +160,15 @@ impl MaxStackRaise {
         // The guardian finds the limit put back and leaves, or keeps trying (see below).
         self.guardian = None;
         let e = written.err()?;
+        let why = if e.raw_os_error() == Some(libc::EBUSY) {
+            "another perf session uses callchains".to_owned()
+        } else {
+            e.to_string()
+        };
         Some(format!(
-            "kernel.perf_event_max_stack stays {} for now (it was {}): {e}: another perf \
-             session uses callchains; a background process puts {} back when it ends (it \
-             tries for an hour), or `sysctl kernel.perf_event_max_stack={}` then",
+            "kernel.perf_event_max_stack stays {} for now (it was {}): {why}; a background \
+             process puts {} back as soon as the kernel lets it (it tries for an hour), or \
+             `sysctl kernel.perf_event_max_stack={}` then",
             self.raised, self.previous, self.previous, self.previous
         ))
     }
