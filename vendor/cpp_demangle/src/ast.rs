@@ -494,6 +494,12 @@ impl<'a, 'b, W: 'a + DemangleWrite> Drop for AutoParseDemangle<'a, 'b, W> {
     }
 }
 
+/// pkgprof: most probes one name may make (`DemangleContext::probe`); real names make a
+/// few hundred at most.
+const MAX_PROBES: usize = 100_000;
+/// pkgprof: most bytes all probes of one name may measure.
+const MAX_PROBED_BYTES: usize = 16 << 20;
+
 /// Common state that is required when demangling a mangled symbol's parsed AST.
 #[doc(hidden)]
 #[derive(Debug)]
@@ -574,6 +580,31 @@ where
 
     // recursion protection.
     state: Cell<DemangleState>,
+
+    // pkgprof: while above zero, nothing is written (a pack expansion's pattern is printed
+    // once unseen to learn its pack's length, a template argument to learn whether it prints
+    // anything); `suppressed_bytes` counts what would have been.
+    suppress: u32,
+    suppressed_bytes: usize,
+    // pkgprof: probes made and bytes they measured, bounded so that nested pack expansions
+    // in a hostile name cannot make the work grow exponentially.
+    probes: usize,
+    probed_bytes: usize,
+
+    // pkgprof: the element of an argument pack that a template parameter naming the pack
+    // prints while a pack expansion's pattern is printed once per element, and the length
+    // of the first pack met there.
+    pack_index: Option<usize>,
+    found_pack: Option<usize>,
+
+    // pkgprof: the template argument each template parameter (by its substitution) stood
+    // for the first time it was printed under a reference, which GNU's demangler gives it
+    // again each later time it is printed under a reference; and the argument handed so
+    // from a reference to the parameter below it.
+    saved_params: Vec<(usize, &'a TemplateArg)>,
+    param_override: Option<&'a TemplateArg>,
+    // pkgprof: the addresses of the references and template parameters being printed.
+    printing: Vec<usize>,
 }
 
 impl<'a, W> fmt::Write for DemangleContext<'a, W>
@@ -586,6 +617,15 @@ where
         }
 
         log!("DemangleContext::write: '{}'", s);
+
+        if self.suppress > 0 {
+            self.suppressed_bytes += s.len();
+            self.probed_bytes += s.len();
+            if self.probed_bytes > MAX_PROBED_BYTES {
+                return Err(fmt::Error);
+            }
+            return Ok(());
+        }
 
         self.out.write_string(s).map(|_| {
             self.last_char_written = s.chars().last();
@@ -623,6 +663,15 @@ where
             show_return_type: !options.no_return_type,
             show_expression_literal_types: !options.hide_expression_literal_types,
             state: Cell::new(DemangleState { recursion_level: 0 }),
+            suppress: 0,
+            suppressed_bytes: 0,
+            probes: 0,
+            probed_bytes: 0,
+            pack_index: None,
+            found_pack: None,
+            saved_params: vec![],
+            param_override: None,
+            printing: vec![],
         }
     }
 
@@ -740,6 +789,49 @@ where
 
     fn push_demangle_node(&mut self, t: DemangleNodeType) {
         self.out.push_demangle_node(t);
+    }
+
+    /// pkgprof: runs `print` without writing anything and puts the printer's state back
+    /// afterwards, so that what it would print can be measured before it is printed.
+    /// Returns how many bytes it would have written.
+    fn probe<F>(&mut self, print: F) -> ::core::result::Result<usize, fmt::Error>
+    where
+        F: FnOnce(&mut Self) -> fmt::Result,
+    {
+        let inner = self.inner.clone();
+        let saved = (
+            self.last_char_written,
+            self.is_template_argument_pack,
+            self.source_name,
+            self.is_lambda_arg,
+            self.is_template_prefix,
+            self.is_template_prefix_in_nested_name,
+        );
+        self.probes += 1;
+        if self.probes > MAX_PROBES {
+            return Err(fmt::Error);
+        }
+        let before = self.suppressed_bytes;
+        let saved_params = self.saved_params.len();
+        self.suppress += 1;
+        let result = print(self);
+        self.suppress -= 1;
+        self.saved_params.truncate(saved_params);
+        self.param_override = None;
+        // What a probe inside a probe measured is never printed, so the outer one does
+        // not count it.
+        let bytes = self.suppressed_bytes - before;
+        self.suppressed_bytes = before;
+        self.inner = inner;
+        (
+            self.last_char_written,
+            self.is_template_argument_pack,
+            self.source_name,
+            self.is_lambda_arg,
+            self.is_template_prefix,
+            self.is_template_prefix_in_nested_name,
+        ) = saved;
+        result.map(|()| bytes)
     }
 
     /// This should not be called on error paths.
@@ -1046,8 +1138,23 @@ where
             ctx.is_explicit_obj_param = false;
         }
 
+        // pkgprof: parameters at the end that print nothing (expansions of empty packs)
+        // go with their commas, as in template argument lists.
+        let mut end = self.len();
+        while end > 1
+            && matches!(
+                ctx.subs.get_type(&self[end - 1]),
+                Some(&Type::PackExpansion(_))
+            )
+        {
+            let arg = &self[end - 1];
+            if ctx.probe(|ctx| arg.demangle(ctx, scope))? > 0 {
+                break;
+            }
+            end -= 1;
+        }
         let mut need_comma = false;
-        for arg in self.iter() {
+        for arg in self[..end].iter() {
             if need_comma {
                 write!(ctx, ", ")?;
             }
@@ -3884,7 +3991,37 @@ where
             }
             Type::PointerTo(ref ty) | Type::LvalueRef(ref ty) | Type::RvalueRef(ref ty) => {
                 ctx.push_inner(self);
-                ty.demangle(ctx, scope)?;
+                // pkgprof: a template parameter under a reference prints, as in GNU's
+                // demangler, the argument it stood for the first time it was printed so,
+                // even where another template's arguments are in scope: in
+                // `std::__addressof<call_once<F>(once_flag&, F&&)::{lambda()#1}>(F&)` the
+                // `F&` is `S6_&`, `call_once`'s `T_`.
+                // Not where the reference or the parameter is being printed already (the
+                // argument holds the reference itself): there the scope of the moment holds.
+                let this = self as *const Type as usize;
+                if !matches!(*self, Type::PointerTo(_)) && !ctx.is_lambda_arg {
+                    if let TypeHandle::BackReference(key) = *ty {
+                        if let Some(&Type::TemplateParam(ref param)) = ctx.subs.get_type(ty) {
+                            let saved = ctx.saved_params.iter().find(|&&(k, _)| k == key);
+                            let param_at = param as *const TemplateParam as usize;
+                            let reentered =
+                                ctx.printing.contains(&this) || ctx.printing.contains(&param_at);
+                            match saved {
+                                Some(&(_, arg)) if !reentered => ctx.param_override = Some(arg),
+                                Some(_) => {}
+                                None => {
+                                    if let Ok(arg) = param.resolve(scope) {
+                                        ctx.saved_params.push((key, arg));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                ctx.printing.push(this);
+                let printed = ty.demangle(ctx, scope);
+                ctx.printing.pop();
+                printed?;
                 if ctx.pop_inner_if(self) {
                     self.demangle_as_inner(ctx, scope)?;
                 }
@@ -3910,11 +4047,42 @@ where
                 Ok(())
             }
             Type::PackExpansion(ref ty) => {
-                ty.demangle(ctx, scope)?;
-                if !ctx.is_template_argument_pack {
-                    write!(ctx, "...")?;
-                }
-                Ok(())
+                // pkgprof: as GNU does, the pattern is printed once per element of the
+                // argument pack it names, each time with that element in the pack's place
+                // (`DpNS_13type_identityIT_E4typeE` with `T_` = `<int&, int&>` prints
+                // `type_identity<int&>::type, type_identity<int&>::type`); upstream printed
+                // it once with the whole pack inside. A pattern naming no pack is printed
+                // once, as before.
+                let saved = (ctx.pack_index, ctx.found_pack);
+                ctx.pack_index = Some(0);
+                ctx.found_pack = None;
+                let probed = ctx.probe(|ctx| ty.demangle(ctx, scope));
+                let found = ctx.found_pack;
+                let result = match (probed, found) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(len)) => (|| {
+                        for i in 0..len {
+                            if i > 0 {
+                                write!(ctx, ", ")?;
+                            }
+                            ctx.pack_index = Some(i);
+                            ty.demangle(ctx, scope)?;
+                        }
+                        Ok(())
+                    })(),
+                    (Ok(_), None) => {
+                        ctx.pack_index = saved.0;
+                        (|| {
+                            ty.demangle(ctx, scope)?;
+                            if !ctx.is_template_argument_pack {
+                                write!(ctx, "...")?;
+                            }
+                            Ok(())
+                        })()
+                    }
+                };
+                (ctx.pack_index, ctx.found_pack) = saved;
+                result
             }
         }
     }
@@ -5329,8 +5497,25 @@ where
             // To match libiberty, template references are converted to `auto`.
             write!(ctx, "auto:{}", self.0 + 1)
         } else {
-            let arg = self.resolve(scope)?;
-            arg.demangle(ctx, scope)
+            let arg = match ctx.param_override.take() {
+                Some(arg) => arg,
+                None => self.resolve(scope)?,
+            };
+            ctx.printing.push(self as *const TemplateParam as usize);
+            let printed = match (arg, ctx.pack_index) {
+                // pkgprof: inside a pack expansion, a pack prints its current element
+                // (nothing past its end); see `Type::PackExpansion`.
+                (TemplateArg::ArgPack(ref args), Some(i)) => {
+                    ctx.found_pack.get_or_insert(args.len());
+                    match args.get(i) {
+                        Some(arg) => arg.demangle(ctx, scope),
+                        None => Ok(()),
+                    }
+                }
+                _ => arg.demangle(ctx, scope),
+            };
+            ctx.printing.pop();
+            printed
         };
         ctx.pop_demangle_node();
         ret
@@ -5533,8 +5718,24 @@ where
         }
         write!(ctx, "<")?;
         ctx.push_demangle_node(DemangleNodeType::TemplateArgs);
+        // pkgprof: arguments at the end that print nothing (empty packs, pack expansions
+        // of them) go with their commas, as GNU prints them: `basic_format_string<char>`,
+        // not `basic_format_string<char, >`. The first argument stays, and so does an empty
+        // one before others (`<int, , long>`), as in GNU.
+        let mut end = self.0.len();
+        while end > 1 && self.0[end - 1].may_print_nothing(ctx.subs) {
+            let arg = &self.0[end - 1];
+            let mut arg_scope = scope;
+            if let Some(ref mut s) = arg_scope {
+                s.in_arg = Some((end - 1, self));
+            }
+            if ctx.probe(|ctx| arg.demangle(ctx, arg_scope))? > 0 {
+                break;
+            }
+            end -= 1;
+        }
         let mut need_comma = false;
-        for arg_index in 0..self.0.len() {
+        for arg_index in 0..end {
             if need_comma {
                 write!(ctx, ", ")?;
             }
@@ -5543,6 +5744,11 @@ where
             }
             self.0[arg_index].demangle(ctx, scope)?;
             need_comma = true;
+        }
+        if end < self.0.len() {
+            // GNU writes the comma and takes it back, but its last character stays the
+            // space: no space comes before `>` then (`AnalysisManager<llvm::Module>>&`).
+            ctx.last_char_written = Some(' ');
         }
 
         // Ensure "> >" because old C++ sucks and libiberty (and its tests)
@@ -5634,6 +5840,20 @@ impl Parse for TemplateArg {
         };
         let tail = consume(b"E", tail)?;
         Ok((TemplateArg::ArgPack(args), tail))
+    }
+}
+
+impl TemplateArg {
+    /// pkgprof: whether this argument can print as nothing: an argument pack, or a pack
+    /// expansion (of a pack that may be empty).
+    fn may_print_nothing(&self, subs: &SubstitutionTable) -> bool {
+        match *self {
+            TemplateArg::ArgPack(_) => true,
+            TemplateArg::Type(ref ty) => {
+                matches!(subs.get_type(ty), Some(&Type::PackExpansion(_)))
+            }
+            _ => false,
+        }
     }
 }
 
