@@ -2230,7 +2230,13 @@ where
             | NestedName::UnqualifiedExplicitObject(ref p, ref name, _) => {
                 ctx.push_demangle_node(DemangleNodeType::NestedName);
                 if let Some(p) = p.as_ref() {
-                    p.demangle(ctx, scope)?;
+                    // pkgprof: a prefix never takes the pending declarators (a function's
+                    // parameters), even where it is a back reference to a type whose name
+                    // is nested: `B<int>::create<int>()::x`, not `B<int>()::create<int>::x`.
+                    // This name's own are printed below.
+                    let mut barrier = AutoDemangleContextInnerBarrier::new(ctx);
+                    p.demangle(&mut barrier, scope)?;
+                    drop(barrier);
                     ctx.write_str("::")?;
                 }
                 name.demangle(ctx, scope)?;
@@ -2238,7 +2244,9 @@ where
             }
             NestedName::Template(_, _, ref p) | NestedName::TemplateExplicitObject(ref p, _) => {
                 ctx.is_template_prefix_in_nested_name = true;
-                p.demangle(ctx, scope)?;
+                let mut barrier = AutoDemangleContextInnerBarrier::new(ctx);
+                p.demangle(&mut barrier, scope)?;
+                drop(barrier);
                 ctx.is_template_prefix_in_nested_name = false;
             }
         }
