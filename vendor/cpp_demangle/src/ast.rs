@@ -6763,6 +6763,11 @@ where
                 e2.demangle(ctx, scope)
             }
             Expression::SizeofTemplatePack(ref param) => {
+                // pkgprof: GNU prints the length of a pack it knows (`2` for `sZT_` with
+                // `T_` = `<char, char>`), where upstream listed its elements.
+                if let Ok(TemplateArg::ArgPack(ref args)) = param.resolve(scope) {
+                    return write!(ctx, "{}", args.len());
+                }
                 write!(ctx, "sizeof...(")?;
                 param.demangle(ctx, scope)?;
                 write!(ctx, ")")?;
@@ -7358,11 +7363,20 @@ where
                     write_literal(ctx, start, end)
                 }
             },
+            // pkgprof: GNU spells the null pointer literal by its type, `decltype(nullptr)`
+            // for `LDnE` and `(decltype(nullptr))0` for `LDn0E`; upstream wrote `nullptr`.
             ExprPrimary::Literal(
                 TypeHandle::Builtin(BuiltinType::Standard(StandardBuiltinType::Nullptr)),
-                _,
-                _,
-            ) => write!(ctx, "nullptr"),
+                start,
+                end,
+            ) => {
+                if start == end {
+                    write!(ctx, "decltype(nullptr)")
+                } else {
+                    write!(ctx, "(decltype(nullptr))")?;
+                    write_literal(ctx, start, end)
+                }
+            }
             ExprPrimary::Literal(
                 ref ty @ TypeHandle::Builtin(BuiltinType::Standard(StandardBuiltinType::Double)),
                 start,
