@@ -47,7 +47,7 @@
 //!    `misplaced_qualifiers`, `integer_literals`, `function_type_spaces`, `misplaced_const_scope`,
 //!    `function_addresses`, `empty_trailing_packs`,
 //!    `std_abbreviations`, `doubled_const`, `nullptr_type`, `construction_vtable`,
-//!    `expanded_expression_packs`, `negated_names`, `empty_qualified_packs`,
+//!    `negated_names`, `empty_qualified_packs`,
 //!    `bare_name_operands`, `plain_callees`.
 //!
 //! Measured against `c++filt -i` on the 102,702 `_Z` names of this machine's libraries and

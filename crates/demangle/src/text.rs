@@ -162,7 +162,10 @@ mod tests {
 
     #[test]
     fn comparisons_between_operands_open_no_template() {
-        assert_eq!(template_depth("std::conditional<(((num_bits<int>)())<=(32))&&"), 1);
+        assert_eq!(
+            template_depth("std::conditional<(((num_bits<int>)())<=(32))&&"),
+            1
+        );
         assert_eq!(template_depth("A<(x)<(y), (x)>>(2)"), 1);
         // A lone `)>(` closes a list: `f<void ()>(…)`.
         assert_eq!(template_depth("f<void ()>("), 0);

@@ -5857,6 +5857,7 @@ impl TemplateArg {
     fn may_print_nothing(&self, subs: &SubstitutionTable) -> bool {
         match *self {
             TemplateArg::ArgPack(_) => true,
+            TemplateArg::Expression(Expression::PackExpansion(_)) => true,
             TemplateArg::Type(ref ty) => {
                 matches!(subs.get_type(ty), Some(&Type::PackExpansion(_)))
             }
@@ -6793,9 +6794,37 @@ where
                 Ok(())
             }
             Expression::PackExpansion(ref pack) => {
-                pack.demangle_as_subexpr(ctx, scope)?;
-                write!(ctx, "...")?;
-                Ok(())
+                // pkgprof: as for `Type::PackExpansion`, a pattern naming a known pack is
+                // printed once per element (`_Index_tuple<1ul, 2ul>` for `XspT_E`, nothing
+                // for an empty pack); one naming none is printed with `...`
+                // (`(__integer_pack(std::tuple_size<T>::value))...`).
+                let saved = (ctx.pack_index, ctx.found_pack);
+                ctx.pack_index = Some(0);
+                ctx.found_pack = None;
+                let probed = ctx.probe(|ctx| pack.demangle(ctx, scope));
+                let found = ctx.found_pack;
+                let result = match (probed, found) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(len)) => (|| {
+                        for i in 0..len {
+                            if i > 0 {
+                                write!(ctx, ", ")?;
+                            }
+                            ctx.pack_index = Some(i);
+                            pack.demangle(ctx, scope)?;
+                        }
+                        Ok(())
+                    })(),
+                    (Ok(_), None) => {
+                        ctx.pack_index = saved.0;
+                        (|| {
+                            pack.demangle_as_subexpr(ctx, scope)?;
+                            write!(ctx, "...")
+                        })()
+                    }
+                };
+                (ctx.pack_index, ctx.found_pack) = saved;
+                result
             }
             Expression::Throw(ref expr) => {
                 write!(ctx, "throw ")?;
