@@ -199,16 +199,18 @@ fn declarator_return_type(name: &str, text: &str) -> Option<String> {
     // returning a function pointer, and the name goes after `*&`.
     // A `decltype (…)` at the start is the base type, whose parentheses hold an expression
     // (`decltype (::new ((void*)(0)) char(…))` of `std::construct_at`), never the name.
-    let base_end = match ret.strip_prefix("decltype (") {
-        Some(_) => {
+    // (The group is measured within itself: `decltype (int(1)) f<int>()` has its `)` at
+    // offsets that, taken from the start of the text, cut a char range backwards.)
+    let base_end = match ret.strip_prefix("decltype ") {
+        Some(group) if group.starts_with('(') => {
             "decltype ".len()
-                + ret["decltype ".len()..]
+                + group
                     .char_indices()
-                    .find(|&(i, c)| c == ')' && paren_depth(&ret["decltype ".len()..=i]) == 0)?
+                    .find(|&(i, c)| c == ')' && paren_depth(&group[..=i]) == 0)?
                     .0
                 + 1
         }
-        None => 0,
+        _ => 0,
     };
     let slot = base_end
         + ret[base_end..]
@@ -417,6 +419,11 @@ mod tests {
                 "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
             )
         );
+        // A short `decltype` return type: its group is measured within itself (this
+        // panicked on a slice running backwards).
+        let name = "_Z1fIiEDTcvi_Li1EEEv";
+        let plain = cpp(name).unwrap();
+        assert_eq!(declarator_return_type(name, &plain), None);
         // A constructor template's first type is a parameter, not a return type (the
         // vendored cpp_demangle's fix).
         assert_eq!(

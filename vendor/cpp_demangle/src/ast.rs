@@ -6544,8 +6544,11 @@ where
                 Ok(())
             }
             Expression::ConversionMany(ref ty, ref exprs) => {
-                ty.demangle(ctx, scope)?;
+                // pkgprof: GNU puts the type in parentheses, as for one operand:
+                // `(void)()` for `cvv_E` (nlohmann/json's `decltype (…, void())`).
                 write!(ctx, "(")?;
+                ty.demangle(ctx, scope)?;
+                write!(ctx, ")(")?;
                 let mut need_comma = false;
                 for expr in exprs {
                     if need_comma {

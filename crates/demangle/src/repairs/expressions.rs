@@ -215,6 +215,10 @@ fn qualified_name_len(text: &str) -> Option<usize> {
 /// Example: `_Z1fIiEDTclsr3stdE5beginfp_EET_` is `decltype ((std::begin)({parm#1}))
 /// f<int>(int)` in `cpp_demangle`, `decltype (std::begin({parm#1})) f<int>(int)` in GNU.
 pub(super) fn plain_callees(text: &str, _mangled: &str) -> Option<String> {
+    const BUILTIN_TYPES: [&str; 14] = [
+        "void", "bool", "char", "int", "long", "short", "float", "double", "wchar_t", "char8_t",
+        "char16_t", "char32_t", "__int128", "unsigned",
+    ];
     let mut out = text.to_owned();
     let mut changed = false;
     let mut from = 0;
@@ -229,7 +233,9 @@ pub(super) fn plain_callees(text: &str, _mangled: &str) -> Option<String> {
             && callee
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':'))
-            && !callee.starts_with(|c: char| c.is_ascii_digit());
+            && !callee.starts_with(|c: char| c.is_ascii_digit())
+            // A conversion to a builtin type keeps them in GNU: `(void)()` of `cvv_E`.
+            && !BUILTIN_TYPES.contains(&callee);
         if plain && out[close + 1..].starts_with('(') {
             out.replace_range(close..=close, "");
             out.replace_range(open..=open, "");
