@@ -5505,16 +5505,33 @@ where
             // To match libiberty, template references are converted to `auto`.
             write!(ctx, "auto:{}", self.0 + 1)
         } else {
-            let arg = match ctx.param_override.take() {
+            let overridden = ctx.param_override.take();
+            let arg = match overridden {
                 Some(arg) => arg,
                 None => self.resolve(scope)?,
+            };
+            // The length of an expansion is that of the pack in the current scope even where
+            // the element comes from the argument saved under a reference, as in GNU (a
+            // constructor's one-element `Args&&...` printed with `create`'s two-element
+            // pack's first element).
+            let pack_len = match overridden {
+                Some(_) => match self.resolve(scope) {
+                    Ok(&TemplateArg::ArgPack(ref args)) => Some(args.len()),
+                    _ => None,
+                },
+                None => match *arg {
+                    TemplateArg::ArgPack(ref args) => Some(args.len()),
+                    _ => None,
+                },
             };
             ctx.printing.push(self as *const TemplateParam as usize);
             let printed = match (arg, ctx.pack_index) {
                 // pkgprof: inside a pack expansion, a pack prints its current element
                 // (nothing past its end); see `Type::PackExpansion`.
                 (TemplateArg::ArgPack(ref args), Some(i)) => {
-                    ctx.found_pack.get_or_insert(args.len());
+                    if let Some(len) = pack_len {
+                        ctx.found_pack.get_or_insert(len);
+                    }
                     match args.get(i) {
                         Some(arg) => arg.demangle(ctx, scope),
                         None => Ok(()),
