@@ -6539,7 +6539,21 @@ where
                 expr.demangle(ctx, scope)
             }
             Expression::Call(ref functor_expr, ref args) => {
-                functor_expr.demangle_as_subexpr(ctx, scope)?;
+                if let Expression::Primary(ExprPrimary::External(ref name)) = **functor_expr {
+                    // pkgprof: GNU calls a function named by its mangling (`cl L_Z…E`) by
+                    // its name alone, without return type or parameters:
+                    // `(std::declval<T&>)()` in nlohmann/json's `decltype`s.
+                    let saved = (ctx.show_params, ctx.show_return_type);
+                    ctx.show_params = false;
+                    ctx.show_return_type = false;
+                    write!(ctx, "(")?;
+                    let ret = name.demangle(ctx, scope);
+                    (ctx.show_params, ctx.show_return_type) = saved;
+                    ret?;
+                    write!(ctx, ")")?;
+                } else {
+                    functor_expr.demangle_as_subexpr(ctx, scope)?;
+                }
                 write!(ctx, "(")?;
                 let mut need_comma = false;
                 for arg in args {
