@@ -175,6 +175,11 @@ struct ParseContextState {
     recursion_level: u32,
     // Whether or not we are currently parsing a conversion operator.
     in_conversion: bool,
+    // pkgprof: the last source name parsed outside the template arguments since parsed
+    // (input offsets), which GNU's demangler names a constructor or destructor after; `None`
+    // after a standard abbreviation naming a class (`Sa`, `Ss`…), where GNU's name is the
+    // class's.
+    last_name: Option<(usize, usize)>,
 }
 
 /// Common context needed when parsing.
@@ -227,6 +232,16 @@ impl ParseContext {
     #[inline]
     fn in_conversion(&self) -> bool {
         self.state.get().in_conversion
+    }
+
+    fn last_name(&self) -> Option<(usize, usize)> {
+        self.state.get().last_name
+    }
+
+    fn set_last_name(&self, last_name: Option<(usize, usize)>) {
+        let mut state = self.state.get();
+        state.last_name = last_name;
+        self.state.set(state);
     }
 
     fn set_in_conversion(&self, in_conversion: bool) -> bool {
@@ -2655,7 +2670,9 @@ pub enum UnqualifiedName {
     /// An operator name.
     Operator(OperatorName, AbiTags),
     /// A constructor or destructor name.
-    CtorDtor(CtorDtorName, AbiTags),
+    /// pkgprof: with the last source name parsed before it (input offsets), see
+    /// `ParseContextState::last_name`.
+    CtorDtor(CtorDtorName, AbiTags, Option<(usize, usize)>),
     /// A source name.
     Source(SourceName, AbiTags),
     /// A local source name.
@@ -2682,9 +2699,13 @@ impl Parse for UnqualifiedName {
             return Ok((UnqualifiedName::Operator(op, abi_tags), tail));
         }
 
+        let last_name = ctx.last_name();
         if let Ok((ctor_dtor, tail)) = try_recurse!(CtorDtorName::parse(ctx, subs, input)) {
             let (abi_tags, tail) = AbiTags::parse(ctx, subs, tail)?;
-            return Ok((UnqualifiedName::CtorDtor(ctor_dtor, abi_tags), tail));
+            return Ok((
+                UnqualifiedName::CtorDtor(ctor_dtor, abi_tags, last_name),
+                tail,
+            ));
         }
 
         if let Ok(tail) = consume(b"L", input) {
@@ -2736,8 +2757,34 @@ where
                 op_name.demangle(ctx, scope)?;
                 abi_tags.demangle(ctx, scope)
             }
-            UnqualifiedName::CtorDtor(ref ctor_dtor, ref abi_tags) => {
-                ctor_dtor.demangle(ctx, scope)?;
+            UnqualifiedName::CtorDtor(ref ctor_dtor, ref abi_tags, last_name) => {
+                // pkgprof: GNU names a constructor or destructor after the last source name
+                // it parsed, not after its class: inside `std::find_if_not<json_ref<…> const*,
+                // basic_json<…>::basic_json(initializer_list<…>)::{lambda…}>` the constructor
+                // is `basic_json<…>::json_ref(…)`, its scope being a back reference.
+                let inheriting = matches!(
+                    *ctor_dtor,
+                    CtorDtorName::CompleteConstructor(Some(_))
+                        | CtorDtorName::BaseConstructor(Some(_))
+                        | CtorDtorName::CompleteAllocatingConstructor(Some(_))
+                        | CtorDtorName::MaybeInChargeConstructor(Some(_))
+                );
+                match last_name.and_then(|(start, end)| ctx.input.get(start..end)) {
+                    Some(name) if !inheriting => {
+                        let name = str::from_utf8(name).map_err(|_| fmt::Error)?;
+                        if !matches!(
+                            *ctor_dtor,
+                            CtorDtorName::CompleteConstructor(_)
+                                | CtorDtorName::BaseConstructor(_)
+                                | CtorDtorName::CompleteAllocatingConstructor(_)
+                                | CtorDtorName::MaybeInChargeConstructor(_)
+                        ) {
+                            write!(ctx, "~")?;
+                        }
+                        ctx.write_str(name)?;
+                    }
+                    _ => ctor_dtor.demangle(ctx, scope)?,
+                }
                 abi_tags.demangle(ctx, scope)
             }
             UnqualifiedName::Source(ref name, ref abi_tags)
@@ -2829,6 +2876,7 @@ impl Parse for SourceName {
             return Err(error::Error::UnexpectedText);
         }
 
+        ctx.set_last_name(Some((identifier.start, identifier.end)));
         let source_name = SourceName(identifier);
         Ok((source_name, tail))
     }
@@ -2935,7 +2983,10 @@ impl Parse for AbiTag {
         try_begin_parse!("AbiTag", ctx, input);
 
         let tail = consume(b"B", input)?;
+        // pkgprof: an ABI tag is no name a constructor is named after, in GNU.
+        let last_name = ctx.last_name();
         let (source_name, tail) = SourceName::parse(ctx, subs, tail)?;
+        ctx.set_last_name(last_name);
         Ok((AbiTag(source_name), tail))
     }
 }
@@ -5720,7 +5771,10 @@ impl Parse for TemplateArgs {
 
         let tail = consume(b"I", input)?;
 
+        // pkgprof: names inside template arguments are not the last name, in GNU.
+        let last_name = ctx.last_name();
         let (args, tail) = one_or_more::<TemplateArg>(ctx, subs, tail)?;
+        ctx.set_last_name(last_name);
         let tail = consume(b"E", tail)?;
         Ok((TemplateArgs(args), tail))
     }
@@ -7956,6 +8010,9 @@ impl Parse for Substitution {
         try_begin_parse!("Substitution", ctx, input);
 
         if let Ok((well_known, tail)) = try_recurse!(WellKnownComponent::parse(ctx, subs, input)) {
+            if well_known != WellKnownComponent::Std {
+                ctx.set_last_name(None);
+            }
             return Ok((Substitution::WellKnown(well_known), tail));
         }
 
@@ -12045,7 +12102,7 @@ mod tests {
                     b".."
                 }
                 b"C1.." => {
-                    UnqualifiedName::CtorDtor(CtorDtorName::CompleteConstructor(None), AbiTags::default()),
+                    UnqualifiedName::CtorDtor(CtorDtorName::CompleteConstructor(None), AbiTags::default(), None),
                     b".."
                 }
                 b"10abcdefghij..." => {
@@ -12117,7 +12174,8 @@ mod tests {
                                     end: 5,
                                 },
                             ),
-                        )])
+                        )]),
+                        None,
                     ),
                     b".."
                 }
