@@ -31,8 +31,8 @@ pub(crate) fn demangle(name: &str) -> Option<String> {
 /// type of a function enclosing a local entity, as GNU, and the symbol's own where the
 /// local entity is a template function, as GNU.
 ///
-/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `f<int, >(int, &&)::x` in `cpp_demangle` (and
-/// `f<int>(int)::x`, GNU's text, once the repairs have run);
+/// Example: `_ZZ1fIiJEEvT_DpOT0_E1x` is `f<int>(int)::x` in both (upstream `cpp_demangle`
+/// printed `f<int, >(int, &&)::x`: the vendored copy expands packs as GNU does);
 /// `_ZZ4mainENKUlT_E_clIiEEDaS_` is `auto main::{lambda(auto:1)#1}::operator()<int>(int)
 /// const` in both.
 fn cpp(name: &str) -> Option<String> {
@@ -199,16 +199,18 @@ fn declarator_return_type(name: &str, text: &str) -> Option<String> {
     // returning a function pointer, and the name goes after `*&`.
     // A `decltype (…)` at the start is the base type, whose parentheses hold an expression
     // (`decltype (::new ((void*)(0)) char(…))` of `std::construct_at`), never the name.
-    let base_end = match ret.strip_prefix("decltype (") {
-        Some(_) => {
+    // (The group is measured within itself: `decltype (int(1)) f<int>()` has its `)` at
+    // offsets that, taken from the start of the text, cut a char range backwards.)
+    let base_end = match ret.strip_prefix("decltype ") {
+        Some(group) if group.starts_with('(') => {
             "decltype ".len()
-                + ret["decltype ".len()..]
+                + group
                     .char_indices()
-                    .find(|&(i, c)| c == ')' && paren_depth(&ret["decltype ".len()..=i]) == 0)?
+                    .find(|&(i, c)| c == ')' && paren_depth(&group[..=i]) == 0)?
                     .0
                 + 1
         }
-        None => 0,
+        _ => 0,
     };
     let slot = base_end
         + ret[base_end..]
@@ -389,7 +391,7 @@ mod tests {
     fn each_step_mends_its_example() {
         assert_eq!(
             cpp("_ZZ1fIiJEEvT_DpOT0_E1x").as_deref(),
-            Some("f<int, >(int, &&)::x")
+            Some("f<int>(int)::x")
         );
         assert_eq!(
             trailing_pack("_Z1fIJEEvDpOT_").as_deref(),
@@ -417,6 +419,11 @@ mod tests {
                 "char (&std::forward<char (&) [256]>(std::remove_reference<char (&) [256]>::type&)) [256]"
             )
         );
+        // A short `decltype` return type: its group is measured within itself (this
+        // panicked on a slice running backwards).
+        let name = "_Z1fIiEDTcvi_Li1EEEv";
+        let plain = cpp(name).unwrap();
+        assert_eq!(declarator_return_type(name, &plain), None);
         // A constructor template's first type is a parameter, not a return type (the
         // vendored cpp_demangle's fix).
         assert_eq!(

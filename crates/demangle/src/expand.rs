@@ -42,7 +42,8 @@ const MAX_OUTPUT: usize = 16 * 1024;
 /// this parser does not know.
 pub(super) fn rewrite_pre_standard_scopes(name: &str) -> Option<String> {
     let local_in_args = name.starts_with("_ZZ") && name.contains("IZ");
-    if !(name.contains("srSt") || local_in_args) || name.len() > MAX_INPUT {
+    let pre_standard = name.contains("srSt") || name.contains("srNS");
+    if !(pre_standard || local_in_args) || name.len() > MAX_INPUT {
         return None;
     }
     let end = name.find('.').unwrap_or(name.len());
@@ -181,7 +182,10 @@ impl Parser<'_> {
     /// literal (`li`) operators, which carry more, are not parsed.
     fn operator_name(&mut self) -> Option<String> {
         let op = self.s.get(self.pos..self.pos + 2)?;
-        if op == b"cv" || op == b"li" || !op.iter().all(u8::is_ascii_lowercase) {
+        // Assignment operators have an upper-case second letter (`aS`, `pL`): {fmt}'s
+        // unique_ptr::operator=<U, E> holds an `srSt` scope.
+        if op == b"cv" || op == b"li" || !op[0].is_ascii_lowercase() || !op[1].is_ascii_alphabetic()
+        {
             return None;
         }
         self.pos += 2;
@@ -626,25 +630,61 @@ impl Parser<'_> {
         let out = match two {
             b"sr" => {
                 self.pos += 2;
-                if self.peek() == Some(b'N') {
-                    return None;
-                }
                 let scope = self.ty()?;
-                // Only a single-component scope fits the ABI's `srN <type> E` form.
-                if scope.starts_with('N') {
-                    return None;
-                }
                 let member = self.source_name()?;
                 let args = if self.peek() == Some(b'I') {
                     self.template_args()?
                 } else {
                     String::new()
                 };
-                format!("srN{scope}E{member}{args}")
+                match scope.strip_prefix('N').and_then(|s| s.strip_suffix('E')) {
+                    // A nested scope (`srNS_13__is_durationIT_EE5value`, GCC's form in
+                    // std::chrono::duration_cast) is a type to GNU; to the ABI its
+                    // components are qualifier levels, after an unresolved type where the
+                    // first is one (`St6chrono`, `T_`), alone where it is a name.
+                    Some(levels) if levels.starts_with(['S', 'T']) => {
+                        format!("srN{levels}E{member}{args}")
+                    }
+                    Some(levels) if levels.starts_with(|c: char| c.is_ascii_digit()) => {
+                        format!("sr{levels}E{member}{args}")
+                    }
+                    Some(_) => return None,
+                    None => format!("srN{scope}E{member}{args}"),
+                }
+            }
+            b"st" | b"at" => {
+                // `sizeof (type)`, `alignof (type)`: {fmt}'s convert_float has
+                // `sizeof(T) == sizeof(double)` next to an `srSt` scope.
+                self.pos += 2;
+                let ty = self.ty()?;
+                format!("{}{ty}", std::str::from_utf8(two).ok()?)
             }
             [b'T', _] => {
                 self.pos += 1;
                 self.resolved_param()?
+            }
+            // A pack expansion of a call, by an unresolved name (GCC's builtin in {fmt}'s
+            // `integer_sequence<size_t, __integer_pack(tuple_size<T>::value)...>`).
+            b"sp" => {
+                self.pos += 2;
+                format!("sp{}", self.expression()?)
+            }
+            b"cl" => {
+                self.pos += 2;
+                let mut out = String::from("cl");
+                while !self.eat(b'E') {
+                    out.push_str(&self.expression()?);
+                }
+                out.push('E');
+                out
+            }
+            [b'0'..=b'9', _] => {
+                let name = self.source_name()?;
+                if self.peek() == Some(b'I') {
+                    format!("{name}{}", self.template_args()?)
+                } else {
+                    name
+                }
             }
             [b'L', _] => self.literal()?,
             _ => {

@@ -39,14 +39,15 @@
 //!    thunks), `default_argument_scope` (`{default arg#N}`) and plain `cpp_demangle` (the
 //!    copy in `vendor/cpp_demangle`, which prints no return types of functions enclosing
 //!    local entities and keeps lambda parameters' references apart from the closure
-//!    type's, and gives a constructor template its first parameter); then
+//!    type's, gives a constructor template its first parameter, expands packs element by
+//!    element and resolves template parameters under references as GNU does); then
 //!    `declarator_return_type` (a function returning a pointer or reference to a function
 //!    or array is written inside that type's declarator).
 //! 5. **Repairs of the text** (`repairs`), in this order: `ref_qualified_function_types`,
 //!    `misplaced_qualifiers`, `integer_literals`, `function_type_spaces`, `misplaced_const_scope`,
 //!    `function_addresses`, `empty_trailing_packs`,
 //!    `std_abbreviations`, `doubled_const`, `nullptr_type`, `construction_vtable`,
-//!    `expanded_expression_packs`, `negated_names`, `empty_qualified_packs`,
+//!    `negated_names`, `empty_qualified_packs`,
 //!    `bare_name_operands`, `plain_callees`.
 //!
 //! Measured against `c++filt -i` on the 102,702 `_Z` names of this machine's libraries and

@@ -101,7 +101,10 @@ pub(crate) fn argument_end(text: &str) -> usize {
 }
 
 /// Counts the template argument lists left open at the end of `text`, ignoring the angle
-/// brackets of operator names such as `operator<<` and `operator->`.
+/// brackets of operator names such as `operator<<` and `operator->`, and of comparison and
+/// shift operators in expressions, which GNU prints between parenthesized operands
+/// (`((num_bits<int>)())<=(32)`); a lone `)>(` is taken for a closing bracket, as in
+/// `f<void ()>(…)`.
 pub(crate) fn template_depth(text: &str) -> i32 {
     let bytes = text.as_bytes();
     let mut depth = 0;
@@ -113,6 +116,16 @@ pub(crate) fn template_depth(text: &str) -> i32 {
                 i += 1;
             }
             continue;
+        }
+        if i > 0 && bytes[i - 1] == b')' && matches!(bytes[i], b'<' | b'>') {
+            let run = bytes[i..]
+                .iter()
+                .take_while(|&&b| matches!(b, b'<' | b'>' | b'='))
+                .count();
+            if &bytes[i..i + run] != b">" && bytes.get(i + run) == Some(&b'(') {
+                i += run;
+                continue;
+            }
         }
         match bytes[i] {
             b'<' => depth += 1,
@@ -141,4 +154,20 @@ pub(crate) fn current_template_argument(before: &str) -> &str {
         }
     }
     ""
+}
+
+#[cfg(test)]
+mod tests {
+    use super::template_depth;
+
+    #[test]
+    fn comparisons_between_operands_open_no_template() {
+        assert_eq!(
+            template_depth("std::conditional<(((num_bits<int>)())<=(32))&&"),
+            1
+        );
+        assert_eq!(template_depth("A<(x)<(y), (x)>>(2)"), 1);
+        // A lone `)>(` closes a list: `f<void ()>(…)`.
+        assert_eq!(template_depth("f<void ()>("), 0);
+    }
 }

@@ -175,6 +175,11 @@ struct ParseContextState {
     recursion_level: u32,
     // Whether or not we are currently parsing a conversion operator.
     in_conversion: bool,
+    // pkgprof: the last source name parsed outside the template arguments since parsed
+    // (input offsets), which GNU's demangler names a constructor or destructor after; `None`
+    // after a standard abbreviation naming a class (`Sa`, `Ss`…), where GNU's name is the
+    // class's.
+    last_name: Option<(usize, usize)>,
 }
 
 /// Common context needed when parsing.
@@ -227,6 +232,16 @@ impl ParseContext {
     #[inline]
     fn in_conversion(&self) -> bool {
         self.state.get().in_conversion
+    }
+
+    fn last_name(&self) -> Option<(usize, usize)> {
+        self.state.get().last_name
+    }
+
+    fn set_last_name(&self, last_name: Option<(usize, usize)>) {
+        let mut state = self.state.get();
+        state.last_name = last_name;
+        self.state.set(state);
     }
 
     fn set_in_conversion(&self, in_conversion: bool) -> bool {
@@ -494,6 +509,12 @@ impl<'a, 'b, W: 'a + DemangleWrite> Drop for AutoParseDemangle<'a, 'b, W> {
     }
 }
 
+/// pkgprof: most probes one name may make (`DemangleContext::probe`); real names make a
+/// few hundred at most.
+const MAX_PROBES: usize = 100_000;
+/// pkgprof: most bytes all probes of one name may measure.
+const MAX_PROBED_BYTES: usize = 16 << 20;
+
 /// Common state that is required when demangling a mangled symbol's parsed AST.
 #[doc(hidden)]
 #[derive(Debug)]
@@ -574,6 +595,31 @@ where
 
     // recursion protection.
     state: Cell<DemangleState>,
+
+    // pkgprof: while above zero, nothing is written (a pack expansion's pattern is printed
+    // once unseen to learn its pack's length, a template argument to learn whether it prints
+    // anything); `suppressed_bytes` counts what would have been.
+    suppress: u32,
+    suppressed_bytes: usize,
+    // pkgprof: probes made and bytes they measured, bounded so that nested pack expansions
+    // in a hostile name cannot make the work grow exponentially.
+    probes: usize,
+    probed_bytes: usize,
+
+    // pkgprof: the element of an argument pack that a template parameter naming the pack
+    // prints while a pack expansion's pattern is printed once per element, and the length
+    // of the first pack met there.
+    pack_index: Option<usize>,
+    found_pack: Option<usize>,
+
+    // pkgprof: the template argument each template parameter (by its substitution) stood
+    // for the first time it was printed under a reference, which GNU's demangler gives it
+    // again each later time it is printed under a reference; and the argument handed so
+    // from a reference to the parameter below it.
+    saved_params: Vec<(usize, &'a TemplateArg)>,
+    param_override: Option<&'a TemplateArg>,
+    // pkgprof: the addresses of the references and template parameters being printed.
+    printing: Vec<usize>,
 }
 
 impl<'a, W> fmt::Write for DemangleContext<'a, W>
@@ -586,6 +632,15 @@ where
         }
 
         log!("DemangleContext::write: '{}'", s);
+
+        if self.suppress > 0 {
+            self.suppressed_bytes += s.len();
+            self.probed_bytes += s.len();
+            if self.probed_bytes > MAX_PROBED_BYTES {
+                return Err(fmt::Error);
+            }
+            return Ok(());
+        }
 
         self.out.write_string(s).map(|_| {
             self.last_char_written = s.chars().last();
@@ -623,6 +678,15 @@ where
             show_return_type: !options.no_return_type,
             show_expression_literal_types: !options.hide_expression_literal_types,
             state: Cell::new(DemangleState { recursion_level: 0 }),
+            suppress: 0,
+            suppressed_bytes: 0,
+            probes: 0,
+            probed_bytes: 0,
+            pack_index: None,
+            found_pack: None,
+            saved_params: vec![],
+            param_override: None,
+            printing: vec![],
         }
     }
 
@@ -740,6 +804,49 @@ where
 
     fn push_demangle_node(&mut self, t: DemangleNodeType) {
         self.out.push_demangle_node(t);
+    }
+
+    /// pkgprof: runs `print` without writing anything and puts the printer's state back
+    /// afterwards, so that what it would print can be measured before it is printed.
+    /// Returns how many bytes it would have written.
+    fn probe<F>(&mut self, print: F) -> ::core::result::Result<usize, fmt::Error>
+    where
+        F: FnOnce(&mut Self) -> fmt::Result,
+    {
+        let inner = self.inner.clone();
+        let saved = (
+            self.last_char_written,
+            self.is_template_argument_pack,
+            self.source_name,
+            self.is_lambda_arg,
+            self.is_template_prefix,
+            self.is_template_prefix_in_nested_name,
+        );
+        self.probes += 1;
+        if self.probes > MAX_PROBES {
+            return Err(fmt::Error);
+        }
+        let before = self.suppressed_bytes;
+        let saved_params = self.saved_params.len();
+        self.suppress += 1;
+        let result = print(self);
+        self.suppress -= 1;
+        self.saved_params.truncate(saved_params);
+        self.param_override = None;
+        // What a probe inside a probe measured is never printed, so the outer one does
+        // not count it.
+        let bytes = self.suppressed_bytes - before;
+        self.suppressed_bytes = before;
+        self.inner = inner;
+        (
+            self.last_char_written,
+            self.is_template_argument_pack,
+            self.source_name,
+            self.is_lambda_arg,
+            self.is_template_prefix,
+            self.is_template_prefix_in_nested_name,
+        ) = saved;
+        result.map(|()| bytes)
     }
 
     /// This should not be called on error paths.
@@ -1046,8 +1153,23 @@ where
             ctx.is_explicit_obj_param = false;
         }
 
+        // pkgprof: parameters at the end that print nothing (expansions of empty packs)
+        // go with their commas, as in template argument lists.
+        let mut end = self.len();
+        while end > 1
+            && matches!(
+                ctx.subs.get_type(&self[end - 1]),
+                Some(&Type::PackExpansion(_))
+            )
+        {
+            let arg = &self[end - 1];
+            if ctx.probe(|ctx| arg.demangle(ctx, scope))? > 0 {
+                break;
+            }
+            end -= 1;
+        }
         let mut need_comma = false;
-        for arg in self.iter() {
+        for arg in self[..end].iter() {
             if need_comma {
                 write!(ctx, ", ")?;
             }
@@ -2123,7 +2245,13 @@ where
             | NestedName::UnqualifiedExplicitObject(ref p, ref name, _) => {
                 ctx.push_demangle_node(DemangleNodeType::NestedName);
                 if let Some(p) = p.as_ref() {
-                    p.demangle(ctx, scope)?;
+                    // pkgprof: a prefix never takes the pending declarators (a function's
+                    // parameters), even where it is a back reference to a type whose name
+                    // is nested: `B<int>::create<int>()::x`, not `B<int>()::create<int>::x`.
+                    // This name's own are printed below.
+                    let mut barrier = AutoDemangleContextInnerBarrier::new(ctx);
+                    p.demangle(&mut barrier, scope)?;
+                    drop(barrier);
                     ctx.write_str("::")?;
                 }
                 name.demangle(ctx, scope)?;
@@ -2131,7 +2259,9 @@ where
             }
             NestedName::Template(_, _, ref p) | NestedName::TemplateExplicitObject(ref p, _) => {
                 ctx.is_template_prefix_in_nested_name = true;
-                p.demangle(ctx, scope)?;
+                let mut barrier = AutoDemangleContextInnerBarrier::new(ctx);
+                p.demangle(&mut barrier, scope)?;
+                drop(barrier);
                 ctx.is_template_prefix_in_nested_name = false;
             }
         }
@@ -2540,7 +2670,9 @@ pub enum UnqualifiedName {
     /// An operator name.
     Operator(OperatorName, AbiTags),
     /// A constructor or destructor name.
-    CtorDtor(CtorDtorName, AbiTags),
+    /// pkgprof: with the last source name parsed before it (input offsets), see
+    /// `ParseContextState::last_name`.
+    CtorDtor(CtorDtorName, AbiTags, Option<(usize, usize)>),
     /// A source name.
     Source(SourceName, AbiTags),
     /// A local source name.
@@ -2567,9 +2699,13 @@ impl Parse for UnqualifiedName {
             return Ok((UnqualifiedName::Operator(op, abi_tags), tail));
         }
 
+        let last_name = ctx.last_name();
         if let Ok((ctor_dtor, tail)) = try_recurse!(CtorDtorName::parse(ctx, subs, input)) {
             let (abi_tags, tail) = AbiTags::parse(ctx, subs, tail)?;
-            return Ok((UnqualifiedName::CtorDtor(ctor_dtor, abi_tags), tail));
+            return Ok((
+                UnqualifiedName::CtorDtor(ctor_dtor, abi_tags, last_name),
+                tail,
+            ));
         }
 
         if let Ok(tail) = consume(b"L", input) {
@@ -2621,8 +2757,34 @@ where
                 op_name.demangle(ctx, scope)?;
                 abi_tags.demangle(ctx, scope)
             }
-            UnqualifiedName::CtorDtor(ref ctor_dtor, ref abi_tags) => {
-                ctor_dtor.demangle(ctx, scope)?;
+            UnqualifiedName::CtorDtor(ref ctor_dtor, ref abi_tags, last_name) => {
+                // pkgprof: GNU names a constructor or destructor after the last source name
+                // it parsed, not after its class: inside `std::find_if_not<json_ref<…> const*,
+                // basic_json<…>::basic_json(initializer_list<…>)::{lambda…}>` the constructor
+                // is `basic_json<…>::json_ref(…)`, its scope being a back reference.
+                let inheriting = matches!(
+                    *ctor_dtor,
+                    CtorDtorName::CompleteConstructor(Some(_))
+                        | CtorDtorName::BaseConstructor(Some(_))
+                        | CtorDtorName::CompleteAllocatingConstructor(Some(_))
+                        | CtorDtorName::MaybeInChargeConstructor(Some(_))
+                );
+                match last_name.and_then(|(start, end)| ctx.input.get(start..end)) {
+                    Some(name) if !inheriting => {
+                        let name = str::from_utf8(name).map_err(|_| fmt::Error)?;
+                        if !matches!(
+                            *ctor_dtor,
+                            CtorDtorName::CompleteConstructor(_)
+                                | CtorDtorName::BaseConstructor(_)
+                                | CtorDtorName::CompleteAllocatingConstructor(_)
+                                | CtorDtorName::MaybeInChargeConstructor(_)
+                        ) {
+                            write!(ctx, "~")?;
+                        }
+                        ctx.write_str(name)?;
+                    }
+                    _ => ctor_dtor.demangle(ctx, scope)?,
+                }
                 abi_tags.demangle(ctx, scope)
             }
             UnqualifiedName::Source(ref name, ref abi_tags)
@@ -2714,6 +2876,7 @@ impl Parse for SourceName {
             return Err(error::Error::UnexpectedText);
         }
 
+        ctx.set_last_name(Some((identifier.start, identifier.end)));
         let source_name = SourceName(identifier);
         Ok((source_name, tail))
     }
@@ -2820,7 +2983,10 @@ impl Parse for AbiTag {
         try_begin_parse!("AbiTag", ctx, input);
 
         let tail = consume(b"B", input)?;
+        // pkgprof: an ABI tag is no name a constructor is named after, in GNU.
+        let last_name = ctx.last_name();
         let (source_name, tail) = SourceName::parse(ctx, subs, tail)?;
+        ctx.set_last_name(last_name);
         Ok((AbiTag(source_name), tail))
     }
 }
@@ -3884,7 +4050,37 @@ where
             }
             Type::PointerTo(ref ty) | Type::LvalueRef(ref ty) | Type::RvalueRef(ref ty) => {
                 ctx.push_inner(self);
-                ty.demangle(ctx, scope)?;
+                // pkgprof: a template parameter under a reference prints, as in GNU's
+                // demangler, the argument it stood for the first time it was printed so,
+                // even where another template's arguments are in scope: in
+                // `std::__addressof<call_once<F>(once_flag&, F&&)::{lambda()#1}>(F&)` the
+                // `F&` is `S6_&`, `call_once`'s `T_`.
+                // Not where the reference or the parameter is being printed already (the
+                // argument holds the reference itself): there the scope of the moment holds.
+                let this = self as *const Type as usize;
+                if !matches!(*self, Type::PointerTo(_)) && !ctx.is_lambda_arg {
+                    if let TypeHandle::BackReference(key) = *ty {
+                        if let Some(&Type::TemplateParam(ref param)) = ctx.subs.get_type(ty) {
+                            let saved = ctx.saved_params.iter().find(|&&(k, _)| k == key);
+                            let param_at = param as *const TemplateParam as usize;
+                            let reentered =
+                                ctx.printing.contains(&this) || ctx.printing.contains(&param_at);
+                            match saved {
+                                Some(&(_, arg)) if !reentered => ctx.param_override = Some(arg),
+                                Some(_) => {}
+                                None => {
+                                    if let Ok(arg) = param.resolve(scope) {
+                                        ctx.saved_params.push((key, arg));
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                ctx.printing.push(this);
+                let printed = ty.demangle(ctx, scope);
+                ctx.printing.pop();
+                printed?;
                 if ctx.pop_inner_if(self) {
                     self.demangle_as_inner(ctx, scope)?;
                 }
@@ -3910,11 +4106,42 @@ where
                 Ok(())
             }
             Type::PackExpansion(ref ty) => {
-                ty.demangle(ctx, scope)?;
-                if !ctx.is_template_argument_pack {
-                    write!(ctx, "...")?;
-                }
-                Ok(())
+                // pkgprof: as GNU does, the pattern is printed once per element of the
+                // argument pack it names, each time with that element in the pack's place
+                // (`DpNS_13type_identityIT_E4typeE` with `T_` = `<int&, int&>` prints
+                // `type_identity<int&>::type, type_identity<int&>::type`); upstream printed
+                // it once with the whole pack inside. A pattern naming no pack is printed
+                // once, as before.
+                let saved = (ctx.pack_index, ctx.found_pack);
+                ctx.pack_index = Some(0);
+                ctx.found_pack = None;
+                let probed = ctx.probe(|ctx| ty.demangle(ctx, scope));
+                let found = ctx.found_pack;
+                let result = match (probed, found) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(len)) => (|| {
+                        for i in 0..len {
+                            if i > 0 {
+                                write!(ctx, ", ")?;
+                            }
+                            ctx.pack_index = Some(i);
+                            ty.demangle(ctx, scope)?;
+                        }
+                        Ok(())
+                    })(),
+                    (Ok(_), None) => {
+                        ctx.pack_index = saved.0;
+                        (|| {
+                            ty.demangle(ctx, scope)?;
+                            if !ctx.is_template_argument_pack {
+                                write!(ctx, "...")?;
+                            }
+                            Ok(())
+                        })()
+                    }
+                };
+                (ctx.pack_index, ctx.found_pack) = saved;
+                result
             }
         }
     }
@@ -5329,8 +5556,42 @@ where
             // To match libiberty, template references are converted to `auto`.
             write!(ctx, "auto:{}", self.0 + 1)
         } else {
-            let arg = self.resolve(scope)?;
-            arg.demangle(ctx, scope)
+            let overridden = ctx.param_override.take();
+            let arg = match overridden {
+                Some(arg) => arg,
+                None => self.resolve(scope)?,
+            };
+            // The length of an expansion is that of the pack in the current scope even where
+            // the element comes from the argument saved under a reference, as in GNU (a
+            // constructor's one-element `Args&&...` printed with `create`'s two-element
+            // pack's first element).
+            let pack_len = match overridden {
+                Some(_) => match self.resolve(scope) {
+                    Ok(&TemplateArg::ArgPack(ref args)) => Some(args.len()),
+                    _ => None,
+                },
+                None => match *arg {
+                    TemplateArg::ArgPack(ref args) => Some(args.len()),
+                    _ => None,
+                },
+            };
+            ctx.printing.push(self as *const TemplateParam as usize);
+            let printed = match (arg, ctx.pack_index) {
+                // pkgprof: inside a pack expansion, a pack prints its current element
+                // (nothing past its end); see `Type::PackExpansion`.
+                (TemplateArg::ArgPack(ref args), Some(i)) => {
+                    if let Some(len) = pack_len {
+                        ctx.found_pack.get_or_insert(len);
+                    }
+                    match args.get(i) {
+                        Some(arg) => arg.demangle(ctx, scope),
+                        None => Ok(()),
+                    }
+                }
+                _ => arg.demangle(ctx, scope),
+            };
+            ctx.printing.pop();
+            printed
         };
         ctx.pop_demangle_node();
         ret
@@ -5510,7 +5771,10 @@ impl Parse for TemplateArgs {
 
         let tail = consume(b"I", input)?;
 
+        // pkgprof: names inside template arguments are not the last name, in GNU.
+        let last_name = ctx.last_name();
         let (args, tail) = one_or_more::<TemplateArg>(ctx, subs, tail)?;
+        ctx.set_last_name(last_name);
         let tail = consume(b"E", tail)?;
         Ok((TemplateArgs(args), tail))
     }
@@ -5533,8 +5797,24 @@ where
         }
         write!(ctx, "<")?;
         ctx.push_demangle_node(DemangleNodeType::TemplateArgs);
+        // pkgprof: arguments at the end that print nothing (empty packs, pack expansions
+        // of them) go with their commas, as GNU prints them: `basic_format_string<char>`,
+        // not `basic_format_string<char, >`. The first argument stays, and so does an empty
+        // one before others (`<int, , long>`), as in GNU.
+        let mut end = self.0.len();
+        while end > 1 && self.0[end - 1].may_print_nothing(ctx.subs) {
+            let arg = &self.0[end - 1];
+            let mut arg_scope = scope;
+            if let Some(ref mut s) = arg_scope {
+                s.in_arg = Some((end - 1, self));
+            }
+            if ctx.probe(|ctx| arg.demangle(ctx, arg_scope))? > 0 {
+                break;
+            }
+            end -= 1;
+        }
         let mut need_comma = false;
-        for arg_index in 0..self.0.len() {
+        for arg_index in 0..end {
             if need_comma {
                 write!(ctx, ", ")?;
             }
@@ -5543,6 +5823,11 @@ where
             }
             self.0[arg_index].demangle(ctx, scope)?;
             need_comma = true;
+        }
+        if end < self.0.len() {
+            // GNU writes the comma and takes it back, but its last character stays the
+            // space: no space comes before `>` then (`AnalysisManager<llvm::Module>>&`).
+            ctx.last_char_written = Some(' ');
         }
 
         // Ensure "> >" because old C++ sucks and libiberty (and its tests)
@@ -5634,6 +5919,21 @@ impl Parse for TemplateArg {
         };
         let tail = consume(b"E", tail)?;
         Ok((TemplateArg::ArgPack(args), tail))
+    }
+}
+
+impl TemplateArg {
+    /// pkgprof: whether this argument can print as nothing: an argument pack, or a pack
+    /// expansion (of a pack that may be empty).
+    fn may_print_nothing(&self, subs: &SubstitutionTable) -> bool {
+        match *self {
+            TemplateArg::ArgPack(_) => true,
+            TemplateArg::Expression(Expression::PackExpansion(_)) => true,
+            TemplateArg::Type(ref ty) => {
+                matches!(subs.get_type(ty), Some(&Type::PackExpansion(_)))
+            }
+            _ => false,
+        }
     }
 }
 
@@ -6293,7 +6593,21 @@ where
                 expr.demangle(ctx, scope)
             }
             Expression::Call(ref functor_expr, ref args) => {
-                functor_expr.demangle_as_subexpr(ctx, scope)?;
+                if let Expression::Primary(ExprPrimary::External(ref name)) = **functor_expr {
+                    // pkgprof: GNU calls a function named by its mangling (`cl L_Z…E`) by
+                    // its name alone, without return type or parameters:
+                    // `(std::declval<T&>)()` in nlohmann/json's `decltype`s.
+                    let saved = (ctx.show_params, ctx.show_return_type);
+                    ctx.show_params = false;
+                    ctx.show_return_type = false;
+                    write!(ctx, "(")?;
+                    let ret = name.demangle(ctx, scope);
+                    (ctx.show_params, ctx.show_return_type) = saved;
+                    ret?;
+                    write!(ctx, ")")?;
+                } else {
+                    functor_expr.demangle_as_subexpr(ctx, scope)?;
+                }
                 write!(ctx, "(")?;
                 let mut need_comma = false;
                 for arg in args {
@@ -6315,8 +6629,11 @@ where
                 Ok(())
             }
             Expression::ConversionMany(ref ty, ref exprs) => {
-                ty.demangle(ctx, scope)?;
+                // pkgprof: GNU puts the type in parentheses, as for one operand:
+                // `(void)()` for `cvv_E` (nlohmann/json's `decltype (…, void())`).
                 write!(ctx, "(")?;
+                ty.demangle(ctx, scope)?;
+                write!(ctx, ")(")?;
                 let mut need_comma = false;
                 for expr in exprs {
                     if need_comma {
@@ -6535,6 +6852,11 @@ where
                 e2.demangle(ctx, scope)
             }
             Expression::SizeofTemplatePack(ref param) => {
+                // pkgprof: GNU prints the length of a pack it knows (`2` for `sZT_` with
+                // `T_` = `<char, char>`), where upstream listed its elements.
+                if let Ok(TemplateArg::ArgPack(ref args)) = param.resolve(scope) {
+                    return write!(ctx, "{}", args.len());
+                }
                 write!(ctx, "sizeof...(")?;
                 param.demangle(ctx, scope)?;
                 write!(ctx, ")")?;
@@ -6560,9 +6882,37 @@ where
                 Ok(())
             }
             Expression::PackExpansion(ref pack) => {
-                pack.demangle_as_subexpr(ctx, scope)?;
-                write!(ctx, "...")?;
-                Ok(())
+                // pkgprof: as for `Type::PackExpansion`, a pattern naming a known pack is
+                // printed once per element (`_Index_tuple<1ul, 2ul>` for `XspT_E`, nothing
+                // for an empty pack); one naming none is printed with `...`
+                // (`(__integer_pack(std::tuple_size<T>::value))...`).
+                let saved = (ctx.pack_index, ctx.found_pack);
+                ctx.pack_index = Some(0);
+                ctx.found_pack = None;
+                let probed = ctx.probe(|ctx| pack.demangle(ctx, scope));
+                let found = ctx.found_pack;
+                let result = match (probed, found) {
+                    (Err(e), _) => Err(e),
+                    (Ok(_), Some(len)) => (|| {
+                        for i in 0..len {
+                            if i > 0 {
+                                write!(ctx, ", ")?;
+                            }
+                            ctx.pack_index = Some(i);
+                            pack.demangle(ctx, scope)?;
+                        }
+                        Ok(())
+                    })(),
+                    (Ok(_), None) => {
+                        ctx.pack_index = saved.0;
+                        (|| {
+                            pack.demangle_as_subexpr(ctx, scope)?;
+                            write!(ctx, "...")
+                        })()
+                    }
+                };
+                (ctx.pack_index, ctx.found_pack) = saved;
+                result
             }
             Expression::Throw(ref expr) => {
                 write!(ctx, "throw ")?;
@@ -7130,11 +7480,20 @@ where
                     write_literal(ctx, start, end)
                 }
             },
+            // pkgprof: GNU spells the null pointer literal by its type, `decltype(nullptr)`
+            // for `LDnE` and `(decltype(nullptr))0` for `LDn0E`; upstream wrote `nullptr`.
             ExprPrimary::Literal(
                 TypeHandle::Builtin(BuiltinType::Standard(StandardBuiltinType::Nullptr)),
-                _,
-                _,
-            ) => write!(ctx, "nullptr"),
+                start,
+                end,
+            ) => {
+                if start == end {
+                    write!(ctx, "decltype(nullptr)")
+                } else {
+                    write!(ctx, "(decltype(nullptr))")?;
+                    write_literal(ctx, start, end)
+                }
+            }
             ExprPrimary::Literal(
                 ref ty @ TypeHandle::Builtin(BuiltinType::Standard(StandardBuiltinType::Double)),
                 start,
@@ -7651,6 +8010,9 @@ impl Parse for Substitution {
         try_begin_parse!("Substitution", ctx, input);
 
         if let Ok((well_known, tail)) = try_recurse!(WellKnownComponent::parse(ctx, subs, input)) {
+            if well_known != WellKnownComponent::Std {
+                ctx.set_last_name(None);
+            }
             return Ok((Substitution::WellKnown(well_known), tail));
         }
 
@@ -11740,7 +12102,7 @@ mod tests {
                     b".."
                 }
                 b"C1.." => {
-                    UnqualifiedName::CtorDtor(CtorDtorName::CompleteConstructor(None), AbiTags::default()),
+                    UnqualifiedName::CtorDtor(CtorDtorName::CompleteConstructor(None), AbiTags::default(), None),
                     b".."
                 }
                 b"10abcdefghij..." => {
@@ -11812,7 +12174,8 @@ mod tests {
                                     end: 5,
                                 },
                             ),
-                        )])
+                        )]),
+                        None,
                     ),
                     b".."
                 }

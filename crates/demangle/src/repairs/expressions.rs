@@ -57,60 +57,6 @@ fn integer_literal(s: &str) -> Option<(String, &str)> {
     Some((literal, &after[sign + len..]))
 }
 
-/// Prints an expanded expression pack as its elements.
-///
-/// A template argument `XspT_E` whose pack is known prints in `cpp_demangle` as
-/// `(1ul, 2ul)...`, or `()...` when the pack is empty; GNU prints the elements themselves
-/// (`_Index_tuple<1ul, 2ul>`, `_Index_tuple<>`).  Only whole template arguments are
-/// rewritten.  Returns `None` if there is nothing to rewrite.
-///
-/// Example: `_Z1fIJEEvSt12_Index_tupleIJXspT_EEE` is `void f<>(std::_Index_tuple<()...>)`
-/// in `cpp_demangle`, `void f<>(std::_Index_tuple<>)` in GNU.
-pub(super) fn expanded_expression_packs(text: &str, _mangled: &str) -> Option<String> {
-    let mut out = text.to_owned();
-    let mut changed = false;
-    let mut from = 0;
-    while let Some(close) = out[from..].find(")...").map(|i| i + from) {
-        from = close + 1;
-        let after = &out[close + 4..];
-        if !after.starts_with(['>', ',', ')']) {
-            continue;
-        }
-        let mut depth = 0;
-        let Some(open) = out[..close].char_indices().rev().find_map(|(i, c)| {
-            match c {
-                ')' => depth += 1,
-                '(' if depth == 0 => return Some(i),
-                '(' => depth -= 1,
-                _ => {}
-            }
-            None
-        }) else {
-            continue;
-        };
-        let before = &out[..open];
-        // A template argument, or an argument of a call in an expression (`f(g(x)...)`,
-        // an expansion GNU prints as its elements there too).
-        let call_argument = before.ends_with('(') && !after.starts_with(['>', ',']);
-        if !(before.ends_with('<') || before.ends_with(", ") || call_argument) {
-            continue;
-        }
-        let inner = out[open + 1..close].to_owned();
-        let mut end = close + 4;
-        let mut start = open;
-        if inner.is_empty() && before.ends_with(", ") {
-            // An empty pack after other arguments leaves no separator behind.
-            start -= 2;
-        } else if inner.is_empty() && out[end..].starts_with(", ") {
-            end += 2;
-        }
-        out.replace_range(start..end, &inner);
-        from = start + inner.len();
-        changed = true;
-    }
-    changed.then_some(out)
-}
-
 /// Drops the parentheses `cpp_demangle` puts around a name negated in an expression.
 ///
 /// GNU prints `!is_array<T>::value` where `cpp_demangle` prints `!(is_array<T>::value)`;
@@ -269,6 +215,10 @@ fn qualified_name_len(text: &str) -> Option<usize> {
 /// Example: `_Z1fIiEDTclsr3stdE5beginfp_EET_` is `decltype ((std::begin)({parm#1}))
 /// f<int>(int)` in `cpp_demangle`, `decltype (std::begin({parm#1})) f<int>(int)` in GNU.
 pub(super) fn plain_callees(text: &str, _mangled: &str) -> Option<String> {
+    const BUILTIN_TYPES: [&str; 14] = [
+        "void", "bool", "char", "int", "long", "short", "float", "double", "wchar_t", "char8_t",
+        "char16_t", "char32_t", "__int128", "unsigned",
+    ];
     let mut out = text.to_owned();
     let mut changed = false;
     let mut from = 0;
@@ -283,7 +233,9 @@ pub(super) fn plain_callees(text: &str, _mangled: &str) -> Option<String> {
             && callee
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ':'))
-            && !callee.starts_with(|c: char| c.is_ascii_digit());
+            && !callee.starts_with(|c: char| c.is_ascii_digit())
+            // A conversion to a builtin type keeps them in GNU: `(void)()` of `cvv_E`.
+            && !BUILTIN_TYPES.contains(&callee);
         if plain && out[close + 1..].starts_with('(') {
             out.replace_range(close..=close, "");
             out.replace_range(open..=open, "");

@@ -187,6 +187,11 @@ fn is_function_type(before: &str, rest: &str) -> bool {
     if before.ends_with("(*") || before.ends_with("(&") {
         return false;
     }
+    // `(a)&&(b)` and `(a)&(b)` are operators between parenthesized operands
+    // (`((num_bits<int>)())<=(32))&&(!(0))` in {fmt}), not a return type `…&&`.
+    if before.ends_with(")&&") || before.ends_with(")&") {
+        return false;
+    }
     if depth <= 0
         || !(last.is_ascii_alphanumeric() || matches!(last, b'_' | b'>' | b'*' | b'&' | b']'))
     {
