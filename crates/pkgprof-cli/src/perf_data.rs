@@ -91,8 +91,8 @@ pub(crate) fn import(
 ) -> Result<Imported> {
     let mut options = ImportOptions::default();
     options.kallsyms = kallsyms.map(Path::to_path_buf);
-    let imported = import_file(path, &options, out)
-        .with_context(|| format!("cannot import {}", path.display()))?;
+    // perf-import's errors name the file they are about (perf.data, kallsyms or output).
+    let imported = import_file(path, &options, out).context("cannot import")?;
     for note in &imported.notes {
         eprintln!("{program}: note: {note}");
     }

@@ -828,6 +828,12 @@ fn a_file_that_is_not_perf_data_is_refused_before_anything_is_written() {
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("not a readable perf.data file"), "{err}");
+    // The reader's own words once (its I/O errors were both its message and its source).
+    assert_eq!(
+        err.matches("failed to fill whole buffer").count(),
+        1,
+        "{err}"
+    );
     // Complete or absent: the failed import left no file, not even a placeholder manifest.
     let left: Vec<_> = std::fs::read_dir(&conv)
         .map(|d| d.map(|e| e.unwrap().file_name()).collect())

@@ -7,11 +7,13 @@ pub enum Error {
     /// The data slice was not big enough to read the struct, or we
     /// were trying to follow an invalid offset to somewhere outside
     /// of the data bounds.
+    // pkgprof: no `#[from]` (which makes the field a source): the message holds it, and
+    // error chains printed it twice ("I/O error: x: x").
     #[error("Read error: {0}")]
-    Read(#[from] ReadError),
+    Read(ReadError),
 
     #[error("I/O error: {0}")]
-    IoError(#[from] io::Error),
+    IoError(io::Error),
 
     #[error("Did not recognize magic value {0:?}")]
     UnrecognizedMagicValue([u8; 8]),
@@ -72,6 +74,18 @@ pub enum Error {
 
     #[error("The specified size in the perf event header was smaller than the header itself")]
     InvalidPerfEventSize,
+}
+
+impl From<ReadError> for Error {
+    fn from(e: ReadError) -> Self {
+        Error::Read(e)
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Error::IoError(e)
+    }
 }
 
 impl From<std::str::Utf8Error> for Error {
