@@ -201,6 +201,23 @@ fn sum(ops: &[Operation], f: impl Fn(&Operation) -> u64) -> u64 {
     ops.iter().map(f).sum()
 }
 
+/// The sleeps pkgmon said it could not count ("N of M times off the CPU in a call were not
+/// counted": their switch back in was not seen). Rare alone; a second blocking run on the
+/// machine at the same time made a few of 300 (the cause is not known; it is reported).
+fn uncounted_sleeps(stderr: &str) -> u64 {
+    (stderr.lines())
+        .filter(|l| l.contains("times off the CPU in a call were not counted"))
+        .filter_map(|l| {
+            l.split("warning: ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
 fn pkgprof(args: &[&str], dir: &Path) -> String {
     let out = Command::new(PKGPROF).args(args).arg(dir).output().unwrap();
     assert!(
@@ -243,7 +260,11 @@ fn nanosleep_via(how: &str) {
     assert!(h.total_ns() * 10 >= own.total * 9);
     let blocked = sum(&ops, |o| o.blocking.as_ref().unwrap().blocked_ns);
     let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
-    assert!(sleeps >= 297, "{how}: {sleeps} sleeps for 300 calls");
+    let uncounted = uncounted_sleeps(&run.stderr);
+    assert!(
+        sleeps + uncounted >= 297,
+        "{how}: {sleeps} sleeps for 300 calls, {uncounted} said uncounted"
+    );
     assert!(
         blocked * 10 >= h.total_ns() * 8,
         "{blocked} of {}",
@@ -565,36 +586,80 @@ fn a_contended_fcntl_lock_has_a_second_peak_that_goes_when_one_process_runs_alon
     let _g = serial();
     let mut two = record("lock2", true, &["lock", "200", "2"]);
     let mut one = record("lock1", true, &["lock", "200", "1"]);
-    let slow = |run: &mut Run| -> (u64, u64, BTreeMap<String, u64>) {
-        let (mut calls, mut slow) = (0, 0);
-        let mut sites = BTreeMap::new();
+    /// What a run's take_lock calls show.
+    #[derive(Debug)]
+    struct Calls {
+        calls: u64,
+        /// Calls in peaks whose mean is 100 us or more.
+        in_slow_peaks: u64,
+        /// Calls of 64 us or more (a bucket's lower bound), each.
+        long: u64,
+        /// Time runnable but not running inside the calls.
+        runnable_ns: u64,
+        /// Times the calls blocked, with a sleep site or not (its stack lost).
+        sleeps: u64,
+        sites: BTreeMap<String, u64>,
+    }
+    let of = |run: &mut Run| -> Calls {
+        let mut c = Calls {
+            calls: 0,
+            in_slow_peaks: 0,
+            long: 0,
+            runnable_ns: 0,
+            sleeps: 0,
+            sites: BTreeMap::new(),
+        };
         for p in &mut run.procs {
             let ops = p.ops("fcntl", "take_lock");
             let h = p.histogram(&ops);
-            calls += h.count();
-            slow += peaks(&h, &PeakOptions::default())
+            c.calls += h.count();
+            c.in_slow_peaks += peaks(&h, &PeakOptions::default())
                 .iter()
                 .filter(|pk| pk.mean_ns() >= 100_000)
                 .map(|pk| pk.count)
                 .sum::<u64>();
+            c.long += (h.buckets())
+                .filter(|&(b, _)| h.resolution().lower_bound(b) >= 65_536)
+                .map(|(b, _)| h.count_in(b))
+                .sum::<u64>();
+            c.runnable_ns += sum(&ops, |o| o.blocking.as_ref().unwrap().runnable_ns);
+            c.sleeps += sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
             for (k, v) in p.sleep_sites(&ops) {
-                *sites.entry(k).or_default() += v;
+                *c.sites.entry(k).or_default() += v;
             }
         }
-        (calls, slow, sites)
+        c
     };
-    let (calls2, slow2, sites2) = slow(&mut two);
-    let (calls1, slow1, sites1) = slow(&mut one);
-    assert_eq!((calls2, calls1), (400, 200));
+    let two_calls = of(&mut two);
+    let one_calls = of(&mut one);
+    assert_eq!((two_calls.calls, one_calls.calls), (400, 200));
     // Contention: a peak of calls that waited for the other process's 2 ms hold.
-    assert!(slow2 * 20 >= calls2, "{slow2} slow calls of {calls2}");
-    let waits: u64 = sites2.values().sum();
-    assert!(waits >= slow2, "{sites2:?}");
+    assert!(
+        two_calls.in_slow_peaks * 20 >= two_calls.calls,
+        "{two_calls:?}"
+    );
+    // Every call of 64 us or more slept at the lock (or pkgmon said which sleeps it could
+    // not count), or waited that long for a CPU (a call of fcntl takes a few us of CPU).
+    // Not every call in a slow peak: with a second test run beside this one a peak took in
+    // a fast call or two (395 sleeps for more calls in slow peaks, twice).
+    let waits: u64 = two_calls.sites.values().sum();
+    // fcntl_setlk here (do_lock_file_wait inlined); a lock function by any name elsewhere.
+    let at_lock: u64 = (two_calls.sites.iter())
+        .filter(|(site, _)| site.contains("setlk") || site.contains("lock"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        two_calls.sleeps + uncounted_sleeps(&two.stderr) + two_calls.runnable_ns / 50_000
+            >= two_calls.long
+            && at_lock * 10 >= waits * 9,
+        "{two_calls:?}\n{}",
+        two.stderr
+    );
     // Alone: no such peak, and no waiting for the lock.
     assert_eq!(
-        slow1,
+        one_calls.in_slow_peaks,
         0,
-        "{sites1:?}\n{}\n{}",
+        "{one_calls:?}\n{}\n{}",
         one.stderr,
         pkgprof(&["--blocking"], &one.dir)
     );
