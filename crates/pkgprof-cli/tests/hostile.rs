@@ -842,9 +842,26 @@ fn the_command_dies_with_pkgmon_unless_told_to_keep_running() {
 /// write lines that look like pkgmon's own.
 #[test]
 fn escape_sequences_a_process_chose_never_reach_the_terminal() {
+    let _s = serial();
     let dir = fresh("escapes");
     let exe = dir.join("e\x1b[2J\nfake");
     std::fs::copy(workload("cpu"), &exe).unwrap();
+    // Launched directly, the program is first seen under its own name, escaped.
+    let direct = Command::new(PKGMON)
+        .arg("-o")
+        .arg(dir.join("direct"))
+        .arg("--")
+        .arg(&exe)
+        .arg("50")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&direct.stderr);
+    assert_eq!(direct.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("pkgmon: pid ") && err.contains(" (e%1B[2J%0Afake)\n"),
+        "{err}"
+    );
+    assert!(!direct.stderr.contains(&0x1b), "{err}");
     let out = dir.join("out");
     let o = Command::new(PKGMON)
         .arg("-o")
@@ -856,7 +873,8 @@ fn escape_sequences_a_process_chose_never_reach_the_terminal() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("(e%1B[2J%0Afake)"), "{err}");
+    // Through the shell, pkgmon names the pid as it first sees it: the shell before its exec
+    // or the program after it (a second run on the machine made it the shell).
     // The shell and, after its exec, the program: one pid, two file sets.
     let pid = gmon_format::scan(&out).unwrap().processes[0].pid;
     let (code, listing, err) = pkgprof(&["-b", "--pid", &pid.to_string()], &out);
