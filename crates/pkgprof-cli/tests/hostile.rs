@@ -929,19 +929,19 @@ mod stack_limit {
     /// has had it put back (a killed pkgmon's guardian does so within about 5 s; a test that
     /// read the raised 1024 then and set it back at its end left it raised for good).
     pub fn settled() -> String {
-        let started = Instant::now();
-        let mut now = read();
-        while now == "1024" && started.elapsed() < Duration::from_secs(6) {
-            std::thread::sleep(Duration::from_millis(50));
-            now = read();
-        }
-        now
+        wait_until(|now| now != "1024", 6);
+        read()
     }
 
     /// Whether it reads `want` within `secs` seconds.
     pub fn wait_for(want: &str, secs: u64) -> bool {
+        wait_until(|now| now == want, secs)
+    }
+
+    /// Whether its value satisfies `done` within `secs` seconds.
+    fn wait_until(done: impl Fn(&str) -> bool, secs: u64) -> bool {
         let started = Instant::now();
-        while read() != want {
+        while !done(&read()) {
             if started.elapsed() > Duration::from_secs(secs) {
                 return false;
             }
