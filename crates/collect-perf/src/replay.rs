@@ -100,7 +100,12 @@ impl Process {
 
     /// The mapping containing `addr` at `time`.
     pub fn mapping_at(&self, addr: u64, time: u64) -> Option<&Mapping> {
-        self.mappings.iter().rev().find(|m| {
+        self.mapping_index_at(addr, time).map(|k| &self.mappings[k])
+    }
+
+    /// Where in [`Process::mappings`] the mapping containing `addr` at `time` is.
+    pub fn mapping_index_at(&self, addr: u64, time: u64) -> Option<usize> {
+        self.mappings.iter().rposition(|m| {
             m.start <= addr && addr < m.end && m.from <= time && m.to.is_none_or(|t| time < t)
         })
     }

@@ -26,6 +26,8 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
@@ -146,8 +148,12 @@ pub(crate) struct ProcessUnwinder {
     /// Return address → whether its function keeps its frame pointer there
     /// ([`ProcessUnwinder::keeps_frame_pointer`]), found with the live mappings in
     /// `kept_for`.
-    keeps_fp: HashMap<u64, bool>,
+    keeps_fp: FxHashMap<u64, bool>,
     kept_for: Vec<usize>,
+    /// (lookup address, whether it is an ip) → the mapping it lay in and whether it is the
+    /// outermost frame there ([`ProcessUnwinder::is_outermost`]): asked of every frame-pointer
+    /// stack's last frame, each sample, and the same few addresses each time.
+    outermost: FxHashMap<(u64, bool), (usize, bool)>,
 }
 
 /// What a thread's earlier samples showed of its stack.
@@ -600,10 +606,42 @@ impl ProcessUnwinder {
     /// or it is the entry code of its file (`ld.so`'s `_start` has no unwind entry; its call of
     /// `_dl_start` returns a few bytes after the entry point).
     fn is_outermost(&mut self, u: &mut Unwinding, p: &Process, time: u64, f: FrameAddress) -> bool {
+        /// The most answers kept.
+        const MAX_KEPT: usize = 1 << 16;
+        let at = f.address_for_lookup();
+        // The answer depends on the file mapped there and the address alone: kept for the
+        // same mapping (a file mapped again elsewhere, or another file here, is a new one).
+        let key = (at, matches!(f, FrameAddress::InstructionPointer(_)));
+        let mapping = p.mapping_index_at(at, time);
+        if let Some(k) = mapping
+            && let Some(&(kept, outermost)) = self.outermost.get(&key)
+            && kept == k
+        {
+            return outermost;
+        }
+        let outermost = self.find_outermost(u, p, time, f, mapping);
+        if let Some(k) = mapping {
+            if self.outermost.len() >= MAX_KEPT {
+                self.outermost.clear();
+            }
+            self.outermost.insert(key, (k, outermost));
+        }
+        outermost
+    }
+
+    /// [`ProcessUnwinder::is_outermost`] without its memory.
+    fn find_outermost(
+        &mut self,
+        u: &mut Unwinding,
+        p: &Process,
+        time: u64,
+        f: FrameAddress,
+        mapping: Option<usize>,
+    ) -> bool {
         /// How far after the entry point an address still counts as the entry code's.
         const ENTRY_CODE: u64 = 64;
         let at = f.address_for_lookup();
-        if let Some(m) = p.mapping_at(at, time)
+        if let Some(m) = mapping.map(|k| &p.mappings[k])
             && let Some(elf) = u.images.get(m)
             && let Some(bias) = elf.bias(m.start, m.end, m.pgoff)
             && elf.entry != 0
