@@ -19,6 +19,9 @@
 #    making the call-graph listing from the recording (`pkgprof -b --pid` of pkgmon's directory,
 #    `perf report --stdio --no-children -g` of perf's file): pkgmon unwinds and aggregates while
 #    recording, perf record writes raw records and leaves that work to perf report.
+#    `pkgmon --stack-size 0` runs beside them: pkgmon taking what perf -g takes (frame-pointer
+#    callchains, no stack copy), so that each pkgmon mode is set against the perf mode that
+#    records the same thing (ratios to both perf modes are shown).
 # 2. Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run (default
 #    60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that does
 #    not grow with time shows the same peak for both lengths.
@@ -94,7 +97,7 @@ def cpu_run(cmd):
     sys.exit(f"failed 5 times: {' '.join(cmd)}\n{done.stderr}")
 def report_cpu(tool, stderr):
     """CPU seconds of making the call-graph listing from the recording just made."""
-    if tool == "pkgmon":
+    if tool.startswith("pkgmon"):
         pid = re.search(r"pkgprof -b --pid (\d+)", stderr).group(1)
         cmd = [pkgprof, "-b", "--pid", pid, "pk.run"]
     else:
@@ -105,7 +108,7 @@ def report_cpu(tool, stderr):
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 def samples(tool, stderr):
     """Samples the profiler took: pkgmon prints them; perf counts them in its data file."""
-    if tool == "pkgmon":
+    if tool.startswith("pkgmon"):
         subprocess.run(["rm", "-rf", "pk.run"])
         return int(re.search(r" (\d+) samples, ", stderr).group(1))
     for attempt in range(3):
@@ -120,12 +123,13 @@ def command(tool, hz, size):
     return {
         "bare": work,
         "pkgmon": [pkgmon, "-o", "pk.run", "-F", str(hz), "--"] + work,
+        "pkgmon --stack-size 0": [pkgmon, "-o", "pk.run", "-F", str(hz), "--stack-size", "0", "--"] + work,
         "perf -g": ["perf", "record", "-q", "-F", str(hz), "-g", "-o", "perf.run", "--"] + work,
         "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.run", "--"] + work,
     }[tool]
-tools = ["pkgmon", "perf -g", "perf dwarf"]
-print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) | with the listing made (us) | vs perf -g + perf report |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+tools = ["pkgmon", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
+print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) | vs perf dwarf (median of rounds) | with the listing made (us) | vs perf -g + perf report |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for hz in (1000, 4000, 10000):
     per = {t: [] for t in tools}
     listed = {t: [] for t in tools}
@@ -151,12 +155,14 @@ for hz in (1000, 4000, 10000):
     for t in tools:
         ratios = [a / b for a, b in zip(per[t], per["perf -g"]) if b > 0]
         ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
+        ratios = [a / b for a, b in zip(per[t], per["perf dwarf"]) if b > 0]
+        dwarf_ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
         ratios = [a / b for a, b in zip(listed[t], listed["perf -g"]) if b > 0]
         listed_ratio = f"{statistics.median(ratios):.2f}x" if ratios else "-"
         own = [a - b for a, b in zip(per[t], inside[t])]
         print(f"| {hz} | {t} | {statistics.median(per[t]):.1f} | {min(per[t]):.1f} - {max(per[t]):.1f} "
               f"| {statistics.median(inside[t]):.1f} | {statistics.median(own):.1f} "
-              f"| {int(statistics.median(extra[t]))} | {ratio} "
+              f"| {int(statistics.median(extra[t]))} | {ratio} | {dwarf_ratio} "
               f"| {statistics.median(listed[t]):.1f} | {listed_ratio} |")
 if retries:
     print(f"\n({retries} runs aborted by perf and run again)")
