@@ -143,6 +143,20 @@ impl Parser<'_> {
         }
     }
 
+    /// `<item>* E`: `head`, then the items as `item` reads them up to the `E`, then the `E`.
+    fn items_to_e(
+        &mut self,
+        head: &str,
+        mut item: impl FnMut(&mut Self) -> Option<String>,
+    ) -> Option<String> {
+        let mut out = String::from(head);
+        while !self.eat(b'E') {
+            out.push_str(&item(self)?);
+        }
+        out.push('E');
+        Some(out)
+    }
+
     fn enter(&mut self) -> Option<()> {
         self.depth += 1;
         (self.depth <= MAX_DEPTH).then_some(())
@@ -515,11 +529,7 @@ impl Parser<'_> {
             return None;
         }
         self.pos += 2;
-        let mut out = String::from("Ul");
-        while !self.eat(b'E') {
-            out.push_str(&self.ty()?);
-        }
-        out.push('E');
+        let mut out = self.items_to_e("Ul", Self::ty)?;
         let start = self.pos;
         self.skip_digits();
         if !self.eat(b'_') {
@@ -594,12 +604,7 @@ impl Parser<'_> {
             b'L' => self.literal(),
             b'J' => {
                 self.pos += 1;
-                let mut out = String::from("J");
-                while !self.eat(b'E') {
-                    out.push_str(&self.template_arg()?);
-                }
-                out.push('E');
-                Some(out)
+                self.items_to_e("J", Self::template_arg)
             }
             _ => self.ty(),
         }
@@ -671,12 +676,7 @@ impl Parser<'_> {
             }
             b"cl" => {
                 self.pos += 2;
-                let mut out = String::from("cl");
-                while !self.eat(b'E') {
-                    out.push_str(&self.expression()?);
-                }
-                out.push('E');
-                out
+                self.items_to_e("cl", Self::expression)?
             }
             [b'0'..=b'9', _] => {
                 let name = self.source_name()?;
