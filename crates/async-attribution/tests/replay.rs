@@ -1168,6 +1168,20 @@ fn flood_packet(a: &mut Attributor, i: u64, queued: bool, sampled: bool) -> Opti
     held.flatten().map(|h| h.ticket)
 }
 
+/// The reader of `flood_packet`'s socket reads it at last, at 20 ms.
+fn reader_reads_at_last(a: &mut Attributor) {
+    a.event(Event {
+        time: 20_000_000,
+        cpu: 1,
+        pid: RECEIVER,
+        tid: RECEIVER,
+        what: What::RecvLength {
+            sk: 0x5000,
+            ret: 100,
+        },
+    });
+}
+
 #[test]
 fn a_flood_nobody_reads_keeps_memory_bounded_and_charges_the_residue_as_it_goes() {
     // A million datagrams: the first 256 fill the socket's queue, the kernel drops the rest
@@ -1199,16 +1213,7 @@ fn a_flood_nobody_reads_keeps_memory_bounded_and_charges_the_residue_as_it_goes(
         held.len()
     );
     let at_end = decided.len();
-    a.event(Event {
-        time: 20_000_000,
-        cpu: 1,
-        pid: RECEIVER,
-        tid: RECEIVER,
-        what: What::RecvLength {
-            sk: 0x5000,
-            ret: 100,
-        },
-    });
+    reader_reads_at_last(&mut a);
     let out = a.finish();
     decided.extend(out.decided);
     assert_eq!(decided.len(), held.len());
@@ -1262,16 +1267,7 @@ fn packets_queued_beyond_the_bound_are_dropped_and_counted() {
         "{} windows",
         most.0
     );
-    a.event(Event {
-        time: 20_000_000,
-        cpu: 1,
-        pid: RECEIVER,
-        tid: RECEIVER,
-        what: What::RecvLength {
-            sk: 0x5000,
-            ret: 100,
-        },
-    });
+    reader_reads_at_last(&mut a);
     let out = a.finish();
     decided.extend(out.decided);
     assert_eq!(decided.len(), held);
