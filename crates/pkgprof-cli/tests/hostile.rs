@@ -898,7 +898,26 @@ fn escape_sequences_a_process_chose_never_reach_the_terminal() {
 
 /// `kernel.perf_event_max_stack`, for the tests that watch root pkgmon raise it.
 mod stack_limit {
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
     use std::time::{Duration, Instant};
+
+    use super::{PKGMON, workload};
+
+    /// Root pkgmon writing `out`, with the options `how`, on the cpu workload for `ms`
+    /// milliseconds; its stderr piped.
+    pub fn pkgmon_on_cpu(out: &Path, how: &str, ms: &str) -> Child {
+        Command::new(PKGMON)
+            .arg("-o")
+            .arg(out)
+            .args(how.split_whitespace())
+            .arg("--")
+            .arg(workload("cpu"))
+            .arg(ms)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
 
     const SYSCTL: &str = "/proc/sys/kernel/perf_event_max_stack";
 
@@ -960,15 +979,7 @@ fn the_stack_limit_raised_for_a_run_is_put_back_when_pkgmon_is_killed() {
     let before = stack_limit::settled();
     stack_limit::set("127");
     let dir = fresh("max-stack");
-    let mut child = Command::new(PKGMON)
-        .arg("-o")
-        .arg(dir.join("out"))
-        .arg("--")
-        .arg(workload("cpu"))
-        .arg("5000")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = stack_limit::pkgmon_on_cpu(&dir.join("out"), "", "5000");
     let raised = stack_limit::wait_for("1024", 10);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -1000,16 +1011,7 @@ fn every_kind_of_run_raises_the_stack_limit_for_itself_and_puts_it_back_as_it_en
         stack_limit::set("127");
         let out = dir.join("out");
         let _ = std::fs::remove_dir_all(&out);
-        let child = Command::new(PKGMON)
-            .arg("-o")
-            .arg(&out)
-            .args(how.split_whitespace())
-            .arg("--")
-            .arg(workload("cpu"))
-            .arg("1500")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = stack_limit::pkgmon_on_cpu(&out, how, "1500");
         let raised = stack_limit::wait_for("1024", 10);
         let done = child.wait_with_output().unwrap();
         // At once: not by the guardian, seconds later.
@@ -1033,17 +1035,7 @@ fn overlapping_runs_leave_the_stack_limit_as_they_found_it() {
     let before = stack_limit::settled();
     stack_limit::set("127");
     let dir = fresh("max-stack-overlap");
-    let run = |name: &str, ms: &str| {
-        Command::new(PKGMON)
-            .arg("-o")
-            .arg(dir.join(name))
-            .arg("--")
-            .arg(workload("cpu"))
-            .arg(ms)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let run = |name: &str, ms: &str| stack_limit::pkgmon_on_cpu(&dir.join(name), "", ms);
     let first = run("first", "1000");
     let raised = stack_limit::wait_for("1024", 10);
     let second = run("second", "8000");
