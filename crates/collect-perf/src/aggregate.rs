@@ -621,12 +621,17 @@ impl Aggregator {
         let Some(mut a) = self.asynchronous.take() else {
             return;
         };
+        self.place_decided(a.take_decided());
+        self.asynchronous = Some(a);
+    }
+
+    /// Places each decided held sample ([`Aggregator::place_held`]).
+    fn place_decided(&mut self, decided: impl IntoIterator<Item = (Decision, HeldSample)>) {
         let mut placed = std::mem::take(&mut self.placed);
-        for (d, h) in a.take_decided() {
+        for (d, h) in decided {
             self.place_held(&mut placed, d, &h);
         }
         self.placed = placed;
-        self.asynchronous = Some(a);
     }
 
     /// A held sample's cut kernel stack goes to its beneficiary's image (a process not
@@ -671,11 +676,8 @@ impl Aggregator {
     fn attribute(&mut self) -> Option<(AsyncMoves, MovedStacks, Option<KernelBlock>)> {
         let mut a = self.asynchronous.take()?;
         let (rest, totals, kernel) = a.finish();
-        let mut placed = std::mem::take(&mut self.placed);
-        for (d, h) in rest {
-            self.place_held(&mut placed, d, &h);
-        }
-        let Placed { moves, stacks } = placed;
+        self.place_decided(rest);
+        let Placed { moves, stacks } = std::mem::take(&mut self.placed);
         let mut out = AsyncMoves::default();
         for t in &totals {
             let mut k = KindTotals::new(t.kind.as_str());
