@@ -182,6 +182,10 @@ const MAX_UNWINDERS: usize = 16;
 /// them (a program mapping code at 100,000 places cost root pkgmon 218 MiB).
 const MAX_CACHED_MODULES: usize = 1 << 16;
 
+/// How far before the unwind entry of a thread's outermost frame a sampled ip without an
+/// entry of its own is taken for the thread's start (glibc's clone3 child: 8 bytes).
+const THREAD_START_GAP: u64 = 16;
+
 /// How the frames of one sample were obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
@@ -345,6 +349,67 @@ impl ProcessUnwinder {
                 }
             }
         };
+        // A new thread's first instructions: the child of glibc's clone3 returns from its
+        // system call into a few bytes no unwind entry covers (the parent's `ret` shares
+        // them), just before the entry that marks the thread's outermost frame; there the
+        // top of the new stack holds no return address. One such sample of a run that starts
+        // 300 threads was counted as cut for want of unwind information.
+        if end == StackEnd::UnwindInfo
+            && frames.len() == 1
+            && let Some(&ip) = chain.first()
+            && (1..=THREAD_START_GAP)
+                .any(|k| self.is_outermost(u, p, s.time, FrameAddress::InstructionPointer(ip + k)))
+        {
+            end = StackEnd::Complete;
+        }
+        // A frame-pointer chain that stopped at a frame it found inside the copy (a function
+        // without a frame pointer, glibc's __libc_start_call_main above a main built without
+        // unwind tables, whose own first frame CFI could not unwind) goes on from that frame
+        // by its unwind information: its stack pointer is the frame's position, its rbp the
+        // one its callee saved just below.
+        if source != Source::Cfi
+            && end == StackEnd::UnwindInfo
+            && frames.len() < max
+            && let Some(regs) = s.regs
+            && let Some(&Frame {
+                address,
+                position: Some(at),
+            }) = frames.last()
+            && let Some(from) = FrameAddress::from_return_address(address)
+        {
+            let read = |a: u64| -> Option<u64> {
+                let off = usize::try_from(a.checked_sub(regs.sp)?).ok()?;
+                let b = stack.get(off..off.checked_add(8)?)?;
+                Some(u64::from_ne_bytes(b.try_into().ok()?))
+            };
+            if let Some(bp) = at.checked_sub(16).and_then(read) {
+                let copy = CopyBounds {
+                    end: regs.sp.saturating_add(stack.len() as u64),
+                    full: s.stack_copy_full,
+                    stack_end: self.threads.get(&s.tid).map_or(0, |t| t.end),
+                };
+                let mut more = std::mem::take(&mut u.cfi);
+                more.clear();
+                let start = UnwindRegsX86_64::new(address, at, bp);
+                let more_end =
+                    self.cfi_walk(u, p, s.time, regs.sp, from, start, stack, copy, &mut more);
+                if !more.is_empty() || more_end == CfiEnd::Root {
+                    let room = max - frames.len();
+                    end = match more_end {
+                        _ if more.len() > room => StackEnd::CallchainLimit,
+                        CfiEnd::Root => StackEnd::Complete,
+                        CfiEnd::Limit => StackEnd::CallchainLimit,
+                        CfiEnd::CopyEnd | CfiEnd::UntouchedPage => StackEnd::StackCopy,
+                        CfiEnd::Stuck => StackEnd::UnwindInfo,
+                    };
+                    more.truncate(room);
+                    frames.extend_from_slice(&more);
+                    stats.fp_then_cfi += 1;
+                }
+                more.clear();
+                u.cfi = more;
+            }
+        }
         let whole = end == StackEnd::Complete || self.complete_from_thread(s.tid, &mut frames);
         if whole && frames.len() <= MAX_ROOT_FRAMES {
             let root = &mut self.threads.entry(s.tid).or_default().root;
@@ -671,19 +736,37 @@ impl ProcessUnwinder {
         copy: CopyBounds,
         out: &mut Vec<Frame>,
     ) -> CfiEnd {
-        let max = u.max_frames;
-        let live = self.unwinder(u, p, time);
-        let mut read = |addr: u64| -> Result<u64, ()> {
-            let off = usize::try_from(addr.checked_sub(regs.sp).ok_or(())?).map_err(|_| ())?;
-            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-            Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
-        };
-        let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
-        let mut address = FrameAddress::InstructionPointer(regs.ip);
         out.push(Frame {
             address: regs.ip,
             position: None,
         });
+        let r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
+        let from = FrameAddress::InstructionPointer(regs.ip);
+        self.cfi_walk(u, p, time, regs.sp, from, r, stack, copy, out)
+    }
+
+    /// CFI unwinding over the copy (`stack`, from `base` up) from frame `address` with
+    /// registers `r`, appending its callers to `out`; says how it ended.
+    #[allow(clippy::too_many_arguments)]
+    fn cfi_walk(
+        &mut self,
+        u: &mut Unwinding,
+        p: &Process,
+        time: u64,
+        base: u64,
+        mut address: FrameAddress,
+        mut r: UnwindRegsX86_64,
+        stack: &[u8],
+        copy: CopyBounds,
+        out: &mut Vec<Frame>,
+    ) -> CfiEnd {
+        let max = u.max_frames;
+        let live = self.unwinder(u, p, time);
+        let mut read = |addr: u64| -> Result<u64, ()> {
+            let off = usize::try_from(addr.checked_sub(base).ok_or(())?).map_err(|_| ())?;
+            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
+        };
         loop {
             if out.len() >= max {
                 return CfiEnd::Limit;
@@ -875,5 +958,72 @@ mod tests {
         p.thread_exited(7);
         assert!(p.threads.is_empty());
         assert!(!p.complete_from_thread(7, &mut deeper.clone()));
+    }
+
+    /// A sample in a new thread's first instructions (the child side of glibc's clone3,
+    /// just after its system call, where no unwind entry applies and the new stack holds no
+    /// return address) is the thread's whole stack; a sample stuck the same way elsewhere in
+    /// clone3 is not.
+    #[test]
+    fn a_new_threads_first_instructions_are_its_outermost_frame() {
+        use crate::recording::{SideBand, SideRecord, UserRegs};
+        let path = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6").expect("libc");
+        let data = std::fs::read(&path).expect("libc");
+        // clone3 is not an exported symbol: found by its system call, `mov $435, %eax;
+        // syscall`.
+        let call = [0xb8, 0xb3, 0x01, 0x00, 0x00, 0x0f, 0x05];
+        let at = data
+            .windows(call.len())
+            .position(|w| w == call)
+            .expect("clone3's system call") as u64;
+        let child = at + call.len() as u64;
+        // Earlier in clone3, 16 bytes before the system call's number is set.
+        let earlier = at - 16;
+        let base = 0x7f00_0000_0000u64;
+        let len = (data.len() as u64).next_multiple_of(0x1000);
+        let mut rec = Recording {
+            side_band: vec![SideRecord {
+                time: 1,
+                cpu: 0,
+                kind: SideBand::Mmap {
+                    pid: 5,
+                    tid: 6,
+                    addr: base,
+                    len,
+                    pgoff: 0,
+                    build_id: None,
+                    prot: 5,
+                    flags: 2,
+                    filename: path.to_str().expect("utf-8").into(),
+                },
+            }],
+            user_stack_bytes: 64,
+            ..Recording::default()
+        };
+        // The top of a new thread's stack: nothing that is code.
+        let stack = [0x1234u64.to_ne_bytes(), [0; 8]].concat();
+        for (time, ip) in [(10, base + child), (20, base + earlier)] {
+            let regs = UserRegs {
+                ip,
+                sp: 0x7ffd_0000_0000,
+                bp: 0,
+            };
+            rec.push_sample(time, 5, 6, 0, 1, ip, true, Some(regs), &[], &[ip], &stack);
+        }
+        let replay = crate::replay::replay(&rec);
+        let stacks = unwind_user_stacks(&rec, &replay, 127);
+        assert_eq!(stacks.frames(0).len(), 1);
+        assert_eq!(
+            stacks.end(0),
+            Some(StackEnd::Complete),
+            "{:?}",
+            stacks.stats
+        );
+        assert_eq!(
+            stacks.end(1),
+            Some(StackEnd::UnwindInfo),
+            "{:?}",
+            stacks.stats
+        );
     }
 }

@@ -73,6 +73,9 @@ pub struct UnwindStats {
     /// Samples without a stack copy, or whose copy gave less than the frame-pointer chain,
     /// which keep the frame-pointer chain alone.
     pub frame_pointers_only: u64,
+    /// Samples whose frame-pointer chain stopped at a frame inside the copy and went on
+    /// from it by unwind information (a frameless caller of code without unwind tables).
+    pub fp_then_cfi: u64,
     /// Samples whose user ip lies in no known mapping (the launcher's code as a launched
     /// command's exec begins): they keep no user stack.
     pub unmapped_ip: u64,
