@@ -357,8 +357,11 @@ impl ProcessUnwinder {
         if end == StackEnd::UnwindInfo
             && frames.len() == 1
             && let Some(&ip) = chain.first()
-            && (1..=THREAD_START_GAP)
-                .any(|k| self.is_outermost(u, p, s.time, FrameAddress::InstructionPointer(ip + k)))
+            && (1..=THREAD_START_GAP).any(|k| {
+                ip.checked_add(k).is_some_and(|a| {
+                    self.is_outermost(u, p, s.time, FrameAddress::InstructionPointer(a))
+                })
+            })
         {
             end = StackEnd::Complete;
         }
