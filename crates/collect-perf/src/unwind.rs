@@ -154,6 +154,8 @@ pub(crate) struct ProcessUnwinder {
     /// outermost frame there ([`ProcessUnwinder::is_outermost`]): asked of every frame-pointer
     /// stack's last frame, each sample, and the same few addresses each time.
     outermost: FxHashMap<(u64, bool), (usize, bool)>,
+    /// [`ProcessUnwinder::is_thread_start`]'s answers: by ip, with the mapping's index.
+    thread_start: FxHashMap<u64, (usize, bool)>,
 }
 
 /// What a thread's earlier samples showed of its stack.
@@ -357,11 +359,7 @@ impl ProcessUnwinder {
         if end == StackEnd::UnwindInfo
             && frames.len() == 1
             && let Some(&ip) = chain.first()
-            && (1..=THREAD_START_GAP).any(|k| {
-                ip.checked_add(k).is_some_and(|a| {
-                    self.is_outermost(u, p, s.time, FrameAddress::InstructionPointer(a))
-                })
-            })
+            && self.is_thread_start(u, p, s.time, ip)
         {
             end = StackEnd::Complete;
         }
@@ -695,6 +693,32 @@ impl ProcessUnwinder {
             self.outermost.insert(key, (k, outermost));
         }
         outermost
+    }
+
+    /// Whether a sampled `ip` that could not be unwound lies in the few bytes before code
+    /// whose unwind entry marks a thread's outermost frame (see [`THREAD_START_GAP`]). Kept
+    /// per (ip, mapping), as [`ProcessUnwinder::is_outermost`] keeps its answers: code that
+    /// cannot be unwound at all is asked it at every sample.
+    fn is_thread_start(&mut self, u: &mut Unwinding, p: &Process, time: u64, ip: u64) -> bool {
+        /// The most answers kept.
+        const MAX_KEPT: usize = 1 << 16;
+        let Some(mapping) = p.mapping_index_at(ip, time) else {
+            return false;
+        };
+        if let Some(&(kept, start)) = self.thread_start.get(&ip)
+            && kept == mapping
+        {
+            return start;
+        }
+        let start = (1..=THREAD_START_GAP).any(|k| {
+            ip.checked_add(k)
+                .is_some_and(|a| self.is_outermost(u, p, time, FrameAddress::InstructionPointer(a)))
+        });
+        if self.thread_start.len() >= MAX_KEPT {
+            self.thread_start.clear();
+        }
+        self.thread_start.insert(ip, (mapping, start));
+        start
     }
 
     /// [`ProcessUnwinder::is_outermost`] without its memory.
