@@ -86,6 +86,9 @@ pub struct Process {
     pub mappings: Vec<Mapping>,
     /// Mappings past the first [`MAX_MAPPINGS`], counted only.
     pub mappings_dropped: u64,
+    /// How many times a mapping was added to or ended in `mappings` by the replay: what a
+    /// cache of the live mappings compares to see that it still holds.
+    pub mapping_changes: u64,
     /// Its threads, in order of appearance.
     pub threads: Vec<Thread>,
     /// Indices into [`Recording::samples`] of its samples, in time order.
@@ -179,6 +182,7 @@ impl Replayer {
             execs: Vec::new(),
             mappings: Vec::new(),
             mappings_dropped: 0,
+            mapping_changes: 0,
             threads: Vec::new(),
             samples: Vec::new(),
         });
@@ -270,6 +274,7 @@ impl Replayer {
                     c.parent = Some(pkey);
                     c.comms.push((time, comms, false));
                     c.mappings = maps;
+                    c.mapping_changes += 1;
                     c.thread(*tid).start = Some(time);
                 }
             }
@@ -365,6 +370,7 @@ impl Replayer {
         for key in overlapped {
             open.remove(&key);
             pr.mappings[key.1].to = Some(time);
+            pr.mapping_changes += 1;
         }
         if pr.mappings.len() >= MAX_MAPPINGS {
             pr.mappings_dropped += 1;
@@ -379,6 +385,7 @@ impl Replayer {
             }
         };
         open.insert((start, pr.mappings.len()), ());
+        pr.mapping_changes += 1;
         pr.mappings.push(Mapping {
             start,
             end,
@@ -395,6 +402,7 @@ impl Replayer {
         let pr = &mut self.out.processes[p];
         for ((_, k), ()) in self.open.remove(&p).unwrap_or_default() {
             pr.mappings[k].to = Some(time);
+            pr.mapping_changes += 1;
         }
     }
 

@@ -129,6 +129,7 @@ mod tests {
             renames: Vec::new(),
             renames_dropped: 0,
             mappings_dropped: 0,
+            mapping_changes: 0,
             execs,
             mappings,
             threads: Vec::new(),
