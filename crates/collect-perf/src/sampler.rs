@@ -530,6 +530,13 @@ impl Sampler {
                 .iter_mut()
                 .find(|r| r.pid == pid && r.start_ticks == reading.start_ticks)
             {
+                // A process that exited and awaits its parent has no arguments any more (the
+                // end-of-run reading of a launched command that exec'd left its program's
+                // header without them): its final counters are kept with the arguments and
+                // time of the reading before, when it ran.
+                Some(old) if reading.argv.is_empty() && !old.argv.is_empty() => {
+                    old.counters = reading.counters;
+                }
                 Some(old) => *old = reading,
                 None => rec.proc_readings.push(reading),
             }
