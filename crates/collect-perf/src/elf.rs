@@ -102,6 +102,9 @@ pub(crate) struct ElfInfo {
     /// The address ranges of its signal restorers' unwind entries
     /// ([`crate::signal_frame::trampolines`]), kept when the tables are dropped.
     pub signal_frames: Vec<Range<u64>>,
+    /// The address ranges of its unwind entries that keep the frame in a register other
+    /// than rsp and rbp ([`crate::register_frame::ranges`]).
+    pub register_frames: Vec<Range<u64>>,
 }
 
 impl ElfInfo {
@@ -165,6 +168,10 @@ impl ElfInfo {
             .as_ref()
             .map(|s| crate::signal_frame::trampolines(s.data(), s.svma.start))
             .unwrap_or_default();
+        let register_frames = eh_frame
+            .as_ref()
+            .map(|s| crate::register_frame::ranges(s.data(), s.svma.start))
+            .unwrap_or_default();
         Some(ElfInfo {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
@@ -174,6 +181,7 @@ impl ElfInfo {
             eh_frame_hdr: section(".eh_frame_hdr"),
             got: range(".got"),
             signal_frames,
+            register_frames,
         })
     }
 
@@ -199,6 +207,7 @@ impl ElfInfo {
             eh_frame_hdr: None,
             got: self.got.clone(),
             signal_frames: self.signal_frames.clone(),
+            register_frames: self.register_frames.clone(),
         }
     }
 

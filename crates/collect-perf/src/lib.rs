@@ -97,6 +97,8 @@ mod preflight;
 #[cfg(target_os = "linux")]
 mod procfs;
 #[cfg(target_os = "linux")]
+mod register_frame;
+#[cfg(target_os = "linux")]
 mod ring;
 #[cfg(target_os = "linux")]
 mod sampler;

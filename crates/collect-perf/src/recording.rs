@@ -50,8 +50,8 @@ pub struct TraceSample {
     raw: Range<u32>,
 }
 
-/// User registers captured with a sample (x86_64: ip, sp, bp), for unwinding the first user
-/// frames from `.eh_frame` on the stack copy.
+/// User registers captured with a sample (x86_64: ip, sp, bp, bx), for unwinding the first
+/// user frames from `.eh_frame` on the stack copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UserRegs {
     /// Instruction pointer.
@@ -60,6 +60,9 @@ pub struct UserRegs {
     pub sp: u64,
     /// Frame pointer.
     pub bp: u64,
+    /// rbx, when captured: the frame of ld.so's lazy-binding trampolines is kept in it, and
+    /// their unwind entries say so.
+    pub bx: Option<u64>,
 }
 
 /// One cpu-clock sample. Variable-length parts live in the [`Recording`]'s arenas; use
@@ -732,9 +735,10 @@ mod tests {
             .u64(CONTEXT_USER)
             .u64(0x401000)
             .u64(2) // abi
+            .u64(0x5555)
             .u64(0x7ffe_0010)
             .u64(0x7ffe_0000)
-            .u64(0x401000) // bp, sp, ip
+            .u64(0x401000) // bx, bp, sp, ip
             .u64(16)
             .bytes(&[1; 16])
             .u64(8) // stack: size, data, dyn_size
@@ -758,7 +762,8 @@ mod tests {
             Some(UserRegs {
                 ip: 0x401000,
                 sp: 0x7ffe_0000,
-                bp: 0x7ffe_0010
+                bp: 0x7ffe_0010,
+                bx: Some(0x5555),
             })
         );
         assert_eq!(r.user_stack(s), &[1; 8]);

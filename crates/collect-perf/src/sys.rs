@@ -22,8 +22,8 @@ pub(crate) const SAMPLE_REGS_USER: u64 = 1 << 12;
 pub(crate) const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub(crate) const SAMPLE_IDENTIFIER: u64 = 1 << 16;
 
-/// x86_64 `PERF_REG_X86_{BP,SP,IP}`; the kernel dumps them in ascending bit order.
-pub(crate) const REGS_MASK_X86_64: u64 = (1 << 6) | (1 << 7) | (1 << 8);
+/// x86_64 `PERF_REG_X86_{BX,BP,SP,IP}`; the kernel dumps them in ascending bit order.
+pub(crate) const REGS_MASK_X86_64: u64 = (1 << 1) | (1 << 6) | (1 << 7) | (1 << 8);
 
 pub(crate) const RECORD_LOST: u32 = 2;
 pub(crate) const RECORD_COMM: u32 = 3;

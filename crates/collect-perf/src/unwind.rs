@@ -21,8 +21,9 @@
 //! * Whatever remains incomplete says why ([`StackEnd`]): the copy was too small, the kernel's
 //!   callchain limit was reached, or a frame could not be unwound.
 //!
-//! Over 800 lines only with its unit tests (the unwinder itself is under 780), which need its
-//! private frame walk.
+//! Over 800 lines: the unwinder itself is about 1,100 (copy, frame-pointer chain and the
+//! frames framehop cannot read, the live mappings, completion from a thread's earlier
+//! stacks), then its unit tests, which need its private frame walk.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{Error as FhError, FrameAddress, Module, Unwinder as _};
 
+use crate::elf::ElfInfo;
 use crate::recording::{Recording, Sample};
 use crate::replay::{Mapping, Process, Replay};
 
@@ -117,6 +119,18 @@ impl Unwinding {
                         .iter()
                         .filter_map(|r| Some(r.start.checked_add(bias)?..r.end.checked_add(bias)?))
                         .collect(),
+                    register_frames: elf
+                        .register_frames
+                        .iter()
+                        .filter_map(|r| {
+                            let at = r.start.checked_add(bias)?..r.end.checked_add(bias)?;
+                            Some(RegisterFrames {
+                                at,
+                                elf: elf.clone(),
+                                bias,
+                            })
+                        })
+                        .collect(),
                 }
             })
             .clone()
@@ -124,17 +138,30 @@ impl Unwinding {
 }
 
 /// What unwinding uses of one mapping: its framehop module (None without unwind tables), and
-/// the address ranges of its signal restorers ([`crate::signal_frame`]).
+/// the address ranges of its signal restorers ([`crate::signal_frame`]) and of its frames kept
+/// in another register ([`crate::register_frame`]).
 #[derive(Clone, Default)]
 struct MappedModule {
     module: Option<FhModule>,
     signal_frames: Vec<Range<u64>>,
+    register_frames: Vec<RegisterFrames>,
 }
 
-/// A framehop unwinder over one set of live mappings, and their signal restorers' ranges.
+/// Code whose frame an unwind entry keeps in a register framehop does not follow, at `at`
+/// (runtime addresses), with its file (tables included) and load bias.
+#[derive(Clone)]
+struct RegisterFrames {
+    at: Range<u64>,
+    elf: Arc<ElfInfo>,
+    bias: u64,
+}
+
+/// A framehop unwinder over one set of live mappings, and their signal restorers' and
+/// register-kept frames' ranges.
 struct LiveUnwinder {
     fh: FhUnwinder,
     signal_frames: Vec<Range<u64>>,
+    register_frames: Vec<RegisterFrames>,
 }
 
 /// The unwinding state of one process: an unwinder per set of live mappings, and the last
@@ -458,8 +485,10 @@ impl ProcessUnwinder {
                 let mut more = std::mem::take(&mut u.cfi);
                 more.clear();
                 let start = UnwindRegsX86_64::new(address, at, bp);
-                let more_end =
-                    self.cfi_walk(u, p, s.time, regs.sp, from, start, stack, copy, &mut more);
+                // rbx here is the one of a frame the chain reached, not the sample's.
+                let more_end = self.cfi_walk(
+                    u, p, s.time, regs.sp, None, from, start, stack, copy, &mut more,
+                );
                 if !more.is_empty() || more_end == CfiEnd::Root {
                     let room = max - frames.len();
                     end = match more_end {
@@ -695,14 +724,20 @@ impl ProcessUnwinder {
                         }
                         let mut fh = FhUnwinder::new();
                         let mut signal_frames = Vec::new();
+                        let mut register_frames = Vec::new();
                         for &k in &self.live.indices {
                             let m = u.module_for(&p.mappings[k]);
                             if let Some(module) = m.module {
                                 fh.add_module(module);
                             }
                             signal_frames.extend(m.signal_frames);
+                            register_frames.extend(m.register_frames);
                         }
-                        let live = LiveUnwinder { fh, signal_frames };
+                        let live = LiveUnwinder {
+                            fh,
+                            signal_frames,
+                            register_frames,
+                        };
                         self.unwinders.push((self.live.indices.clone(), live));
                         self.unwinders.len() - 1
                     }
@@ -859,11 +894,12 @@ impl ProcessUnwinder {
         });
         let r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
         let from = FrameAddress::InstructionPointer(regs.ip);
-        self.cfi_walk(u, p, time, regs.sp, from, r, stack, copy, out)
+        self.cfi_walk(u, p, time, regs.sp, regs.bx, from, r, stack, copy, out)
     }
 
     /// CFI unwinding over the copy (`stack`, from `base` up) from frame `address` with
-    /// registers `r`, appending its callers to `out`; says how it ended.
+    /// registers `r` (and rbx `bx`, when known), appending its callers to `out`; says how it
+    /// ended.
     #[allow(clippy::too_many_arguments)]
     fn cfi_walk(
         &mut self,
@@ -871,6 +907,7 @@ impl ProcessUnwinder {
         p: &Process,
         time: u64,
         base: u64,
+        bx: Option<u64>,
         mut address: FrameAddress,
         mut r: UnwindRegsX86_64,
         stack: &[u8],
@@ -916,6 +953,27 @@ impl ProcessUnwinder {
                 address = FrameAddress::InstructionPointer(ip);
                 continue;
             }
+            // A frame kept in another register (ld.so's lazy-binding trampolines): read by
+            // its unwind entry, the register's value from where an inner frame saved it.
+            if let Some(f) = live.register_frames.iter().find(|f| f.at.contains(&at)) {
+                let step = register_frame_step(u, p, time, set, f, at, &r, bx, out, &mut read);
+                let Some((ra, cfa, bp)) = step else {
+                    return CfiEnd::Stuck;
+                };
+                if set.index_at(p, ra, time).is_none() {
+                    return CfiEnd::Stuck;
+                }
+                out.push(Frame {
+                    address: ra,
+                    position: Some(cfa),
+                });
+                let Some(next) = FrameAddress::from_return_address(ra) else {
+                    return CfiEnd::Root;
+                };
+                r = UnwindRegsX86_64::new(ra, cfa, bp);
+                address = next;
+                continue;
+            }
             match live
                 .fh
                 .unwind_frame(address, &mut r, &mut u.cache, &mut read)
@@ -939,6 +997,57 @@ impl ProcessUnwinder {
             }
         }
     }
+}
+
+/// One step of unwinding through frame `f` (the function containing the lookup address
+/// `at`): its CFA is a register plus an offset by its unwind entry, and that register rbx,
+/// whose value here is where the nearest inner frame of `out` saved it (those frames' entries
+/// read with gimli too), else the sample's `bx`. Returns the caller's return address, this
+/// frame's CFA (the caller's stack pointer) and the caller's rbp; None when the register is
+/// another, rbx is not known, or a read fails.
+#[allow(clippy::too_many_arguments)]
+fn register_frame_step(
+    u: &mut Unwinding,
+    p: &Process,
+    time: u64,
+    set: &LiveSet,
+    f: &RegisterFrames,
+    at: u64,
+    r: &UnwindRegsX86_64,
+    bx: Option<u64>,
+    out: &[Frame],
+    read: &mut impl FnMut(u64) -> Result<u64, ()>,
+) -> Option<(u64, u64, u64)> {
+    use gimli::X86_64;
+    let here = crate::register_frame::row(&f.elf, at.checked_sub(f.bias)?)?;
+    if here.cfa.0 != X86_64::RBX {
+        return None;
+    }
+    // The frames inside this one, outermost first: frame j's CFA is frame j+1's position.
+    let mut rbx = None;
+    for j in (0..out.len().saturating_sub(1)).rev() {
+        let lookup = match j {
+            0 => out[0].address,
+            _ => out[j].address.checked_sub(1)?,
+        };
+        let cfa = out[j + 1].position?;
+        let k = set.index_at(p, lookup, time)?;
+        let m = &p.mappings[k];
+        let elf = u.images.tables(m)?;
+        let bias = elf.bias(m.start, m.end, m.pgoff)?;
+        let row = crate::register_frame::row(&elf, lookup.checked_sub(bias)?)?;
+        if let Some(n) = row.rbx {
+            rbx = Some(read(cfa.checked_add_signed(n)?).ok()?);
+            break;
+        }
+    }
+    let cfa = rbx.or(bx)?.checked_add_signed(here.cfa.1)?;
+    let ra = read(cfa.checked_add_signed(here.ra?)?).ok()?;
+    let bp = match here.rbp {
+        Some(n) => read(cfa.checked_add_signed(n)?).ok()?,
+        None => r.bp(),
+    };
+    Some((ra, cfa, bp))
 }
 
 /// Where a sample's stack copy ends, and the stack.
@@ -1125,6 +1234,7 @@ mod tests {
                 ip,
                 sp: 0x7ffd_0000_0000,
                 bp: 0,
+                bx: None,
             };
             rec.push_sample(time, 5, 6, 0, 1, ip, true, Some(regs), &[], &[ip], &stack);
         }

@@ -459,14 +459,7 @@ fn leaf_fix_finds_the_caller_of_the_read_wrapper() {
     let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
     let k = Kallsyms::load();
     let p = rep.processes.first().expect("process");
-    let mut files: BTreeMap<String, ElfSyms> = BTreeMap::new();
-    let mut name = |a: u64, t: u64| -> Option<String> {
-        let m = p.mapping_at(a, t)?;
-        let syms = files
-            .entry(m.filename.to_string())
-            .or_insert_with(|| ElfSyms::load(&m.filename));
-        syms.name(m, a).map(str::to_owned)
-    };
+    let mut name = namer(p);
     let (mut read_samples, mut fixed, mut fp_right) = (0, 0, 0);
     for &i in &p.samples {
         let s = &r.samples[i];
@@ -541,4 +534,66 @@ fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
     assert_eq!(stacks.stats.untouched_page, under, "{:?}", stacks.stats);
     assert_eq!(stacks.stats.stack_copy, under, "{:?}", stacks.stats);
     assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
+}
+
+/// Frames of ld.so's lazy-binding trampoline, which keeps its frame in rbx: with
+/// LD_BIND_NOT=1 every call of strtol goes through it, and the samples in the resolver (most
+/// of them) must still reach the caller, resolve_loop, and main. Before, framehop's rbp
+/// fallback there cut them (the workload built without frame pointers).
+#[test]
+fn lazy_binding_trampolines_keep_their_callers() {
+    let _serial = serial();
+    let c = config();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/lazy.c");
+    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("lazy-{}", std::process::id()));
+    let st = Command::new("cc")
+        .args(["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("run cc");
+    assert!(st.success());
+    let r = record(&args(&[&"env", &"LD_BIND_NOT=1", &exe, &"4000000"]), &c);
+    let rep = replay(&r);
+    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+    let p = rep
+        .processes
+        .iter()
+        .find(|p| p.comm().starts_with("lazy"))
+        .expect("the workload");
+    let mut name = namer(p);
+    let (mut in_resolver, mut whole) = (0, 0);
+    for &i in &p.samples {
+        let s = &r.samples[i];
+        let user = stacks.frames(i);
+        let Some(&leaf) = user.first() else { continue };
+        if !p
+            .mapping_at(leaf, s.time)
+            .is_some_and(|m| m.filename.contains("ld-linux"))
+        {
+            continue;
+        }
+        in_resolver += 1;
+        let names: Vec<String> = user[1..]
+            .iter()
+            .filter_map(|&a| name(a - 1, s.time))
+            .collect();
+        if names.iter().any(|n| n == "resolve_loop")
+            && names.iter().any(|n| n == "main")
+            && !stacks.truncated(i)
+        {
+            whole += 1;
+        }
+    }
+    eprintln!(
+        "{in_resolver} samples in ld.so, {whole} whole through resolve_loop; {:?}",
+        stacks.stats
+    );
+    let _ = std::fs::remove_file(&exe);
+    assert!(in_resolver >= 100, "{in_resolver} samples in ld.so");
+    assert!(
+        whole * 100 >= in_resolver * 95,
+        "only {whole} of {in_resolver} samples in ld.so reach resolve_loop and main whole"
+    );
 }

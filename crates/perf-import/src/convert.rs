@@ -215,6 +215,7 @@ const CONTEXT_USER: u64 = -512i64 as u64;
 /// Every marker is at or above this.
 const CONTEXT_MAX: u64 = -4095i64 as u64;
 /// x86_64 register numbers in `sample_regs_user`.
+const REG_BX: u64 = 1;
 const REG_BP: u64 = 6;
 const REG_SP: u64 = 7;
 const REG_IP: u64 = 8;
@@ -449,6 +450,7 @@ fn read_records<R: Read>(
                         ip: r.get(REG_IP)?,
                         sp: r.get(REG_SP)?,
                         bp: r.get(REG_BP)?,
+                        bx: r.get(REG_BX),
                     })
                 });
                 // --call-graph dwarf asks the kernel for no user callchain: the user part

@@ -315,11 +315,17 @@ mod parse_fields {
     pub(super) fn regs_user(c: &mut Cur<'_>) -> Option<Option<UserRegs>> {
         let abi = c.u64()?;
         Some(if abi != 0 {
-            // Ascending register number: bp (6), sp (7), ip (8).
+            // Ascending register number: bx (1), bp (6), sp (7), ip (8).
+            let bx = c.u64()?;
             let bp = c.u64()?;
             let sp = c.u64()?;
             let ip = c.u64()?;
-            Some(UserRegs { ip, sp, bp })
+            Some(UserRegs {
+                ip,
+                sp,
+                bp,
+                bx: Some(bx),
+            })
         } else {
             None
         })

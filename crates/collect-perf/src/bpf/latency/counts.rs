@@ -71,6 +71,7 @@ pub(super) fn parse_copy(r: &[u8]) -> Option<(CopyKey, SiteCopy)> {
             ip: u64_at(r, C_REGS),
             sp: u64_at(r, C_REGS + 8),
             bp: u64_at(r, C_REGS + 16),
+            bx: None,
         },
         stack: r[C_STACK..C_STACK + len].to_vec(),
     };
