@@ -184,8 +184,6 @@ pub(crate) struct ProcessUnwinder {
     /// outermost frame there ([`ProcessUnwinder::is_outermost`]): asked of every frame-pointer
     /// stack's last frame, each sample, and the same few addresses each time.
     outermost: FxHashMap<(u64, bool), (usize, bool)>,
-    /// [`ProcessUnwinder::is_thread_start`]'s answers: by ip, with the mapping's index.
-    thread_start: FxHashMap<u64, (usize, bool)>,
 }
 
 /// The mappings of a process live at a time, kept while they hold: asked for every frame of
@@ -277,8 +275,9 @@ const MAX_UNWINDERS: usize = 16;
 /// them (a program mapping code at 100,000 places cost root pkgmon 218 MiB).
 const MAX_CACHED_MODULES: usize = 1 << 16;
 
-/// How far before the unwind entry of a thread's outermost frame a sampled ip without an
-/// entry of its own is taken for the thread's start (glibc's clone3 child: 8 bytes).
+/// How far before the unwind entry of a thread's outermost frame a sampled ip is taken for
+/// the thread's start too ([`ProcessUnwinder::find_outermost`]; glibc's clone3 child: 8
+/// bytes).
 const THREAD_START_GAP: u64 = 16;
 
 /// How the frames of one sample were obtained.
@@ -444,18 +443,6 @@ impl ProcessUnwinder {
                 }
             }
         };
-        // A new thread's first instructions: the child of glibc's clone3 returns from its
-        // system call into a few bytes no unwind entry covers (the parent's `ret` shares
-        // them), just before the entry that marks the thread's outermost frame; there the
-        // top of the new stack holds no return address. One such sample of a run that starts
-        // 300 threads was counted as cut for want of unwind information.
-        if end == StackEnd::UnwindInfo
-            && frames.len() == 1
-            && let Some(&ip) = chain.first()
-            && self.is_thread_start(u, p, s.time, ip)
-        {
-            end = StackEnd::Complete;
-        }
         // A frame-pointer chain that stopped at a frame it found inside the copy (a function
         // without a frame pointer, glibc's __libc_start_call_main above a main built without
         // unwind tables, whose own first frame CFI could not unwind) goes on from that frame
@@ -820,34 +807,37 @@ impl ProcessUnwinder {
         outermost
     }
 
-    /// Whether a sampled `ip` that could not be unwound lies in the few bytes before code
-    /// whose unwind entry marks a thread's outermost frame (see [`THREAD_START_GAP`]). Kept
-    /// per (ip, mapping), as [`ProcessUnwinder::is_outermost`] keeps its answers: code that
-    /// cannot be unwound at all is asked it at every sample.
-    fn is_thread_start(&mut self, u: &mut Unwinding, p: &Process, time: u64, ip: u64) -> bool {
-        /// The most answers kept.
-        const MAX_KEPT: usize = 1 << 16;
-        let Some(mapping) = self.mapping_index(p, ip, time) else {
+    /// [`ProcessUnwinder::is_outermost`] without its memory; a sampled ip is also outermost
+    /// a few bytes before such code: a new thread's first instructions, where the child of
+    /// glibc's clone3 returns from its system call into bytes no unwind entry covers (the
+    /// parent's `ret` shares them) and the new stack's top holds no return address (one
+    /// such sample of a run that starts 300 threads was counted as cut for want of unwind
+    /// information).
+    fn find_outermost(
+        &mut self,
+        u: &mut Unwinding,
+        p: &Process,
+        time: u64,
+        f: FrameAddress,
+        mapping: Option<usize>,
+    ) -> bool {
+        if self.ends_stack(u, p, time, f, mapping) {
+            return true;
+        }
+        let FrameAddress::InstructionPointer(ip) = f else {
             return false;
         };
-        if let Some(&(kept, start)) = self.thread_start.get(&ip)
-            && kept == mapping
-        {
-            return start;
-        }
-        let start = (1..=THREAD_START_GAP).any(|k| {
-            ip.checked_add(k)
-                .is_some_and(|a| self.is_outermost(u, p, time, FrameAddress::InstructionPointer(a)))
-        });
-        if self.thread_start.len() >= MAX_KEPT {
-            self.thread_start.clear();
-        }
-        self.thread_start.insert(ip, (mapping, start));
-        start
+        (1..=THREAD_START_GAP).any(|k| {
+            ip.checked_add(k).is_some_and(|a| {
+                let mapping = self.mapping_index(p, a, time);
+                self.ends_stack(u, p, time, FrameAddress::InstructionPointer(a), mapping)
+            })
+        })
     }
 
-    /// [`ProcessUnwinder::is_outermost`] without its memory.
-    fn find_outermost(
+    /// Whether frame `f` (in the mapping of index `mapping`) is the entry code of its file or
+    /// has its return address undefined by its unwind information.
+    fn ends_stack(
         &mut self,
         u: &mut Unwinding,
         p: &Process,
