@@ -117,15 +117,14 @@ impl Unwinding {
                     signal_frames: elf
                         .signal_frames
                         .iter()
-                        .filter_map(|r| Some(r.start.checked_add(bias)?..r.end.checked_add(bias)?))
+                        .filter_map(|r| shifted(r, bias))
                         .collect(),
                     register_frames: elf
                         .register_frames
                         .iter()
                         .filter_map(|r| {
-                            let at = r.start.checked_add(bias)?..r.end.checked_add(bias)?;
                             Some(RegisterFrames {
-                                at,
+                                at: shifted(r, bias)?,
                                 elf: elf.clone(),
                                 bias,
                             })
@@ -135,6 +134,11 @@ impl Unwinding {
             })
             .clone()
     }
+}
+
+/// A range of file addresses as runtime addresses, `bias` on.
+fn shifted(r: &Range<u64>, bias: u64) -> Option<Range<u64>> {
+    Some(r.start.checked_add(bias)?..r.end.checked_add(bias)?)
 }
 
 /// What unwinding uses of one mapping: its framehop module (None without unwind tables), and
@@ -335,11 +339,7 @@ impl ProcessUnwinder {
             .regs
             .filter(|_| !stack.is_empty() || rec.user_stack_bytes > 0)
         {
-            let read = |addr: u64| -> Option<u64> {
-                let off = usize::try_from(addr.checked_sub(regs.sp)?).ok()?;
-                let b = stack.get(off..off.checked_add(8)?)?;
-                Some(u64::from_ne_bytes(b.try_into().ok()?))
-            };
+            let read = |addr| word_at(stack, regs.sp, addr);
             let mut bp = regs.bp;
             for (j, &a) in chain.iter().enumerate().skip(1) {
                 match (read(bp), read(bp.wrapping_add(8))) {
@@ -458,12 +458,7 @@ impl ProcessUnwinder {
             }) = frames.last()
             && let Some(from) = FrameAddress::from_return_address(address)
         {
-            let read = |a: u64| -> Option<u64> {
-                let off = usize::try_from(a.checked_sub(regs.sp)?).ok()?;
-                let b = stack.get(off..off.checked_add(8)?)?;
-                Some(u64::from_ne_bytes(b.try_into().ok()?))
-            };
-            if let Some(bp) = at.checked_sub(16).and_then(read) {
+            if let Some(bp) = at.checked_sub(16).and_then(|a| word_at(stack, regs.sp, a)) {
                 let copy = CopyBounds {
                     end: regs.sp.saturating_add(stack.len() as u64),
                     full: s.stack_copy_full,
@@ -907,11 +902,7 @@ impl ProcessUnwinder {
         let max = u.max_frames;
         let k = self.unwinder_index(u, p, time);
         let (live, set) = (&self.unwinders[k].1, &self.live);
-        let mut read = |addr: u64| -> Result<u64, ()> {
-            let off = usize::try_from(addr.checked_sub(base).ok_or(())?).map_err(|_| ())?;
-            let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-            Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
-        };
+        let mut read = |addr| word_at(stack, base, addr).ok_or(());
         loop {
             if out.len() >= max {
                 return CfiEnd::Limit;
@@ -1038,6 +1029,13 @@ fn register_frame_step(
         None => r.bp(),
     };
     Some((ra, cfa, bp))
+}
+
+/// The word at `addr` of a stack copy whose bytes start at `base`; None outside the copy.
+fn word_at(stack: &[u8], base: u64, addr: u64) -> Option<u64> {
+    let off = usize::try_from(addr.checked_sub(base)?).ok()?;
+    let b = stack.get(off..off.checked_add(8)?)?;
+    Some(u64::from_ne_bytes(b.try_into().ok()?))
 }
 
 /// Where a sample's stack copy ends, and the stack.
