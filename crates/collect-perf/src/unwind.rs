@@ -457,35 +457,32 @@ impl ProcessUnwinder {
                 position: Some(at),
             }) = frames.last()
             && let Some(from) = FrameAddress::from_return_address(address)
+            && let Some(bp) = at.checked_sub(16).and_then(|a| word_at(stack, regs.sp, a))
         {
-            if let Some(bp) = at.checked_sub(16).and_then(|a| word_at(stack, regs.sp, a)) {
-                let copy = CopyBounds {
-                    end: regs.sp.saturating_add(stack.len() as u64),
-                    full: s.stack_copy_full,
-                    stack_end: self.threads.get(&s.tid).map_or(0, |t| t.end),
+            let copy = CopyBounds {
+                end: regs.sp.saturating_add(stack.len() as u64),
+                full: s.stack_copy_full,
+                stack_end: self.threads.get(&s.tid).map_or(0, |t| t.end),
+            };
+            // A rare path: its own buffer (`u.cfi` holds this sample's CFI frames).
+            let mut more = Vec::new();
+            let start = UnwindRegsX86_64::new(address, at, bp);
+            // rbx here is the one of a frame the chain reached, not the sample's.
+            let more_end = self.cfi_walk(
+                u, p, s.time, regs.sp, None, from, start, stack, copy, &mut more,
+            );
+            if !more.is_empty() || more_end == CfiEnd::Root {
+                let room = max - frames.len();
+                end = match more_end {
+                    _ if more.len() > room => StackEnd::CallchainLimit,
+                    CfiEnd::Root => StackEnd::Complete,
+                    CfiEnd::Limit => StackEnd::CallchainLimit,
+                    CfiEnd::CopyEnd | CfiEnd::UntouchedPage => StackEnd::StackCopy,
+                    CfiEnd::Stuck => StackEnd::UnwindInfo,
                 };
-                let mut more = std::mem::take(&mut u.cfi);
-                more.clear();
-                let start = UnwindRegsX86_64::new(address, at, bp);
-                // rbx here is the one of a frame the chain reached, not the sample's.
-                let more_end = self.cfi_walk(
-                    u, p, s.time, regs.sp, None, from, start, stack, copy, &mut more,
-                );
-                if !more.is_empty() || more_end == CfiEnd::Root {
-                    let room = max - frames.len();
-                    end = match more_end {
-                        _ if more.len() > room => StackEnd::CallchainLimit,
-                        CfiEnd::Root => StackEnd::Complete,
-                        CfiEnd::Limit => StackEnd::CallchainLimit,
-                        CfiEnd::CopyEnd | CfiEnd::UntouchedPage => StackEnd::StackCopy,
-                        CfiEnd::Stuck => StackEnd::UnwindInfo,
-                    };
-                    more.truncate(room);
-                    frames.extend_from_slice(&more);
-                    stats.fp_then_cfi += 1;
-                }
-                more.clear();
-                u.cfi = more;
+                more.truncate(room);
+                frames.extend_from_slice(&more);
+                stats.fp_then_cfi += 1;
             }
         }
         let whole = end == StackEnd::Complete || self.complete_from_thread(s.tid, &mut frames);
