@@ -436,11 +436,12 @@ pub fn replay(rec: &Recording) -> Replay {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::recording::SideRecord;
 
-    fn side(time: u64, kind: SideBand) -> SideRecord {
+    /// A side-band record at `time` (the unwinder's tests build recordings with these too).
+    pub(crate) fn side(time: u64, kind: SideBand) -> SideRecord {
         SideRecord { time, cpu: 0, kind }
     }
 
@@ -448,7 +449,7 @@ mod tests {
         mmap_len(pid, addr, 0x1000, name)
     }
 
-    fn mmap_len(pid: u32, addr: u64, len: u64, name: &str) -> SideBand {
+    pub(crate) fn mmap_len(pid: u32, addr: u64, len: u64, name: &str) -> SideBand {
         SideBand::Mmap {
             pid,
             tid: pid,

@@ -1112,6 +1112,7 @@ pub fn unwind_user_stacks(rec: &Recording, replay: &Replay, max_frames: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::tests::{mmap_len, side};
 
     pub(super) fn mapping(path: &str) -> Mapping {
         Mapping {
@@ -1178,7 +1179,7 @@ mod tests {
     /// clone3 is not.
     #[test]
     fn a_new_threads_first_instructions_are_its_outermost_frame() {
-        use crate::recording::{SideBand, SideRecord, UserRegs};
+        use crate::recording::UserRegs;
         let path = std::fs::canonicalize("/lib/x86_64-linux-gnu/libc.so.6").expect("libc");
         let data = std::fs::read(&path).expect("libc");
         // clone3 is not an exported symbol: found by its system call, `mov $435, %eax;
@@ -1193,22 +1194,9 @@ mod tests {
         let earlier = at - 16;
         let base = 0x7f00_0000_0000u64;
         let len = (data.len() as u64).next_multiple_of(0x1000);
+        let libc = path.to_str().expect("utf-8");
         let mut rec = Recording {
-            side_band: vec![SideRecord {
-                time: 1,
-                cpu: 0,
-                kind: SideBand::Mmap {
-                    pid: 5,
-                    tid: 6,
-                    addr: base,
-                    len,
-                    pgoff: 0,
-                    build_id: None,
-                    prot: 5,
-                    flags: 2,
-                    filename: path.to_str().expect("utf-8").into(),
-                },
-            }],
+            side_band: vec![side(1, mmap_len(5, base, len, libc))],
             user_stack_bytes: 64,
             ..Recording::default()
         };
@@ -1246,38 +1234,23 @@ mod tests {
     /// mapping starts or ends or the mappings change.
     #[test]
     fn the_live_mappings_kept_answer_as_a_scan_of_all() {
-        use crate::recording::{SideBand, SideRecord};
-        let mmap = |time: u64, addr: u64, len: u64, name: &str| SideRecord {
-            time,
-            cpu: 0,
-            kind: SideBand::Mmap {
-                pid: 5,
-                tid: 5,
-                addr,
-                len,
-                pgoff: 0,
-                build_id: None,
-                prot: 5,
-                flags: 2,
-                filename: name.into(),
-            },
-        };
+        use crate::recording::SideBand;
+        let mmap = |time, addr, len, name| side(time, mmap_len(5, addr, len, name));
         let mut side_band = vec![
             mmap(1, 0x1000, 0x3000, "/bin/a"),
             mmap(10, 0x8000, 0x1000, "/lib/b"),
             mmap(20, 0x2000, 0x1000, "/lib/c"),
             mmap(30, 0x8000, 0x2000, "/lib/d"),
         ];
-        side_band.push(SideRecord {
-            time: 40,
-            cpu: 0,
-            kind: SideBand::Comm {
+        side_band.push(side(
+            40,
+            SideBand::Comm {
                 pid: 5,
                 tid: 5,
                 comm: "e".into(),
                 exec: true,
             },
-        });
+        ));
         side_band.push(mmap(41, 0x1000, 0x1000, "/bin/e"));
         let rec = Recording {
             side_band,
