@@ -544,16 +544,7 @@ fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
 fn lazy_binding_trampolines_keep_their_callers() {
     let _serial = serial();
     let c = config();
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads/lazy.c");
-    let exe = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("lazy-{}", std::process::id()));
-    let st = Command::new("cc")
-        .args(["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .expect("run cc");
-    assert!(st.success());
+    let exe = workload_built("lazy", &["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy"]);
     let r = record(&args(&[&"env", &"LD_BIND_NOT=1", &exe, &"4000000"]), &c);
     let rep = replay(&r);
     let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
@@ -590,7 +581,6 @@ fn lazy_binding_trampolines_keep_their_callers() {
         "{in_resolver} samples in ld.so, {whole} whole through resolve_loop; {:?}",
         stacks.stats
     );
-    let _ = std::fs::remove_file(&exe);
     assert!(in_resolver >= 100, "{in_resolver} samples in ld.so");
     assert!(
         whole * 100 >= in_resolver * 95,

@@ -16,16 +16,26 @@ use collect_perf::{Config, Recording, Sampler, preflight};
 /// test leaves anything there), through a file of this process's own that replaces the
 /// previous build at once, since another test process may be running it.
 pub fn workload(name: &str) -> PathBuf {
+    workload_built(name, &["-O2", "-fno-omit-frame-pointer", "-pthread"])
+}
+
+/// [`workload`] compiled with `flags` instead (a build of its own, named after them).
+pub fn workload_built(name: &str, flags: &[&str]) -> PathBuf {
     static BUILT: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collect-perf-workloads");
-    let out = dir.join(name);
+    let file = match flags {
+        ["-O2", "-fno-omit-frame-pointer", "-pthread"] => name.to_owned(),
+        _ => format!("{name}{}", flags.concat()).replace(|c: char| !c.is_alphanumeric(), "_"),
+    };
+    let out = dir.join(&file);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if built.insert(name.to_owned()) {
+    if built.insert(file.clone()) {
         std::fs::create_dir_all(&dir).expect("create the workload dir");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/workloads/{name}.c"));
-        let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+        let tmp = dir.join(format!("{file}.{}.tmp", std::process::id()));
         let st = Command::new("cc")
-            .args(["-O2", "-fno-omit-frame-pointer", "-pthread", "-o"])
+            .args(flags)
+            .arg("-o")
             .arg(&tmp)
             .arg(&src)
             .status()
