@@ -60,6 +60,14 @@ fn field(text: &str, key: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Field `n` (numbered from 1, as proc(5) does) of a `stat` text, a number; None if absent.
+fn stat_field(stat: &str, n: usize) -> Option<u64> {
+    // The fields after the parenthesised comm, which may itself hold spaces and parentheses,
+    // start at field 3 (state).
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
 /// Reads the counters of `pid` (a live process or a zombie); None if `stat` is unreadable.
 pub(crate) fn counters(pid: u32) -> Option<ProcCounters> {
     let stat = text(&format!("/proc/{pid}/stat"), SMALL)?;
@@ -77,11 +85,8 @@ pub(crate) fn parse_counters(
     io: String,
     schedstat: String,
 ) -> Option<ProcCounters> {
-    // Fields after the parenthesised comm, which may itself contain spaces and parentheses.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // `rest` starts at field 3 (state), so field n is f[n - 3].
-    let num = |n: usize| f.get(n - 3).and_then(|v| v.parse().ok()).unwrap_or(0);
+    stat.rfind(')')?;
+    let num = |n: usize| stat_field(&stat, n).unwrap_or(0);
     Some(ProcCounters {
         utime_ticks: num(14),
         stime_ticks: num(15),
@@ -127,11 +132,8 @@ pub(crate) fn parse_reading(
     let open = counters.stat.find('(')?;
     let close = counters.stat.rfind(')')?;
     let comm = counters.stat.get(open + 1..close)?.to_owned();
-    let start_ticks = counters.stat[close + 1..]
-        .split_whitespace()
-        .nth(22 - 3)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let start_ticks = stat_field(&counters.stat, 22).unwrap_or(0);
+    let start_stack = stat_field(&counters.stat, 28).unwrap_or(0);
     let argv = cmdline
         .split(|&b| b == 0)
         .filter(|a| !a.is_empty())
@@ -141,6 +143,7 @@ pub(crate) fn parse_reading(
         pid,
         time,
         start_ticks,
+        start_stack,
         comm,
         argv,
         counters,

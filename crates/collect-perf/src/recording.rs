@@ -3,6 +3,7 @@
 //! Longer than 800 lines only by its unit tests (the last fifth), which build records byte by
 //! byte as the kernel writes them; the code itself is under 700 lines.
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// A tracepoint the run opened: its format (kept with the measurement, so its records can be
@@ -261,6 +262,9 @@ pub struct ProcReading {
     pub time: u64,
     /// Start time in clock ticks since boot (`stat` field 22), which tells reused pids apart.
     pub start_ticks: u64,
+    /// Where the kernel put the main thread's stack pointer at exec, the address of `argc`
+    /// (`stat` field 28; 0 when /proc hides it): every frame of that thread lies below it.
+    pub start_stack: u64,
     /// Command name from `stat`.
     pub comm: String,
     /// `/proc/PID/cmdline`, split at NULs.
@@ -393,11 +397,22 @@ pub struct Recording {
     pub(crate) counter_ids: Vec<(u64, CounterKind)>,
     /// The sample identifiers of the tracepoint events, and their index in `tracepoints`.
     pub(crate) trace_ids: Vec<(u64, u32)>,
+    /// Where each followed process's main thread began its stack, from /proc: what of that
+    /// thread's stack copies can hold frames.
+    pub(crate) stack_starts: HashMap<u32, StackStart>,
     pub(crate) raw: Vec<u8>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
     /// Empty arenas with the capacity of an earlier round, for [`Recording::release`].
     pub(crate) spare: Arenas,
+}
+
+/// Where a process's main thread began its stack ([`ProcReading::start_stack`]), as read at
+/// `since`: true of samples from then on until the process execs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StackStart {
+    pub start: u64,
+    pub since: u64,
 }
 
 /// A recording's records and the arenas of their frames, stack copies and raw data.
@@ -767,6 +782,79 @@ mod tests {
             })
         );
         assert_eq!(r.user_stack(s), &[1; 8]);
+    }
+
+    /// A cpu-clock sample of pid 7 (thread `tid`) at time 555 whose stack copy, taken at sp
+    /// 0x7ffe_0000, is `stack`, of which the kernel copied `dyn_size` bytes.
+    fn sample_with_stack(tid: u32, stack: &[u8], dyn_size: u64) -> Vec<u8> {
+        B::default()
+            .u64(99)
+            .u64(0x401000)
+            .u32(7)
+            .u32(tid)
+            .u64(555)
+            .u32(1)
+            .u32(0)
+            .u64(1_000_000)
+            .u64(2)
+            .u64(CONTEXT_USER)
+            .u64(0x401000)
+            .u64(2)
+            .u64(0)
+            .u64(0)
+            .u64(0x7ffe_0000)
+            .u64(0x401000) // bx, bp, sp, ip
+            .u64(stack.len() as u64)
+            .bytes(stack)
+            .u64(dyn_size)
+            .finish(RECORD_SAMPLE, 2, false)
+    }
+
+    /// A main thread's copy is kept up to its `argc`, where exec started the stack; what lies
+    /// above (arguments, environment, their strings) is dropped, unless the reading that said
+    /// where the stack starts is newer than the sample, the thread is not the main one, or
+    /// the words there are not an `argc` and its `argv`.
+    #[test]
+    fn a_main_threads_copy_ends_at_the_stack_exec_made() {
+        let (sp, start) = (0x7ffe_0000u64, 0x7ffe_0040u64);
+        let mut stack = vec![0xaau8; 0x40]; // frames
+        for w in [2, start + 0x80, start + 0x90, 0, start + 0xa0, 0] {
+            stack.extend_from_slice(&u64::to_ne_bytes(w)); // argc, argv, NULL, envp, NULL
+        }
+        stack.resize(0x200, b'x'); // the strings
+        let kept = |tid, since, stack: &[u8]| {
+            let mut r = Recording::default();
+            r.stack_starts.insert(7, StackStart { start, since });
+            r.push_raw(&sample_with_stack(tid, stack, stack.len() as u64 - 8));
+            assert_eq!(r.unparsed_records, 0);
+            let s = &r.samples[0];
+            (r.user_stack(s).len(), s.stack_copy_full)
+        };
+        assert_eq!(start - sp, 0x40);
+        assert_eq!(kept(7, 555, &stack), (0x48, false));
+        // Another thread, a reading after the sample: all of the copy.
+        assert_eq!(kept(8, 555, &stack), (0x1f8, false));
+        assert_eq!(kept(7, 556, &stack), (0x1f8, false));
+        // A copy cut by its size keeps saying so when nothing is dropped.
+        let mut r = Recording::default();
+        r.push_raw(&sample_with_stack(7, &stack, 0x200));
+        assert!(r.samples[0].stack_copy_full);
+        // No argv's NULL where argc says, a first argument below the start, a copy short of
+        // the start: another image's stack, kept whole.
+        let mut other = stack.clone();
+        other[0x40] = 3;
+        assert_eq!(kept(7, 0, &other), (0x1f8, false));
+        let mut other = stack.clone();
+        other[0x48..0x50].copy_from_slice(&u64::to_ne_bytes(start - 0x10));
+        assert_eq!(kept(7, 0, &other), (0x1f8, false));
+        assert_eq!(kept(7, 0, &stack[..0x44]), (0x3c, false));
+        // An exec forgets the start until /proc is read again.
+        let mut r = Recording::default();
+        r.stack_starts.insert(7, StackStart { start, since: 0 });
+        let comm = B::default().u32(7).u32(7).bytes(b"x\0\0\0\0\0\0\0");
+        r.push_raw(&comm.finish(RECORD_COMM, MISC_COMM_EXEC, true));
+        r.push_raw(&sample_with_stack(7, &stack, 0x1f8));
+        assert_eq!(r.user_stack(&r.samples[0]).len(), 0x1f8);
     }
 
     /// Events that did not ask for build-ids get a device and inode in their MMAP2 records,

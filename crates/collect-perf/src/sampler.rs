@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::preflight::{MAX_KERNEL_CHAIN, MaxStackRaise, fit_max_stack, open_error, ring_pages};
 use crate::procfs;
 use crate::recording::TracepointInfo;
-use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord};
+use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord, StackStart};
 use crate::ring::{Ring, page_size};
 use crate::spawn::StoppedChild;
 use crate::sys;
@@ -516,6 +516,7 @@ impl Sampler {
                 return true;
             }
             let Some(reading) = procfs::reading(pid, now) else {
+                rec.stack_starts.remove(&pid);
                 // A continuous run forgets a pid once it is gone, so that what it keeps does
                 // not grow with the processes of its whole life; a reuse is reported again.
                 if forget {
@@ -523,6 +524,13 @@ impl Sampler {
                 }
                 return false;
             };
+            if reading.start_stack != 0 {
+                let start = StackStart {
+                    start: reading.start_stack,
+                    since: now,
+                };
+                rec.stack_starts.insert(pid, start);
+            }
             // A zombie's /proc entry is still readable; a pid seen exiting stays watched until
             // its entry goes, which costs one failed read.
             match rec

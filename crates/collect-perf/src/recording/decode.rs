@@ -5,7 +5,7 @@
 use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, UserRegs};
 
 pub(super) mod parse {
-    use super::parse_fields::{callchain, place, regs_user, stack_user};
+    use super::parse_fields::{callchain, live_stack, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
     use crate::sys::*;
 
@@ -95,12 +95,20 @@ pub(super) mod parse {
                     filename,
                 }
             }
-            RECORD_COMM => SideBand::Comm {
-                pid: c.u32()?,
-                tid: c.u32()?,
-                comm: cstr(&c.b[c.pos..]),
-                exec: misc & MISC_COMM_EXEC != 0,
-            },
+            RECORD_COMM => {
+                let (pid, tid) = (c.u32()?, c.u32()?);
+                let exec = misc & MISC_COMM_EXEC != 0;
+                if exec {
+                    // The new image's stack starts elsewhere; the next /proc reading says where.
+                    r.stack_starts.remove(&pid);
+                }
+                SideBand::Comm {
+                    pid,
+                    tid,
+                    comm: cstr(&c.b[c.pos..]),
+                    exec,
+                }
+            }
             RECORD_FORK | RECORD_EXIT => {
                 let (pid, ppid, tid, ptid) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
                 if ty == RECORD_FORK {
@@ -168,7 +176,7 @@ pub(super) mod parse {
             regs = regs_user(c)?;
         }
         if st & SAMPLE_STACK_USER != 0 {
-            (stack, stack_copy_full) = stack_user(c)?;
+            (stack, stack_copy_full) = live_stack(r, (pid, tid, time), regs, stack_user(c)?);
         }
         let placed = place(r, chain, stack);
         let r0 = r.raw.len() as u32;
@@ -225,7 +233,7 @@ pub(super) mod parse {
         let chain = callchain(r, c)?;
         let regs = regs_user(c)?;
         let (stack, stack_copy_full) = if c.pos < c.b.len() {
-            stack_user(c)?
+            live_stack(r, (pid, tid, time), regs, stack_user(c)?)
         } else {
             (&[][..], false)
         };
@@ -329,6 +337,46 @@ mod parse_fields {
         } else {
             None
         })
+    }
+
+    /// The part of a sample's stack copy that can hold frames, and whether the stack may go
+    /// on beyond it. Above where exec left a main thread's stack pointer (`argc`, then the
+    /// argument and environment pointers, the auxiliary vector and their strings) lie
+    /// kilobytes that no frame uses but every copy holds: storing them cost the collector
+    /// most of its copying. They are dropped when the words there are still an `argc` and
+    /// its `argv`, and the sample no older than the reading that said where they start (an
+    /// image before an exec had its stack elsewhere: then all is kept).
+    pub(super) fn live_stack<'a>(
+        r: &Recording,
+        (pid, tid, time): (u32, u32, u64),
+        regs: Option<UserRegs>,
+        (stack, full): (&'a [u8], bool),
+    ) -> (&'a [u8], bool) {
+        let start = r
+            .stack_starts
+            .get(&pid)
+            .filter(|s| pid == tid && time >= s.since);
+        match regs
+            .zip(start)
+            .and_then(|(g, s)| frames_end(stack, g.sp, s.start))
+        {
+            Some(end) => (&stack[..end], false),
+            None => (stack, full),
+        }
+    }
+
+    /// The length of `stack` (copied from `sp`) up to and with the `argc` at `start`, if the
+    /// copy holds it, a NULL after its `argc` pointers, and a first one pointing above it.
+    fn frames_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
+        let at = usize::try_from(start.checked_sub(sp)?).ok()?;
+        let word = |i: usize| -> Option<u64> {
+            let b = stack.get(at.checked_add(i.checked_mul(8)?)?..)?.get(..8)?;
+            Some(u64::from_ne_bytes(b.try_into().ok()?))
+        };
+        let argc = usize::try_from(word(0)?).ok()?;
+        let argv_ends = word(argc.checked_add(1)?)? == 0;
+        let first_above = argc == 0 || word(1)?.checked_sub(start).is_some_and(|d| d > 8);
+        (argv_ends && first_above).then_some(at + 8)
     }
 
     /// Reads `PERF_SAMPLE_STACK_USER`: the valid part of the copy, and whether it was full.
