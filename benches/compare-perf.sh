@@ -8,7 +8,7 @@
 #   PARTS="cpu" bash benches/compare-perf.sh                  (some of the parts below only)
 #
 # 1. CPU per sample at 1, 4 and 10 kHz. The workload is a fixed amount of CPU work (work.c) in
-#    two sizes, about 1 and 4 s. A profiler's cost per sample is its extra CPU time (user +
+#    two sizes, about 1 and 4 s (13 s at 1 kHz, for as many extra samples as at 4). A profiler's cost per sample is its extra CPU time (user +
 #    system of the whole process tree, over the bare workload) on the large run minus that on
 #    the small one, divided by the extra samples: the fixed cost of starting and stopping
 #    (perf's is about half a second) cancels out. RUNS rounds, each running every tool once
@@ -76,7 +76,10 @@ echo
 python3 - "$pkgmon" "$pkgprof" "$runs" <<'PY'
 import os, re, resource, statistics, subprocess, sys
 pkgmon, pkgprof, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
-small, large = 700, 2800
+small = 700
+# About 12,000 samples more in the large run at 1 and 4 kHz, 30,000 at 10 kHz: at 1 kHz a 4 s
+# run's 3,000 extra samples cost less than a run's noise.
+large_at = {1000: 9100, 4000: 2800, 10000: 2800}
 retries = 0
 def cpu_run(cmd):
     """CPU seconds (user + system) of `cmd` and the processes it waited for, those of the
@@ -131,6 +134,7 @@ tools = ["pkgmon", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
 print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) | vs perf dwarf (median of rounds) | with the listing made (us) | vs perf -g + perf report |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for hz in (1000, 4000, 10000):
+    large = large_at[hz]
     per = {t: [] for t in tools}
     listed = {t: [] for t in tools}
     inside = {t: [] for t in tools}
