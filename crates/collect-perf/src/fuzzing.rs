@@ -9,18 +9,27 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{FrameAddress, Module, Unwinder as _};
 
 use crate::elf::ElfInfo;
-use crate::recording::{ProcReading, Recording, TaskExit};
+use crate::recording::{ProcReading, Recording, StackStart, TaskExit};
 use crate::unwind::{FhUnwinder, section_info};
 
 /// Decodes `data` as a stream of perf records, each led by its `perf_event_header` (type,
 /// misc, size), laid out as this crate's events make them, into a recording. A header whose
 /// size is under 8 bytes or past the end stops the stream, as it would stop the ring reader.
 pub fn decode_records(data: &[u8]) -> Recording {
-    // As a task-following run decodes them: MMAP2 records under the flag carry a build-id.
+    // As a task-following run decodes them: MMAP2 records under the flag carry a build-id;
+    // the main threads of pids 0 to 7 started their stacks at 0x7ffe_0100 (as a /proc
+    // reading says), so their stack copies are cut there when they hold an argc.
     let mut rec = Recording {
         mmap_build_ids: true,
         ..Recording::default()
     };
+    for pid in 0..8 {
+        let start = StackStart {
+            start: 0x7ffe_0100,
+            since: 0,
+        };
+        rec.stack_starts.insert(pid, start);
+    }
     let mut rest = data;
     while let Some(size) = rest.get(6..8) {
         let size = usize::from(u16::from_ne_bytes([size[0], size[1]]));
