@@ -810,8 +810,8 @@ mod tests {
             .finish(RECORD_SAMPLE, 2, false)
     }
 
-    /// A main thread's copy is kept up to its `argc`, where exec started the stack; what lies
-    /// above (arguments, environment, their strings) is dropped, unless the reading that said
+    /// A main thread's copy is kept up to its `argc` and `argv`, where exec started the stack;
+    /// what lies above (environment, auxiliary vector, strings) is dropped, unless the reading that said
     /// where the stack starts is newer than the sample, the thread is not the main one, or
     /// the words there are not an `argc` and its `argv`.
     #[test]
@@ -831,7 +831,7 @@ mod tests {
             (r.user_stack(s).len(), s.stack_copy_full)
         };
         assert_eq!(start - sp, 0x40);
-        assert_eq!(kept(7, 555, &stack), (0x48, false));
+        assert_eq!(kept(7, 555, &stack), (0x60, false));
         // Another thread, a reading after the sample: all of the copy.
         assert_eq!(kept(8, 555, &stack), (0x1f8, false));
         assert_eq!(kept(7, 556, &stack), (0x1f8, false));

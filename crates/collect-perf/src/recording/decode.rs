@@ -365,8 +365,10 @@ mod parse_fields {
         }
     }
 
-    /// The length of `stack` (copied from `sp`) up to and with the `argc` at `start`, if the
-    /// copy holds it, a NULL after its `argc` pointers, and a first one pointing above it.
+    /// The length of `stack` (copied from `sp`) up to and with the `argc` at `start` and its
+    /// `argv`, if the copy holds them, `argv` ends in NULL and its first pointer points above.
+    /// (`argv` is kept: a dynamic linker older than glibc 2.36, run as the command, skipped its
+    /// own arguments by starting the program's stack among those pointers.)
     fn frames_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
         let at = usize::try_from(start.checked_sub(sp)?).ok()?;
         let word = |i: usize| -> Option<u64> {
@@ -376,7 +378,7 @@ mod parse_fields {
         let argc = usize::try_from(word(0)?).ok()?;
         let argv_ends = word(argc.checked_add(1)?)? == 0;
         let first_above = argc == 0 || word(1)?.checked_sub(start).is_some_and(|d| d > 8);
-        (argv_ends && first_above).then_some(at + 8)
+        (argv_ends && first_above).then_some(at + 8 * (argc + 2))
     }
 
     /// Reads `PERF_SAMPLE_STACK_USER`: the valid part of the copy, and whether it was full.
