@@ -380,8 +380,9 @@ fn getpid_via(how: &str) {
     // below 1 us (bucket 10 starts at 1,024 ns), where a getpid is. On the ring path the
     // kernel's interval also holds the writing of the entry record (its time is taken before
     // its callchain and stack copy go into the ring), which at load 7-10 put the mode in
-    // [1, 2) us, the program's in [2, 4): there the bound is 2 us.
-    let below = if how.ends_with("ring") { 11 } else { 10 };
+    // [1, 2) us, the program's in [2, 4), and in a fresh-clone CI run alone on the machine
+    // both in [2, 4): there the bound is 4 us, beside the program's mode.
+    let below = if how.ends_with("ring") { 12 } else { 10 };
     assert!(
         pk[0].mode <= own && pk[0].mode < below,
         "{how}: {pk:?} vs {own}"
