@@ -2,7 +2,7 @@
 # Side by side: pkgmon against `perf record -g` (frame-pointer callchains, perf's usual mode)
 # and `perf record --call-graph dwarf` (stack copies, like pkgmon) on the same workloads.
 #
-#   bash benches/compare-perf.sh            (everything, about 15 minutes)
+#   bash benches/compare-perf.sh            (everything, about 25 minutes)
 #   MEMORY_SECONDS=10 RUNS=3 bash benches/compare-perf.sh     (shorter)
 #   PKGMON=path/to/pkgmon bash benches/compare-perf.sh       (a pkgmon already built)
 #   PARTS="cpu" bash benches/compare-perf.sh                  (some of the parts below only)
