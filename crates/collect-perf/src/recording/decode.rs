@@ -340,12 +340,12 @@ mod parse_fields {
     }
 
     /// The part of a sample's stack copy that can hold frames, and whether the stack may go
-    /// on beyond it. Above where exec left a main thread's stack pointer (`argc`, then the
-    /// argument and environment pointers, the auxiliary vector and their strings) lie
-    /// kilobytes that no frame uses but every copy holds: storing them cost the collector
-    /// most of its copying. They are dropped when the words there are still an `argc` and
-    /// its `argv`, and the sample no older than the reading that said where they start (an
-    /// image before an exec had its stack elsewhere: then all is kept).
+    /// on beyond it. Above a main thread's `argc` and `argv`, where exec started its stack,
+    /// lie the environment's pointers, the auxiliary vector and the strings: kilobytes that
+    /// no frame uses but every copy holds, whose storing cost the collector most of its
+    /// copying. They are dropped when the words there are still an `argc` and its `argv`,
+    /// and the sample no older than the reading that said where they start (an image before
+    /// an exec had its stack elsewhere: then all is kept).
     pub(super) fn live_stack<'a>(
         r: &Recording,
         (pid, tid, time): (u32, u32, u64),
