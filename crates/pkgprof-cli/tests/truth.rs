@@ -439,9 +439,20 @@ fn truncated_callees(l: &Listing, pid: u32) -> BTreeSet<String> {
 /// workload) its loading of the libraries before `main` (`_dl_map_object`); or a library's
 /// `_init` and `_fini`, which ld.so runs at each dlopen and dlclose (the reload workload runs
 /// them 80 times) and which crti.o gives no unwind information (no FDE covers them: one
-/// sample in 6 runs of that workload was cut there).
+/// sample in 6 runs of that workload was cut there); or the destructor and constructor
+/// helpers crtbeginS.o puts in each library, which ld.so's `_fini` and `_init` call and which
+/// have no FDE either (`__do_global_dtors_aux`: one stack in about 5 runs of the reload
+/// workload, with `-fomit-frame-pointer`).
 fn in_dynamic_linker(name: &str) -> bool {
-    name.starts_with("_dl_") || name == "_init" || name == "_fini"
+    const CRT: [&str; 6] = [
+        "_init",
+        "_fini",
+        "__do_global_dtors_aux",
+        "frame_dummy",
+        "register_tm_clones",
+        "deregister_tm_clones",
+    ];
+    name.starts_with("_dl_") || CRT.contains(&name)
 }
 
 /// The stacks pkgmon's summary says ended where the stack copy stopped at a page not yet
