@@ -400,19 +400,13 @@ pub struct Recording {
     /// Where each followed process's main thread began its stack, from /proc: what of that
     /// thread's stack copies can hold frames.
     pub(crate) stack_starts: HashMap<u32, StackStart>,
+    /// The thread descriptors found in other threads' stack copies, by thread id.
+    pub(crate) thread_descriptors: ThreadDescriptors,
     pub(crate) raw: Vec<u8>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
     /// Empty arenas with the capacity of an earlier round, for [`Recording::release`].
     pub(crate) spare: Arenas,
-}
-
-/// Where a process's main thread began its stack ([`ProcReading::start_stack`]), as read at
-/// `since`: true of samples from then on until the process execs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct StackStart {
-    pub start: u64,
-    pub since: u64,
 }
 
 /// A recording's records and the arenas of their frames, stack copies and raw data.
@@ -693,6 +687,9 @@ impl Recording {
 
 #[cfg(target_os = "linux")]
 mod decode;
+mod live_stack;
+
+pub(crate) use live_stack::{StackStart, ThreadDescriptors};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

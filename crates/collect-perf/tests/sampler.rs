@@ -205,6 +205,48 @@ fn every_thread_is_sampled() {
     assert!(r.samples.iter().all(|s| s.pid == main));
 }
 
+/// Stack copies are kept only where frames can be: a main thread's up to its `argv`'s NULL,
+/// from the first /proc reading that says where its stack started on; another thread's up to
+/// its glibc descriptor, which lies inside a page (the kernel's copy ends at the mapping's
+/// end, a page boundary).
+#[test]
+fn stack_copies_are_kept_only_where_frames_can_be() {
+    let _serial = serial();
+    let c = config();
+    let r = record(&args(&[&workload("threads")]), &c);
+    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().unwrap());
+    let mut main = Vec::new();
+    let (mut thread, mut thread_cut) = (0, 0);
+    for s in r.samples.iter().filter(|s| s.regs.is_some()) {
+        let copy = r.user_stack(s);
+        let end = s.regs.unwrap().sp + copy.len() as u64;
+        if copy.len() < 24 {
+            continue;
+        }
+        if s.tid == s.pid {
+            // argc 1, argv[0], NULL.
+            let n = copy.len();
+            main.push((s.time, word(copy, n - 24) == 1 && word(copy, n - 8) == 0));
+        } else {
+            thread += 1;
+            thread_cut += usize::from(end.is_multiple_of(64) && !end.is_multiple_of(4096));
+        }
+    }
+    main.sort_unstable();
+    let first = main.iter().position(|&(_, cut)| cut);
+    let uncut_after = first.map(|f| main[f..].iter().filter(|&&(_, cut)| !cut).count());
+    // The reading comes within a poll interval of the start; the main thread spins 250 ms.
+    assert!(
+        main.len() >= 100 && first.is_some_and(|f| f * 2 < main.len()) && uncut_after == Some(0),
+        "first cut copy {first:?} of {}, {uncut_after:?} whole after it",
+        main.len()
+    );
+    assert!(
+        thread >= 400 && thread_cut * 10 >= thread * 9,
+        "{thread_cut} of {thread} cut"
+    );
+}
+
 #[test]
 fn exec_replaces_name_and_maps() {
     let _serial = serial();

@@ -5,8 +5,9 @@
 use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, UserRegs};
 
 pub(super) mod parse {
-    use super::parse_fields::{callchain, live_stack, place, regs_user, stack_user};
+    use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
+    use crate::recording::live_stack::live_stack;
     use crate::sys::*;
 
     pub(super) struct Cur<'a> {
@@ -119,6 +120,7 @@ pub(super) mod parse {
                         ptid,
                     }
                 } else {
+                    r.thread_descriptors.remove(&tid);
                     SideBand::Exit {
                         pid,
                         ppid,
@@ -337,48 +339,6 @@ mod parse_fields {
         } else {
             None
         })
-    }
-
-    /// The part of a sample's stack copy that can hold frames, and whether the stack may go
-    /// on beyond it. Above a main thread's `argc` and `argv`, where exec started its stack,
-    /// lie the environment's pointers, the auxiliary vector and the strings: kilobytes that
-    /// no frame uses but every copy holds, whose storing cost the collector most of its
-    /// copying. They are dropped when the words there are still an `argc` and its `argv`,
-    /// and the sample no older than the reading that said where they start (an image before
-    /// an exec had its stack elsewhere: then all is kept).
-    pub(super) fn live_stack<'a>(
-        r: &Recording,
-        (pid, tid, time): (u32, u32, u64),
-        regs: Option<UserRegs>,
-        (stack, full): (&'a [u8], bool),
-    ) -> (&'a [u8], bool) {
-        let start = r
-            .stack_starts
-            .get(&pid)
-            .filter(|s| pid == tid && time >= s.since);
-        match regs
-            .zip(start)
-            .and_then(|(g, s)| frames_end(stack, g.sp, s.start))
-        {
-            Some(end) => (&stack[..end], false),
-            None => (stack, full),
-        }
-    }
-
-    /// The length of `stack` (copied from `sp`) up to and with the `argc` at `start` and its
-    /// `argv`, if the copy holds them, `argv` ends in NULL and its first pointer points above.
-    /// (`argv` is kept: a dynamic linker older than glibc 2.36, run as the command, skipped its
-    /// own arguments by starting the program's stack among those pointers.)
-    fn frames_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
-        let at = usize::try_from(start.checked_sub(sp)?).ok()?;
-        let word = |i: usize| -> Option<u64> {
-            let b = stack.get(at.checked_add(i.checked_mul(8)?)?..)?.get(..8)?;
-            Some(u64::from_ne_bytes(b.try_into().ok()?))
-        };
-        let argc = usize::try_from(word(0)?).ok()?;
-        let argv_ends = word(argc.checked_add(1)?)? == 0;
-        let first_above = argc == 0 || word(1)?.checked_sub(start).is_some_and(|d| d > 8);
-        (argv_ends && first_above).then_some(at + 8 * (argc + 2))
     }
 
     /// Reads `PERF_SAMPLE_STACK_USER`: the valid part of the copy, and whether it was full.

@@ -1,0 +1,199 @@
+//! What of a sample's user stack copy can hold frames. The kernel copies from the stack
+//! pointer to the end of the stack's mapping (or further, into a readable mapping above it),
+//! and above every stack's outermost frame lie kilobytes no frame uses: over a main thread's
+//! `argc` and `argv`, where exec started its stack, the environment's pointers, the auxiliary
+//! vector and the strings; over a glibc thread's frames and static TLS, its thread descriptor
+//! (`struct pthread`, ~2.3 KiB). Storing them was most of the collector's copying, so they are
+//! dropped where the words there say what they are; a copy that does not say so is kept whole.
+
+use std::collections::HashMap;
+
+use super::{Recording, UserRegs};
+
+/// Where a process's main thread began its stack ([`super::ProcReading::start_stack`]), as
+/// read at `since`: true of samples from then on until the process execs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StackStart {
+    pub start: u64,
+    pub since: u64,
+}
+
+/// A thread's descriptor as found in one of its copies: its address and where in it the
+/// thread id is (the field's offset differs between glibc versions); `None` when a copy that
+/// reached the stack's end held none (not a glibc thread), so later copies are not searched.
+pub(crate) type ThreadDescriptors = HashMap<u32, Option<Descriptor>>;
+
+/// A glibc thread descriptor: at `at`, pointing to itself at offsets 0 and 16 (its TCB
+/// header's `tcb` and `self`), with the thread's id at `at + tid_offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Descriptor {
+    at: u64,
+    tid_offset: usize,
+}
+
+/// A thread descriptor is aligned to 64 bytes and lies in the top pages of its stack mapping;
+/// the copy is searched this far below its end for one.
+const DESCRIPTOR_SEARCH: usize = 16 * 1024;
+/// Its thread id lies within this many bytes of its start (720 in glibc 2.36).
+const TID_SEARCH: usize = 2048;
+
+/// The part of a sample's stack copy that can hold frames, and whether the stack may go on
+/// beyond it. A main thread's copy ends at its `argc` and `argv` when the reading that said
+/// where they are is no newer than the sample and the words there are still an `argc` and
+/// its `argv` (an image before an exec had its stack elsewhere); another thread's ends below
+/// its descriptor.
+pub(super) fn live_stack<'a>(
+    r: &mut Recording,
+    (pid, tid, time): (u32, u32, u64),
+    regs: Option<UserRegs>,
+    (stack, full): (&'a [u8], bool),
+) -> (&'a [u8], bool) {
+    let Some(regs) = regs else {
+        return (stack, full);
+    };
+    let end = if pid == tid {
+        let start = r.stack_starts.get(&pid).filter(|s| time >= s.since);
+        start.and_then(|s| argv_end(stack, regs.sp, s.start))
+    } else {
+        descriptor_start(&mut r.thread_descriptors, tid, stack, regs.sp, full)
+    };
+    match end {
+        Some(end) => (&stack[..end], false),
+        None => (stack, full),
+    }
+}
+
+/// The word of `stack` (copied from `sp`) at `addr`.
+fn word(stack: &[u8], sp: u64, addr: u64) -> Option<u64> {
+    let at = usize::try_from(addr.checked_sub(sp)?).ok()?;
+    let b = stack.get(at..at.checked_add(8)?)?;
+    Some(u64::from_ne_bytes(b.try_into().ok()?))
+}
+
+/// The length of `stack` (copied from `sp`) up to and with the `argc` at `start` and its
+/// `argv`, if the copy holds them, `argv` ends in NULL and its first pointer points above.
+/// (`argv` is kept: a dynamic linker older than glibc 2.36, run as the command, skipped its
+/// own arguments by starting the program's stack among those pointers.)
+fn argv_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
+    let arg = |i: u64| word(stack, sp, start.checked_add(i.checked_mul(8)?)?);
+    let argc = arg(0)?;
+    let argv_ends = arg(argc.checked_add(1)?)? == 0;
+    let first_above = argc == 0 || arg(1)?.checked_sub(start).is_some_and(|d| d > 8);
+    let end = start.checked_add(8 * (argc + 2))? - sp;
+    (argv_ends && first_above).then_some(end as usize)
+}
+
+/// The length of `stack` (copied from `sp`) below thread `tid`'s descriptor: the one found
+/// before, if the copy still holds it, else one searched for from the copy's top down (its
+/// top being the stack's end or beyond, where only a copy not cut by its size reaches).
+fn descriptor_start(
+    known: &mut ThreadDescriptors,
+    tid: u32,
+    stack: &[u8],
+    sp: u64,
+    full: bool,
+) -> Option<usize> {
+    match known.get(&tid) {
+        Some(Some(d)) if is_descriptor(stack, sp, d.at, tid, d.tid_offset) => {
+            return Some((d.at - sp) as usize);
+        }
+        Some(None) => return None,
+        _ if full => return None,
+        _ => {}
+    }
+    let found = find_descriptor(stack, sp, tid);
+    known.insert(tid, found);
+    found.map(|d| (d.at - sp) as usize)
+}
+
+/// Whether `stack` holds at `at` a descriptor pointing to itself, with `tid` at `tid_offset`.
+fn is_descriptor(stack: &[u8], sp: u64, at: u64, tid: u32, tid_offset: usize) -> bool {
+    let tid_at = at.checked_add(tid_offset as u64);
+    word(stack, sp, at) == Some(at)
+        && word(stack, sp, at.wrapping_add(16)) == Some(at)
+        && tid_at.and_then(|a| tid_in(stack, sp, a)) == Some(tid)
+}
+
+/// The 32-bit word of `stack` at `addr`.
+fn tid_in(stack: &[u8], sp: u64, addr: u64) -> Option<u32> {
+    let at = usize::try_from(addr.checked_sub(sp)?).ok()?;
+    let b = stack.get(at..at.checked_add(4)?)?;
+    Some(u32::from_ne_bytes(b.try_into().ok()?))
+}
+
+/// The highest descriptor of thread `tid` in the top [`DESCRIPTOR_SEARCH`] bytes of `stack`.
+fn find_descriptor(stack: &[u8], sp: u64, tid: u32) -> Option<Descriptor> {
+    let end = sp.checked_add(stack.len() as u64)?;
+    let lowest = end.saturating_sub(DESCRIPTOR_SEARCH as u64).max(sp);
+    let mut at = end.checked_sub(24)? & !63;
+    while at >= lowest {
+        if word(stack, sp, at) == Some(at) && word(stack, sp, at + 16) == Some(at) {
+            let tid_offset = (24..TID_SEARCH)
+                .step_by(4)
+                .find(|&o| tid_in(stack, sp, at + o as u64) == Some(tid));
+            if let Some(tid_offset) = tid_offset {
+                return Some(Descriptor { at, tid_offset });
+            }
+        }
+        at = at.checked_sub(64)?;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of thread `tid`'s stack from `sp`: frames and TLS, then at `sp + 0x800` its
+    /// descriptor (the tid at offset 720), to the mapping's end at `sp + 0x1000`.
+    fn thread_copy(sp: u64, tid: u32) -> Vec<u8> {
+        let mut stack = vec![0x11u8; 0x1000];
+        let pd = sp + 0x800;
+        stack[0x800..0x808].copy_from_slice(&pd.to_ne_bytes());
+        stack[0x808..0x810].copy_from_slice(&0x5555_0000u64.to_ne_bytes());
+        stack[0x810..0x818].copy_from_slice(&pd.to_ne_bytes());
+        stack[0x800 + 720..0x800 + 724].copy_from_slice(&tid.to_ne_bytes());
+        stack
+    }
+
+    #[test]
+    fn a_threads_copy_ends_below_its_descriptor() {
+        let sp = 0x7f00_0000u64;
+        let stack = thread_copy(sp, 42);
+        let mut known = ThreadDescriptors::new();
+        assert_eq!(
+            descriptor_start(&mut known, 42, &stack, sp, false),
+            Some(0x800)
+        );
+        let found = Descriptor {
+            at: sp + 0x800,
+            tid_offset: 720,
+        };
+        assert_eq!(known[&42], Some(found));
+        // Found once, then checked: a copy from deeper down, cut by its size, ends there too.
+        let deeper = [vec![0u8; 0x100], stack.clone()].concat();
+        let at = descriptor_start(&mut known, 42, &deeper, sp - 0x100, true);
+        assert_eq!(at, Some(0x900));
+        // The tid later another thread's, on another stack: searched for again.
+        let sp2 = 0x7e00_0000u64;
+        let other = thread_copy(sp2, 42);
+        assert_eq!(
+            descriptor_start(&mut known, 42, &other, sp2, false),
+            Some(0x800)
+        );
+        assert_eq!(known[&42].map(|d| d.at), Some(sp2 + 0x800));
+        // Another thread's id there: not its descriptor, and none is searched for again.
+        let mut known = ThreadDescriptors::new();
+        assert_eq!(descriptor_start(&mut known, 43, &stack, sp, false), None);
+        assert_eq!(known[&43], None);
+        // A copy cut by its size is not searched (the descriptor may lie beyond it).
+        let mut known = ThreadDescriptors::new();
+        assert_eq!(descriptor_start(&mut known, 42, &stack, sp, true), None);
+        assert!(known.is_empty());
+        // Not pointing to itself at 16: no descriptor.
+        let mut broken = stack.clone();
+        broken[0x810] ^= 1;
+        let mut known = ThreadDescriptors::new();
+        assert_eq!(descriptor_start(&mut known, 42, &broken, sp, false), None);
+    }
+}
