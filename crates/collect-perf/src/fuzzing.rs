@@ -9,7 +9,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{FrameAddress, Module, Unwinder as _};
 
 use crate::elf::ElfInfo;
-use crate::recording::{ProcReading, Recording, StackStart, TaskExit};
+use crate::recording::{ProcReading, Recording, StackStart, TaskExit, word_at};
 use crate::unwind::{FhUnwinder, section_info};
 
 /// Decodes `data` as a stream of perf records, each led by its `perf_event_header` (type,
@@ -63,11 +63,7 @@ pub fn unwind_with_image(
         section_info(&elf),
     ));
     let mut cache = CacheX86_64::new();
-    let mut read = |addr: u64| -> Result<u64, ()> {
-        let off = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
-        let b = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
-        Ok(u64::from_ne_bytes(b.try_into().map_err(|_| ())?))
-    };
+    let mut read = |addr: u64| word_at(stack, sp, addr).ok_or(());
     let mut regs = UnwindRegsX86_64::new(ip, sp, bp);
     let mut address = FrameAddress::InstructionPointer(ip);
     let mut frames = vec![ip];

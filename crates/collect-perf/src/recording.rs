@@ -689,7 +689,7 @@ impl Recording {
 mod decode;
 mod live_stack;
 
-pub(crate) use live_stack::{StackStart, ThreadDescriptors};
+pub(crate) use live_stack::{StackStart, ThreadDescriptors, word_at};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

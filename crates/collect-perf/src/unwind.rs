@@ -35,7 +35,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{Error as FhError, FrameAddress, Module, Unwinder as _};
 
 use crate::elf::ElfInfo;
-use crate::recording::{Recording, Sample};
+use crate::recording::{Recording, Sample, word_at};
 use crate::replay::{Mapping, Process, Replay};
 
 mod ends;
@@ -1026,13 +1026,6 @@ fn register_frame_step(
         None => r.bp(),
     };
     Some((ra, cfa, bp))
-}
-
-/// The word at `addr` of a stack copy whose bytes start at `base`; None outside the copy.
-fn word_at(stack: &[u8], base: u64, addr: u64) -> Option<u64> {
-    let off = usize::try_from(addr.checked_sub(base)?).ok()?;
-    let b = stack.get(off..off.checked_add(8)?)?;
-    Some(u64::from_ne_bytes(b.try_into().ok()?))
 }
 
 /// Where a sample's stack copy ends, and the stack.

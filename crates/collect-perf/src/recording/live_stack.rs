@@ -63,11 +63,15 @@ pub(super) fn live_stack<'a>(
     }
 }
 
-/// The word of `stack` (copied from `sp`) at `addr`.
-fn word(stack: &[u8], sp: u64, addr: u64) -> Option<u64> {
-    let at = usize::try_from(addr.checked_sub(sp)?).ok()?;
-    let b = stack.get(at..at.checked_add(8)?)?;
-    Some(u64::from_ne_bytes(b.try_into().ok()?))
+/// The `N` bytes at `addr` of a stack copy whose bytes start at `base`; None outside it.
+fn bytes_at<const N: usize>(stack: &[u8], base: u64, addr: u64) -> Option<[u8; N]> {
+    let off = usize::try_from(addr.checked_sub(base)?).ok()?;
+    stack.get(off..off.checked_add(N)?)?.try_into().ok()
+}
+
+/// The word at `addr` of a stack copy whose bytes start at `base`; None outside the copy.
+pub(crate) fn word_at(stack: &[u8], base: u64, addr: u64) -> Option<u64> {
+    bytes_at(stack, base, addr).map(u64::from_ne_bytes)
 }
 
 /// The length of `stack` (copied from `sp`) up to and with the `argc` at `start` and its
@@ -75,7 +79,7 @@ fn word(stack: &[u8], sp: u64, addr: u64) -> Option<u64> {
 /// (`argv` is kept: a dynamic linker older than glibc 2.36, run as the command, skipped its
 /// own arguments by starting the program's stack among those pointers.)
 fn argv_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
-    let arg = |i: u64| word(stack, sp, start.checked_add(i.checked_mul(8)?)?);
+    let arg = |i: u64| word_at(stack, sp, start.checked_add(i.checked_mul(8)?)?);
     let argc = arg(0)?;
     let argv_ends = arg(argc.checked_add(1)?)? == 0;
     let first_above = argc == 0 || arg(1)?.checked_sub(start).is_some_and(|d| d > 8);
@@ -109,16 +113,14 @@ fn descriptor_start(
 /// Whether `stack` holds at `at` a descriptor pointing to itself, with `tid` at `tid_offset`.
 fn is_descriptor(stack: &[u8], sp: u64, at: u64, tid: u32, tid_offset: usize) -> bool {
     let tid_at = at.checked_add(tid_offset as u64);
-    word(stack, sp, at) == Some(at)
-        && word(stack, sp, at.wrapping_add(16)) == Some(at)
+    word_at(stack, sp, at) == Some(at)
+        && word_at(stack, sp, at.wrapping_add(16)) == Some(at)
         && tid_at.and_then(|a| tid_in(stack, sp, a)) == Some(tid)
 }
 
-/// The 32-bit word of `stack` at `addr`.
+/// The 32-bit word of `stack` (copied from `sp`) at `addr`.
 fn tid_in(stack: &[u8], sp: u64, addr: u64) -> Option<u32> {
-    let at = usize::try_from(addr.checked_sub(sp)?).ok()?;
-    let b = stack.get(at..at.checked_add(4)?)?;
-    Some(u32::from_ne_bytes(b.try_into().ok()?))
+    bytes_at(stack, sp, addr).map(u32::from_ne_bytes)
 }
 
 /// The highest descriptor of thread `tid` in the top [`DESCRIPTOR_SEARCH`] bytes of `stack`.
@@ -127,7 +129,7 @@ fn find_descriptor(stack: &[u8], sp: u64, tid: u32) -> Option<Descriptor> {
     let lowest = end.saturating_sub(DESCRIPTOR_SEARCH as u64).max(sp);
     let mut at = end.checked_sub(24)? & !63;
     while at >= lowest {
-        if word(stack, sp, at) == Some(at) && word(stack, sp, at + 16) == Some(at) {
+        if word_at(stack, sp, at) == Some(at) && word_at(stack, sp, at + 16) == Some(at) {
             let tid_offset = (24..TID_SEARCH)
                 .step_by(4)
                 .find(|&o| tid_in(stack, sp, at + o as u64) == Some(tid));
