@@ -60,12 +60,16 @@ fn field(text: &str, key: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
-/// Field `n` (numbered from 1, as proc(5) does) of a `stat` text, a number; None if absent.
-fn stat_field(stat: &str, n: usize) -> Option<u64> {
+/// The numeric fields of a `stat` text, split once; None if it has no `(comm)`. Field `n`
+/// (numbered from 1, as proc(5) does) of the result is a number, 0 if absent.
+fn stat_fields(stat: &str) -> Option<impl Fn(usize) -> u64 + '_> {
     // The fields after the parenthesised comm, which may itself hold spaces and parentheses,
     // start at field 3 (state).
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    Some(move |n: usize| {
+        let field = n.checked_sub(3).and_then(|i| fields.get(i));
+        field.and_then(|v| v.parse().ok()).unwrap_or(0)
+    })
 }
 
 /// Reads the counters of `pid` (a live process or a zombie); None if `stat` is unreadable.
@@ -85,13 +89,15 @@ pub(crate) fn parse_counters(
     io: String,
     schedstat: String,
 ) -> Option<ProcCounters> {
-    stat.rfind(')')?;
-    let num = |n: usize| stat_field(&stat, n).unwrap_or(0);
+    let (utime_ticks, stime_ticks, minflt, majflt) = {
+        let num = stat_fields(&stat)?;
+        (num(14), num(15), num(10), num(12))
+    };
     Some(ProcCounters {
-        utime_ticks: num(14),
-        stime_ticks: num(15),
-        minflt: num(10),
-        majflt: num(12),
+        utime_ticks,
+        stime_ticks,
+        minflt,
+        majflt,
         voluntary_ctxt_switches: field(&status, "voluntary_ctxt_switches"),
         nonvoluntary_ctxt_switches: field(&status, "nonvoluntary_ctxt_switches"),
         rchar: field(&io, "rchar"),
@@ -132,8 +138,10 @@ pub(crate) fn parse_reading(
     let open = counters.stat.find('(')?;
     let close = counters.stat.rfind(')')?;
     let comm = counters.stat.get(open + 1..close)?.to_owned();
-    let start_ticks = stat_field(&counters.stat, 22).unwrap_or(0);
-    let start_stack = stat_field(&counters.stat, 28).unwrap_or(0);
+    let (start_ticks, start_stack) = {
+        let field = stat_fields(&counters.stat)?;
+        (field(22), field(28))
+    };
     let argv = cmdline
         .split(|&b| b == 0)
         .filter(|a| !a.is_empty())
