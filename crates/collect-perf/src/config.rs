@@ -13,6 +13,25 @@ pub const DEFAULT_USER_STACK_BYTES: u32 = MAX_USER_STACK_BYTES;
 /// The largest user stack copy the kernel takes (a sample record must fit in 64 KiB).
 pub const MAX_USER_STACK_BYTES: u32 = 65528;
 
+/// Who copies each sample's user stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum StackCopier {
+    /// A BPF program on the sampling events where BPF is permitted (root), else the kernel.
+    #[default]
+    Auto,
+    /// The kernel (`PERF_SAMPLE_STACK_USER`): from the stack pointer to the end of the
+    /// stack's mapping, with every sample.
+    Kernel,
+    /// A BPF program, which copies a thread's stack only up to where its frames end once an
+    /// earlier copy has shown where (a main thread's `argv`, a glibc thread's descriptor),
+    /// and otherwise as the kernel does; an error where it cannot run. Samples that fall
+    /// while another tracing BPF program (a kprobe's or tracepoint's) runs on their CPU are
+    /// dropped by the kernel with it: `Auto` does not choose it when the run loads such
+    /// programs itself.
+    Bpf,
+}
+
 /// Sampling options.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -24,6 +43,8 @@ pub struct Config {
     /// the copy off: stacks then come from frame pointers alone. Default is
     /// [`DEFAULT_USER_STACK_BYTES`].
     pub user_stack_bytes: u32,
+    /// Who copies the user stack. Default is [`StackCopier::Auto`].
+    pub stack_copier: StackCopier,
     /// Maximum callchain depth, kernel and user frames together, asked of the kernel; at most
     /// 1,024 are asked for (a deeper walk costs the workload its time, and past 8,169 frames
     /// a sample does not fit its record and is lost uncounted), with a note when more was
@@ -69,6 +90,7 @@ impl Default for Config {
         Config {
             frequency: 1000,
             user_stack_bytes: DEFAULT_USER_STACK_BYTES,
+            stack_copier: StackCopier::Auto,
             max_stack: 1024,
             mmap_pages: 0,
             user_only: false,

@@ -13,7 +13,8 @@ use crate::recording::{ProcReading, Recording, StackStart, TaskExit, word_at};
 use crate::unwind::{FhUnwinder, section_info};
 
 /// Decodes `data` as a stream of perf records, each led by its `perf_event_header` (type,
-/// misc, size), laid out as this crate's events make them, into a recording. A header whose
+/// misc, size), laid out as this crate's events make them (identifier 2: the BPF copier's
+/// stack copies), into a recording. A header whose
 /// size is under 8 bytes or past the end stops the stream, as it would stop the ring reader.
 pub fn decode_records(data: &[u8]) -> Recording {
     // As a task-following run decodes them: MMAP2 records under the flag carry a build-id;
@@ -21,6 +22,9 @@ pub fn decode_records(data: &[u8]) -> Recording {
     // reading says), so their stack copies are cut there when they hold an argc.
     let mut rec = Recording {
         mmap_build_ids: true,
+        // Samples of identifier 2 are stack copies of the BPF copier, each for the sample of
+        // its CPU that follows.
+        copy_ids: vec![2],
         ..Recording::default()
     };
     for pid in 0..8 {

@@ -137,7 +137,9 @@ pub use aggregate::{Aggregate, AggregateOptions, Aggregator, aggregate};
 pub use async_attribution::Kind as AsyncKind;
 pub use asynchronous::{AsyncOptions, BlockPrograms, KernelBlock};
 #[cfg(target_os = "linux")]
-pub use config::{Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, TracepointRequest};
+pub use config::{
+    Config, DEFAULT_USER_STACK_BYTES, MAX_USER_STACK_BYTES, StackCopier, TracepointRequest,
+};
 #[cfg(target_os = "linux")]
 pub use continuous::{Continuous, ContinuousOptions, ContinuousSummary};
 #[cfg(target_os = "linux")]

@@ -402,6 +402,13 @@ pub struct Recording {
     pub(crate) stack_starts: HashMap<u32, StackStart>,
     /// The thread descriptors found in other threads' stack copies, by thread id.
     pub(crate) thread_descriptors: ThreadDescriptors,
+    /// The sample identifiers of the events the stack-copying BPF program writes through
+    /// (one per CPU); empty when the kernel copies the stacks.
+    pub(crate) copy_ids: Vec<u64>,
+    /// Each CPU's copy from that program, waiting for its sample.
+    pub(crate) pending_copies: HashMap<u32, PendingCopy>,
+    /// Where threads' frames end, for that program.
+    pub(crate) frame_ends: FrameEnds,
     pub(crate) raw: Vec<u8>,
     pub(crate) frames: Vec<u64>,
     pub(crate) stacks: Vec<u8>,
@@ -689,7 +696,8 @@ impl Recording {
 mod decode;
 mod live_stack;
 
-pub(crate) use live_stack::{StackStart, ThreadDescriptors, word_at};
+pub(crate) use live_stack::{COPY_HEADER, CopyEnd};
+pub(crate) use live_stack::{FrameEnds, PendingCopy, StackStart, ThreadDescriptors, word_at};
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {

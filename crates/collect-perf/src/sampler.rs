@@ -14,13 +14,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::aggregate::Aggregator;
+use crate::bpf::LiveCopy;
 use crate::clock::{monotonic_ns, realtime_ns};
-use crate::config::{Config, MAX_USER_STACK_BYTES};
+use crate::config::{Config, MAX_USER_STACK_BYTES, StackCopier};
 use crate::error::{Error, Result};
 use crate::preflight::{MAX_KERNEL_CHAIN, MaxStackRaise, fit_max_stack, open_error, ring_pages};
 use crate::procfs;
+use crate::recording::StackStart;
 use crate::recording::TracepointInfo;
-use crate::recording::{ChildExit, CounterKind, Recording, SideBand, SideRecord, StackStart};
+use crate::recording::{ChildExit, CounterKind, FrameEnds, Recording, SideBand, SideRecord};
 use crate::ring::{Ring, page_size};
 use crate::spawn::StoppedChild;
 use crate::sys;
@@ -94,6 +96,8 @@ pub struct Sampler {
     /// Taskstats exit records, when the kernel allows them (root).
     taskstats: Option<taskstats::Listener>,
     recording: Recording,
+    /// The BPF program that copies the user stacks, if it does (else the kernel does).
+    live_copy: Option<LiveCopy>,
     /// Dropped last: the kernel lets the limit go back only once the events are closed.
     max_stack_raise: Option<MaxStackRaise>,
 }
@@ -106,7 +110,38 @@ pub struct Sampler {
 const PROC_REFRESH_WITH_TASKSTATS: Duration = Duration::from_secs(1);
 
 impl Sampler {
+    /// Opens the events with the stack copier `config` asks for; `Auto` falls back to the
+    /// kernel's copies, with a note to root (to whom BPF is permitted), if the BPF copier
+    /// cannot be loaded or attached.
     fn open_events(pids: &[i32], config: &Config, on_exec: bool) -> Result<Sampler> {
+        let stack_user = config.user_stack_bytes.min(MAX_USER_STACK_BYTES);
+        if stack_user == 0 || config.stack_copier == StackCopier::Kernel {
+            return Sampler::open_events_with(pids, config, on_exec, None);
+        }
+        let tried = LiveCopy::load(stack_user)
+            .and_then(|live| Sampler::open_events_with(pids, config, on_exec, Some(live)));
+        match tried {
+            Err(e) if config.stack_copier == StackCopier::Auto => {
+                let mut s = Sampler::open_events_with(pids, config, on_exec, None)?;
+                // Safety: geteuid has no preconditions.
+                if unsafe { libc::geteuid() } == 0 {
+                    s.recording.notes.push(format!(
+                        "the kernel copied the user stacks, each to the end of its mapping, \
+                         since the BPF program that copies only their frames could not run: {e}"
+                    ));
+                }
+                Ok(s)
+            }
+            tried => tried,
+        }
+    }
+
+    fn open_events_with(
+        pids: &[i32],
+        config: &Config,
+        on_exec: bool,
+        mut live_copy: Option<LiveCopy>,
+    ) -> Result<Sampler> {
         let mut notes = Vec::new();
         let asked = config.max_stack.max(1);
         if asked > MAX_KERNEL_CHAIN {
@@ -130,7 +165,7 @@ impl Sampler {
         });
         let mut spec = sys::EventSpec {
             freq: config.frequency,
-            stack_user,
+            stack_user: if live_copy.is_some() { 0 } else { stack_user },
             max_stack,
             user_only: config.user_only,
             enable_on_exec: on_exec,
@@ -143,6 +178,7 @@ impl Sampler {
         let mut counters = Vec::new();
         let mut counter_ids = Vec::new();
         let mut rings = Vec::new();
+        let mut copy_ids = Vec::new();
         let mut tracepoints = Vec::new();
         if !config.tracepoints.is_empty() {
             let tracefs = Tracefs::find_or_mount()?;
@@ -211,10 +247,16 @@ impl Sampler {
                         })?;
                         rings.push(ring);
                         owner = Some(events.len());
+                        if let Some(live) = &mut live_copy {
+                            copy_ids.push(live.open_output(cpu, &fd)?);
+                        }
                     }
                     Some(i) => sys::set_output(&fd, &events[i]).map_err(|e| {
                         Error::io(format!("cannot share the ring buffer of cpu {cpu}"), e)
                     })?,
+                }
+                if let Some(live) = &live_copy {
+                    live.attach(&fd)?;
                 }
                 let ring_owner = owner.unwrap_or(events.len());
                 events.push(fd);
@@ -283,7 +325,9 @@ impl Sampler {
             taskstats_refused,
             notes,
             frequency: config.frequency,
-            user_stack_bytes: spec.stack_user,
+            user_stack_bytes: live_copy
+                .as_ref()
+                .map_or(spec.stack_user, |l| l.max_bytes()),
             max_stack: spec.max_stack,
             mmap_build_ids: spec.mmap_build_ids,
             start_time: monotonic_ns(),
@@ -291,6 +335,11 @@ impl Sampler {
             counter_ids,
             tracepoints,
             trace_ids,
+            frame_ends: FrameEnds {
+                active: live_copy.is_some(),
+                ..FrameEnds::default()
+            },
+            copy_ids,
             ..Recording::default()
         };
         Ok(Sampler {
@@ -311,6 +360,7 @@ impl Sampler {
             child: None,
             taskstats,
             recording,
+            live_copy,
             max_stack_raise,
         })
     }
@@ -466,6 +516,11 @@ impl Sampler {
         let rec = &mut self.recording;
         for ring in &mut self.rings {
             ring.drain(|r| rec.push_raw(r));
+        }
+        if let Some(live) = &self.live_copy {
+            for (tid, end) in rec.frame_ends.changes.drain(..) {
+                live.set_end(tid, end);
+            }
         }
         self.drain_taskstats();
     }

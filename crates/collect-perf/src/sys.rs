@@ -11,6 +11,7 @@ pub(crate) const PERF_COUNT_SW_DUMMY: u64 = 9;
 pub(crate) const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 pub(crate) const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
 pub(crate) const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
+pub(crate) const PERF_COUNT_SW_BPF_OUTPUT: u64 = 10;
 
 pub(crate) const SAMPLE_IP: u64 = 1 << 0;
 pub(crate) const SAMPLE_TID: u64 = 1 << 1;
@@ -18,6 +19,7 @@ pub(crate) const SAMPLE_TIME: u64 = 1 << 2;
 pub(crate) const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub(crate) const SAMPLE_CPU: u64 = 1 << 7;
 pub(crate) const SAMPLE_PERIOD: u64 = 1 << 8;
+pub(crate) const SAMPLE_RAW: u64 = 1 << 10;
 pub(crate) const SAMPLE_REGS_USER: u64 = 1 << 12;
 pub(crate) const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub(crate) const SAMPLE_IDENTIFIER: u64 = 1 << 16;
@@ -167,6 +169,25 @@ pub(crate) fn counter_attr(config: u64, spec: &EventSpec) -> pe::bindings::perf_
     a.set_exclude_hv(1);
     a.set_exclude_guest(1);
     a.set_exclude_kernel(u64::from(spec.user_only));
+    a
+}
+
+/// Builds the per-CPU event BPF programs write records into (`bpf_perf_event_output`): one
+/// sample per record, its data as `PERF_SAMPLE_RAW`, with the counting events' fields and
+/// trailer, since it shares a cpu-clock ring. Enabled at once: it writes only what a program
+/// gives it.
+pub(crate) fn bpf_output_attr() -> pe::bindings::perf_event_attr {
+    let mut a = pe::bindings::perf_event_attr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
+        config: PERF_COUNT_SW_BPF_OUTPUT,
+        sample_type: COUNTER_SAMPLE_TYPE | SAMPLE_RAW,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Default::default()
+    };
+    a.__bindgen_anon_1.sample_period = 1;
+    a.set_sample_id_all(1);
+    a.set_use_clockid(1);
     a
 }
 

@@ -138,6 +138,13 @@ struct Args {
           default_value_t = collect_perf::DEFAULT_USER_STACK_BYTES,
           value_parser = clap::value_parser!(u32).range(0..=i64::from(collect_perf::MAX_USER_STACK_BYTES)))]
     stack_size: u32,
+    /// Who copies the user stack: `auto` a BPF program, which copies only a thread's frames
+    /// once it has seen where they end (root; not with --latency, --blocking or --async,
+    /// whose tracing programs would make the kernel drop the samples that fall while they
+    /// run), else the kernel; `kernel` the kernel, to the end of the stack's mapping with
+    /// every sample; `bpf` the program or an error.
+    #[arg(long = "stack-copy", value_name = "BY", default_value = "auto")]
+    stack_copy: StackCopy,
     /// Most frames of a stack, kernel and user together. The kernel walks at most 1024 (as
     /// root, kernel.perf_event_max_stack is raised for the run if lower, and put back);
     /// deeper stacks are completed from the stack copy and the thread's earlier samples.
@@ -232,6 +239,29 @@ struct Args {
     #[arg(long, value_name = "AGE|SIZE", default_value = "24h", requires = "continuous",
           value_parser = continuous::parse_keep)]
     keep: continuous::Keep,
+}
+
+/// Who copies the user stack with each sample (`--stack-copy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StackCopy {
+    /// The BPF program where it can run, else the kernel.
+    Auto,
+    /// The kernel.
+    Kernel,
+    /// The BPF program.
+    Bpf,
+}
+
+impl StackCopy {
+    /// The copier a run asks for; `tracing` when it loads tracing BPF programs of its own.
+    pub(crate) fn copier(self, tracing: bool) -> collect_perf::StackCopier {
+        match self {
+            StackCopy::Auto if tracing => collect_perf::StackCopier::Kernel,
+            StackCopy::Auto => collect_perf::StackCopier::Auto,
+            StackCopy::Kernel => collect_perf::StackCopier::Kernel,
+            StackCopy::Bpf => collect_perf::StackCopier::Bpf,
+        }
+    }
 }
 
 /// A kind of asynchronous work `--async` attributes.
@@ -536,6 +566,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
         config.tracepoints.extend(a.tracepoints());
         config.system_wide = true;
     }
+    let tracing = latency.is_some() || asynchronous.is_some();
+    config.stack_copier = args.stack_copy.copier(tracing);
     let perms = preflight(&config)?;
     for w in &perms.warnings {
         eprintln!("pkgmon: warning: {w}");

@@ -90,6 +90,39 @@ mod records {
     /// A sample of `pid` at `time`: kernel frames, then the user ip with its registers and a
     /// stack copy.
     pub fn sample(pid: u32, time: u64, kernel: &[u64], user: &[u64], stack: &[u8]) -> Vec<u8> {
+        sample_with(pid, time, kernel, user, Some(stack))
+    }
+
+    /// The same sample with its stack copied by the BPF copier: its record (identifier 2),
+    /// then the sample without a copy.
+    pub fn copied_sample(pid: u32, time: u64, user: &[u64], stack: &[u8]) -> Vec<u8> {
+        let mut out = B::default()
+            .u64(2)
+            .u32(pid)
+            .u32(pid)
+            .u64(time)
+            .u32(0)
+            .u32(0)
+            .u32((16 + stack.len()) as u32)
+            .u64(SP)
+            .u32(stack.len() as u32)
+            .u32(2)
+            .bytes(stack)
+            .bytes(&[0; 4])
+            .finish(SAMPLE, 2, pid, time);
+        out.extend(sample_with(pid, time, &[], user, None));
+        out
+    }
+
+    const SP: u64 = 0x7ffe_0000;
+
+    fn sample_with(
+        pid: u32,
+        time: u64,
+        kernel: &[u64],
+        user: &[u64],
+        stack: Option<&[u8]>,
+    ) -> Vec<u8> {
         let ip = kernel.first().or(user.first()).copied().unwrap_or(0);
         let mut b = B::default()
             .u64(1)
@@ -109,15 +142,19 @@ mod records {
         for &u in user {
             b = b.u64(u);
         }
-        let sp = 0x7ffe_0000u64;
+        // ABI 64-bit; bx, bp, sp, ip.
         b = b
             .u64(2)
-            .u64(sp + 0x40)
-            .u64(sp)
-            .u64(user.first().copied().unwrap_or(0))
-            .u64(stack.len() as u64)
-            .bytes(stack)
-            .u64(stack.len() as u64);
+            .u64(0)
+            .u64(SP + 0x40)
+            .u64(SP)
+            .u64(user.first().copied().unwrap_or(0));
+        if let Some(stack) = stack {
+            b = b
+                .u64(stack.len() as u64)
+                .bytes(stack)
+                .u64(stack.len() as u64);
+        }
         let misc = if kernel.is_empty() { 2 } else { 1 };
         b.finish(SAMPLE, misc, pid, time)
     }
@@ -173,7 +210,11 @@ fn collector_input() -> Vec<u8> {
                 .finish(MMAP2, 2, pid, t + 2),
         );
         for i in 0..20 {
-            out.extend(sample(pid, t + 10 + i, &[], &[a, main], &stack));
+            // The child's user-mode stacks come from the BPF copier.
+            out.extend(match pid {
+                100 => sample(pid, t + 10 + i, &[], &[a, main], &stack),
+                _ => copied_sample(pid, t + 10 + i, &[a, main], &stack),
+            });
             out.extend(sample(
                 pid,
                 t + 40 + i,

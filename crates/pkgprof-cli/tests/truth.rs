@@ -554,6 +554,19 @@ fn recursion_deeper_than_the_stack_copy() {
 }
 
 #[test]
+fn recursion_deeper_than_the_stack_copy_copied_by_the_kernel() {
+    let _s = serial();
+    // The same with the kernel's copies (`--stack-copy kernel`; root runs take the BPF
+    // copier's otherwise): to the end of the stack's mapping, each cut at 65,528 bytes.
+    check_workload(
+        "deeprec",
+        &["-F", "4000", "--stack-copy", "kernel"],
+        &[],
+        |_| vec!["1000".into(), "4".into()],
+    );
+}
+
+#[test]
 fn recursion_deeper_than_a_sample_record_holds() {
     let _s = serial();
     // 9,000 levels, asked for whole (--max-stack 10000): a kernel callchain that deep does

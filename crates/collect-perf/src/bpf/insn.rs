@@ -94,6 +94,7 @@ pub enum Helper {
     KtimeGetNs = 5,
     GetSmpProcessorId = 8,
     GetCurrentPidTgid = 14,
+    PerfEventOutput = 25,
     GetStackid = 27,
     GetCurrentTask = 35,
     GetStack = 67,

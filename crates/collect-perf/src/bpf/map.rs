@@ -14,6 +14,9 @@ pub enum MapKind {
     Hash,
     /// `BPF_MAP_TYPE_ARRAY`: `u32` keys 0..max_entries, all present.
     Array,
+    /// `BPF_MAP_TYPE_PERF_EVENT_ARRAY`: `u32` CPU numbers to perf event descriptors, the
+    /// events `bpf_perf_event_output` writes into.
+    PerfEventArray,
     /// `BPF_MAP_TYPE_PERCPU_HASH`: a value per key per possible CPU (no atomics needed).
     PercpuHash,
     /// `BPF_MAP_TYPE_PERCPU_ARRAY`.
@@ -36,6 +39,7 @@ impl MapKind {
         match self {
             MapKind::Hash => 1,
             MapKind::Array => 2,
+            MapKind::PerfEventArray => 4,
             MapKind::PercpuHash => 5,
             MapKind::PercpuArray => 6,
             MapKind::StackTrace => 7,

@@ -17,6 +17,7 @@
 mod btf;
 mod insn;
 mod latency;
+mod live_copy;
 mod map;
 mod prog;
 mod ringbuf;
@@ -26,6 +27,7 @@ mod wakers;
 pub use insn::{Alu, Asm, Code, Cond, Helper, Insn, Label, MapSlot, Reg, Size};
 pub use latency::{Counted, CountedBucket, LatencyCounts, SyscallLatency};
 pub(crate) use latency::{KernelWaker, OffCpu};
+pub(crate) use live_copy::LiveCopy;
 pub use map::{Map, MapKind};
 pub(crate) use map::{u32_at, u64_at};
 pub use prog::{Attachment, LICENSE, Program};

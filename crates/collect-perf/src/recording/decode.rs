@@ -7,7 +7,7 @@ use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, 
 pub(super) mod parse {
     use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
-    use crate::recording::live_stack::live_stack;
+    use crate::recording::live_stack::{CopyEnd, live_stack, parse_copy};
     use crate::sys::*;
 
     pub(super) struct Cur<'a> {
@@ -102,6 +102,7 @@ pub(super) mod parse {
                 if exec {
                     // The new image's stack starts elsewhere; the next /proc reading says where.
                     r.stack_starts.remove(&pid);
+                    r.frame_ends.forget(pid);
                 }
                 SideBand::Comm {
                     pid,
@@ -121,6 +122,7 @@ pub(super) mod parse {
                     }
                 } else {
                     r.thread_descriptors.remove(&tid);
+                    r.frame_ends.forget(tid);
                     SideBand::Exit {
                         pid,
                         ppid,
@@ -208,6 +210,24 @@ pub(super) mod parse {
         Some(())
     }
 
+    /// A stack copy of the BPF program that copies them (`bpf::LiveCopy`): kept for the
+    /// sample its CPU writes next.
+    fn copy(r: &mut Recording, c: &mut Cur<'_>) -> Option<()> {
+        let _pid = c.u32()?;
+        let tid = c.u32()?;
+        let _time = c.u64()?;
+        let cpu = c.u32()?;
+        let _res = c.u32()?;
+        let size = c.u32()? as usize;
+        let copy = parse_copy(c.bytes(size)?)?;
+        let p = r.pending_copies.entry(cpu).or_default();
+        p.waiting = true;
+        (p.tid, p.sp, p.ended) = (tid, copy.sp, copy.ended);
+        p.bytes.clear();
+        p.bytes.extend_from_slice(copy.bytes);
+        Some(())
+    }
+
     fn sample(r: &mut Recording, misc: u16, c: &mut Cur<'_>) -> Option<()> {
         let identifier = c.u64()?;
         if let Some(&(_, kind)) = r.counter_ids.iter().find(|(id, _)| *id == identifier) {
@@ -225,6 +245,9 @@ pub(super) mod parse {
         if let Some(&(_, event)) = r.trace_ids.iter().find(|(id, _)| *id == identifier) {
             return trace(r, event, c);
         }
+        if r.copy_ids.contains(&identifier) {
+            return copy(r, c);
+        }
         let ip = c.u64()?;
         let pid = c.u32()?;
         let tid = c.u32()?;
@@ -234,12 +257,37 @@ pub(super) mod parse {
         let period = c.u64()?;
         let chain = callchain(r, c)?;
         let regs = regs_user(c)?;
+        let mut bpf_copy = r
+            .pending_copies
+            .get_mut(&cpu)
+            .filter(|p| p.waiting)
+            .map(|p| {
+                p.waiting = false;
+                (p.tid, p.sp, p.ended, std::mem::take(&mut p.bytes))
+            });
         let (stack, stack_copy_full) = if c.pos < c.b.len() {
             live_stack(r, (pid, tid, time), regs, stack_user(c)?)
         } else {
-            (&[][..], false)
+            match (&bpf_copy, regs) {
+                (Some((t, sp, ended, bytes)), Some(u)) if *t == tid && *sp == u.sp => {
+                    let sample = (pid, tid, time);
+                    match ended {
+                        CopyEnd::AtFrames => (&bytes[..], false),
+                        CopyEnd::AtSize => live_stack(r, sample, regs, (&bytes[..], true)),
+                        CopyEnd::Unreadable => live_stack(r, sample, regs, (&bytes[..], false)),
+                    }
+                }
+                _ => (&[][..], false),
+            }
         };
         let placed = place(r, chain, stack);
+        if let Some((.., bytes)) = bpf_copy.take() {
+            // Back to its CPU's slot, whose capacity the next copy reuses.
+            if let Some(p) = r.pending_copies.get_mut(&cpu) {
+                p.bytes = bytes;
+                p.bytes.clear();
+            }
+        }
         r.sample_count += 1;
         r.samples.push(super::Sample {
             time,

@@ -31,6 +31,89 @@ pub(crate) struct Descriptor {
     tid_offset: usize,
 }
 
+/// A copy record's header: the stack pointer the copy starts at, its length, its end code.
+pub(crate) const COPY_HEADER: usize = 16;
+
+/// Why a copy of the stack-copying BPF program ([`crate::bpf`]'s `LiveCopy`) ends where it
+/// does: its record's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum CopyEnd {
+    /// At the copy size: the stack may go on beyond it.
+    #[default]
+    AtSize = 0,
+    /// At the first page it could not read (the mapping's end, or a page never touched).
+    Unreadable = 1,
+    /// At the end of the thread's frames, as user space said: nothing of the stack is left.
+    AtFrames = 2,
+}
+
+/// One record of that program: the copy of the stack from `sp`, and why it ends there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CopyRecord<'a> {
+    pub sp: u64,
+    pub ended: CopyEnd,
+    pub bytes: &'a [u8],
+}
+
+/// Reads a record's raw data (perf pads it to 8 bytes, so its own length says where the copy
+/// ends); None if it is shorter than it says or its end code is unknown.
+pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
+    if raw.len() < COPY_HEADER {
+        return None;
+    }
+    let len = u32::from_ne_bytes(raw[8..12].try_into().ok()?) as usize;
+    let ended = match u32::from_ne_bytes(raw[12..16].try_into().ok()?) {
+        0 => CopyEnd::AtSize,
+        1 => CopyEnd::Unreadable,
+        2 => CopyEnd::AtFrames,
+        _ => return None,
+    };
+    Some(CopyRecord {
+        sp: u64::from_ne_bytes(raw[..8].try_into().ok()?),
+        ended,
+        bytes: raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?,
+    })
+}
+
+/// One CPU's stack copy from the BPF program ([`crate::bpf::LiveCopy`]), waiting for the
+/// sample written after it: taken by the next sample of that CPU if it is of the same thread
+/// and stack pointer (a record or sample the ring had no room for leaves the other alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PendingCopy {
+    pub waiting: bool,
+    pub tid: u32,
+    pub sp: u64,
+    pub ended: CopyEnd,
+    /// Kept between copies, so a copy costs no allocation.
+    pub bytes: Vec<u8>,
+}
+
+/// Where threads' frames end, as found in their copies, to tell the BPF program that copies
+/// the stacks (when it does: `active`) so that it copies no further: `changes` since the
+/// sampler last passed them on, and what it was told, by thread.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FrameEnds {
+    pub active: bool,
+    pub told: HashMap<u32, u64>,
+    pub changes: Vec<(u32, Option<u64>)>,
+}
+
+impl FrameEnds {
+    /// Thread `tid`'s frames end at `end` (the copy was trimmed there).
+    fn found(&mut self, tid: u32, end: u64) {
+        if self.active && self.told.insert(tid, end) != Some(end) {
+            self.changes.push((tid, Some(end)));
+        }
+    }
+
+    /// Thread `tid` exited, or its process exec'd: its end no longer holds.
+    pub(crate) fn forget(&mut self, tid: u32) {
+        if self.told.remove(&tid).is_some() {
+            self.changes.push((tid, None));
+        }
+    }
+}
+
 /// A thread descriptor is aligned to 64 bytes and lies in the top pages of its stack mapping;
 /// the copy is searched this far below its end for one.
 const DESCRIPTOR_SEARCH: usize = 16 * 1024;
@@ -58,7 +141,10 @@ pub(super) fn live_stack<'a>(
         descriptor_start(&mut r.thread_descriptors, tid, stack, regs.sp, full)
     };
     match end {
-        Some(end) => (&stack[..end], false),
+        Some(end) => {
+            r.frame_ends.found(tid, regs.sp.wrapping_add(end as u64));
+            (&stack[..end], false)
+        }
         None => (stack, full),
     }
 }
@@ -156,6 +242,27 @@ mod tests {
         stack[0x810..0x818].copy_from_slice(&pd.to_ne_bytes());
         stack[0x800 + 720..0x800 + 724].copy_from_slice(&tid.to_ne_bytes());
         stack
+    }
+
+    #[test]
+    fn a_record_says_where_its_copy_ends_and_why() {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&0x7ffe_1000u64.to_ne_bytes());
+        raw.extend_from_slice(&5u32.to_ne_bytes());
+        raw.extend_from_slice(&2u32.to_ne_bytes());
+        raw.extend_from_slice(&[1, 2, 3, 4, 5, 0, 0, 0]);
+        let r = parse_copy(&raw).map(|r| (r.sp, r.ended, r.bytes.to_vec()));
+        assert_eq!(
+            r,
+            Some((0x7ffe_1000, CopyEnd::AtFrames, vec![1, 2, 3, 4, 5]))
+        );
+        // Longer than the record, an unknown end, a short header: refused.
+        raw[8] = 9;
+        assert_eq!(parse_copy(&raw), None);
+        raw[8] = 5;
+        raw[12] = 3;
+        assert_eq!(parse_copy(&raw), None);
+        assert_eq!(parse_copy(&raw[..15]), None);
     }
 
     #[test]

@@ -170,6 +170,7 @@ pub fn run(args: &Args) -> Result<u8> {
     config.system_wide = true;
     config.user_only = args.user_only;
     config.user_stack_bytes = args.stack_size;
+    config.stack_copier = args.stack_copy.copier(false);
     config.max_stack = args.max_stack;
     // Rings for about two seconds of samples with their stack copies, so that nothing is
     // lost while a window is put in place.

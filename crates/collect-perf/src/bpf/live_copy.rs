@@ -1,0 +1,281 @@
+//! Each sample's user stack copy, taken by a BPF program on the sampling events in place of
+//! the kernel's `PERF_SAMPLE_STACK_USER`. The kernel copies from the stack pointer to the end
+//! of the stack's mapping, kilobytes above the outermost frame, and ends each copy with a
+//! fault on the page beyond; its copy was most of what a sample cost the sampled task beyond
+//! what `perf record -g` costs. The program copies up to where the thread's frames end once
+//! the decoder has found it in an earlier copy (a main thread's `argv`, a glibc thread's
+//! descriptor: `recording/live_stack.rs`) and user space has told it ([`LiveCopy::set_end`]);
+//! before, page by page up to the copy size or the first page it cannot read, as the kernel.
+//!
+//! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
+//! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
+//! the decoder pairs them by CPU, thread and stack pointer (`recording/live_stack.rs` reads
+//! the record).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
+use super::map::{Map, MapKind};
+use super::prog::{Attachment, Program};
+use crate::recording::{COPY_HEADER as HEADER, CopyEnd as Ended};
+use crate::{Error, Result};
+
+const ENDS: MapSlot = MapSlot(0);
+const BUF: MapSlot = MapSlot(1);
+const OUT: MapSlot = MapSlot(2);
+
+/// The most a record can copy: a perf record's size is 16 bits, and this one's sample fields
+/// (header, identifier, thread, time, CPU: 40 bytes), the raw data's size (4) and its header
+/// (16) come before the copy, which perf pads so that the record stays 8-byte aligned (65,528
+/// bytes in all at this size; one more word and the record's size wraps, and the kernel
+/// writes nothing).
+pub(crate) const MAX_COPY: u32 = 65464;
+/// `struct pt_regs`'s `sp` on x86-64 (`arch/x86/include/asm/ptrace.h`).
+const PT_REGS_SP: i16 = 152;
+const PAGE: i32 = 4096;
+/// Threads whose ends the map holds at most; the others' copies run to their mapping's end.
+const MAX_THREADS: u32 = 65536;
+/// `BPF_F_CURRENT_CPU`: the perf event array's entry of the CPU the program runs on.
+const CURRENT_CPU: u64 = 0xffff_ffff;
+/// Where on the program's stack the map key and the next page's length are kept.
+const KEY: i16 = -8;
+const CHUNK: i16 = -16;
+
+/// The loaded program and its maps, and the per-CPU output events once opened.
+#[derive(Debug)]
+pub(crate) struct LiveCopy {
+    program: Program,
+    maps: Vec<Map>,
+    outputs: Vec<OwnedFd>,
+    /// Deletes a process's end at its exec (its stack starts anew elsewhere).
+    _exec: Attachment,
+    max: u32,
+}
+
+impl LiveCopy {
+    /// Creates the maps and loads the program for copies of at most `max_bytes` (capped at
+    /// [`MAX_COPY`]), and the one that forgets a process's end at its exec.
+    ///
+    /// Returns an error if BPF is not permitted or the kernel refuses a program.
+    pub(crate) fn load(max_bytes: u32) -> Result<LiveCopy> {
+        let max = max_bytes.min(MAX_COPY) & !7;
+        let cpus = super::sys::possible_cpus()
+            .map_err(|e| Error::io("cannot count the possible cpus", e))? as u32;
+        let buffer = HEADER as u32 + max + PAGE as u32;
+        let maps = vec![
+            Map::create_sparse(MapKind::Hash, "pkg_stack_ends", 4, 8, MAX_THREADS)?,
+            Map::create(MapKind::Array, "pkg_stack_buf", 4, buffer, cpus)?,
+            Map::create(MapKind::PerfEventArray, "pkg_stack_out", 4, 4, cpus)?,
+        ];
+        let refs: Vec<&Map> = maps.iter().collect();
+        let program = Program::load_perf_event("pkg_stack_copy", &copy_program(max), &refs)?;
+        let exec_program = Program::load_raw_tracepoint("pkg_stack_exec", &exec_program(), &refs)?;
+        let exec = exec_program.attach_raw("sched_process_exec")?;
+        Ok(LiveCopy {
+            program,
+            maps,
+            outputs: Vec::new(),
+            _exec: exec,
+            max,
+        })
+    }
+
+    /// The most one copy holds.
+    pub(crate) fn max_bytes(&self) -> u32 {
+        self.max
+    }
+
+    /// Runs the program at each sample of `event` (before the sample is written).
+    ///
+    /// Returns an error if the kernel refuses it.
+    pub(crate) fn attach(&self, event: &OwnedFd) -> Result<()> {
+        self.program.attach_to_event(event)
+    }
+
+    /// Opens CPU `cpu`'s output event into the ring of `ring_owner` (an event on that CPU
+    /// with a mapped ring) and returns its sample identifier.
+    ///
+    /// Returns an error if the event cannot be opened, share the ring or enter the map.
+    pub(crate) fn open_output(&mut self, cpu: i32, ring_owner: &OwnedFd) -> Result<u64> {
+        let what = |s: &str, e| {
+            Error::io(
+                format!("cannot {s} the stack copies' event of cpu {cpu}"),
+                e,
+            )
+        };
+        let mut attr = crate::sys::bpf_output_attr();
+        let fd = crate::sys::open(&mut attr, -1, cpu).map_err(|e| what("open", e))?;
+        crate::sys::set_output(&fd, ring_owner).map_err(|e| what("share the ring of", e))?;
+        let id = crate::sys::event_id(&fd).map_err(|e| what("read the id of", e))?;
+        self.maps[OUT.0]
+            .update(
+                &(cpu as u32).to_ne_bytes(),
+                &(fd.as_raw_fd() as u32).to_ne_bytes(),
+            )
+            .map_err(|e| what("enter in the BPF map", e))?;
+        self.outputs.push(fd);
+        Ok(id)
+    }
+
+    /// Sets (or with None, forgets) where thread `tid`'s frames end: its copies stop there
+    /// when its stack pointer lies at most the copy size below.
+    pub(crate) fn set_end(&self, tid: u32, end: Option<u64>) {
+        let map = &self.maps[ENDS.0];
+        // A failure (a full map) leaves the thread's copies running to their mapping's end,
+        // as the kernel's: they cost more, and are trimmed by the decoder as before.
+        let _ = match end {
+            Some(end) => map.update(&tid.to_ne_bytes(), &end.to_ne_bytes()),
+            None => map.delete(&tid.to_ne_bytes()),
+        };
+    }
+}
+
+fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
+    a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
+}
+
+/// The sampling events' program. R6: the context; R7: the user stack pointer (the current
+/// task's saved user registers, as the sample's own); R8: this CPU's record buffer; R9: the
+/// bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
+/// could not be written.
+fn copy_program(max: u32) -> Code {
+    let max = max as i32;
+    let mut a = Asm::new();
+    let out = a.label();
+    let walk = a.label();
+    let unreadable = a.label();
+    let at_size = a.label();
+    let write = a.label();
+    a.mov(Reg::R6, Reg::R1)
+        .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R1, Reg::R0)
+        .call(Helper::TaskPtRegs)
+        .load(Size::DW, Reg::R7, Reg::R0, PT_REGS_SP)
+        .jmp_imm(Cond::Eq, Reg::R7, 0, out)
+        .call(Helper::GetSmpProcessorId)
+        .store(Size::W, Reg::R10, KEY, Reg::R0)
+        .ld_map(Reg::R1, BUF);
+    frame_ptr(&mut a, Reg::R2, KEY);
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .mov(Reg::R8, Reg::R0)
+        .store(Size::DW, Reg::R8, 0, Reg::R7)
+        .call(Helper::GetCurrentPidTgid)
+        .store(Size::W, Reg::R10, KEY, Reg::R0)
+        .ld_map(Reg::R1, ENDS);
+    frame_ptr(&mut a, Reg::R2, KEY);
+    // The thread's frames end at a known address not too far above: one copy up to it.
+    a.call(Helper::MapLookupElem)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, walk)
+        .load(Size::DW, Reg::R9, Reg::R0, 0)
+        .jmp_reg(Cond::Le, Reg::R9, Reg::R7, walk)
+        .alu_reg(Alu::Sub, Reg::R9, Reg::R7)
+        .jmp_imm(Cond::Gt, Reg::R9, max, walk)
+        .mov(Reg::R1, Reg::R8)
+        .alu_imm(Alu::Add, Reg::R1, HEADER as i32)
+        .mov(Reg::R2, Reg::R9)
+        .mov(Reg::R3, Reg::R7)
+        .call(Helper::ProbeReadUser)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, walk)
+        .store_imm(Size::W, Reg::R8, 12, Ended::AtFrames as i32)
+        .ja(write);
+    // Else page by page (a read that faults anywhere copies nothing): to the end of the
+    // stack pointer's page, then whole pages, until the copy size or an unreadable page.
+    a.bind(walk)
+        .mov_imm(Reg::R9, 0)
+        .mov(Reg::R1, Reg::R7)
+        .alu_imm(Alu::And, Reg::R1, PAGE - 1)
+        .mov_imm(Reg::R2, PAGE)
+        .alu_reg(Alu::Sub, Reg::R2, Reg::R1)
+        .store(Size::DW, Reg::R10, CHUNK, Reg::R2);
+    for _ in 0..max / PAGE + 2 {
+        let fits = a.label();
+        a.load(Size::DW, Reg::R2, Reg::R10, CHUNK)
+            .mov_imm(Reg::R3, max)
+            .alu_reg(Alu::Sub, Reg::R3, Reg::R9)
+            .jmp_reg(Cond::Le, Reg::R2, Reg::R3, fits)
+            .mov(Reg::R2, Reg::R3)
+            .bind(fits)
+            // The bounds the verifier needs: at most a page, into the buffer.
+            .jmp_imm(Cond::Eq, Reg::R2, 0, at_size)
+            .jmp_imm(Cond::Gt, Reg::R2, PAGE, at_size)
+            .jmp_imm(Cond::Gt, Reg::R9, max, at_size)
+            .store(Size::DW, Reg::R10, CHUNK, Reg::R2)
+            .mov(Reg::R1, Reg::R8)
+            .alu_imm(Alu::Add, Reg::R1, HEADER as i32)
+            .alu_reg(Alu::Add, Reg::R1, Reg::R9)
+            .mov(Reg::R3, Reg::R7)
+            .alu_reg(Alu::Add, Reg::R3, Reg::R9)
+            .call(Helper::ProbeReadUser)
+            .jmp_imm(Cond::Ne, Reg::R0, 0, unreadable)
+            .load(Size::DW, Reg::R2, Reg::R10, CHUNK)
+            .alu_reg(Alu::Add, Reg::R9, Reg::R2)
+            .store_imm(Size::DW, Reg::R10, CHUNK, PAGE);
+    }
+    a.bind(at_size)
+        .store_imm(Size::W, Reg::R8, 12, Ended::AtSize as i32)
+        .ja(write)
+        .bind(unreadable)
+        .store_imm(Size::W, Reg::R8, 12, Ended::Unreadable as i32)
+        .bind(write)
+        .jmp_imm(Cond::Gt, Reg::R9, max, out)
+        .store(Size::W, Reg::R8, 8, Reg::R9)
+        .mov(Reg::R1, Reg::R6)
+        .ld_map(Reg::R2, OUT)
+        .ld_imm64(Reg::R3, CURRENT_CPU)
+        .mov(Reg::R4, Reg::R8)
+        .mov(Reg::R5, Reg::R9)
+        .alu_imm(Alu::Add, Reg::R5, HEADER as i32)
+        .call(Helper::PerfEventOutput)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        // No room in the ring for the copy: the sample goes too, so that the ring's count of
+        // lost records counts it once, and no sample stands without its copy.
+        .mov_imm(Reg::R0, 0)
+        .exit()
+        .bind(out)
+        .mov_imm(Reg::R0, 1)
+        .exit();
+    a.finish()
+}
+
+/// `sched_process_exec` (raw): the process that ran it starts a new stack; its main thread's
+/// end goes, so no copy of the new image stops at the old one's.
+fn exec_program() -> Code {
+    let mut a = Asm::new();
+    a.call(Helper::GetCurrentPidTgid)
+        .alu_imm(Alu::Rsh, Reg::R0, 32)
+        .store(Size::W, Reg::R10, KEY, Reg::R0)
+        .ld_map(Reg::R1, ENDS);
+    frame_ptr(&mut a, Reg::R2, KEY);
+    a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 0).exit();
+    a.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_copy_fits_a_record_and_a_word_more_would_not() {
+        let record = |copy: u32| 40 + (4 + HEADER as u32 + copy).next_multiple_of(8);
+        assert!(record(MAX_COPY) <= u32::from(u16::MAX));
+        assert!(record(MAX_COPY + 8) > u32::from(u16::MAX));
+    }
+
+    #[test]
+    fn the_programs_are_the_same_bytes_on_every_build() {
+        let got = [
+            copy_program(MAX_COPY).digest(),
+            copy_program(8192).digest(),
+            exec_program().digest(),
+        ];
+        assert_eq!(
+            got,
+            [
+                "384 insns f9bb0e89836b6281",
+                "137 insns 23d5958b603e4f2b",
+                "10 insns e4a44da10bf5e51d"
+            ]
+        );
+    }
+}
