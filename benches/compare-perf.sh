@@ -21,15 +21,17 @@
 #    recording, perf record writes raw records and leaves that work to perf report.
 #    `pkgmon --stack-size 0` runs beside them: pkgmon taking what perf -g takes (frame-pointer
 #    callchains, no stack copy), so that each pkgmon mode is set against the perf mode that
-#    records the same thing (ratios to both perf modes are shown).
+#    records the same thing (ratios to both perf modes are shown); and `pkgmon --stack-copy
+#    kernel`, the stacks copied by the kernel rather than by pkgmon's BPF program (root).
 # 2. Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run (default
 #    60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that does
 #    not grow with time shows the same peak for both lengths.
 # 3. What the user stack copy costs pkgmon: a deep-stack workload (recursion.c of the truth
 #    tests, 200 levels) at 4 kHz with --stack-size 0, 8192 and the default 65528.
 # 4. (PARTS=split, not in the default set) What the sampled task pays at 10 kHz under pkgmon as
-#    it is, with --stack-size 0, with --stack-size 0 --max-stack 127 (perf's limit), and under
-#    `perf record -g`: the large workload's own CPU time over the bare run's, RUNS interleaved
+#    it is, with --stack-copy kernel, with --stack-size 0, with --stack-size 0 --max-stack 127
+#    (perf's limit), and under `perf record -g`: the large workload's own CPU time over the bare
+#    run's, RUNS interleaved
 #    rounds, medians.
 # 5. (PARTS=fault, not in the default set) Where the stack copy of each sample ends: the kernel's
 #    page-fault exceptions (`perf stat -e exceptions:page_fault_kernel`: pkgmon and the
@@ -127,10 +129,11 @@ def command(tool, hz, size):
         "bare": work,
         "pkgmon": [pkgmon, "-o", "pk.run", "-F", str(hz), "--"] + work,
         "pkgmon --stack-size 0": [pkgmon, "-o", "pk.run", "-F", str(hz), "--stack-size", "0", "--"] + work,
+        "pkgmon --stack-copy kernel": [pkgmon, "-o", "pk.run", "-F", str(hz), "--stack-copy", "kernel", "--"] + work,
         "perf -g": ["perf", "record", "-q", "-F", str(hz), "-g", "-o", "perf.run", "--"] + work,
         "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.run", "--"] + work,
     }[tool]
-tools = ["pkgmon", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
+tools = ["pkgmon", "pkgmon --stack-copy kernel", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
 print("| Hz | tool | CPU per sample (us): median | min - max | in the workload | in the profiler | extra samples (median) | vs perf -g (median of rounds) | vs perf dwarf (median of rounds) | with the listing made (us) | vs perf -g + perf report |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for hz in (1000, 4000, 10000):
@@ -220,6 +223,7 @@ work = ["./work", "2800"]
 variants = {
     "bare": work,
     "pkgmon": [pkgmon, "-o", "pk.split", "-F", "10000", "--"] + work,
+    "pkgmon --stack-copy kernel": [pkgmon, "-o", "pk.split", "-F", "10000", "--stack-copy", "kernel", "--"] + work,
     "pkgmon --stack-size 0": [pkgmon, "-o", "pk.split", "-F", "10000", "--stack-size", "0", "--"] + work,
     "pkgmon --stack-size 0 --max-stack 127": [pkgmon, "-o", "pk.split", "-F", "10000", "--stack-size", "0", "--max-stack", "127", "--"] + work,
     "perf record -g": ["perf", "record", "-B", "-q", "-F", "10000", "-g", "-o", "perf.split", "--"] + work,

@@ -110,8 +110,8 @@ pub(super) fn truncated_note(
             )
         } else {
             format!(
-                "{by_size} ended with the {stack_size}-byte stack copy, the most the kernel \
-                 gives: frame pointers go on past the copy (-fno-omit-frame-pointer), as far \
+                "{by_size} ended with the {stack_size}-byte stack copy, the most a sample \
+                 holds: frame pointers go on past the copy (-fno-omit-frame-pointer), as far \
                  as the first function built without them"
             )
         });
