@@ -261,6 +261,12 @@ impl Asm {
         self.push(0, Reg::R0, Reg::R0, 0, 0)
     }
 
+    /// `reg = R10 + off`: a pointer into the program's stack frame, for a helper's argument.
+    pub fn frame_ptr(&mut self, reg: Reg, off: i16) -> &mut Asm {
+        self.mov(reg, Reg::R10)
+            .alu_imm(Alu::Add, reg, i32::from(off))
+    }
+
     /// `dst = *(size *)(src + off)`.
     pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) -> &mut Asm {
         self.push(LDX | MEM | size.code(), dst, src, off, 0)

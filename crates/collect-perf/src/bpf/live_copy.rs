@@ -130,10 +130,6 @@ impl LiveCopy {
     }
 }
 
-fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
-    a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
-}
-
 /// The sampling events' program. R6: the context; R7: the user stack pointer (the current
 /// task's saved user registers, as the sample's own); R8: this CPU's record buffer; R9: the
 /// bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
@@ -155,7 +151,7 @@ fn copy_program(max: u32) -> Code {
         .call(Helper::GetSmpProcessorId)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, BUF);
-    frame_ptr(&mut a, Reg::R2, KEY);
+    a.frame_ptr(Reg::R2, KEY);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R8, Reg::R0)
@@ -163,7 +159,7 @@ fn copy_program(max: u32) -> Code {
         .call(Helper::GetCurrentPidTgid)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, ENDS);
-    frame_ptr(&mut a, Reg::R2, KEY);
+    a.frame_ptr(Reg::R2, KEY);
     // The thread's frames end at a known address not too far above: one copy up to it.
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, walk)
@@ -246,7 +242,7 @@ fn exec_program() -> Code {
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, ENDS);
-    frame_ptr(&mut a, Reg::R2, KEY);
+    a.frame_ptr(Reg::R2, KEY);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 0).exit();
     a.finish()
 }

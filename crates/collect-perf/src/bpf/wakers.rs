@@ -210,10 +210,6 @@ fn parse(r: &[u8], keep: usize) -> Option<Wakeup> {
     })
 }
 
-fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
-    a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
-}
-
 /// The context-switch event's program: the thread leaving the CPU goes into `followed` if it
 /// is not there (a lookup, cheaper than an update at every switch); a full map is counted.
 /// Returns 0: the event writes no sample.
@@ -223,13 +219,13 @@ fn switch_program() -> Code {
     a.call(Helper::GetCurrentPidTgid)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, FOLLOWED);
-    frame_ptr(&mut a, Reg::R2, KEY);
+    a.frame_ptr(Reg::R2, KEY);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Ne, Reg::R0, 0, out)
         .store_imm(Size::DW, Reg::R10, -16, 0)
         .ld_map(Reg::R1, FOLLOWED);
-    frame_ptr(&mut a, Reg::R2, KEY);
-    frame_ptr(&mut a, Reg::R3, -16);
+    a.frame_ptr(Reg::R2, KEY);
+    a.frame_ptr(Reg::R3, -16);
     a.mov_imm(Reg::R4, NOEXIST)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
@@ -253,7 +249,7 @@ fn waking_program(pid_off: i16, frames: usize) -> Code {
         .load(Size::W, Reg::R0, Reg::R6, pid_off)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, FOLLOWED);
-    frame_ptr(&mut a, Reg::R2, KEY);
+    a.frame_ptr(Reg::R2, KEY);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .call(Helper::KtimeGetNs)
@@ -265,7 +261,7 @@ fn waking_program(pid_off: i16, frames: usize) -> Code {
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, rec + 16, Reg::R0)
         .mov(Reg::R1, Reg::R6);
-    frame_ptr(&mut a, Reg::R2, rec + HEADER as i16);
+    a.frame_ptr(Reg::R2, rec + HEADER as i16);
     a.mov_imm(Reg::R3, stack_bytes)
         .mov_imm(Reg::R4, 0)
         .call(Helper::GetStack)

@@ -39,7 +39,7 @@ use crate::{Error, Result};
 use super::layout::{
     ARG_0, CTX, HK, K_GEN as H_GEN, K_IP as H_IP, K_RET as H_RET, K_TGID as H_TGID, K_UP as H_UP,
     KEY32, PT_REGS_BP, PT_REGS_IP, PT_REGS_SP, PT_REGS_TO_SP, REGS, S_GEN, S_IP, S_NR, S_RET, S_T0,
-    S_TGID, S_UP, TASK, count, field, frame_ptr,
+    S_TGID, S_UP, TASK, count, field,
 };
 
 /// The call sites' registers and stacks, one per histogram entry made ([`site_copy`]); with
@@ -174,8 +174,8 @@ pub(super) fn new_thread(a: &mut Asm) {
     }
     a.store(Size::W, Reg::R10, KEY32, Reg::R7)
         .ld_map(Reg::R1, THREADS);
-    frame_ptr(a, Reg::R2, KEY32);
-    frame_ptr(a, Reg::R3, TV);
+    a.frame_ptr(Reg::R2, KEY32);
+    a.frame_ptr(Reg::R3, TV);
     a.mov_imm(Reg::R4, 0)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, done);
@@ -195,7 +195,7 @@ pub(super) fn site_copy(a: &mut Asm) {
     a.load(Size::DW, Reg::R1, Reg::R10, CTX)
         .load(Size::DW, Reg::R3, Reg::R1, ARG_0)
         .jmp_imm(Cond::Eq, Reg::R3, 0, skip);
-    frame_ptr(a, Reg::R1, REGS);
+    a.frame_ptr(Reg::R1, REGS);
     a.mov_imm(Reg::R2, PT_REGS_TO_SP)
         .call(Helper::ProbeReadKernel)
         .jmp_imm(Cond::Ne, Reg::R0, 0, skip)
@@ -251,7 +251,7 @@ pub(super) fn site_copy(a: &mut Asm) {
 /// Part of the exit-task program: the thread's entry goes (its key is at KEY32).
 pub(super) fn forget_thread(a: &mut Asm) {
     a.ld_map(Reg::R1, THREADS);
-    frame_ptr(a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapDeleteElem);
 }
 
@@ -292,7 +292,7 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
         .load(Size::W, Reg::R1, Reg::R6, off.prev_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, THREADS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, incoming)
         .mov(Reg::R8, Reg::R0);
@@ -341,7 +341,7 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
         .load(Size::W, Reg::R1, Reg::R6, off.next_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, THREADS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R8, Reg::R0)
@@ -384,21 +384,21 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
     count(&mut a, INS);
     // SLEEPS[key] += (1, ns); a key another CPU made meanwhile is added to.
     a.ld_map(Reg::R1, SLEEPS);
-    frame_ptr(&mut a, Reg::R2, SK);
+    a.frame_ptr(Reg::R2, SK);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Ne, Reg::R0, 0, found)
         .store_imm(Size::DW, Reg::R10, SV, 1)
         .load(Size::DW, Reg::R1, Reg::R10, NS)
         .store(Size::DW, Reg::R10, SV + 8, Reg::R1)
         .ld_map(Reg::R1, SLEEPS);
-    frame_ptr(&mut a, Reg::R2, SK);
-    frame_ptr(&mut a, Reg::R3, SV);
+    a.frame_ptr(Reg::R2, SK);
+    a.frame_ptr(Reg::R3, SV);
     a.mov_imm(Reg::R4, NOEXIST)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, done)
         .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
         .ld_map(Reg::R1, SLEEPS);
-    frame_ptr(&mut a, Reg::R2, SK);
+    a.frame_ptr(Reg::R2, SK);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, full)
         .bind(found)
@@ -425,7 +425,7 @@ pub(super) fn waking_program(off: &SwitchOffsets) -> Code {
         .load(Size::W, Reg::R1, Reg::R6, off.woken_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, THREADS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R7, Reg::R0);

@@ -4,7 +4,7 @@
 //! apart from the builders so that `programs.rs` and `blocking.rs` each depend on it and not
 //! on each other's constants.
 
-use crate::bpf::insn::{Alu, Asm, MapSlot, Reg, Size};
+use crate::bpf::insn::{Asm, MapSlot, Reg, Size};
 use crate::tracepoint::EventFormat;
 use crate::{Error, Result};
 
@@ -130,11 +130,6 @@ impl Offsets {
             exit_pid: field(gone, "pid", 4)?,
         })
     }
-}
-
-/// `R2 = R10 + off` (a pointer into the frame, for a helper's argument).
-pub(super) fn frame_ptr(a: &mut Asm, reg: Reg, off: i16) {
-    a.mov(reg, Reg::R10).alu_imm(Alu::Add, reg, i32::from(off));
 }
 
 /// Counters[idx] += 1 (a per-CPU array: no atomics).

@@ -9,7 +9,7 @@ use super::layout::{
     HIST_FULL, HK, HV, K_BUCKET, K_GEN, K_IP, K_NR, K_RET, K_SLICE, K_TGID, K_UP, KEY32, NOEXIST,
     NS, Offsets, PIDS, PIDS_FULL, PT_REGS_BP, PT_REGS_IP, PT_REGS_SP, PT_REGS_TO_SP, REGS,
     S_FAULTS, S_GEN, S_IMG, S_IP, S_NR, S_RET, S_T0, S_TGID, S_UP, START_FULL, Shape, TASK,
-    UNPAIRED_ENTER, UNPAIRED_EXIT, count, frame_ptr,
+    UNPAIRED_ENTER, UNPAIRED_EXIT, count,
 };
 
 /// The error of an update with NOEXIST of a key that exists.
@@ -24,7 +24,7 @@ fn followed(a: &mut Asm, out: Label) {
         .alu_imm(Alu::Rsh, Reg::R1, 32)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, PIDS);
-    frame_ptr(a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .load(Size::W, Reg::R1, Reg::R0, 0)
@@ -40,7 +40,7 @@ fn hist_add(a: &mut Asm, copy: bool) {
     let created = if copy { a.label() } else { done };
     let (set_min, no_min, no_max) = (a.label(), a.label(), a.label());
     a.ld_map(Reg::R1, HIST);
-    frame_ptr(a, Reg::R2, HK);
+    a.frame_ptr(Reg::R2, HK);
     // A key another CPU created has this CPU's value zeroed: its first call sets the min.
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, new)
@@ -77,8 +77,8 @@ fn hist_add(a: &mut Asm, copy: bool) {
         .load(Size::DW, Reg::R2, Reg::R10, FAULTS)
         .store(Size::DW, Reg::R10, HV + 32, Reg::R2)
         .ld_map(Reg::R1, HIST);
-    frame_ptr(a, Reg::R2, HK);
-    frame_ptr(a, Reg::R3, HV);
+    a.frame_ptr(Reg::R2, HK);
+    a.frame_ptr(Reg::R3, HV);
     // Another CPU may have made the key since the lookup (the update then fails with
     // EEXIST): the call is added to it.
     a.mov_imm(Reg::R4, NOEXIST)
@@ -86,7 +86,7 @@ fn hist_add(a: &mut Asm, copy: bool) {
         .jmp_imm(Cond::Eq, Reg::R0, 0, created)
         .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
         .ld_map(Reg::R1, HIST);
-    frame_ptr(a, Reg::R2, HK);
+    a.frame_ptr(Reg::R2, HK);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Ne, Reg::R0, 0, found)
         .bind(full);
@@ -161,7 +161,7 @@ pub(super) fn enter_program(blocking: bool) -> Code {
         // The user registers (the tracepoint's first argument): pc, stack and frame pointers.
         .load(Size::DW, Reg::R3, Reg::R6, ARG_0)
         .jmp_imm(Cond::Eq, Reg::R3, 0, no_regs);
-    frame_ptr(&mut a, Reg::R1, REGS);
+    a.frame_ptr(Reg::R1, REGS);
     a.mov_imm(Reg::R2, PT_REGS_TO_SP)
         .call(Helper::ProbeReadKernel)
         .jmp_imm(Cond::Ne, Reg::R0, 0, no_regs)
@@ -220,7 +220,7 @@ fn bucket(a: &mut Asm, r: u32) {
             .alu_imm(Alu::Add, Reg::R1, half as i32)
             .store(Size::W, Reg::R10, BKEY, Reg::R1)
             .ld_map(Reg::R1, BOUNDS);
-        frame_ptr(a, Reg::R2, BKEY);
+        a.frame_ptr(Reg::R2, BKEY);
         a.call(Helper::MapLookupElem)
             .jmp_imm(Cond::Eq, Reg::R0, 0, no)
             .load(Size::DW, Reg::R1, Reg::R0, 0)
@@ -336,7 +336,7 @@ pub(super) fn exec_program() -> Code {
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, KEY32, Reg::R0)
         .ld_map(Reg::R1, PIDS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .store_imm(Size::W, Reg::R0, 0, 1)
@@ -362,7 +362,7 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, KEY32, Reg::R0)
         .ld_map(Reg::R1, PIDS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .load(Size::W, Reg::R1, Reg::R0, 0)
@@ -371,8 +371,8 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
         .load(Size::W, Reg::R1, Reg::R6, off.child_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
         .ld_map(Reg::R1, PIDS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
-    frame_ptr(&mut a, Reg::R3, REGS);
+    a.frame_ptr(Reg::R2, KEY32);
+    a.frame_ptr(Reg::R3, REGS);
     a.mov_imm(Reg::R4, 0)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out);
@@ -408,8 +408,8 @@ pub(super) fn exit_task_program(off: &Offsets, blocking: bool) -> Code {
         .store(Size::W, Reg::R10, GV + 4, Reg::R1)
         .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
         .ld_map(Reg::R1, GONE);
-    frame_ptr(&mut a, Reg::R2, GK);
-    frame_ptr(&mut a, Reg::R3, GV);
+    a.frame_ptr(Reg::R2, GK);
+    a.frame_ptr(Reg::R3, GV);
     a.mov_imm(Reg::R4, 0)
         .call(Helper::MapUpdateElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, forget);
@@ -419,7 +419,7 @@ pub(super) fn exit_task_program(off: &Offsets, blocking: bool) -> Code {
         super::blocking::forget_thread(&mut a);
     }
     a.ld_map(Reg::R1, PIDS);
-    frame_ptr(&mut a, Reg::R2, KEY32);
+    a.frame_ptr(Reg::R2, KEY32);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 1).exit();
     a.finish()
 }
