@@ -214,7 +214,8 @@ fn stack_copies_are_kept_only_where_frames_can_be() {
     copies_kept_only_where_frames_can_be(StackCopier::Kernel);
 }
 
-/// The same of the BPF copier's copies, which end there when taken.
+/// The same of the BPF copier's copies, which end there when taken: a thread's at the top of
+/// the stack it was created with.
 #[test]
 fn the_bpf_copier_copies_only_where_frames_can_be() {
     copies_kept_only_where_frames_can_be(StackCopier::Bpf);
@@ -228,6 +229,8 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
     let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("a word"));
     let mut main = Vec::new();
     let (mut thread, mut thread_cut) = (0, 0);
+    let mut thread_ends: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    let mut longest = 0;
     for s in r.samples.iter().filter(|s| s.regs.is_some()) {
         let copy = r.user_stack(s);
         let end = s.regs.expect("user registers").sp + copy.len() as u64;
@@ -241,8 +244,11 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
         } else {
             thread += 1;
             thread_cut += usize::from(end.is_multiple_of(64) && !end.is_multiple_of(4096));
+            thread_ends.entry(s.tid).or_default().insert(end);
+            longest = longest.max(copy.len());
         }
     }
+    eprintln!("thread copies end at {thread_ends:x?}; the longest holds {longest} bytes");
     main.sort_unstable();
     let first = main.iter().position(|&(_, cut)| cut);
     let uncut_after = first.map(|f| main[f..].iter().filter(|&&(_, cut)| !cut).count());
@@ -256,6 +262,15 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
         thread >= 400 && thread_cut * 10 >= thread * 9,
         "{thread_cut} of {thread} cut"
     );
+    if copier == StackCopier::Bpf {
+        // From its first sample on, each thread's copies end at the top of the stack it was
+        // created with, below its static TLS and descriptor (the kernel's copies, cut at the
+        // descriptor, hold ~2 KiB here; the frames, a few hundred bytes).
+        assert!(
+            thread_ends.len() == 4 && thread_ends.values().all(|e| e.len() == 1) && longest < 1024,
+            "thread copies end at {thread_ends:x?}, the longest {longest} bytes"
+        );
+    }
 }
 
 #[test]

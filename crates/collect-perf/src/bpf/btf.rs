@@ -75,10 +75,14 @@ pub(super) fn load(blob: &[u8]) -> Result<OwnedFd> {
 /// `BTF_KIND_FUNC`.
 const KIND_FUNC: u32 = 12;
 
-/// The id of function `name` in the BTF blob `b` (the kernel's: `/sys/kernel/btf/vmlinux`),
-/// or None. Types are numbered from 1 in the order they come; each kind's extra data after
-/// its 12-byte header is skipped by its size.
-pub(super) fn func_id(b: &[u8], name: &str) -> Option<u32> {
+/// `BTF_KIND_TYPEDEF`.
+const KIND_TYPEDEF: u32 = 8;
+
+/// The id of the type of kind `want` named `name` in the BTF blob `b` (the kernel's:
+/// `/sys/kernel/btf/vmlinux`), or None. Types are
+/// numbered from 1 in the order they come; each kind's extra data after its 12-byte header
+/// is skipped by its size.
+fn type_id(b: &[u8], want: u32, name: &str) -> Option<u32> {
     let u32_at = |at: usize| -> Option<u32> {
         Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
     };
@@ -98,7 +102,7 @@ pub(super) fn func_id(b: &[u8], name: &str) -> Option<u32> {
     while at + 12 <= end {
         let (name_off, info) = (u32_at(at)? as usize, u32_at(at + 4)?);
         let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
-        if kind == KIND_FUNC && name_at(name_off)? == name.as_bytes() {
+        if kind == want && name_at(name_off)? == name.as_bytes() {
             return Some(id);
         }
         at += 12
@@ -118,6 +122,18 @@ pub(super) fn func_id(b: &[u8], name: &str) -> Option<u32> {
 ///
 /// Returns an error if the kernel has no BTF or no such function.
 pub(super) fn vmlinux_func(name: &str) -> Result<u32> {
+    vmlinux_type(KIND_FUNC, name)
+}
+
+/// The id of the typedef the kernel declares for tracepoint `name` (`btf_trace_<name>`), which
+/// a BTF-typed tracepoint program names as its target.
+///
+/// Returns an error if the kernel has no BTF or no such tracepoint.
+pub(super) fn vmlinux_tracepoint(name: &str) -> Result<u32> {
+    vmlinux_type(KIND_TYPEDEF, &format!("btf_trace_{name}"))
+}
+
+fn vmlinux_type(kind: u32, name: &str) -> Result<u32> {
     let path = "/sys/kernel/btf/vmlinux";
     // Through the bounded reader, as every /sys file: a few MiB of types.
     let b = safe_fs::read(path, &safe_fs::ReadOptions::procfs(crate::procfs::LARGE))
@@ -126,8 +142,8 @@ pub(super) fn vmlinux_func(name: &str) -> Result<u32> {
             source: None,
         })?
         .into_vec();
-    func_id(&b, name).ok_or_else(|| Error::Tracing {
-        what: format!("{path} has no function {name}"),
+    type_id(&b, kind, name).ok_or_else(|| Error::Tracing {
+        what: format!("{path} has no {name}"),
         source: None,
     })
 }
@@ -168,9 +184,10 @@ mod tests {
         b.extend(STRINGS);
         b[12..16].copy_from_slice(&(type_len as u32).to_ne_bytes());
         b[16..20].copy_from_slice(&(type_len as u32).to_ne_bytes());
-        assert_eq!(func_id(&b, "u8"), Some(4));
-        // An int is not a function.
-        assert_eq!(func_id(&b, "int"), None);
-        assert_eq!(func_id(&b[..20], "u8"), None);
+        assert_eq!(type_id(&b, KIND_FUNC, "u8"), Some(4));
+        // An int is not a function, nor is the FUNC a typedef.
+        assert_eq!(type_id(&b, KIND_FUNC, "int"), None);
+        assert_eq!(type_id(&b, KIND_TYPEDEF, "u8"), None);
+        assert_eq!(type_id(&b[..20], KIND_FUNC, "u8"), None);
     }
 }

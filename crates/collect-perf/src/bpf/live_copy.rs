@@ -23,6 +23,7 @@ use crate::{Error, Result};
 const ENDS: MapSlot = MapSlot(0);
 const BUF: MapSlot = MapSlot(1);
 const OUT: MapSlot = MapSlot(2);
+const TOPS: MapSlot = MapSlot(3);
 
 /// The most a record can copy: a perf record's size is 16 bits, and this one's sample fields
 /// (header, identifier, thread, time, CPU: 40 bytes), the raw data's size (4) and its header
@@ -49,6 +50,8 @@ pub(crate) struct LiveCopy {
     outputs: Vec<OwnedFd>,
     /// Deletes a process's end at its exec (its stack starts anew elsewhere).
     _exec: Attachment,
+    /// Notes the top of each new thread's stack, where the kernel allows it.
+    _new_threads: Option<Attachment>,
     max: u32,
 }
 
@@ -66,16 +69,28 @@ impl LiveCopy {
             Map::create_sparse(MapKind::Hash, "pkg_stack_ends", 4, 8, MAX_THREADS)?,
             Map::create(MapKind::Array, "pkg_stack_buf", 4, buffer, cpus)?,
             Map::create(MapKind::PerfEventArray, "pkg_stack_out", 4, 4, cpus)?,
+            Map::create_task_storage("pkg_thread_top", 8)?,
         ];
         let refs: Vec<&Map> = maps.iter().collect();
         let program = Program::load_perf_event("pkg_stack_copy", &copy_program(max), &refs)?;
         let exec_program = Program::load_raw_tracepoint("pkg_stack_exec", &exec_program(), &refs)?;
         let exec = exec_program.attach_raw("sched_process_exec")?;
+        // Without it (a kernel without BTF for the tracepoint) a thread's copies end at its
+        // glibc descriptor, once the decoder has found it in one.
+        let new_threads = Program::load_tp_btf(
+            "pkg_thread_top",
+            &thread_top_program(),
+            &refs,
+            "sched_process_fork",
+        )
+        .and_then(|p| p.attach_tracing())
+        .ok();
         Ok(LiveCopy {
             program,
             maps,
             outputs: Vec::new(),
             _exec: exec,
+            _new_threads: new_threads,
             max,
         })
     }
@@ -142,8 +157,11 @@ fn copy_program(max: u32) -> Code {
     let unreadable = a.label();
     let at_size = a.label();
     let write = a.label();
+    let by_tid = a.label();
+    let have_end = a.label();
     a.mov(Reg::R6, Reg::R1)
         .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R9, Reg::R0)
         .mov(Reg::R1, Reg::R0)
         .call(Helper::TaskPtRegs)
         .load(Size::DW, Reg::R7, Reg::R0, PT_REGS_SP)
@@ -156,14 +174,26 @@ fn copy_program(max: u32) -> Code {
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R8, Reg::R0)
         .store(Size::DW, Reg::R8, 0, Reg::R7)
+        // Where the thread's frames end: the top of the stack it was created with, else
+        // what the decoder found in its copies.
+        .ld_map(Reg::R1, TOPS)
+        .mov(Reg::R2, Reg::R9)
+        .mov_imm(Reg::R3, 0)
+        .mov_imm(Reg::R4, 0)
+        .call(Helper::TaskStorageGet)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, by_tid)
+        .load(Size::DW, Reg::R9, Reg::R0, 0)
+        .ja(have_end)
+        .bind(by_tid)
         .call(Helper::GetCurrentPidTgid)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
-        .ld_map(Reg::R1, ENDS);
-    a.frame_ptr(Reg::R2, KEY);
-    // The thread's frames end at a known address not too far above: one copy up to it.
-    a.call(Helper::MapLookupElem)
+        .ld_map(Reg::R1, ENDS)
+        .frame_ptr(Reg::R2, KEY)
+        .call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, walk)
         .load(Size::DW, Reg::R9, Reg::R0, 0)
+        .bind(have_end)
+        // The end lies not too far above: one copy up to it.
         .jmp_reg(Cond::Le, Reg::R9, Reg::R7, walk)
         .alu_reg(Alu::Sub, Reg::R9, Reg::R7)
         .jmp_imm(Cond::Gt, Reg::R9, max, walk)
@@ -234,6 +264,37 @@ fn copy_program(max: u32) -> Code {
     a.finish()
 }
 
+/// `sched_process_fork(parent, child)` (BTF-typed, in the parent): a task created with a stack of its own (a
+/// thread, or a child of `posix_spawn`; not a forked copy, which goes on on its parent's
+/// stack) starts with its stack pointer at the top of every frame it will have, whatever
+/// its threading library keeps above (glibc: static TLS and the thread descriptor). That top
+/// goes in the task's storage, freed with the task.
+fn thread_top_program() -> Code {
+    let mut a = Asm::new();
+    let out = a.label();
+    a.load(Size::DW, Reg::R6, Reg::R1, 8)
+        .mov(Reg::R1, Reg::R6)
+        .call(Helper::TaskPtRegs)
+        .load(Size::DW, Reg::R7, Reg::R0, PT_REGS_SP)
+        .jmp_imm(Cond::Eq, Reg::R7, 0, out)
+        .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R1, Reg::R0)
+        .call(Helper::TaskPtRegs)
+        .load(Size::DW, Reg::R8, Reg::R0, PT_REGS_SP)
+        .jmp_reg(Cond::Eq, Reg::R7, Reg::R8, out)
+        .ld_map(Reg::R1, TOPS)
+        .mov(Reg::R2, Reg::R6)
+        .mov_imm(Reg::R3, 0)
+        .mov_imm(Reg::R4, Asm::STORAGE_CREATE)
+        .call(Helper::TaskStorageGet)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
+        .store(Size::DW, Reg::R0, 0, Reg::R7)
+        .bind(out)
+        .mov_imm(Reg::R0, 0)
+        .exit();
+    a.finish()
+}
+
 /// `sched_process_exec` (raw): the process that ran it starts a new stack; its main thread's
 /// end goes, so no copy of the new image stops at the old one's.
 fn exec_program() -> Code {
@@ -264,13 +325,15 @@ mod tests {
             copy_program(MAX_COPY).digest(),
             copy_program(8192).digest(),
             exec_program().digest(),
+            thread_top_program().digest(),
         ];
         assert_eq!(
             got,
             [
-                "384 insns f9bb0e89836b6281",
-                "137 insns 23d5958b603e4f2b",
-                "10 insns e4a44da10bf5e51d"
+                "394 insns be9a830b6a801df6",
+                "147 insns a23f027e02ec6be0",
+                "10 insns e4a44da10bf5e51d",
+                "20 insns 1e5bbdeda48d711f",
             ]
         );
     }

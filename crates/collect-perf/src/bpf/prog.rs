@@ -78,6 +78,23 @@ impl Program {
         Program::load(sys::PROG_TYPE_TRACING, name, code, maps, Some((kind, id)))
     }
 
+    /// Loads `code` as a BTF-typed tracepoint program (`tp_btf`) on tracepoint `name`: its
+    /// context is the tracepoint's arguments (`u64 args[]`), pointers among them typed, so
+    /// that helpers taking a task accept them. Needs no ftrace trampoline. Attach it with
+    /// [`Program::attach_tracing`].
+    ///
+    /// Returns an error if the kernel has no BTF for the tracepoint or refuses the program.
+    pub fn load_tp_btf(
+        name: &str,
+        code: &Code,
+        maps: &[&Map],
+        tracepoint: &str,
+    ) -> Result<Program> {
+        let id = super::btf::vmlinux_tracepoint(tracepoint)?;
+        let attach = Some((sys::TRACE_RAW_TP, id));
+        Program::load(sys::PROG_TYPE_TRACING, name, code, maps, attach)
+    }
+
     /// `attach`: a tracing program's (expected attach type, kernel BTF id of its function).
     fn load(
         kind: u32,
@@ -218,7 +235,8 @@ impl Program {
         Ok(Attachment { _event: link })
     }
 
-    /// Attaches this tracing program ([`Program::load_fentry`]) to its function. Detached
+    /// Attaches this tracing program ([`Program::load_fentry`], [`Program::load_tp_btf`]) to
+    /// its function or tracepoint. Detached
     /// when the [`Attachment`] drops.
     ///
     /// Returns an error if the kernel refuses it.

@@ -20,6 +20,8 @@ pub(crate) const PROG_TYPE_TRACING: u32 = 26;
 /// `BPF_TRACE_FENTRY`, `BPF_TRACE_FEXIT`: a tracing program's expected attach types.
 pub(crate) const TRACE_FENTRY: u32 = 24;
 pub(crate) const TRACE_FEXIT: u32 = 25;
+/// `BPF_TRACE_RAW_TP`: a tracing program on a tracepoint, its arguments typed by BTF.
+pub(crate) const TRACE_RAW_TP: u32 = 23;
 /// `BPF_F_NO_PREALLOC`: hash entries allocated on update, not all at creation.
 pub(crate) const F_NO_PREALLOC: u32 = 1;
 /// `BPF_F_RDONLY_PROG`-free default: `BPF_ANY`, `BPF_NOEXIST`, `BPF_EXIST` for updates.
