@@ -273,6 +273,41 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
     }
 }
 
+/// A child of `posix_spawn` starts on a stack of its own, whose top the BPF copier notes; after
+/// its exec its main thread runs on a new stack, whose copies end at `argv` as any main
+/// thread's.
+#[test]
+fn a_spawned_childs_copies_end_at_its_argv_after_its_exec() {
+    let _serial = serial();
+    let mut c = config();
+    c.stack_copier = StackCopier::Bpf;
+    let r = record(&args(&[&workload("spawner"), &workload("cpu"), &"400"]), &c);
+    let parent = r.child.as_ref().expect("child").pid;
+    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("a word"));
+    let mut cut = Vec::new();
+    for s in r
+        .samples
+        .iter()
+        .filter(|s| s.pid != parent && s.tid == s.pid)
+    {
+        let copy = r.user_stack(s);
+        let n = copy.len();
+        // argc 2, argv[0], argv[1], NULL.
+        cut.push((
+            s.time,
+            n >= 32 && word(copy, n - 32) == 2 && word(copy, n - 8) == 0,
+        ));
+    }
+    cut.sort_unstable();
+    let first = cut.iter().position(|&(_, c)| c);
+    let uncut_after = first.map(|f| cut[f..].iter().filter(|&&(_, c)| !c).count());
+    assert!(
+        cut.len() >= 200 && first.is_some_and(|f| f * 2 < cut.len()) && uncut_after == Some(0),
+        "first cut copy {first:?} of {}, {uncut_after:?} whole after it",
+        cut.len()
+    );
+}
+
 #[test]
 fn exec_replaces_name_and_maps() {
     let _serial = serial();

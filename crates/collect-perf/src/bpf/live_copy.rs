@@ -2,10 +2,12 @@
 //! the kernel's `PERF_SAMPLE_STACK_USER`. The kernel copies from the stack pointer to the end
 //! of the stack's mapping, kilobytes above the outermost frame, and ends each copy with a
 //! fault on the page beyond; its copy was most of what a sample cost the sampled task beyond
-//! what `perf record -g` costs. The program copies up to where the thread's frames end once
-//! the decoder has found it in an earlier copy (a main thread's `argv`, a glibc thread's
-//! descriptor: `recording/live_stack.rs`) and user space has told it ([`LiveCopy::set_end`]);
-//! before, page by page up to the copy size or the first page it cannot read, as the kernel.
+//! what `perf record -g` costs. The program copies up to where the thread's frames end: the
+//! top of the stack a thread was created with (noted at its creation by a second program), or
+//! where the decoder found them to end in an earlier copy (a main thread's `argv`, a glibc
+//! thread's descriptor: `recording/live_stack.rs`) once user space has told it
+//! ([`LiveCopy::set_end`]); else page by page up to the copy size or the first page it cannot
+//! read, as the kernel.
 //!
 //! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
@@ -147,7 +149,7 @@ impl LiveCopy {
 
 /// The sampling events' program. R6: the context; R7: the user stack pointer (the current
 /// task's saved user registers, as the sample's own); R8: this CPU's record buffer; R9: the
-/// bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
+/// current task, then where its frames end, then the bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
 /// could not be written.
 fn copy_program(max: u32) -> Code {
     let max = max as i32;
@@ -183,7 +185,12 @@ fn copy_program(max: u32) -> Code {
         .call(Helper::TaskStorageGet)
         .jmp_imm(Cond::Eq, Reg::R0, 0, by_tid)
         .load(Size::DW, Reg::R9, Reg::R0, 0)
-        .ja(have_end)
+        // Not the stack it runs on now (a posix_spawn child after its exec, a signal stack):
+        // the decoder's end, if any.
+        .jmp_reg(Cond::Le, Reg::R9, Reg::R7, by_tid)
+        .mov(Reg::R1, Reg::R9)
+        .alu_reg(Alu::Sub, Reg::R1, Reg::R7)
+        .jmp_imm(Cond::Le, Reg::R1, max, have_end)
         .bind(by_tid)
         .call(Helper::GetCurrentPidTgid)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
@@ -264,11 +271,11 @@ fn copy_program(max: u32) -> Code {
     a.finish()
 }
 
-/// `sched_process_fork(parent, child)` (BTF-typed, in the parent): a task created with a stack of its own (a
-/// thread, or a child of `posix_spawn`; not a forked copy, which goes on on its parent's
-/// stack) starts with its stack pointer at the top of every frame it will have, whatever
-/// its threading library keeps above (glibc: static TLS and the thread descriptor). That top
-/// goes in the task's storage, freed with the task.
+/// `sched_process_fork(parent, child)` (BTF-typed, in the parent): a task created with a stack
+/// of its own (a thread, or a child of `posix_spawn`; not a forked copy, which goes on on its
+/// parent's stack) starts with its stack pointer at the top of every frame it will have,
+/// whatever its threading library keeps above (glibc: static TLS and the thread descriptor).
+/// That top goes in the task's storage, freed with the task.
 fn thread_top_program() -> Code {
     let mut a = Asm::new();
     let out = a.label();
@@ -330,8 +337,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "394 insns be9a830b6a801df6",
-                "147 insns a23f027e02ec6be0",
+                "397 insns 1d04c62fcdbd5176",
+                "150 insns a723a182a34971e5",
                 "10 insns e4a44da10bf5e51d",
                 "20 insns 1e5bbdeda48d711f",
             ]
