@@ -257,15 +257,17 @@ pub(super) mod parse {
         let period = c.u64()?;
         let chain = callchain(r, c)?;
         let regs = regs_user(c)?;
-        let mut bpf_copy = r
-            .pending_copies
-            .get_mut(&cpu)
+        let own_copy = c.pos < c.b.len();
+        // The BPF copier's record for this sample, looked for only when the kernel copied none.
+        let mut bpf_copy = (!own_copy && !r.copy_ids.is_empty())
+            .then(|| r.pending_copies.get_mut(&cpu))
+            .flatten()
             .filter(|p| p.waiting)
             .map(|p| {
                 p.waiting = false;
                 (p.tid, p.sp, p.ended, std::mem::take(&mut p.bytes))
             });
-        let (stack, stack_copy_full) = if c.pos < c.b.len() {
+        let (stack, stack_copy_full) = if own_copy {
             live_stack(r, (pid, tid, time), regs, stack_user(c)?)
         } else {
             match (&bpf_copy, regs) {
