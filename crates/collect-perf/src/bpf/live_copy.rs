@@ -147,6 +147,14 @@ impl LiveCopy {
     }
 }
 
+/// `dst` = the user stack pointer of the task in `task` (from its saved user registers).
+/// Clobbers R0 to R5.
+fn user_sp(a: &mut Asm, task: Reg, dst: Reg) -> &mut Asm {
+    a.mov(Reg::R1, task)
+        .call(Helper::TaskPtRegs)
+        .load(Size::DW, dst, Reg::R0, PT_REGS_SP)
+}
+
 /// The sampling events' program. R6: the context; R7: the user stack pointer (the current
 /// task's saved user registers, as the sample's own); R8: this CPU's record buffer; R9: the
 /// current task, then where its frames end, then the bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
@@ -163,10 +171,8 @@ fn copy_program(max: u32) -> Code {
     let have_end = a.label();
     a.mov(Reg::R6, Reg::R1)
         .call(Helper::GetCurrentTaskBtf)
-        .mov(Reg::R9, Reg::R0)
-        .mov(Reg::R1, Reg::R0)
-        .call(Helper::TaskPtRegs)
-        .load(Size::DW, Reg::R7, Reg::R0, PT_REGS_SP)
+        .mov(Reg::R9, Reg::R0);
+    user_sp(&mut a, Reg::R0, Reg::R7)
         .jmp_imm(Cond::Eq, Reg::R7, 0, out)
         .call(Helper::GetSmpProcessorId)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
@@ -279,15 +285,11 @@ fn copy_program(max: u32) -> Code {
 fn thread_top_program() -> Code {
     let mut a = Asm::new();
     let out = a.label();
-    a.load(Size::DW, Reg::R6, Reg::R1, 8)
-        .mov(Reg::R1, Reg::R6)
-        .call(Helper::TaskPtRegs)
-        .load(Size::DW, Reg::R7, Reg::R0, PT_REGS_SP)
+    a.load(Size::DW, Reg::R6, Reg::R1, 8);
+    user_sp(&mut a, Reg::R6, Reg::R7)
         .jmp_imm(Cond::Eq, Reg::R7, 0, out)
-        .call(Helper::GetCurrentTaskBtf)
-        .mov(Reg::R1, Reg::R0)
-        .call(Helper::TaskPtRegs)
-        .load(Size::DW, Reg::R8, Reg::R0, PT_REGS_SP)
+        .call(Helper::GetCurrentTaskBtf);
+    user_sp(&mut a, Reg::R0, Reg::R8)
         .jmp_reg(Cond::Eq, Reg::R7, Reg::R8, out)
         .ld_map(Reg::R1, TOPS)
         .mov(Reg::R2, Reg::R6)
