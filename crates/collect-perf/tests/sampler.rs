@@ -205,6 +205,25 @@ fn every_thread_is_sampled() {
     assert!(r.samples.iter().all(|s| s.pid == main));
 }
 
+/// Whether a main thread's stack copy ends at its `argc` words of `argv` and their NULL.
+fn ends_at_argv(copy: &[u8], argc: u64) -> bool {
+    let word = |at: usize| u64::from_ne_bytes(copy[at..at + 8].try_into().expect("a word"));
+    let n = copy.len();
+    let words = 8 * (argc as usize + 2);
+    n >= words && word(n - words) == argc && word(n - 8) == 0
+}
+
+/// Of copies (time, cut at argv): the first cut one, in time order, and how many after it are
+/// not cut.
+fn first_cut(mut cut: Vec<(u64, bool)>) -> (Option<usize>, Option<usize>) {
+    cut.sort_unstable();
+    let first = cut.iter().position(|&(_, c)| c);
+    (
+        first,
+        first.map(|f| cut[f..].iter().filter(|&&(_, c)| !c).count()),
+    )
+}
+
 /// Stack copies are kept only where frames can be: a main thread's up to its `argv`'s NULL,
 /// from the first /proc reading that says where its stack started on; another thread's up to
 /// its glibc descriptor, which lies inside a page (the kernel's copy ends at the mapping's
@@ -226,7 +245,6 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
     let mut c = config();
     c.stack_copier = copier;
     let r = record(&args(&[&workload("threads")]), &c);
-    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("a word"));
     let mut main = Vec::new();
     let (mut thread, mut thread_cut) = (0, 0);
     let mut thread_ends: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
@@ -238,9 +256,7 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
             continue;
         }
         if s.tid == s.pid {
-            // argc 1, argv[0], NULL.
-            let n = copy.len();
-            main.push((s.time, word(copy, n - 24) == 1 && word(copy, n - 8) == 0));
+            main.push((s.time, ends_at_argv(copy, 1)));
         } else {
             thread += 1;
             thread_cut += usize::from(end.is_multiple_of(64) && !end.is_multiple_of(4096));
@@ -249,14 +265,12 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
         }
     }
     eprintln!("thread copies end at {thread_ends:x?}; the longest holds {longest} bytes");
-    main.sort_unstable();
-    let first = main.iter().position(|&(_, cut)| cut);
-    let uncut_after = first.map(|f| main[f..].iter().filter(|&&(_, cut)| !cut).count());
+    let copies = main.len();
+    let (first, uncut_after) = first_cut(main);
     // The reading comes within a poll interval of the start; the main thread spins 250 ms.
     assert!(
-        main.len() >= 100 && first.is_some_and(|f| f * 2 < main.len()) && uncut_after == Some(0),
-        "first cut copy {first:?} of {}, {uncut_after:?} whole after it",
-        main.len()
+        copies >= 100 && first.is_some_and(|f| f * 2 < copies) && uncut_after == Some(0),
+        "first cut copy {first:?} of {copies}, {uncut_after:?} whole after it"
     );
     assert!(
         thread >= 400 && thread_cut * 10 >= thread * 9,
@@ -283,28 +297,15 @@ fn a_spawned_childs_copies_end_at_its_argv_after_its_exec() {
     c.stack_copier = StackCopier::Bpf;
     let r = record(&args(&[&workload("spawner"), &workload("cpu"), &"400"]), &c);
     let parent = r.child.as_ref().expect("child").pid;
-    let word = |b: &[u8], at: usize| u64::from_ne_bytes(b[at..at + 8].try_into().expect("a word"));
-    let mut cut = Vec::new();
-    for s in r
-        .samples
-        .iter()
+    let cut: Vec<_> = (r.samples.iter())
         .filter(|s| s.pid != parent && s.tid == s.pid)
-    {
-        let copy = r.user_stack(s);
-        let n = copy.len();
-        // argc 2, argv[0], argv[1], NULL.
-        cut.push((
-            s.time,
-            n >= 32 && word(copy, n - 32) == 2 && word(copy, n - 8) == 0,
-        ));
-    }
-    cut.sort_unstable();
-    let first = cut.iter().position(|&(_, c)| c);
-    let uncut_after = first.map(|f| cut[f..].iter().filter(|&&(_, c)| !c).count());
+        .map(|s| (s.time, ends_at_argv(r.user_stack(s), 2)))
+        .collect();
+    let copies = cut.len();
+    let (first, uncut_after) = first_cut(cut);
     assert!(
-        cut.len() >= 200 && first.is_some_and(|f| f * 2 < cut.len()) && uncut_after == Some(0),
-        "first cut copy {first:?} of {}, {uncut_after:?} whole after it",
-        cut.len()
+        copies >= 200 && first.is_some_and(|f| f * 2 < copies) && uncut_after == Some(0),
+        "first cut copy {first:?} of {copies}, {uncut_after:?} whole after it"
     );
 }
 
