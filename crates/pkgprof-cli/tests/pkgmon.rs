@@ -780,25 +780,32 @@ fn a_stripped_program_is_said_once_with_what_to_do() {
             .map(str::to_owned)
             .collect()
     };
-    let pid = pids[0].to_string();
-    let one = warnings(&["--pid", &pid]);
-    assert_eq!(one.len(), 1, "{one:?}");
-    assert!(
-        one[0].starts_with(&format!(
-            "pkgprof: warning: process {pid}: {} has no symbol table (stripped)",
-            stripped.display()
-        )) && one[0].contains("--object-path DIR"),
-        "{}",
-        one[0]
-    );
+    // Warned of are the processes with samples in the program's own code. The two spinners
+    // always have hundreds; the reading child spends ~97% in the kernel and its few user
+    // samples mostly in libc and the vDSO: in some runs none is in the program.
+    let mut named = Vec::new();
+    for p in &pids {
+        let one = warnings(&["--pid", &p.to_string()]);
+        assert!(one.len() <= 1, "{one:?}");
+        let Some(one) = one.first() else { continue };
+        assert!(
+            one.starts_with(&format!(
+                "pkgprof: warning: process {p}: {} has no symbol table (stripped)",
+                stripped.display()
+            )) && one.contains("--object-path DIR"),
+            "{one}"
+        );
+        named.push(*p);
+    }
+    named.sort_unstable();
+    assert!(named.len() >= 2, "{named:?}");
     let all = warnings(&["--system"]);
     assert_eq!(all.len(), 1, "{all:?}");
-    let mut sorted = pids.clone();
-    sorted.sort_unstable();
-    let named: Vec<String> = sorted.iter().map(u32::to_string).collect();
+    let named: Vec<String> = named.iter().map(u32::to_string).collect();
     assert!(
         all[0].starts_with(&format!(
-            "pkgprof: warning: 3 processes ({}): {} has no symbol table",
+            "pkgprof: warning: {} processes ({}): {} has no symbol table",
+            named.len(),
             named.join(", "),
             stripped.display()
         )),
