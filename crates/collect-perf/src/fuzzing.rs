@@ -25,6 +25,8 @@ pub fn decode_records(data: &[u8]) -> Recording {
         // Samples of identifier 2 are stack copies of the BPF copier, each for the sample of
         // its CPU that follows.
         copy_ids: vec![2],
+        // Samples without a user callchain have it walked over their copy, as in such runs.
+        user_chains_from_copies: true,
         ..Recording::default()
     };
     for pid in 0..8 {

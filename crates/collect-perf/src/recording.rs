@@ -405,6 +405,9 @@ pub struct Recording {
     /// The sample identifiers of the events the stack-copying BPF program writes through
     /// (one per CPU); empty when the kernel copies the stacks.
     pub(crate) copy_ids: Vec<u64>,
+    /// Whether the cpu-clock samples come without the user part of their callchain (the
+    /// BPF copier's runs), which is then walked over their stack copies.
+    pub(crate) user_chains_from_copies: bool,
     /// Each CPU's copy from that program, waiting for its sample.
     pub(crate) pending_copies: HashMap<u32, PendingCopy>,
     /// Where threads' frames end, for that program.
@@ -787,6 +790,115 @@ mod tests {
             })
         );
         assert_eq!(r.user_stack(s), &[1; 8]);
+    }
+
+    /// With the BPF copier the kernel is not asked for the user part of the chain: it is
+    /// walked over the copy by frame pointers, as the kernel walks it, while the frames lie in
+    /// the copy and the chain, context markers counted, is within `sample_max_stack`.
+    #[test]
+    fn a_copied_samples_user_chain_is_walked_over_its_copy() {
+        let sp = 0x7ffe_0000u64;
+        let mut stack = vec![0u8; 0x60];
+        // rbp at sp + 0x10: the frame holding sp + 0x40 and its return address 0x402000;
+        // there the next frame, pointing out of the copy, with return address 0x403000.
+        let mut put = |at: u64, v: u64| {
+            let at = (at - sp) as usize;
+            stack[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        };
+        put(sp + 0x10, sp + 0x40);
+        put(sp + 0x18, 0x402000);
+        put(sp + 0x40, sp + 0x1000);
+        put(sp + 0x48, 0x403000);
+        let copy = B::default()
+            .u64(3) // the copier's identifier
+            .u32(7)
+            .u32(8)
+            .u64(554)
+            .u32(1)
+            .u32(0)
+            .u32(16 + stack.len() as u32)
+            .u64(sp)
+            .u32(stack.len() as u32)
+            .u32(CopyEnd::AtFrames as u32)
+            .bytes(&stack)
+            .bytes(&[0; 4])
+            .finish(RECORD_SAMPLE, 2, false);
+        // In the kernel (`kernel`: its chain) or in user mode (no chain at all).
+        let sample = |kernel: &[u64], bp: u64| {
+            let mut b = B::default()
+                .u64(99)
+                .u64(kernel.first().copied().unwrap_or(0x401000))
+                .u32(7)
+                .u32(8)
+                .u64(555)
+                .u32(1)
+                .u32(0)
+                .u64(1_000_000);
+            if kernel.is_empty() {
+                b = b.u64(0);
+            } else {
+                b = b.u64(kernel.len() as u64 + 1).u64(CONTEXT_KERNEL);
+                for &k in kernel {
+                    b = b.u64(k);
+                }
+            }
+            b.u64(2)
+                .u64(0)
+                .u64(bp)
+                .u64(sp)
+                .u64(0x401000) // bx, bp, sp, ip
+                .finish(RECORD_SAMPLE, if kernel.is_empty() { 2 } else { 1 }, false)
+        };
+        let chains = |max_stack: u16, kernel: &[u64], bp: u64| {
+            let mut r = Recording {
+                copy_ids: vec![3],
+                user_chains_from_copies: true,
+                max_stack,
+                ..Recording::default()
+            };
+            r.push_raw(&copy);
+            r.push_raw(&sample(kernel, bp));
+            assert_eq!(r.unparsed_records, 0);
+            let s = &r.samples[0];
+            assert_eq!(r.user_stack(s), &stack[..]);
+            let chain = (r.kernel_chain(s).to_vec(), r.user_chain(s).to_vec());
+            (chain, s.chain_limited)
+        };
+        let k = [0xffff_8000_0000_1000, 0xffff_8000_0000_2000];
+        assert_eq!(
+            chains(127, &[], sp + 0x10),
+            ((vec![], vec![0x401000, 0x402000, 0x403000]), false)
+        );
+        assert_eq!(
+            chains(127, &k, sp + 0x10),
+            ((k.to_vec(), vec![0x401000, 0x402000, 0x403000]), false)
+        );
+        // Three kernel entries (marker too), the user marker: room for two.
+        assert_eq!(
+            chains(6, &k, sp + 0x10),
+            ((k.to_vec(), vec![0x401000, 0x402000]), true)
+        );
+        assert_eq!(chains(3, &k, sp + 0x10), ((k.to_vec(), vec![]), true));
+        // An rbp outside the copy (code using it for data): the ip alone.
+        assert_eq!(chains(127, &[], 0x1234), ((vec![], vec![0x401000]), false));
+        // A frame pointing to itself goes round to the limit, as the kernel's walk would.
+        let mut own = copy.clone();
+        let at = own.len() - 4 - stack.len() + 0x40;
+        own[at..at + 8].copy_from_slice(&(sp + 0x40).to_ne_bytes());
+        let mut r = Recording {
+            copy_ids: vec![3],
+            user_chains_from_copies: true,
+            max_stack: 10,
+            ..Recording::default()
+        };
+        r.push_raw(&own);
+        r.push_raw(&sample(&[], sp + 0x40));
+        let s = &r.samples[0];
+        assert_eq!(
+            r.user_chain(s),
+            [vec![0x401000], vec![0x403000; 8]].concat()
+        );
+        assert!(s.chain_limited);
     }
 
     /// A cpu-clock sample of pid 7 (thread `tid`) at time 555 whose stack copy, taken at sp

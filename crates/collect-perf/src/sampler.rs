@@ -168,6 +168,7 @@ impl Sampler {
             stack_user: if live_copy.is_some() { 0 } else { stack_user },
             max_stack,
             user_only: config.user_only,
+            user_chain: !live_copy.as_ref().is_some_and(LiveCopy::copies_full_size),
             enable_on_exec: on_exec,
             inherit: !config.system_wide,
             wakeup_watermark: (pages * page_size() / 4) as u32,
@@ -339,6 +340,7 @@ impl Sampler {
                 active: live_copy.is_some(),
                 ..FrameEnds::default()
             },
+            user_chains_from_copies: !spec.user_chain,
             copy_ids,
             ..Recording::default()
         };

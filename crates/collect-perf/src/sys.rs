@@ -63,6 +63,9 @@ pub(crate) struct EventSpec {
     pub stack_user: u32,
     pub max_stack: u16,
     pub user_only: bool,
+    /// Whether the kernel walks the user part of each sample's callchain (not when the BPF
+    /// copier copies the stacks: the chain is walked over the copy).
+    pub user_chain: bool,
     /// Turn on at exec (launch mode); otherwise the caller enables the events.
     pub enable_on_exec: bool,
     /// Follow new threads and children (task events); off for CPU-wide events.
@@ -85,6 +88,7 @@ impl EventSpec {
             stack_user: 0,
             max_stack: 0,
             user_only: false,
+            user_chain: false,
             enable_on_exec: !now,
             inherit: true,
             wakeup_watermark: 0,
@@ -141,6 +145,7 @@ pub(crate) fn cpu_clock_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr 
     a.set_exclude_hv(1);
     a.set_exclude_guest(1);
     a.set_exclude_kernel(u64::from(spec.user_only));
+    a.set_exclude_callchain_user(u64::from(!spec.user_chain));
     a
 }
 

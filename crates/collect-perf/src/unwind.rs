@@ -2,7 +2,8 @@
 //! files over each sample's stack copy, continued by the kernel's frame-pointer chain beyond the
 //! copy, and ended for a stated reason.
 //!
-//! The kernel walks user stacks by frame pointers. That loses the caller of any function
+//! The kernel walks user stacks by frame pointers (or, when the BPF copier copies the stacks
+//! at full size, the decoder makes the same walk over the copy: `recording/live_stack.rs`). That loses the caller of any function
 //! without a frame (glibc's `read` wrapper, its start-up code) and everything of a program
 //! built without frame pointers. Each sample also carries the user registers (ip, sp, bp) and a
 //! copy of the top of the user stack, so the stack is unwound again here from `.eh_frame` with

@@ -94,7 +94,8 @@ mod records {
     }
 
     /// The same sample with its stack copied by the BPF copier: its record (identifier 2),
-    /// then the sample without a copy.
+    /// then the sample without a copy or the user part of its chain (as such runs ask the
+    /// kernel), which the decoder walks over the copy.
     pub fn copied_sample(pid: u32, time: u64, user: &[u64], stack: &[u8]) -> Vec<u8> {
         let mut out = B::default()
             .u64(2)
@@ -124,6 +125,8 @@ mod records {
         stack: Option<&[u8]>,
     ) -> Vec<u8> {
         let ip = kernel.first().or(user.first()).copied().unwrap_or(0);
+        let user_chain = if stack.is_some() { user } else { &[] };
+        let contexts = usize::from(!kernel.is_empty()) + usize::from(!user_chain.is_empty());
         let mut b = B::default()
             .u64(1)
             .u64(ip)
@@ -133,13 +136,17 @@ mod records {
             .u32(0)
             .u32(0)
             .u64(1_000_000)
-            .u64((kernel.len() + user.len() + 2) as u64)
-            .u64(CONTEXT_KERNEL);
+            .u64((kernel.len() + user_chain.len() + contexts) as u64);
+        if !kernel.is_empty() {
+            b = b.u64(CONTEXT_KERNEL);
+        }
         for &k in kernel {
             b = b.u64(k);
         }
-        b = b.u64(CONTEXT_USER);
-        for &u in user {
+        if !user_chain.is_empty() {
+            b = b.u64(CONTEXT_USER);
+        }
+        for &u in user_chain {
             b = b.u64(u);
         }
         // ABI 64-bit; bx, bp, sp, ip.

@@ -102,6 +102,14 @@ impl LiveCopy {
         self.max
     }
 
+    /// Whether its copies are as large as they can be: then a sample's user callchain is
+    /// walked over its copy, not by the kernel (a stack deeper than the copy is completed from
+    /// the thread's earlier samples). A smaller copy asked for leaves the kernel's walk to
+    /// reach beyond it.
+    pub(crate) fn copies_full_size(&self) -> bool {
+        self.max == MAX_COPY
+    }
+
     /// Runs the program at each sample of `event` (before the sample is written).
     ///
     /// Returns an error if the kernel refuses it.

@@ -7,7 +7,7 @@ use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, 
 pub(super) mod parse {
     use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
-    use crate::recording::live_stack::{CopyEnd, live_stack, parse_copy};
+    use crate::recording::live_stack::{CopyEnd, frame_pointer_chain, live_stack, parse_copy};
     use crate::sys::*;
 
     pub(super) struct Cur<'a> {
@@ -255,7 +255,7 @@ pub(super) mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let period = c.u64()?;
-        let chain = callchain(r, c)?;
+        let mut chain = callchain(r, c)?;
         let regs = regs_user(c)?;
         let own_copy = c.pos < c.b.len();
         // The BPF copier's record for this sample, looked for only when the kernel copied none.
@@ -282,6 +282,19 @@ pub(super) mod parse {
                 _ => (&[][..], false),
             }
         };
+        // The user part of the chain, when the kernel was not asked for it, from the copy.
+        if r.user_chains_from_copies
+            && chain.2 == r.frames.len()
+            && let Some(u) = regs
+        {
+            let limit = match r.max_stack {
+                0 => usize::from(crate::preflight::MAX_KERNEL_CHAIN),
+                m => usize::from(m),
+            };
+            // The kernel counts its context markers against the limit, the user one too.
+            let room = limit.saturating_sub(chain.0 + 1);
+            chain.0 += 1 + frame_pointer_chain(&mut r.frames, u, stack, room);
+        }
         let placed = place(r, chain, stack);
         if let Some((.., bytes)) = bpf_copy.take() {
             // Back to its CPU's slot, whose capacity the next copy reuses.

@@ -149,6 +149,38 @@ pub(super) fn live_stack<'a>(
     }
 }
 
+/// The user callchain the kernel's frame-pointer walk would give, walked over the stack copy
+/// instead, into `frames`: the user ip, then the return address above each saved rbp from the
+/// sample's rbp on, while both words lie in the copy, at most `room` entries; returns how many.
+/// With the BPF copier the kernel is not asked for this walk: it cost the workload ~1.2 us a
+/// sample at 10 kHz, about what the copy costs, and the copy holds every frame it would read
+/// but those beyond a copy cut at its size, which the unwinder completes from the thread's
+/// earlier samples.
+pub(super) fn frame_pointer_chain(
+    frames: &mut Vec<u64>,
+    regs: UserRegs,
+    stack: &[u8],
+    room: usize,
+) -> usize {
+    if room == 0 {
+        return 0;
+    }
+    frames.push(regs.ip);
+    let mut n = 1;
+    let mut bp = regs.bp;
+    while n < room {
+        let next = word_at(stack, regs.sp, bp);
+        let ra = word_at(stack, regs.sp, bp.wrapping_add(8));
+        let (Some(next), Some(ra)) = (next, ra) else {
+            break;
+        };
+        frames.push(ra);
+        n += 1;
+        bp = next;
+    }
+    n
+}
+
 /// The `N` bytes at `addr` of a stack copy whose bytes start at `base`; None outside it.
 fn bytes_at<const N: usize>(stack: &[u8], base: u64, addr: u64) -> Option<[u8; N]> {
     let off = usize::try_from(addr.checked_sub(base)?).ok()?;
