@@ -146,7 +146,7 @@ pub struct Aggregator {
     /// By process index: whether it gets file sets (None: not decided yet).
     profiled: Vec<Option<bool>>,
     /// By (process index, image).
-    images: HashMap<(usize, usize), ImageAcc>,
+    images: FxHashMap<(usize, usize), ImageAcc>,
     system: Side,
     other: Side,
     stats: UnwindStats,
@@ -200,7 +200,7 @@ impl Aggregator {
             unwinding: Unwinding::new(images, max_frames),
             unwinders: Vec::new(),
             profiled: Vec::new(),
-            images: HashMap::new(),
+            images: FxHashMap::default(),
             system: Side::default(),
             other: Side::default(),
             stats: UnwindStats::default(),
@@ -721,7 +721,7 @@ pub struct Aggregate {
     /// By process index.
     pub(crate) profiled: Vec<bool>,
     /// By (process index, image).
-    pub(crate) images: HashMap<(usize, usize), ImageAcc>,
+    pub(crate) images: FxHashMap<(usize, usize), ImageAcc>,
     pub(crate) system: Side,
     pub(crate) other: Side,
     pub(crate) system_wide: bool,

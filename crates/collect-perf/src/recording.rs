@@ -3,7 +3,7 @@
 //! Longer than 800 lines only by its unit tests (the last fifth), which build records byte by
 //! byte as the kernel writes them; the code itself is under 700 lines.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// A tracepoint the run opened: its format (kept with the measurement, so its records can be
@@ -399,7 +399,7 @@ pub struct Recording {
     pub(crate) trace_ids: Vec<(u64, u32)>,
     /// Where each followed process's main thread began its stack, from /proc: what of that
     /// thread's stack copies can hold frames.
-    pub(crate) stack_starts: HashMap<u32, StackStart>,
+    pub(crate) stack_starts: FxHashMap<u32, StackStart>,
     /// The thread descriptors found in other threads' stack copies, by thread id.
     pub(crate) thread_descriptors: ThreadDescriptors,
     /// The sample identifiers of the events the stack-copying BPF program writes through
@@ -409,7 +409,7 @@ pub struct Recording {
     /// BPF copier's runs), which is then walked over their stack copies.
     pub(crate) user_chains_from_copies: bool,
     /// Each CPU's copy from that program, waiting for its sample.
-    pub(crate) pending_copies: HashMap<u32, PendingCopy>,
+    pub(crate) pending_copies: FxHashMap<u32, PendingCopy>,
     /// Where threads' frames end, for that program.
     pub(crate) frame_ends: FrameEnds,
     pub(crate) raw: Vec<u8>,

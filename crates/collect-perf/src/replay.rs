@@ -1,6 +1,8 @@
 //! Rebuilds processes, threads, names and memory maps from a [`Recording`] in time order.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::recording::{Event, Recording, SideBand};
@@ -159,7 +161,7 @@ const EXIT_TAIL_NS: u64 = 50_000_000;
 pub(crate) struct Replayer {
     out: Replay,
     /// pid → index of its current generation.
-    live: HashMap<u32, usize>,
+    live: FxHashMap<u32, usize>,
     /// Per process (by index), its mappings still open, by (start, index). They never
     /// overlap (an mmap closes those it overlaps), so an mmap finds the ones it replaces in
     /// logarithmic time however many the process ever had.

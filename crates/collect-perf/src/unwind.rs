@@ -179,7 +179,7 @@ pub(crate) struct ProcessUnwinder {
     current: Option<usize>,
     live: LiveSet,
     /// What each thread's earlier samples showed, by tid.
-    threads: HashMap<u32, ThreadStack>,
+    threads: FxHashMap<u32, ThreadStack>,
     /// Return address → whether its function keeps its frame pointer there
     /// ([`ProcessUnwinder::keeps_frame_pointer`]), found with the live mappings in
     /// `kept_for`.

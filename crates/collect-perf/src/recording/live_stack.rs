@@ -8,6 +8,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use super::{Recording, UserRegs};
 
 /// Where a process's main thread began its stack ([`super::ProcReading::start_stack`]), as
@@ -21,7 +23,7 @@ pub(crate) struct StackStart {
 /// A thread's descriptor as found in one of its copies: its address and where in it the
 /// thread id is (the field's offset differs between glibc versions); `None` when a copy that
 /// reached the stack's end held none (not a glibc thread), so later copies are not searched.
-pub(crate) type ThreadDescriptors = HashMap<u32, Option<Descriptor>>;
+pub(crate) type ThreadDescriptors = FxHashMap<u32, Option<Descriptor>>;
 
 /// A glibc thread descriptor: at `at`, pointing to itself at offsets 0 and 16 (its TCB
 /// header's `tcb` and `self`), with the thread's id at `at + tid_offset`.
@@ -301,7 +303,7 @@ mod tests {
     fn a_threads_copy_ends_below_its_descriptor() {
         let sp = 0x7f00_0000u64;
         let stack = thread_copy(sp, 42);
-        let mut known = ThreadDescriptors::new();
+        let mut known = ThreadDescriptors::default();
         assert_eq!(
             descriptor_start(&mut known, 42, &stack, sp, false),
             Some(0x800)
@@ -324,17 +326,17 @@ mod tests {
         );
         assert_eq!(known[&42].map(|d| d.at), Some(sp2 + 0x800));
         // Another thread's id there: not its descriptor, and none is searched for again.
-        let mut known = ThreadDescriptors::new();
+        let mut known = ThreadDescriptors::default();
         assert_eq!(descriptor_start(&mut known, 43, &stack, sp, false), None);
         assert_eq!(known[&43], None);
         // A copy cut by its size is not searched (the descriptor may lie beyond it).
-        let mut known = ThreadDescriptors::new();
+        let mut known = ThreadDescriptors::default();
         assert_eq!(descriptor_start(&mut known, 42, &stack, sp, true), None);
         assert!(known.is_empty());
         // Not pointing to itself at 16: no descriptor.
         let mut broken = stack.clone();
         broken[0x810] ^= 1;
-        let mut known = ThreadDescriptors::new();
+        let mut known = ThreadDescriptors::default();
         assert_eq!(descriptor_start(&mut known, 42, &broken, sp, false), None);
     }
 }
