@@ -406,8 +406,9 @@ pub struct Recording {
     /// (one per CPU); empty when the kernel copies the stacks.
     pub(crate) copy_ids: Vec<u64>,
     /// Whether the cpu-clock samples come without the user part of their callchain (the
-    /// BPF copier's runs), which is then walked over their stack copies.
-    pub(crate) user_chains_from_copies: bool,
+    /// BPF copier's runs at full copy size), which is then walked over their stack copies: no
+    /// frame-pointer chain goes past a copy.
+    pub user_chains_from_copies: bool,
     /// Each CPU's copy from that program, waiting for its sample.
     pub(crate) pending_copies: FxHashMap<u32, PendingCopy>,
     /// Where threads' frames end, for that program.

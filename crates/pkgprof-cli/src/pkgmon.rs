@@ -830,10 +830,10 @@ mod tests {
     #[test]
     fn truncated_stacks_are_explained_with_a_remedy() {
         let none = collect_perf::UnwindStats::default();
-        assert_eq!(truncated_note(0, 100, &none, 2048, 1024), None);
+        assert_eq!(truncated_note(0, 100, &none, (2048, 1024), false), None);
         let mut copy = collect_perf::UnwindStats::default();
         (copy.stack_copy, copy.callchain_limit) = (40, 11);
-        let note = truncated_note(51, 100, &copy, 2048, 1024).unwrap();
+        let note = truncated_note(51, 100, &copy, (2048, 1024), false).unwrap();
         assert!(
             note.starts_with("51% of the stacks are truncated"),
             "{note}"
@@ -851,7 +851,7 @@ mod tests {
         assert!(!note.contains("unwind information"), "{note}");
         // Past the kernel's own chain, a cut stack may also be one the thread's earlier
         // samples could not complete: sampling more often is the other remedy.
-        let deep = truncated_note(51, 100, &copy, 2048, 16000).unwrap();
+        let deep = truncated_note(51, 100, &copy, (2048, 16000), false).unwrap();
         assert!(
             deep.contains(
                 "11 reached the callchain limit: deeper than --max-stack (now 16000), or than \
@@ -864,7 +864,14 @@ mod tests {
         // rounded to 0%.
         let mut copy = collect_perf::UnwindStats::default();
         copy.stack_copy = 1;
-        let note = truncated_note(1, 300, &copy, collect_perf::MAX_USER_STACK_BYTES, 127).unwrap();
+        let note = truncated_note(
+            1,
+            300,
+            &copy,
+            (collect_perf::MAX_USER_STACK_BYTES, 127),
+            false,
+        )
+        .unwrap();
         assert!(
             note.starts_with("1 of 300 stacks (0.3%) are truncated"),
             "{note}"
@@ -872,8 +879,19 @@ mod tests {
         assert!(!note.contains("--stack-size"), "{note}");
         assert!(
             note.contains(
-                "frame pointers go on past the copy (-fno-omit-frame-pointer), as far as the \
+                "frame pointers (-fno-omit-frame-pointer) go on past the copy, as far as the \
                  first function built without them"
+            ),
+            "{note}"
+        );
+        // Where the user chains were walked over the BPF copier's copies, only the kernel's
+        // copier lets a frame-pointer chain go past them.
+        let max = collect_perf::MAX_USER_STACK_BYTES;
+        let note = truncated_note(1, 300, &copy, (max, 127), true).unwrap();
+        assert!(
+            note.contains(
+                "the most a sample holds: with --stack-copy kernel and -fno-omit-frame-pointer, \
+                 the kernel's frame-pointer walk goes on past the copy"
             ),
             "{note}"
         );
@@ -881,9 +899,18 @@ mod tests {
         // counted again as cut by the copy's size.
         let mut hole = collect_perf::UnwindStats::default();
         (hole.stack_copy, hole.untouched_page) = (5, 4);
-        let note = truncated_note(5, 100, &hole, 8192, 127).unwrap();
+        let note = truncated_note(5, 100, &hole, (8192, 127), false).unwrap();
         assert!(
             note.contains("4 ended where the stack copy stopped at a stack page not yet touched"),
+            "{note}"
+        );
+        assert!(
+            note.contains("frame pointers (-fno-omit-frame-pointer) go on past it"),
+            "{note}"
+        );
+        let note = truncated_note(5, 100, &hole, (8192, 127), true).unwrap();
+        assert!(
+            note.contains("whatever --stack-size): with --stack-copy kernel and"),
             "{note}"
         );
         assert!(
@@ -892,7 +919,7 @@ mod tests {
         );
         let mut info = collect_perf::UnwindStats::default();
         info.unwind_info = 3;
-        let note = truncated_note(3, 30, &info, 8192, 127).unwrap();
+        let note = truncated_note(3, 30, &info, (8192, 127), false).unwrap();
         assert!(note.ends_with("or keep its .eh_frame"), "{note}");
         assert!(!note.contains("--max-stack"), "{note}");
     }

@@ -73,13 +73,21 @@ pub(super) fn print_async(
 
 /// One line on truncated stacks, if any: how many, and for each reason that took some (the
 /// unwinder counts them) the remedy for that reason, so that the user changes the right knob.
+/// `chains_from_copies`: the run's user chains were walked over the BPF copier's copies, so
+/// frame pointers went on past a copy only with the kernel's (`--stack-copy kernel`).
 pub(super) fn truncated_note(
     truncated: u64,
     samples: u64,
     reasons: &collect_perf::UnwindStats,
-    stack_size: u32,
-    max_stack: u16,
+    (stack_size, max_stack): (u32, u16),
+    chains_from_copies: bool,
 ) -> Option<String> {
+    let past_the_copy = if chains_from_copies {
+        "with --stack-copy kernel and -fno-omit-frame-pointer, the kernel's frame-pointer walk \
+         goes"
+    } else {
+        "frame pointers (-fno-omit-frame-pointer) go"
+    };
     if truncated == 0 || samples == 0 {
         return None;
     }
@@ -96,8 +104,7 @@ pub(super) fn truncated_note(
         causes.push(format!(
             "{} ended where the stack copy stopped at a stack page not yet touched (a large \
              buffer never filled, or a frame just grown into a new page: the kernel copies \
-             only pages in memory, whatever --stack-size): frame pointers go on past it \
-             (-fno-omit-frame-pointer)",
+             only pages in memory, whatever --stack-size): {past_the_copy} on past it",
             reasons.untouched_page
         ));
     }
@@ -111,8 +118,8 @@ pub(super) fn truncated_note(
         } else {
             format!(
                 "{by_size} ended with the {stack_size}-byte stack copy, the most a sample \
-                 holds: frame pointers go on past the copy (-fno-omit-frame-pointer), as far \
-                 as the first function built without them"
+                 holds: {past_the_copy} on past the copy, as far as the first function \
+                 built without them"
             )
         });
     }
@@ -220,8 +227,8 @@ pub(super) fn print_summary(
         s.truncated_stacks,
         s.samples,
         &s.unwind,
-        args.stack_size,
-        args.max_stack,
+        (args.stack_size, args.max_stack),
+        rec.user_chains_from_copies,
     ) {
         eprintln!("pkgmon: {note}");
     }
