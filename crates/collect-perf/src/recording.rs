@@ -3,8 +3,9 @@
 //! Longer than 800 lines only by its unit tests (the last fifth), which build records byte by
 //! byte as the kernel writes them; the code itself is under 700 lines.
 
-use rustc_hash::FxHashMap;
 use std::ops::Range;
+
+use rustc_hash::FxHashMap;
 
 /// A tracepoint the run opened: its format (kept with the measurement, so its records can be
 /// decoded again) and how it was opened.

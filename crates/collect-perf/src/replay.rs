@@ -1,9 +1,9 @@
 //! Rebuilds processes, threads, names and memory maps from a [`Recording`] in time order.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
 use crate::recording::{Event, Recording, SideBand};
 
