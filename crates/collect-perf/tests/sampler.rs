@@ -245,6 +245,22 @@ fn copies_kept_only_where_frames_can_be(copier: StackCopier) {
     let mut c = config();
     c.stack_copier = copier;
     let r = record(&args(&[&workload("threads")]), &c);
+    // The BPF copier's copies (at full size) carry the user frame-pointer chains, walked over
+    // them, the kernel not being asked for them: each starts at the user ip and goes on
+    // through the workload's frames (it is built with frame pointers).
+    assert_eq!(r.user_chains_from_copies, copier == StackCopier::Bpf);
+    let with_regs: Vec<_> = r.samples.iter().filter(|s| s.regs.is_some()).collect();
+    let chained = (with_regs.iter())
+        .filter(|s| {
+            let chain = r.user_chain(s);
+            s.regs.map(|u| u.ip) == chain.first().copied() && chain.len() > 1
+        })
+        .count();
+    assert!(
+        chained * 10 >= with_regs.len() * 9,
+        "{chained} of {} user chains start at the ip and go on",
+        with_regs.len()
+    );
     let mut main = Vec::new();
     let (mut thread, mut thread_cut) = (0, 0);
     let mut thread_ends: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
