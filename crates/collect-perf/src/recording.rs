@@ -701,7 +701,7 @@ impl Recording {
 mod decode;
 mod live_stack;
 
-pub(crate) use live_stack::{COPY_HEADER, CopyEnd};
+pub(crate) use live_stack::{CHAIN_RECORD, COPY_HEADER, CopyEnd};
 pub(crate) use live_stack::{FrameEnds, PendingCopy, StackStart, ThreadDescriptors, word_at};
 
 #[cfg(all(test, target_os = "linux"))]
@@ -901,6 +901,79 @@ mod tests {
             [vec![0x401000], vec![0x403000; 8]].concat()
         );
         assert!(s.chain_limited);
+    }
+
+    /// A copy cut at its size is followed by the chain the program walked past it: that is the
+    /// sample's user chain (within `sample_max_stack`), not the walk over the copy; a chain of
+    /// another stack pointer, or with no copy waiting, is not taken.
+    #[test]
+    fn a_chain_walked_past_a_copy_cut_at_its_size_is_the_samples() {
+        let sp = 0x7ffe_0000u64;
+        let raw = |code: u32, sp: u64, body: &[u8]| {
+            B::default()
+                .u64(3)
+                .u32(7)
+                .u32(8)
+                .u64(554)
+                .u32(1)
+                .u32(0)
+                .u32(16 + body.len() as u32)
+                .u64(sp)
+                .u32(body.len() as u32)
+                .u32(code)
+                .bytes(body)
+                .bytes(&[0; 4])
+                .finish(RECORD_SAMPLE, 2, false)
+        };
+        let copy = raw(CopyEnd::AtSize as u32, sp, &[0; 0x40]);
+        let walked: Vec<u8> = [0x401000u64, 0x402000, 0x403000, 0x404000]
+            .iter()
+            .flat_map(|a| a.to_ne_bytes())
+            .collect();
+        let sample = B::default()
+            .u64(99)
+            .u64(0x401000)
+            .u32(7)
+            .u32(8)
+            .u64(555)
+            .u32(1)
+            .u32(0)
+            .u64(1_000_000)
+            .u64(0) // no chain: a user-mode sample of such a run
+            .u64(2)
+            .u64(0)
+            .u64(sp + 0x10)
+            .u64(sp)
+            .u64(0x401000) // bx, bp, sp, ip
+            .finish(RECORD_SAMPLE, 2, false);
+        let chain = |records: &[&[u8]], max_stack: u16| {
+            let mut r = Recording {
+                copy_ids: vec![3],
+                user_chains_from_copies: true,
+                max_stack,
+                ..Recording::default()
+            };
+            for rec in records {
+                r.push_raw(rec);
+            }
+            assert_eq!(r.unparsed_records, 0);
+            let s = &r.samples[0];
+            (r.user_chain(s).to_vec(), s.chain_limited, s.stack_copy_full)
+        };
+        let past = raw(CHAIN_RECORD, sp, &walked);
+        let all = vec![0x401000, 0x402000, 0x403000, 0x404000];
+        assert_eq!(chain(&[&copy, &past, &sample], 127), (all, false, true));
+        // The user marker and three entries fill a limit of four.
+        assert_eq!(
+            chain(&[&copy, &past, &sample], 4),
+            (vec![0x401000, 0x402000, 0x403000], true, true)
+        );
+        // Another stack's chain, or one before any copy: the walk over the copy (the ip only,
+        // rbp pointing at zeros).
+        let other = raw(CHAIN_RECORD, sp + 8, &walked);
+        let ip_and_zero = vec![0x401000, 0];
+        assert_eq!(chain(&[&copy, &other, &sample], 127).0, ip_and_zero);
+        assert_eq!(chain(&[&past, &copy, &sample], 127).0, ip_and_zero);
     }
 
     /// A cpu-clock sample of pid 7 (thread `tid`) at time 555 whose stack copy, taken at sp

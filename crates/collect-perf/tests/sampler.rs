@@ -647,6 +647,41 @@ fn leaf_fix_finds_the_caller_of_the_read_wrapper() {
     );
 }
 
+/// A frame wider than any copy (widestack.c: wide() holds 96 KiB) leaves main and its callers
+/// past every copy: the samples in inner() reach them only by the frame-pointer chain, the
+/// kernel's, or with the BPF copier at full size (which asks the kernel for none) the
+/// program's walk past the copy. Walked over the copy alone, they stopped at wide().
+#[test]
+fn the_frame_chain_goes_on_past_a_copy_cut_at_its_size() {
+    let _serial = serial();
+    let exe = workload("widestack");
+    for copier in [StackCopier::Kernel, StackCopier::Bpf] {
+        let mut c = config();
+        c.stack_copier = copier;
+        let r = record(&args(&[&exe, &"300"]), &c);
+        let rep = replay(&r);
+        let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+        let p = rep.processes.first().expect("process");
+        let mut name = namer(p);
+        let (mut under, mut reached) = (0, 0);
+        for &i in &p.samples {
+            let t = r.samples[i].time;
+            let names: Vec<String> = (stacks.frames(i).iter().enumerate())
+                .filter_map(|(k, &a)| name(if k == 0 { a } else { a - 1 }, t))
+                .collect();
+            if names.iter().any(|n| n == "inner") {
+                under += 1;
+                reached += usize::from(names.iter().any(|n| n == "main"));
+            }
+        }
+        assert!(
+            under >= 100 && reached * 10 >= under * 9,
+            "{copier:?}: {reached} of {under} samples under inner() reach main; {:?}",
+            stacks.stats
+        );
+    }
+}
+
 /// A copy the kernel stops at a page of the stack the program never touched (below the
 /// stack's end: the thread's shallow copies went farther) is said to be that, not a frame
 /// without unwind information.

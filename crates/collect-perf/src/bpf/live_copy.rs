@@ -12,14 +12,16 @@
 //! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
 //! the decoder pairs them by CPU, thread and stack pointer (`recording/live_stack.rs` reads
-//! the record).
+//! the record). Runs that copy at full size do not ask the kernel for the user frame-pointer
+//! chain (the decoder walks it over the copy); for a copy cut at its size the program walks
+//! it and writes it in a second record, since it goes on past the copy.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use super::insn::{Alu, Asm, Code, Cond, Helper, MapSlot, Reg, Size};
+use super::insn::{Alu, Asm, Code, Cond, Helper, Label, MapSlot, Reg, Size};
 use super::map::{Map, MapKind};
 use super::prog::{Attachment, Program};
-use crate::recording::{COPY_HEADER as HEADER, CopyEnd as Ended};
+use crate::recording::{CHAIN_RECORD, COPY_HEADER as HEADER, CopyEnd as Ended};
 use crate::{Error, Result};
 
 const ENDS: MapSlot = MapSlot(0);
@@ -33,8 +35,13 @@ const TOPS: MapSlot = MapSlot(3);
 /// bytes in all at this size; one more word and the record's size wraps, and the kernel
 /// writes nothing).
 pub(crate) const MAX_COPY: u32 = 65464;
-/// `struct pt_regs`'s `sp` on x86-64 (`arch/x86/include/asm/ptrace.h`).
+/// `struct pt_regs`'s `bp`, `ip` and `sp` on x86-64 (`arch/x86/include/asm/ptrace.h`).
+const PT_REGS_BP: i16 = 32;
+const PT_REGS_IP: i16 = 128;
 const PT_REGS_SP: i16 = 152;
+/// The most entries of the frame-pointer chain walked past a copy cut at its size: the most
+/// the kernel is asked for, the user ip included.
+const CHAIN_FRAMES: i32 = crate::preflight::MAX_KERNEL_CHAIN as i32;
 const PAGE: i32 = 4096;
 /// Threads whose ends the map holds at most; the others' copies run to their mapping's end.
 const MAX_THREADS: u32 = 65536;
@@ -43,6 +50,8 @@ const CURRENT_CPU: u64 = 0xffff_ffff;
 /// Where on the program's stack the map key and the next page's length are kept.
 const KEY: i16 = -8;
 const CHUNK: i16 = -16;
+/// Where a frame's saved rbp and return address are read to (16 bytes).
+const FRAME: i16 = -32;
 
 /// The loaded program and its maps, and the per-CPU output events once opened.
 #[derive(Debug)]
@@ -175,6 +184,7 @@ fn copy_program(max: u32) -> Code {
     let unreadable = a.label();
     let at_size = a.label();
     let write = a.label();
+    let dropped = a.label();
     let by_tid = a.label();
     let have_end = a.label();
     a.mov(Reg::R6, Reg::R1)
@@ -274,15 +284,63 @@ fn copy_program(max: u32) -> Code {
         .mov(Reg::R5, Reg::R9)
         .alu_imm(Alu::Add, Reg::R5, HEADER as i32)
         .call(Helper::PerfEventOutput)
-        .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         // No room in the ring for the copy: the sample goes too, so that the ring's count of
         // lost records counts it once, and no sample stands without its copy.
+        .jmp_imm(Cond::Ne, Reg::R0, 0, dropped);
+    if max == MAX_COPY as i32 {
+        chain_past_the_copy(&mut a, out, dropped);
+    }
+    a.ja(out)
+        .bind(dropped)
         .mov_imm(Reg::R0, 0)
         .exit()
         .bind(out)
         .mov_imm(Reg::R0, 1)
         .exit();
     a.finish()
+}
+
+/// After a copy cut at the full copy size (the buffer in R8, R6 the context), the user
+/// frame-pointer chain as the kernel walks it, which such runs do not ask the kernel for: the
+/// user ip, then from the saved rbp on each frame's return address, until a read fails or
+/// [`CHAIN_FRAMES`]; written as a [`CHAIN_RECORD`] in the same buffer, the copy being out.
+/// Jumps to `dropped` when the record finds no room. Only deep stacks pay for it, as they paid
+/// the kernel's walk.
+fn chain_past_the_copy(a: &mut Asm, out: Label, dropped: Label) {
+    let walked = a.label();
+    let entry = |i: i32| (HEADER as i32 + 8 * i) as i16;
+    a.load(Size::W, Reg::R1, Reg::R8, 12)
+        .jmp_imm(Cond::Ne, Reg::R1, Ended::AtSize as i32, out)
+        .call(Helper::GetCurrentTaskBtf)
+        .mov(Reg::R1, Reg::R0)
+        .call(Helper::TaskPtRegs)
+        .load(Size::DW, Reg::R9, Reg::R0, PT_REGS_BP)
+        .load(Size::DW, Reg::R1, Reg::R0, PT_REGS_IP)
+        .store(Size::DW, Reg::R8, entry(0), Reg::R1)
+        .mov_imm(Reg::R7, 1);
+    for i in 1..CHAIN_FRAMES {
+        a.frame_ptr(Reg::R1, FRAME);
+        a.mov_imm(Reg::R2, 16)
+            .mov(Reg::R3, Reg::R9)
+            .call(Helper::ProbeReadUser)
+            .jmp_imm(Cond::Ne, Reg::R0, 0, walked)
+            .load(Size::DW, Reg::R1, Reg::R10, FRAME + 8)
+            .store(Size::DW, Reg::R8, entry(i), Reg::R1)
+            .load(Size::DW, Reg::R9, Reg::R10, FRAME)
+            .mov_imm(Reg::R7, i + 1);
+    }
+    a.bind(walked)
+        .store_imm(Size::W, Reg::R8, 12, CHAIN_RECORD as i32)
+        .mov(Reg::R5, Reg::R7)
+        .alu_imm(Alu::Lsh, Reg::R5, 3)
+        .store(Size::W, Reg::R8, 8, Reg::R5)
+        .alu_imm(Alu::Add, Reg::R5, HEADER as i32)
+        .mov(Reg::R1, Reg::R6)
+        .ld_map(Reg::R2, OUT)
+        .ld_imm64(Reg::R3, CURRENT_CPU)
+        .mov(Reg::R4, Reg::R8)
+        .call(Helper::PerfEventOutput)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, dropped);
 }
 
 /// `sched_process_fork(parent, child)` (BTF-typed, in the parent): a task created with a stack
@@ -347,8 +405,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "397 insns 1d04c62fcdbd5176",
-                "150 insns a723a182a34971e5",
+                "10650 insns e7e650d7698a7b3f",
+                "151 insns d2e3df1cdaf2d65a",
                 "10 insns e4a44da10bf5e51d",
                 "20 insns 1e5bbdeda48d711f",
             ]

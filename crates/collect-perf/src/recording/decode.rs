@@ -7,7 +7,9 @@ use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, 
 pub(super) mod parse {
     use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord};
-    use crate::recording::live_stack::{CopyEnd, frame_pointer_chain, live_stack, parse_copy};
+    use crate::recording::live_stack::{
+        CopyEnd, frame_pointer_chain, live_stack, parse_chain, parse_copy,
+    };
     use crate::sys::*;
 
     pub(super) struct Cur<'a> {
@@ -219,12 +221,26 @@ pub(super) mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let size = c.u32()? as usize;
-        let copy = parse_copy(c.bytes(size)?)?;
+        let raw = c.bytes(size)?;
         let p = r.pending_copies.entry(cpu).or_default();
+        // The chain walked past the copy just before it, for the same sample.
+        if let Some((sp, addrs)) = parse_chain(raw) {
+            if p.waiting && (p.tid, p.sp) == (tid, sp) {
+                p.chain.clear();
+                (p.chain).extend(
+                    addrs
+                        .chunks_exact(8)
+                        .map(|w| u64::from_ne_bytes(w.try_into().expect("chunks of 8 bytes"))),
+                );
+            }
+            return Some(());
+        }
+        let copy = parse_copy(raw)?;
         p.waiting = true;
         (p.tid, p.sp, p.ended) = (tid, copy.sp, copy.ended);
         p.bytes.clear();
         p.bytes.extend_from_slice(copy.bytes);
+        p.chain.clear();
         Some(())
     }
 
@@ -265,13 +281,14 @@ pub(super) mod parse {
             .filter(|p| p.waiting)
             .map(|p| {
                 p.waiting = false;
-                (p.tid, p.sp, p.ended, std::mem::take(&mut p.bytes))
+                let taken = (std::mem::take(&mut p.bytes), std::mem::take(&mut p.chain));
+                (p.tid, p.sp, p.ended, taken)
             });
         let (stack, stack_copy_full) = if own_copy {
             live_stack(r, (pid, tid, time), regs, stack_user(c)?)
         } else {
             match (&bpf_copy, regs) {
-                (Some((t, sp, ended, bytes)), Some(u)) if *t == tid && *sp == u.sp => {
+                (Some((t, sp, ended, (bytes, _))), Some(u)) if *t == tid && *sp == u.sp => {
                     let sample = (pid, tid, time);
                     match ended {
                         CopyEnd::AtFrames => (&bytes[..], false),
@@ -293,14 +310,24 @@ pub(super) mod parse {
             };
             // The kernel counts its context markers against the limit, the user one too.
             let room = limit.saturating_sub(chain.0 + 1);
-            chain.0 += 1 + frame_pointer_chain(&mut r.frames, u, stack, room);
+            // The program's walk, past a copy cut at its size, else the same over the copy.
+            let walked = match &bpf_copy {
+                Some((t, sp, _, (_, walked))) if *t == tid && *sp == u.sp && !walked.is_empty() => {
+                    let n = walked.len().min(room);
+                    r.frames.extend_from_slice(&walked[..n]);
+                    n
+                }
+                _ => frame_pointer_chain(&mut r.frames, u, stack, room),
+            };
+            chain.0 += 1 + walked;
         }
         let placed = place(r, chain, stack);
-        if let Some((.., bytes)) = bpf_copy.take() {
+        if let Some((.., (bytes, walked))) = bpf_copy.take() {
             // Back to its CPU's slot, whose capacity the next copy reuses.
             if let Some(p) = r.pending_copies.get_mut(&cpu) {
-                p.bytes = bytes;
+                (p.bytes, p.chain) = (bytes, walked);
                 p.bytes.clear();
+                p.chain.clear();
             }
         }
         r.sample_count += 1;

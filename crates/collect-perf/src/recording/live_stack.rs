@@ -49,6 +49,11 @@ pub(crate) enum CopyEnd {
     AtFrames = 2,
 }
 
+/// The code of that program's other record: for a copy cut at its size, written just after
+/// it, the user frame-pointer chain it walked as the kernel walks it (the user ip, then a
+/// return address a frame), which goes on past the copy.
+pub(crate) const CHAIN_RECORD: u32 = 3;
+
 /// One record of that program: the copy of the stack from `sp`, and why it ends there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CopyRecord<'a> {
@@ -77,6 +82,17 @@ pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
     })
 }
 
+/// Reads a chain record's raw data ([`CHAIN_RECORD`]): its stack pointer and the bytes of its
+/// addresses; None if it is not one or is shorter than it says.
+pub(crate) fn parse_chain(raw: &[u8]) -> Option<(u64, &[u8])> {
+    if raw.len() < COPY_HEADER || u32::from_ne_bytes(raw[12..16].try_into().ok()?) != CHAIN_RECORD {
+        return None;
+    }
+    let len = u32::from_ne_bytes(raw[8..12].try_into().ok()?) as usize;
+    let addrs = raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?;
+    Some((u64::from_ne_bytes(raw[..8].try_into().ok()?), addrs))
+}
+
 /// One CPU's stack copy from the BPF program ([`crate::bpf::LiveCopy`]), waiting for the
 /// sample written after it: taken by the next sample of that CPU if it is of the same thread
 /// and stack pointer (a record or sample the ring had no room for leaves the other alone).
@@ -88,6 +104,8 @@ pub(crate) struct PendingCopy {
     pub ended: CopyEnd,
     /// Kept between copies, so a copy costs no allocation.
     pub bytes: Vec<u8>,
+    /// The chain walked past a copy cut at its size, if its record came (else empty).
+    pub chain: Vec<u64>,
 }
 
 /// Where threads' frames end, as found in their copies, to tell the BPF program that copies

@@ -107,11 +107,11 @@ impl Kallsyms {
 
 /// Function symbols of an ELF file (`.symtab` and `.dynsym`), looked up by file address.
 /// The function of process `p` containing an address at a time, by the symbols of the file
-/// mapped there (each file read once).
+/// mapped there (each file read once; None in a mapping of no file, such as the vDSO).
 pub fn namer(p: &collect_perf::Process) -> impl FnMut(u64, u64) -> Option<String> + '_ {
     let mut files: std::collections::BTreeMap<String, ElfSyms> = Default::default();
     move |a, t| {
-        let m = p.mapping_at(a, t)?;
+        let m = p.mapping_at(a, t).filter(|m| m.filename.starts_with('/'))?;
         let syms = files
             .entry(m.filename.to_string())
             .or_insert_with(|| ElfSyms::load(&m.filename));
