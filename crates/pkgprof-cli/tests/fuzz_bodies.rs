@@ -95,22 +95,30 @@ mod records {
 
     /// The same sample with its stack copied by the BPF copier: its record (identifier 2),
     /// then the sample without a copy or the user part of its chain (as such runs ask the
-    /// kernel), which the decoder walks over the copy.
-    pub fn copied_sample(pid: u32, time: u64, user: &[u64], stack: &[u8]) -> Vec<u8> {
-        let mut out = B::default()
-            .u64(2)
-            .u32(pid)
-            .u32(pid)
-            .u64(time)
-            .u32(0)
-            .u32(0)
-            .u32((16 + stack.len()) as u32)
-            .u64(SP)
-            .u32(stack.len() as u32)
-            .u32(2)
-            .bytes(stack)
-            .bytes(&[0; 4])
-            .finish(SAMPLE, 2, pid, time);
+    /// kernel), which the decoder walks over the copy; or, `past` the copy cut at its size,
+    /// takes from the chain record the program writes after it.
+    pub fn copied_sample(pid: u32, time: u64, user: &[u64], stack: &[u8], past: bool) -> Vec<u8> {
+        let record = |code: u32, body: &[u8]| {
+            B::default()
+                .u64(2)
+                .u32(pid)
+                .u32(pid)
+                .u64(time)
+                .u32(0)
+                .u32(0)
+                .u32((16 + body.len()) as u32)
+                .u64(SP)
+                .u32(body.len() as u32)
+                .u32(code)
+                .bytes(body)
+                .bytes(&[0; 4])
+                .finish(SAMPLE, 2, pid, time)
+        };
+        let mut out = record(if past { 0 } else { 2 }, stack);
+        if past {
+            let chain: Vec<u8> = user.iter().flat_map(|a| a.to_ne_bytes()).collect();
+            out.extend(record(3, &chain));
+        }
         out.extend(sample_with(pid, time, &[], user, None));
         out
     }
@@ -220,7 +228,7 @@ fn collector_input() -> Vec<u8> {
             // The child's user-mode stacks come from the BPF copier.
             out.extend(match pid {
                 100 => sample(pid, t + 10 + i, &[], &[a, main], &stack),
-                _ => copied_sample(pid, t + 10 + i, &[a, main], &stack),
+                _ => copied_sample(pid, t + 10 + i, &[a, main], &stack, i % 2 == 1),
             });
             out.extend(sample(
                 pid,
