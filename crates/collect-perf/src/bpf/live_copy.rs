@@ -3,11 +3,11 @@
 //! of the stack's mapping, kilobytes above the outermost frame, and ends each copy with a
 //! fault on the page beyond; its copy was most of what a sample cost the sampled task beyond
 //! what `perf record -g` costs. The program copies up to where the thread's frames end: the
-//! top of the stack a thread was created with (noted at its creation by a second program), or
-//! where the decoder found them to end in an earlier copy (a main thread's `argv`, a glibc
-//! thread's descriptor: `recording/live_stack.rs`) once user space has told it
-//! ([`LiveCopy::set_end`]); else page by page up to the copy size or the first page it cannot
-//! read, as the kernel.
+//! top of the stack a thread was created with (noted at its creation by a second program), a
+//! main thread's `argv` end (noted at its exec by a third), or where the decoder found them to
+//! end in an earlier copy (a main thread's `argv`, a glibc thread's descriptor:
+//! `recording/live_stack.rs`) once user space has told it ([`LiveCopy::set_end`]); else page
+//! by page up to the copy size or the first page it cannot read, as the kernel.
 //!
 //! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
@@ -370,13 +370,44 @@ fn thread_top_program() -> Code {
     a.finish()
 }
 
-/// `sched_process_exec` (raw): the process that ran it starts a new stack; its main thread's
-/// end goes, so no copy of the new image stops at the old one's.
+/// The most arguments an exec'd program's `argc` is believed for (the kernel's own limit on
+/// the argument strings' size allows ~2 million).
+const MAX_ARGC: i32 = 1 << 22;
+
+/// `sched_process_exec` (raw): the process that ran it starts a new stack, whose stack
+/// pointer points at `argc`, then `argv` and its NULL: its main thread's frames end there, as
+/// the decoder finds it from /proc (`recording/live_stack.rs`), so the copies of the new
+/// image stop there from its first sample (they ran page by page to the mapping's end until
+/// the decoder's first reading, for up to a second). Where `argc` cannot be read, the old
+/// image's end goes.
 fn exec_program() -> Code {
     let mut a = Asm::new();
+    let forget = a.label();
     a.call(Helper::GetCurrentPidTgid)
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
+        .call(Helper::GetCurrentTaskBtf);
+    user_sp(&mut a, Reg::R0, Reg::R6);
+    a.frame_ptr(Reg::R1, CHUNK);
+    a.mov_imm(Reg::R2, 8)
+        .mov(Reg::R3, Reg::R6)
+        .call(Helper::ProbeReadUser)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, forget)
+        .load(Size::DW, Reg::R1, Reg::R10, CHUNK)
+        .jmp_imm(Cond::Gt, Reg::R1, MAX_ARGC, forget)
+        // The end: argc, its argc pointers, their NULL.
+        .alu_imm(Alu::Add, Reg::R1, 2)
+        .alu_imm(Alu::Lsh, Reg::R1, 3)
+        .alu_reg(Alu::Add, Reg::R1, Reg::R6)
+        .store(Size::DW, Reg::R10, CHUNK, Reg::R1)
+        .ld_map(Reg::R1, ENDS);
+    a.frame_ptr(Reg::R2, KEY);
+    a.frame_ptr(Reg::R3, CHUNK);
+    a.mov_imm(Reg::R4, 0)
+        .call(Helper::MapUpdateElem)
+        .mov_imm(Reg::R0, 0)
+        .exit()
+        .bind(forget)
         .ld_map(Reg::R1, ENDS);
     a.frame_ptr(Reg::R2, KEY);
     a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 0).exit();
@@ -407,7 +438,7 @@ mod tests {
             [
                 "10650 insns e7e650d7698a7b3f",
                 "151 insns d2e3df1cdaf2d65a",
-                "10 insns e4a44da10bf5e51d",
+                "36 insns 54afad0c5839f688",
                 "20 insns 1e5bbdeda48d711f",
             ]
         );

@@ -104,7 +104,7 @@ pub(super) mod parse {
                 if exec {
                     // The new image's stack starts elsewhere; the next /proc reading says where.
                     r.stack_starts.remove(&pid);
-                    r.frame_ends.forget(pid);
+                    r.frame_ends.exec(pid);
                 }
                 SideBand::Comm {
                     pid,

@@ -126,11 +126,19 @@ impl FrameEnds {
         }
     }
 
-    /// Thread `tid` exited, or its process exec'd: its end no longer holds.
+    /// Thread `tid` exited: its end no longer holds.
     pub(crate) fn forget(&mut self, tid: u32) {
         if self.told.remove(&tid).is_some() {
             self.changes.push((tid, None));
         }
+    }
+
+    /// Process `pid` exec'd: its main thread's end no longer holds, and the copier's exec
+    /// program has put the new image's in its place, which no change of the old one (not yet
+    /// passed on) or deletion may undo.
+    pub(crate) fn exec(&mut self, pid: u32) {
+        self.told.remove(&pid);
+        self.changes.retain(|&(tid, _)| tid != pid);
     }
 }
 
@@ -315,6 +323,27 @@ mod tests {
         raw[12] = 3;
         assert_eq!(parse_copy(&raw), None);
         assert_eq!(parse_copy(&raw[..15]), None);
+    }
+
+    /// An exit takes a thread's end out of the copier's map; an exec leaves the map to the
+    /// copier's exec program, which has put the new image's end there, and drops the old
+    /// image's end if it was not yet passed on.
+    #[test]
+    fn an_exec_leaves_the_new_images_end_to_the_copier() {
+        let mut ends = FrameEnds {
+            active: true,
+            ..FrameEnds::default()
+        };
+        ends.found(7, 0x7ffe_1000);
+        ends.found(8, 0x7f00_2000);
+        ends.exec(7);
+        assert_eq!(ends.changes, [(8, Some(0x7f00_2000))]);
+        ends.changes.clear();
+        ends.found(7, 0x7ffd_1000);
+        ends.exec(7);
+        ends.forget(8);
+        assert_eq!(ends.changes, [(8, None)]);
+        assert!(ends.told.is_empty());
     }
 
     #[test]
