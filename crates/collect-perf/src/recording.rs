@@ -794,6 +794,25 @@ mod tests {
         assert_eq!(r.user_stack(s), &[1; 8]);
     }
 
+    /// A record of the BPF copier (identifier 3) of thread 8 of pid 7 on CPU 1: `code` (a
+    /// copy's end, or [`CHAIN_RECORD`]), the stack pointer and the bytes.
+    fn copier_record(code: u32, sp: u64, body: &[u8]) -> Vec<u8> {
+        B::default()
+            .u64(3)
+            .u32(7)
+            .u32(8)
+            .u64(554)
+            .u32(1)
+            .u32(0)
+            .u32(16 + body.len() as u32)
+            .u64(sp)
+            .u32(body.len() as u32)
+            .u32(code)
+            .bytes(body)
+            .bytes(&[0; 4])
+            .finish(RECORD_SAMPLE, 2, false)
+    }
+
     /// With the BPF copier the kernel is not asked for the user part of the chain: it is
     /// walked over the copy by frame pointers, as the kernel walks it, while the frames lie in
     /// the copy and the chain, context markers counted, is within `sample_max_stack`.
@@ -811,20 +830,7 @@ mod tests {
         put(sp + 0x18, 0x402000);
         put(sp + 0x40, sp + 0x1000);
         put(sp + 0x48, 0x403000);
-        let copy = B::default()
-            .u64(3) // the copier's identifier
-            .u32(7)
-            .u32(8)
-            .u64(554)
-            .u32(1)
-            .u32(0)
-            .u32(16 + stack.len() as u32)
-            .u64(sp)
-            .u32(stack.len() as u32)
-            .u32(CopyEnd::AtFrames as u32)
-            .bytes(&stack)
-            .bytes(&[0; 4])
-            .finish(RECORD_SAMPLE, 2, false);
+        let copy = copier_record(CopyEnd::AtFrames as u32, sp, &stack);
         // In the kernel (`kernel`: its chain) or in user mode (no chain at all).
         let sample = |kernel: &[u64], bp: u64| {
             let mut b = B::default()
@@ -909,23 +915,7 @@ mod tests {
     #[test]
     fn a_chain_walked_past_a_copy_cut_at_its_size_is_the_samples() {
         let sp = 0x7ffe_0000u64;
-        let raw = |code: u32, sp: u64, body: &[u8]| {
-            B::default()
-                .u64(3)
-                .u32(7)
-                .u32(8)
-                .u64(554)
-                .u32(1)
-                .u32(0)
-                .u32(16 + body.len() as u32)
-                .u64(sp)
-                .u32(body.len() as u32)
-                .u32(code)
-                .bytes(body)
-                .bytes(&[0; 4])
-                .finish(RECORD_SAMPLE, 2, false)
-        };
-        let copy = raw(CopyEnd::AtSize as u32, sp, &[0; 0x40]);
+        let copy = copier_record(CopyEnd::AtSize as u32, sp, &[0; 0x40]);
         let walked: Vec<u8> = [0x401000u64, 0x402000, 0x403000, 0x404000]
             .iter()
             .flat_map(|a| a.to_ne_bytes())
@@ -960,7 +950,7 @@ mod tests {
             let s = &r.samples[0];
             (r.user_chain(s).to_vec(), s.chain_limited, s.stack_copy_full)
         };
-        let past = raw(CHAIN_RECORD, sp, &walked);
+        let past = copier_record(CHAIN_RECORD, sp, &walked);
         let all = vec![0x401000, 0x402000, 0x403000, 0x404000];
         assert_eq!(chain(&[&copy, &past, &sample], 127), (all, false, true));
         // The user marker and three entries fill a limit of four.
@@ -970,7 +960,7 @@ mod tests {
         );
         // Another stack's chain, or one before any copy: the walk over the copy (the ip only,
         // rbp pointing at zeros).
-        let other = raw(CHAIN_RECORD, sp + 8, &walked);
+        let other = copier_record(CHAIN_RECORD, sp + 8, &walked);
         let ip_and_zero = vec![0x401000, 0];
         assert_eq!(chain(&[&copy, &other, &sample], 127).0, ip_and_zero);
         assert_eq!(chain(&[&past, &copy, &sample], 127).0, ip_and_zero);

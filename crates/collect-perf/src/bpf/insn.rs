@@ -349,6 +349,16 @@ impl Asm {
             .call(Helper::TaskStorageGet)
     }
 
+    /// `R0 = bpf_map_update_elem(map, R10 + key, R10 + value, flags)`: the key and the value
+    /// on the program's stack. Clobbers R1 to R5.
+    pub fn update_elem(&mut self, map: MapSlot, key: i16, value: i16, flags: i32) -> &mut Asm {
+        self.ld_map(Reg::R1, map)
+            .frame_ptr(Reg::R2, key)
+            .frame_ptr(Reg::R3, value)
+            .mov_imm(Reg::R4, flags)
+            .call(Helper::MapUpdateElem)
+    }
+
     /// `BPF_LOCAL_STORAGE_GET_F_CREATE`: [`Asm::current_task_value`] makes a missing value.
     pub const STORAGE_CREATE: i32 = 1;
 

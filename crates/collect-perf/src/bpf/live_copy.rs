@@ -400,11 +400,7 @@ fn exec_program() -> Code {
         .alu_imm(Alu::Lsh, Reg::R1, 3)
         .alu_reg(Alu::Add, Reg::R1, Reg::R6)
         .store(Size::DW, Reg::R10, CHUNK, Reg::R1)
-        .ld_map(Reg::R1, ENDS);
-    a.frame_ptr(Reg::R2, KEY);
-    a.frame_ptr(Reg::R3, CHUNK);
-    a.mov_imm(Reg::R4, 0)
-        .call(Helper::MapUpdateElem)
+        .update_elem(ENDS, KEY, CHUNK, 0)
         .mov_imm(Reg::R0, 0)
         .exit()
         .bind(forget)

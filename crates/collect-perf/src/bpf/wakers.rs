@@ -223,11 +223,7 @@ fn switch_program() -> Code {
     a.call(Helper::MapLookupElem)
         .jmp_imm(Cond::Ne, Reg::R0, 0, out)
         .store_imm(Size::DW, Reg::R10, -16, 0)
-        .ld_map(Reg::R1, FOLLOWED);
-    a.frame_ptr(Reg::R2, KEY);
-    a.frame_ptr(Reg::R3, -16);
-    a.mov_imm(Reg::R4, NOEXIST)
-        .call(Helper::MapUpdateElem)
+        .update_elem(FOLLOWED, KEY, -16, NOEXIST)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .store_imm(Size::W, Reg::R10, CKEY, UNFOLLOWED)
         .count_at(COUNTS, CKEY, out)

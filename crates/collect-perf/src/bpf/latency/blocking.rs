@@ -173,11 +173,7 @@ pub(super) fn new_thread(a: &mut Asm) {
         a.store_imm(Size::DW, Reg::R10, TV + off, 0);
     }
     a.store(Size::W, Reg::R10, KEY32, Reg::R7)
-        .ld_map(Reg::R1, THREADS);
-    a.frame_ptr(Reg::R2, KEY32);
-    a.frame_ptr(Reg::R3, TV);
-    a.mov_imm(Reg::R4, 0)
-        .call(Helper::MapUpdateElem)
+        .update_elem(THREADS, KEY32, TV, 0)
         .jmp_imm(Cond::Eq, Reg::R0, 0, done);
     count(a, THREADS_FULL);
     a.bind(done);
@@ -390,11 +386,7 @@ pub(super) fn switch_program(off: &SwitchOffsets) -> Code {
         .store_imm(Size::DW, Reg::R10, SV, 1)
         .load(Size::DW, Reg::R1, Reg::R10, NS)
         .store(Size::DW, Reg::R10, SV + 8, Reg::R1)
-        .ld_map(Reg::R1, SLEEPS);
-    a.frame_ptr(Reg::R2, SK);
-    a.frame_ptr(Reg::R3, SV);
-    a.mov_imm(Reg::R4, NOEXIST)
-        .call(Helper::MapUpdateElem)
+        .update_elem(SLEEPS, SK, SV, NOEXIST)
         .jmp_imm(Cond::Eq, Reg::R0, 0, done)
         .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
         .ld_map(Reg::R1, SLEEPS);

@@ -76,13 +76,9 @@ fn hist_add(a: &mut Asm, copy: bool) {
         .store(Size::DW, Reg::R10, HV + 24, Reg::R2)
         .load(Size::DW, Reg::R2, Reg::R10, FAULTS)
         .store(Size::DW, Reg::R10, HV + 32, Reg::R2)
-        .ld_map(Reg::R1, HIST);
-    a.frame_ptr(Reg::R2, HK);
-    a.frame_ptr(Reg::R3, HV);
-    // Another CPU may have made the key since the lookup (the update then fails with
-    // EEXIST): the call is added to it.
-    a.mov_imm(Reg::R4, NOEXIST)
-        .call(Helper::MapUpdateElem)
+        // Another CPU may have made the key since the lookup (the update then fails with
+        // EEXIST): the call is added to it.
+        .update_elem(HIST, HK, HV, NOEXIST)
         .jmp_imm(Cond::Eq, Reg::R0, 0, created)
         .jmp_imm(Cond::Ne, Reg::R0, -EEXIST, full)
         .ld_map(Reg::R1, HIST);
@@ -370,11 +366,7 @@ pub(super) fn fork_program(off: &Offsets) -> Code {
         .store_imm(Size::W, Reg::R10, REGS + 4, 0)
         .load(Size::W, Reg::R1, Reg::R6, off.child_pid)
         .store(Size::W, Reg::R10, KEY32, Reg::R1)
-        .ld_map(Reg::R1, PIDS);
-    a.frame_ptr(Reg::R2, KEY32);
-    a.frame_ptr(Reg::R3, REGS);
-    a.mov_imm(Reg::R4, 0)
-        .call(Helper::MapUpdateElem)
+        .update_elem(PIDS, KEY32, REGS, 0)
         .jmp_imm(Cond::Eq, Reg::R0, 0, out);
     count(&mut a, PIDS_FULL);
     a.bind(out).mov_imm(Reg::R0, 1).exit();
@@ -407,11 +399,7 @@ pub(super) fn exit_task_program(off: &Offsets, blocking: bool) -> Code {
         .load(Size::W, Reg::R1, Reg::R0, S_GEN)
         .store(Size::W, Reg::R10, GV + 4, Reg::R1)
         .store(Size::W, Reg::R10, HK + K_GEN, Reg::R1)
-        .ld_map(Reg::R1, GONE);
-    a.frame_ptr(Reg::R2, GK);
-    a.frame_ptr(Reg::R3, GV);
-    a.mov_imm(Reg::R4, 0)
-        .call(Helper::MapUpdateElem)
+        .update_elem(GONE, GK, GV, 0)
         .jmp_imm(Cond::Eq, Reg::R0, 0, forget);
     unpaired(&mut a, UNPAIRED_ENTER);
     a.bind(forget);
