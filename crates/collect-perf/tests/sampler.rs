@@ -319,8 +319,17 @@ fn a_spawned_childs_copies_end_at_its_argv_after_its_exec() {
     c.stack_copier = StackCopier::Bpf;
     let r = record(&args(&[&workload("spawner"), &workload("cpu"), &"400"]), &c);
     let parent = r.child.as_ref().expect("child").pid;
+    // The child's samples after its exec (before it, it ran the spawner on its spawn stack),
+    // with a copy (one taken in the exec before the new stack is in place has none).
+    let rep = replay(&r);
+    let execs: BTreeMap<u32, u64> = (rep.processes.iter())
+        .filter(|p| p.key.pid != parent)
+        .filter_map(|p| Some((p.key.pid, *p.execs.last()?)))
+        .collect();
     let cut: Vec<_> = (r.samples.iter())
         .filter(|s| s.pid != parent && s.tid == s.pid)
+        .filter(|s| execs.get(&s.pid).is_some_and(|&t| s.time >= t))
+        .filter(|s| r.user_stack(s).len() >= 24)
         .map(|s| (s.time, ends_at_argv(r.user_stack(s), 2)))
         .collect();
     let copies = cut.len();
