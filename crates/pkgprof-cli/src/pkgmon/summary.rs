@@ -74,7 +74,8 @@ pub(super) fn print_async(
 /// One line on truncated stacks, if any: how many, and for each reason that took some (the
 /// unwinder counts them) the remedy for that reason, so that the user changes the right knob.
 /// `chains_from_copies`: the run's user chains were walked over the BPF copier's copies, so
-/// frame pointers went on past a copy only with the kernel's (`--stack-copy kernel`).
+/// frame pointers went on past a copy stopped at an untouched page only with the kernel's
+/// (`--stack-copy kernel`); past one cut at its size the program walked them itself.
 pub(super) fn truncated_note(
     truncated: u64,
     samples: u64,
@@ -118,8 +119,8 @@ pub(super) fn truncated_note(
         } else {
             format!(
                 "{by_size} ended with the {stack_size}-byte stack copy, the most a sample \
-                 holds: {past_the_copy} on past the copy, as far as the first function \
-                 built without them"
+                 holds: frame pointers go on past the copy (-fno-omit-frame-pointer), as far \
+                 as the first function built without them"
             )
         });
     }
