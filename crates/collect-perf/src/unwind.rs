@@ -3,11 +3,12 @@
 //! copy, and ended for a stated reason.
 //!
 //! The kernel walks user stacks by frame pointers (or, when the BPF copier copies the stacks
-//! at full size, the decoder makes the same walk over the copy: `recording/live_stack.rs`). That loses the caller of any function
-//! without a frame (glibc's `read` wrapper, its start-up code) and everything of a program
-//! built without frame pointers. Each sample also carries the user registers (ip, sp, bp) and a
-//! copy of the top of the user stack, so the stack is unwound again here from `.eh_frame` with
-//! framehop, frame by frame, each frame known by where it sits on the stack.
+//! at full size, the decoder makes the same walk over the copy: `recording/live_stack.rs`).
+//! That loses the caller of any function without a frame (glibc's `read` wrapper, its
+//! start-up code) and everything of a program built without frame pointers. Each sample also
+//! carries the user registers (ip, sp, bp) and a copy of the top of the user stack, so the
+//! stack is unwound again here from `.eh_frame` with framehop, frame by frame, each frame
+//! known by where it sits on the stack.
 //!
 //! * A frame is identified by its position (the stack pointer of its caller), never by its
 //!   return address alone: every level of a recursion returns to the same address.

@@ -59,7 +59,7 @@ pub(crate) struct LiveCopy {
     program: Program,
     maps: Vec<Map>,
     outputs: Vec<OwnedFd>,
-    /// Deletes a process's end at its exec (its stack starts anew elsewhere).
+    /// Notes a process's new main-thread end at its exec (its stack starts anew elsewhere).
     _exec: Attachment,
     /// Notes the top of each new thread's stack, where the kernel allows it.
     _new_threads: Option<Attachment>,
@@ -112,9 +112,8 @@ impl LiveCopy {
     }
 
     /// Whether its copies are as large as they can be: then a sample's user callchain is
-    /// walked over its copy, not by the kernel (a stack deeper than the copy is completed from
-    /// the thread's earlier samples). A smaller copy asked for leaves the kernel's walk to
-    /// reach beyond it.
+    /// walked over its copy, not by the kernel, and past a copy cut at its size by the
+    /// program. A smaller copy asked for leaves the kernel's walk to reach beyond it.
     pub(crate) fn copies_full_size(&self) -> bool {
         self.max == MAX_COPY
     }
@@ -164,18 +163,22 @@ impl LiveCopy {
     }
 }
 
+/// `R0` = the saved user registers (`struct pt_regs`) of the task in `task`. Clobbers R1 to
+/// R5.
+fn user_regs(a: &mut Asm, task: Reg) -> &mut Asm {
+    a.mov(Reg::R1, task).call(Helper::TaskPtRegs)
+}
+
 /// `dst` = the user stack pointer of the task in `task` (from its saved user registers).
 /// Clobbers R0 to R5.
 fn user_sp(a: &mut Asm, task: Reg, dst: Reg) -> &mut Asm {
-    a.mov(Reg::R1, task)
-        .call(Helper::TaskPtRegs)
-        .load(Size::DW, dst, Reg::R0, PT_REGS_SP)
+    user_regs(a, task).load(Size::DW, dst, Reg::R0, PT_REGS_SP)
 }
 
 /// The sampling events' program. R6: the context; R7: the user stack pointer (the current
 /// task's saved user registers, as the sample's own); R8: this CPU's record buffer; R9: the
-/// current task, then where its frames end, then the bytes copied. Returns 1 (the sample is written after the record), or 0 when the record
-/// could not be written.
+/// current task, then where its frames end, then the bytes copied. Returns 1 (the sample is
+/// written after the record), or 0 when the record could not be written.
 fn copy_program(max: u32) -> Code {
     let max = max as i32;
     let mut a = Asm::new();
@@ -311,9 +314,8 @@ fn chain_past_the_copy(a: &mut Asm, out: Label, dropped: Label) {
     let entry = |i: i32| (HEADER as i32 + 8 * i) as i16;
     a.load(Size::W, Reg::R1, Reg::R8, 12)
         .jmp_imm(Cond::Ne, Reg::R1, Ended::AtSize as i32, out)
-        .call(Helper::GetCurrentTaskBtf)
-        .mov(Reg::R1, Reg::R0)
-        .call(Helper::TaskPtRegs)
+        .call(Helper::GetCurrentTaskBtf);
+    user_regs(a, Reg::R0)
         .load(Size::DW, Reg::R9, Reg::R0, PT_REGS_BP)
         .load(Size::DW, Reg::R1, Reg::R0, PT_REGS_IP)
         .store(Size::DW, Reg::R8, entry(0), Reg::R1)

@@ -284,19 +284,26 @@ pub(super) mod parse {
                 let taken = (std::mem::take(&mut p.bytes), std::mem::take(&mut p.chain));
                 (p.tid, p.sp, p.ended, taken)
             });
+        // It is this sample's if taken of the same thread at the same stack pointer.
+        let paired = match (&bpf_copy, regs) {
+            (Some((t, sp, ended, (bytes, walked))), Some(u)) if *t == tid && *sp == u.sp => {
+                Some((*ended, &bytes[..], &walked[..]))
+            }
+            _ => None,
+        };
         let (stack, stack_copy_full) = if own_copy {
             live_stack(r, (pid, tid, time), regs, stack_user(c)?)
         } else {
-            match (&bpf_copy, regs) {
-                (Some((t, sp, ended, (bytes, _))), Some(u)) if *t == tid && *sp == u.sp => {
+            match paired {
+                Some((ended, bytes, _)) => {
                     let sample = (pid, tid, time);
                     match ended {
-                        CopyEnd::AtFrames => (&bytes[..], false),
-                        CopyEnd::AtSize => live_stack(r, sample, regs, (&bytes[..], true)),
-                        CopyEnd::Unreadable => live_stack(r, sample, regs, (&bytes[..], false)),
+                        CopyEnd::AtFrames => (bytes, false),
+                        CopyEnd::AtSize => live_stack(r, sample, regs, (bytes, true)),
+                        CopyEnd::Unreadable => live_stack(r, sample, regs, (bytes, false)),
                     }
                 }
-                _ => (&[][..], false),
+                None => (&[][..], false),
             }
         };
         // The user part of the chain, when the kernel was not asked for it, from the copy.
@@ -311,8 +318,8 @@ pub(super) mod parse {
             // The kernel counts its context markers against the limit, the user one too.
             let room = limit.saturating_sub(chain.0 + 1);
             // The program's walk, past a copy cut at its size, else the same over the copy.
-            let walked = match &bpf_copy {
-                Some((t, sp, _, (_, walked))) if *t == tid && *sp == u.sp && !walked.is_empty() => {
+            let walked = match paired {
+                Some((_, _, walked)) if !walked.is_empty() => {
                     let n = walked.len().min(room);
                     r.frames.extend_from_slice(&walked[..n]);
                     n

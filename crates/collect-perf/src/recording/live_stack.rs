@@ -62,35 +62,37 @@ pub(crate) struct CopyRecord<'a> {
     pub bytes: &'a [u8],
 }
 
-/// Reads a record's raw data (perf pads it to 8 bytes, so its own length says where the copy
-/// ends); None if it is shorter than it says or its end code is unknown.
+/// A record's raw data as its header lays it out: stack pointer, code, and the bytes its
+/// length says (perf pads the data to 8 bytes); None if it is shorter than it says.
+fn copier_record(raw: &[u8]) -> Option<(u64, u32, &[u8])> {
+    let word = |at: usize| Some(u32::from_ne_bytes(raw.get(at..at + 4)?.try_into().ok()?));
+    let sp = u64::from_ne_bytes(raw.get(..8)?.try_into().ok()?);
+    let (len, code) = (word(8)? as usize, word(12)?);
+    Some((
+        sp,
+        code,
+        raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?,
+    ))
+}
+
+/// Reads a copy record; None if it is shorter than it says or its end code is unknown (a
+/// chain record among them).
 pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
-    if raw.len() < COPY_HEADER {
-        return None;
-    }
-    let len = u32::from_ne_bytes(raw[8..12].try_into().ok()?) as usize;
-    let ended = match u32::from_ne_bytes(raw[12..16].try_into().ok()?) {
+    let (sp, code, bytes) = copier_record(raw)?;
+    let ended = match code {
         0 => CopyEnd::AtSize,
         1 => CopyEnd::Unreadable,
         2 => CopyEnd::AtFrames,
         _ => return None,
     };
-    Some(CopyRecord {
-        sp: u64::from_ne_bytes(raw[..8].try_into().ok()?),
-        ended,
-        bytes: raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?,
-    })
+    Some(CopyRecord { sp, ended, bytes })
 }
 
-/// Reads a chain record's raw data ([`CHAIN_RECORD`]): its stack pointer and the bytes of its
+/// Reads a chain record ([`CHAIN_RECORD`]): its stack pointer and the bytes of its
 /// addresses; None if it is not one or is shorter than it says.
 pub(crate) fn parse_chain(raw: &[u8]) -> Option<(u64, &[u8])> {
-    if raw.len() < COPY_HEADER || u32::from_ne_bytes(raw[12..16].try_into().ok()?) != CHAIN_RECORD {
-        return None;
-    }
-    let len = u32::from_ne_bytes(raw[8..12].try_into().ok()?) as usize;
-    let addrs = raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?;
-    Some((u64::from_ne_bytes(raw[..8].try_into().ok()?), addrs))
+    let (sp, code, addrs) = copier_record(raw)?;
+    (code == CHAIN_RECORD).then_some((sp, addrs))
 }
 
 /// One CPU's stack copy from the BPF program ([`crate::bpf::LiveCopy`]), waiting for the
@@ -180,10 +182,10 @@ pub(super) fn live_stack<'a>(
 /// The user callchain the kernel's frame-pointer walk would give, walked over the stack copy
 /// instead, into `frames`: the user ip, then the return address above each saved rbp from the
 /// sample's rbp on, while both words lie in the copy, at most `room` entries; returns how many.
-/// With the BPF copier the kernel is not asked for this walk: it cost the workload ~1.2 us a
-/// sample at 10 kHz, about what the copy costs, and the copy holds every frame it would read
-/// but those beyond a copy cut at its size, which the unwinder completes from the thread's
-/// earlier samples.
+/// With the BPF copier at full size the kernel is not asked for this walk: it cost the
+/// workload ~1.2 us a sample at 10 kHz, about what the copy costs, and the copy holds every
+/// frame it would read but those past a copy cut at its size, for which the program walks the
+/// chain itself ([`CHAIN_RECORD`]).
 pub(super) fn frame_pointer_chain(
     frames: &mut Vec<u64>,
     regs: UserRegs,
