@@ -20,6 +20,10 @@ pub(crate) struct StackTable {
     nodes: Vec<(u32, u64)>,
     index: FxHashMap<(u32, u64), u32>,
     counts: FxHashMap<u32, (u64, u64)>,
+    /// The path of the stack added last, (frame, node) from its header in: a sample's stack
+    /// mostly shares its outer frames with the one before, whose nodes are taken from here
+    /// without a lookup.
+    last: Vec<(u64, u32)>,
 }
 
 /// The parent of the first node of every path.
@@ -42,14 +46,26 @@ impl StackTable {
     /// for a truncated stack), the user frames from the outermost in, [`KERNEL_PART`], the
     /// kernel frames from the outermost in.
     pub(super) fn add(&mut self, kernel: &[u64], user: &[u64], truncated: bool, nanoseconds: u64) {
-        let mut at = self.node(ROOT, 1 + u64::from(truncated));
-        for &a in user.iter().rev() {
-            at = self.node(at, a);
+        let header = 1 + u64::from(truncated);
+        let path = std::iter::once(header)
+            .chain(user.iter().rev().copied())
+            .chain(std::iter::once(KERNEL_PART))
+            .chain(kernel.iter().rev().copied());
+        let (mut at, mut depth) = (ROOT, 0);
+        for frame in path {
+            // The same frames from the header in lead to the same nodes.
+            at = match self.last.get(depth) {
+                Some(&(f, n)) if f == frame => n,
+                _ => {
+                    self.last.truncate(depth);
+                    let n = self.node(at, frame);
+                    self.last.push((frame, n));
+                    n
+                }
+            };
+            depth += 1;
         }
-        at = self.node(at, KERNEL_PART);
-        for &a in kernel.iter().rev() {
-            at = self.node(at, a);
-        }
+        self.last.truncate(depth);
         let c = self.counts.entry(at).or_default();
         c.0 += 1;
         c.1 += nanoseconds;
@@ -81,5 +97,42 @@ impl StackTable {
             e.0 += samples;
             e.1 += ns;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each stack's path starts from the one before where their frames are the same: the
+    /// table is the one lookups alone build, whatever the order (prefixes of each other,
+    /// recursion, the same frames truncated, kernel frames or none).
+    #[test]
+    fn stack_table_takes_from_the_stack_before_only_what_is_the_same() {
+        let ksyms = KernelSymbols::parse("ffff800000000000 T entry_SYSCALL_64\n".into());
+        let (mut reused, mut looked_up) = (StackTable::default(), StackTable::default());
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..5000 {
+            let user: Vec<u64> = (0..next(6)).map(|_| 0x10 * (1 + next(3))).collect();
+            let kernel: Vec<u64> = (0..next(3))
+                .map(|_| 0xffff_8000_0000_1000 + 0x1000 * next(2))
+                .collect();
+            let (truncated, ns) = (next(4) == 0, 1 + next(9));
+            reused.add(&kernel, &user, truncated, ns);
+            looked_up.last.clear();
+            looked_up.add(&kernel, &user, truncated, ns);
+        }
+        let (mut a, mut b) = (BTreeMap::new(), BTreeMap::new());
+        reused.collect(&ksyms, &mut a);
+        looked_up.collect(&ksyms, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(reused.nodes, looked_up.nodes);
+        assert!(a.len() > 500, "{} stacks", a.len());
     }
 }
