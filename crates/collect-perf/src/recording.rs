@@ -412,6 +412,9 @@ pub struct Recording {
     pub user_chains_from_copies: bool,
     /// Each CPU's copy from that program, waiting for its sample.
     pub(crate) pending_copies: FxHashMap<u32, PendingCopy>,
+    /// The time of the latest record decoded that carries one: a lost-records notice written
+    /// by that program's event carries none (see `sys::bpf_output_attr`).
+    pub(crate) last_time: u64,
     /// Where threads' frames end, for that program.
     pub(crate) frame_ends: FrameEnds,
     pub(crate) raw: Vec<u8>,
@@ -794,20 +797,19 @@ mod tests {
         assert_eq!(r.user_stack(s), &[1; 8]);
     }
 
-    /// A record of the BPF copier (identifier 3) of thread 8 of pid 7 on CPU 1: `code` (a
+    /// A record of the BPF copier (identifier 3) of thread 8 on CPU 1: `code` (a
     /// copy's end, or [`CHAIN_RECORD`]), the stack pointer and the bytes.
     fn copier_record(code: u32, sp: u64, body: &[u8]) -> Vec<u8> {
         B::default()
             .u64(3)
-            .u32(7)
-            .u32(8)
-            .u64(554)
             .u32(1)
             .u32(0)
-            .u32(16 + body.len() as u32)
+            .u32(24 + body.len() as u32)
             .u64(sp)
             .u32(body.len() as u32)
             .u32(code)
+            .u32(8)
+            .u32(0)
             .bytes(body)
             .bytes(&[0; 4])
             .finish(RECORD_SAMPLE, 2, false)
@@ -964,6 +966,39 @@ mod tests {
         let ip_and_zero = vec![0x401000, 0];
         assert_eq!(chain(&[&copy, &other, &sample], 127).0, ip_and_zero);
         assert_eq!(chain(&[&past, &copy, &sample], 127).0, ip_and_zero);
+    }
+
+    /// The copier's output event writes its lost-records notices with its own short trailer
+    /// (CPU and identifier): counted on that CPU at the time of the record before; a notice
+    /// of that shape from another event is not taken.
+    #[test]
+    fn the_copiers_lost_records_notice_is_counted_on_its_cpu() {
+        let notice = |id: u64| {
+            B::default()
+                .u64(id)
+                .u64(5)
+                .u32(1)
+                .u32(0)
+                .u64(id)
+                .finish(RECORD_LOST, 0, false)
+        };
+        let mut r = Recording {
+            copy_ids: vec![3],
+            ..Recording::default()
+        };
+        let comm = B::default()
+            .u32(7)
+            .u32(7)
+            .bytes(b"work\0\0\0\0")
+            .finish(RECORD_COMM, 0, true);
+        assert!(r.push_record(&comm));
+        assert!(r.push_record(&notice(3)));
+        assert_eq!((r.lost, r.lost_per_cpu.get(&1)), (5, Some(&5)));
+        let lost = r.side_band.last().expect("the notice");
+        assert_eq!((lost.time, lost.cpu), (12345, 1));
+        assert_eq!(lost.kind, SideBand::Lost { count: 5 });
+        assert!(!r.push_record(&notice(4)));
+        assert_eq!(r.lost, 5);
     }
 
     /// A cpu-clock sample of pid 7 (thread `tid`) at time 555 whose stack copy, taken at sp

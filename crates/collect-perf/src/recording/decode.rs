@@ -41,7 +41,22 @@ pub(super) mod parse {
     }
 
     /// Parses the `sample_id_all` trailer: returns (pid, tid), time, cpu and the body end.
-    fn trailer(rec: &[u8]) -> Option<((u32, u32), u64, u32, usize)> {
+    fn trailer(r: &Recording, ty: u32, rec: &[u8]) -> Option<((u32, u32), u64, u32, usize)> {
+        // The only record the stack copier's output event writes besides its samples: its
+        // trailer holds the CPU and the identifier; the time is the latest before it.
+        if ty == RECORD_LOST && rec.len() == LOST_LEN + OUTPUT_ID_LEN {
+            let mut c = Cur {
+                b: rec,
+                pos: LOST_LEN,
+            };
+            let cpu = c.u32()?;
+            let _res = c.u32()?;
+            let id = c.u64()?;
+            return r
+                .copy_ids
+                .contains(&id)
+                .then_some(((0, 0), r.last_time, cpu, LOST_LEN));
+        }
         let end = rec.len().checked_sub(SAMPLE_ID_LEN)?;
         let mut c = Cur { b: rec, pos: end };
         let pid_tid = (c.u32()?, c.u32()?);
@@ -49,6 +64,9 @@ pub(super) mod parse {
         let cpu = c.u32()?;
         Some((pid_tid, time, cpu, end))
     }
+
+    /// A lost-records notice before its trailer: header, identifier, count.
+    const LOST_LEN: usize = 24;
 
     pub(in crate::recording) fn record(r: &mut Recording, rec: &[u8]) -> Option<()> {
         let ty = u32::from_ne_bytes(rec.get(0..4)?.try_into().ok()?);
@@ -65,7 +83,8 @@ pub(super) mod parse {
             }
             return parsed;
         }
-        let ((tpid, ttid), time, cpu, end) = trailer(rec)?;
+        let ((tpid, ttid), time, cpu, end) = trailer(r, ty, rec)?;
+        r.last_time = time;
         let mut c = Cur {
             b: &rec[..end],
             pos: 8,
@@ -215,16 +234,13 @@ pub(super) mod parse {
     /// A stack copy of the BPF program that copies them (`bpf::LiveCopy`): kept for the
     /// sample its CPU writes next.
     fn copy(r: &mut Recording, c: &mut Cur<'_>) -> Option<()> {
-        let _pid = c.u32()?;
-        let tid = c.u32()?;
-        let _time = c.u64()?;
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let size = c.u32()? as usize;
         let raw = c.bytes(size)?;
         let p = r.pending_copies.entry(cpu).or_default();
         // The chain walked past the copy just before it, for the same sample.
-        if let Some((sp, addrs)) = parse_chain(raw) {
+        if let Some((tid, sp, addrs)) = parse_chain(raw) {
             if p.waiting && (p.tid, p.sp) == (tid, sp) {
                 p.chain.clear();
                 (p.chain).extend(
@@ -237,7 +253,7 @@ pub(super) mod parse {
         }
         let copy = parse_copy(raw)?;
         p.waiting = true;
-        (p.tid, p.sp, p.ended) = (tid, copy.sp, copy.ended);
+        (p.tid, p.sp, p.ended) = (copy.tid, copy.sp, copy.ended);
         p.bytes.clear();
         p.bytes.extend_from_slice(copy.bytes);
         p.chain.clear();
@@ -250,6 +266,7 @@ pub(super) mod parse {
             let pid = c.u32()?;
             let tid = c.u32()?;
             let time = c.u64()?;
+            r.last_time = time;
             r.counter_events.push(super::CounterEvent {
                 time,
                 pid,
@@ -268,6 +285,7 @@ pub(super) mod parse {
         let pid = c.u32()?;
         let tid = c.u32()?;
         let time = c.u64()?;
+        r.last_time = time;
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let period = c.u64()?;
