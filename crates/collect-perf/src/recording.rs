@@ -797,19 +797,17 @@ mod tests {
         assert_eq!(r.user_stack(s), &[1; 8]);
     }
 
-    /// A record of the BPF copier (identifier 3) of thread 8 on CPU 1: `code` (a
-    /// copy's end, or [`CHAIN_RECORD`]), the stack pointer and the bytes.
+    /// A record of the BPF copier (identifier 3) on CPU 1: `code` (a copy's end, or
+    /// [`CHAIN_RECORD`]), the stack pointer and the bytes.
     fn copier_record(code: u32, sp: u64, body: &[u8]) -> Vec<u8> {
         B::default()
             .u64(3)
             .u32(1)
             .u32(0)
-            .u32(24 + body.len() as u32)
+            .u32(16 + body.len() as u32)
             .u64(sp)
             .u32(body.len() as u32)
             .u32(code)
-            .u32(8)
-            .u32(0)
             .bytes(body)
             .bytes(&[0; 4])
             .finish(RECORD_SAMPLE, 2, false)

@@ -184,9 +184,9 @@ pub(crate) fn counter_attr(config: u64, spec: &EventSpec) -> pe::bindings::perf_
 /// Builds the per-CPU event BPF programs write records into (`bpf_perf_event_output`): one
 /// sample per record, its data as `PERF_SAMPLE_RAW`, with its identifier and CPU only: the
 /// thread and the time cost each record ~0.2 us of the sampled task's time (`bpf_stats`), and
-/// the program writes the thread itself. Its trailer (on the lost-records notices it may write
-/// into the cpu-clock ring it shares) is then [`OUTPUT_ID_LEN`] long. Enabled at once: it
-/// writes only what a program gives it.
+/// a copy is paired with its sample by CPU and stack pointer. Its trailer (on the lost-records
+/// notices it may write into the cpu-clock ring it shares) is then [`OUTPUT_ID_LEN`] long.
+/// Enabled at once: it writes only what a program gives it.
 pub(crate) fn bpf_output_attr() -> pe::bindings::perf_event_attr {
     let mut a = pe::bindings::perf_event_attr {
         type_: PERF_TYPE_SOFTWARE,

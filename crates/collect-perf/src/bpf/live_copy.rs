@@ -11,7 +11,7 @@
 //!
 //! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
-//! the decoder pairs them by CPU, thread and stack pointer (`recording/live_stack.rs` reads
+//! the decoder pairs them by CPU and stack pointer (`recording/live_stack.rs` reads
 //! the record). Runs that copy at full size do not ask the kernel for the user frame-pointer
 //! chain (the decoder walks it over the copy); for a copy cut at its size the program walks
 //! it and writes it in a second record, since it goes on past the copy.
@@ -30,11 +30,11 @@ const OUT: MapSlot = MapSlot(2);
 const TOPS: MapSlot = MapSlot(3);
 
 /// The most a record can copy: a perf record's size is 16 bits, and this one's sample fields
-/// (header, identifier, CPU: 24 bytes), the raw data's size (4) and its header (24) come
+/// (header, identifier, CPU: 24 bytes), the raw data's size (4) and its header (16) come
 /// before the copy, which perf pads so that the record stays 8-byte aligned (65,528 bytes in
 /// all at this size; one more word and the record's size wraps, and the kernel writes
 /// nothing).
-pub(crate) const MAX_COPY: u32 = 65472;
+pub(crate) const MAX_COPY: u32 = 65480;
 /// `struct pt_regs`'s `bp`, `ip` and `sp` on x86-64 (`arch/x86/include/asm/ptrace.h`).
 const PT_REGS_BP: i16 = 32;
 const PT_REGS_IP: i16 = 128;
@@ -203,8 +203,6 @@ fn copy_program(max: u32) -> Code {
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R8, Reg::R0)
         .store(Size::DW, Reg::R8, 0, Reg::R7)
-        .call(Helper::GetCurrentPidTgid)
-        .store(Size::W, Reg::R8, 16, Reg::R0)
         // Where the thread's frames end: the top of the stack it was created with, else
         // what the decoder found in its copies.
         .ld_map(Reg::R1, TOPS)
@@ -221,9 +219,10 @@ fn copy_program(max: u32) -> Code {
         .alu_reg(Alu::Sub, Reg::R1, Reg::R7)
         .jmp_imm(Cond::Le, Reg::R1, max, have_end)
         .bind(by_tid)
+        .call(Helper::GetCurrentPidTgid)
+        .store(Size::W, Reg::R10, KEY, Reg::R0)
         .ld_map(Reg::R1, ENDS)
-        .mov(Reg::R2, Reg::R8)
-        .alu_imm(Alu::Add, Reg::R2, 16)
+        .frame_ptr(Reg::R2, KEY)
         .call(Helper::MapLookupElem)
         .jmp_imm(Cond::Eq, Reg::R0, 0, walk)
         .load(Size::DW, Reg::R9, Reg::R0, 0)
@@ -435,8 +434,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "10650 insns e8fb9aab0fc60401",
-                "151 insns d02a4ae629e6f5c8",
+                "10650 insns f258b5afc83cde2f",
+                "151 insns d2e3df1cdaf2d65a",
                 "36 insns 54afad0c5839f688",
                 "20 insns 1e5bbdeda48d711f",
             ]

@@ -240,8 +240,8 @@ pub(super) mod parse {
         let raw = c.bytes(size)?;
         let p = r.pending_copies.entry(cpu).or_default();
         // The chain walked past the copy just before it, for the same sample.
-        if let Some((tid, sp, addrs)) = parse_chain(raw) {
-            if p.waiting && (p.tid, p.sp) == (tid, sp) {
+        if let Some((sp, addrs)) = parse_chain(raw) {
+            if p.waiting && p.sp == sp {
                 p.chain.clear();
                 (p.chain).extend(
                     addrs
@@ -253,7 +253,7 @@ pub(super) mod parse {
         }
         let copy = parse_copy(raw)?;
         p.waiting = true;
-        (p.tid, p.sp, p.ended) = (copy.tid, copy.sp, copy.ended);
+        (p.sp, p.ended) = (copy.sp, copy.ended);
         p.bytes.clear();
         p.bytes.extend_from_slice(copy.bytes);
         p.chain.clear();
@@ -300,11 +300,11 @@ pub(super) mod parse {
             .map(|p| {
                 p.waiting = false;
                 let taken = (std::mem::take(&mut p.bytes), std::mem::take(&mut p.chain));
-                (p.tid, p.sp, p.ended, taken)
+                (p.sp, p.ended, taken)
             });
-        // It is this sample's if taken of the same thread at the same stack pointer.
+        // It is this sample's if taken at the same stack pointer (see `PendingCopy`).
         let paired = match (&bpf_copy, regs) {
-            (Some((t, sp, ended, (bytes, walked))), Some(u)) if *t == tid && *sp == u.sp => {
+            (Some((sp, ended, (bytes, walked))), Some(u)) if *sp == u.sp => {
                 Some((*ended, &bytes[..], &walked[..]))
             }
             _ => None,

@@ -33,10 +33,8 @@ pub(crate) struct Descriptor {
     tid_offset: usize,
 }
 
-/// A copy record's header: the stack pointer the copy starts at, its length, its end code,
-/// the thread it was taken of (and four bytes unused). The thread is the program's to write:
-/// asking the kernel for it (and the time) cost each sample ~0.2 us of the sampled task's time.
-pub(crate) const COPY_HEADER: usize = 24;
+/// A copy record's header: the stack pointer the copy starts at, its length, its end code.
+pub(crate) const COPY_HEADER: usize = 16;
 
 /// Why a copy of the stack-copying BPF program ([`crate::bpf`]'s `LiveCopy`) ends where it
 /// does: its record's code.
@@ -56,26 +54,23 @@ pub(crate) enum CopyEnd {
 /// return address a frame), which goes on past the copy.
 pub(crate) const CHAIN_RECORD: u32 = 3;
 
-/// One record of that program: the copy of thread `tid`'s stack from `sp`, and why it ends
-/// there.
+/// One record of that program: the copy of the stack from `sp`, and why it ends there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CopyRecord<'a> {
-    pub tid: u32,
     pub sp: u64,
     pub ended: CopyEnd,
     pub bytes: &'a [u8],
 }
 
-/// A record's raw data as its header lays it out: code, thread, stack pointer, and the
-/// bytes its length says (perf pads the data to 8 bytes); None if it is shorter than it says.
-fn copier_record(raw: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
+/// A record's raw data as its header lays it out: stack pointer, code, and the bytes its
+/// length says (perf pads the data to 8 bytes); None if it is shorter than it says.
+fn copier_record(raw: &[u8]) -> Option<(u64, u32, &[u8])> {
     let word = |at: usize| Some(u32::from_ne_bytes(raw.get(at..at + 4)?.try_into().ok()?));
     let sp = u64::from_ne_bytes(raw.get(..8)?.try_into().ok()?);
-    let (len, code, tid) = (word(8)? as usize, word(12)?, word(16)?);
+    let (len, code) = (word(8)? as usize, word(12)?);
     Some((
-        code,
-        tid,
         sp,
+        code,
         raw.get(COPY_HEADER..COPY_HEADER.checked_add(len)?)?,
     ))
 }
@@ -83,35 +78,32 @@ fn copier_record(raw: &[u8]) -> Option<(u32, u32, u64, &[u8])> {
 /// Reads a copy record; None if it is shorter than it says or its end code is unknown (a
 /// chain record among them).
 pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
-    let (code, tid, sp, bytes) = copier_record(raw)?;
+    let (sp, code, bytes) = copier_record(raw)?;
     let ended = match code {
         0 => CopyEnd::AtSize,
         1 => CopyEnd::Unreadable,
         2 => CopyEnd::AtFrames,
         _ => return None,
     };
-    Some(CopyRecord {
-        tid,
-        sp,
-        ended,
-        bytes,
-    })
+    Some(CopyRecord { sp, ended, bytes })
 }
 
-/// Reads a chain record ([`CHAIN_RECORD`]): its thread, stack pointer and the bytes of its
+/// Reads a chain record ([`CHAIN_RECORD`]): its stack pointer and the bytes of its
 /// addresses; None if it is not one or is shorter than it says.
-pub(crate) fn parse_chain(raw: &[u8]) -> Option<(u32, u64, &[u8])> {
-    let (code, tid, sp, addrs) = copier_record(raw)?;
-    (code == CHAIN_RECORD).then_some((tid, sp, addrs))
+pub(crate) fn parse_chain(raw: &[u8]) -> Option<(u64, &[u8])> {
+    let (sp, code, addrs) = copier_record(raw)?;
+    (code == CHAIN_RECORD).then_some((sp, addrs))
 }
 
 /// One CPU's stack copy from the BPF program ([`crate::bpf::LiveCopy`]), waiting for the
-/// sample written after it: taken by the next sample of that CPU if it is of the same thread
-/// and stack pointer (a record or sample the ring had no room for leaves the other alone).
+/// sample written after it: taken by the next sample of that CPU if it is at the same stack
+/// pointer. The program lets a sample be written only after its copy (a copy without room
+/// drops its sample), so a sample with user registers always follows its own copy; the stack
+/// pointer confirms it. Not the thread: the kernel adds none to the program's records (each
+/// thread id cost a sample ~0.1 us), and the program's would be the initial pid namespace's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct PendingCopy {
     pub waiting: bool,
-    pub tid: u32,
     pub sp: u64,
     pub ended: CopyEnd,
     /// Kept between copies, so a copy costs no allocation.
@@ -322,27 +314,19 @@ mod tests {
         raw.extend_from_slice(&0x7ffe_1000u64.to_ne_bytes());
         raw.extend_from_slice(&5u32.to_ne_bytes());
         raw.extend_from_slice(&2u32.to_ne_bytes());
-        raw.extend_from_slice(&4242u32.to_ne_bytes());
-        raw.extend_from_slice(&[0; 4]);
         raw.extend_from_slice(&[1, 2, 3, 4, 5, 0, 0, 0]);
-        let r = parse_copy(&raw).map(|r| (r.tid, r.sp, r.ended, r.bytes.to_vec()));
+        let r = parse_copy(&raw).map(|r| (r.sp, r.ended, r.bytes.to_vec()));
         assert_eq!(
             r,
-            Some((4242, 0x7ffe_1000, CopyEnd::AtFrames, vec![1, 2, 3, 4, 5]))
+            Some((0x7ffe_1000, CopyEnd::AtFrames, vec![1, 2, 3, 4, 5]))
         );
-        assert_eq!(parse_chain(&raw), None);
         // Longer than the record, an unknown end, a short header: refused.
         raw[8] = 9;
         assert_eq!(parse_copy(&raw), None);
         raw[8] = 5;
         raw[12] = 3;
         assert_eq!(parse_copy(&raw), None);
-        assert_eq!(
-            parse_chain(&raw),
-            Some((4242, 0x7ffe_1000, &[1, 2, 3, 4, 5][..]))
-        );
-        assert_eq!(parse_copy(&raw[..COPY_HEADER - 1]), None);
-        assert_eq!(parse_chain(&raw[..COPY_HEADER - 1]), None);
+        assert_eq!(parse_copy(&raw[..15]), None);
     }
 
     /// An exit takes a thread's end out of the copier's map; an exec leaves the map to the
