@@ -40,22 +40,17 @@ pub(super) mod parse {
         String::from_utf8_lossy(&b[..end]).into_owned()
     }
 
-    /// Parses the `sample_id_all` trailer: returns (pid, tid), time, cpu and the body end.
-    fn trailer(r: &Recording, ty: u32, rec: &[u8]) -> Option<((u32, u32), u64, u32, usize)> {
-        // The only record the stack copier's output event writes besides its samples: its
-        // trailer holds the CPU and the identifier; the time is the latest before it.
-        if ty == RECORD_LOST && rec.len() == LOST_LEN + OUTPUT_ID_LEN {
-            let mut c = Cur {
-                b: rec,
-                pos: LOST_LEN,
-            };
-            let cpu = c.u32()?;
-            let _res = c.u32()?;
-            let id = c.u64()?;
-            return r
-                .copy_ids
-                .contains(&id)
-                .then_some(((0, 0), r.last_time, cpu, LOST_LEN));
+    /// Parses the `sample_id_all` trailer: returns (pid, tid), time, cpu and the body end. Its
+    /// layout is its event's, told by the identifier it ends with: the stack copier's output
+    /// event (whose only such records are lost-records notices) has the CPU alone before it,
+    /// and no time: the latest before it stands in.
+    fn trailer(r: &Recording, rec: &[u8]) -> Option<((u32, u32), u64, u32, usize)> {
+        let id_at = rec.len().checked_sub(8)?;
+        let id = u64::from_ne_bytes(rec[id_at..].try_into().ok()?);
+        if r.copy_ids.contains(&id) {
+            let end = rec.len().checked_sub(OUTPUT_ID_LEN)?;
+            let cpu = Cur { b: rec, pos: end }.u32()?;
+            return Some(((0, 0), r.last_time, cpu, end));
         }
         let end = rec.len().checked_sub(SAMPLE_ID_LEN)?;
         let mut c = Cur { b: rec, pos: end };
@@ -64,9 +59,6 @@ pub(super) mod parse {
         let cpu = c.u32()?;
         Some((pid_tid, time, cpu, end))
     }
-
-    /// A lost-records notice before its trailer: header, identifier, count.
-    const LOST_LEN: usize = 24;
 
     pub(in crate::recording) fn record(r: &mut Recording, rec: &[u8]) -> Option<()> {
         let ty = u32::from_ne_bytes(rec.get(0..4)?.try_into().ok()?);
@@ -83,7 +75,7 @@ pub(super) mod parse {
             }
             return parsed;
         }
-        let ((tpid, ttid), time, cpu, end) = trailer(r, ty, rec)?;
+        let ((tpid, ttid), time, cpu, end) = trailer(r, rec)?;
         r.last_time = time;
         let mut c = Cur {
             b: &rec[..end],
