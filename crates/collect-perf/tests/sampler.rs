@@ -515,11 +515,10 @@ fn lost_samples_are_counted() {
     // One 4 KiB data page holds a single 2 KiB-stack sample; at 10 kHz a drain slower than a
     // sample's interval drops the next (2 to 113 lost a run here, so three tries for one with
     // a LOST record), and the samples kept plus the samples lost must add up to the CPU time
-    // at 10 kHz. The
-    // LOST records do not have them all: the kernel writes one only once the ring has room
-    // again, so the losses since the last are in the events' own lost count (a slow reader,
-    // on a loaded machine, left half of them there). The kernel's copy, of the whole 2 KiB:
-    // the BPF copier's stop at the frames' end, and several fit
+    // at 10 kHz. The LOST records do not have them all: the kernel writes one only once the
+    // ring has room again, so the losses since the last are in the events' own lost count (a
+    // slow reader, on a loaded machine, left half of them there). The kernel's copy, of the
+    // whole 2 KiB: the BPF copier's stop at the frames' end, and several fit
     // (`the_copiers_lost_records_notices_are_read` loses samples with it).
     let c = one_page_ring_at_10_khz(2048, StackCopier::Kernel);
     let r = (0..3)

@@ -177,6 +177,7 @@ pub(super) mod parse {
         let pid = c.u32()?;
         let tid = c.u32()?;
         let time = c.u64()?;
+        r.last_time = time;
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let k0 = r.frames.len();
