@@ -61,7 +61,13 @@ pub struct Config {
     pub user_only: bool,
     /// Stop after this long even if processes remain. Default is None (run to the end).
     pub duration: Option<Duration>,
-    /// Longest wait between drains of the rings. Default is 100 ms.
+    /// How often the rings are drained and /proc read when nothing else asks for it. A run
+    /// as root that follows its tasks (not system-wide) has the kernel wake it at each new task
+    /// or program (read within this interval, and 10 ms after it appeared) and report the
+    /// counters of each task that ends, so it drains when a ring is a quarter full, a task
+    /// appears, or a second (at least this interval) has passed: rounds cost the collector its
+    /// own time. Otherwise it drains at least every interval. Either way the stop flag is
+    /// looked at after each round, and a signal begins one. Default is 100 ms.
     pub poll_interval: Duration,
     /// Sample every task on every CPU (`pid = -1`), not only the command or the attached
     /// processes and their descendants; needs root or `perf_event_paranoid` ≤ 0. The run then

@@ -92,6 +92,11 @@ pub struct Sampler {
     /// When every watched pid was last read.
     last_full_proc_poll: Option<Instant>,
     rings: Vec<Ring>,
+    /// The task-wake events and their one ring per CPU ([`sys::task_wake_attr`]); empty when
+    /// they could not be opened, without taskstats, or in a system-wide run (every task of
+    /// the machine would wake it).
+    wakers: Vec<OwnedFd>,
+    wake_rings: Vec<Ring>,
     child: Option<u32>,
     /// Taskstats exit records, when the kernel allows them (root).
     taskstats: Option<taskstats::Listener>,
@@ -108,6 +113,18 @@ pub struct Sampler {
 /// profiled process's run ~1.6 ms of CPU a second at ten readings a second (a sixth of a
 /// microsecond on each of 10,000 samples a second, more at lower rates).
 const PROC_REFRESH_WITH_TASKSTATS: Duration = Duration::from_secs(1);
+
+/// The longest wait between two rounds of draining when the kernel wakes the run at each new
+/// task or program (the task-wake rings) and reports the counters of each task that ends
+/// (taskstats), so that a round is needed only when a ring fills or a task appears: at 1 kHz,
+/// rounds every 100 ms were a quarter of pkgmon's own time while recording (`perf` on
+/// pkgmon), some 1 us of its 1.6 us a sample.
+const QUIET_ROUND: Duration = Duration::from_secs(1);
+
+/// How long after a task record wakes the run its round begins: an exec's comm record is
+/// written before the new program's arguments and stack are set up, and /proc shows them
+/// only then.
+const TASK_SETTLE: Duration = Duration::from_millis(10);
 
 impl Sampler {
     /// Opens the events with the stack copier `config` asks for; `Auto` falls back to the
@@ -322,6 +339,12 @@ impl Sampler {
                 Ok(l) => (Some(l), None),
                 Err(e) => (None, Some(e.to_string())),
             };
+        // Without the exit records the run reads /proc every poll interval anyway.
+        let (wakers, wake_rings) = if config.system_wide || taskstats.is_none() {
+            Default::default()
+        } else {
+            open_task_wake(pids, &spec).unwrap_or_default()
+        };
         let recording = Recording {
             taskstats_refused,
             notes,
@@ -359,6 +382,8 @@ impl Sampler {
             last_full_proc_poll: None,
             unread: BTreeSet::new(),
             rings,
+            wakers,
+            wake_rings,
             child: None,
             taskstats,
             recording,
@@ -501,6 +526,18 @@ impl Sampler {
             .iter()
             .chain(&self.counters)
             .chain(self.twins.iter().map(|(_, fd)| fd))
+            .chain(&self.wakers)
+    }
+
+    /// The longest wait between rounds: [`QUIET_ROUND`] when the kernel wakes the run at each
+    /// new task and reports the counters of each that ends; else the poll interval, since the
+    /// /proc readings are then the only record of what a short-lived process was.
+    fn quiet_round(&self) -> Duration {
+        if self.wake_rings.is_empty() || self.taskstats.is_none() {
+            self.config.poll_interval
+        } else {
+            self.config.poll_interval.max(QUIET_ROUND)
+        }
     }
 
     /// Things the user should know about how this run samples (a callchain limit that could
@@ -568,6 +605,7 @@ impl Sampler {
         let now = monotonic_ns();
         let ever_seen = &mut self.ever_seen;
         let forget = self.config.proc_poll_interval.is_some();
+        let mut again = BTreeSet::new();
         self.watched.retain(|&pid| {
             if !all && !unread.contains(&pid) {
                 return true;
@@ -581,6 +619,12 @@ impl Sampler {
                 }
                 return false;
             };
+            // /proc shows a new program's arguments only once its exec has set them up (a
+            // round woken by the exec can come first): such a pid is read again next round,
+            // as is a zombie's until its entry goes.
+            if reading.argv.is_empty() && unread.contains(&pid) {
+                again.insert(pid);
+            }
             if reading.start_stack != 0 {
                 let start = StackStart {
                     start: reading.start_stack,
@@ -607,6 +651,7 @@ impl Sampler {
             }
             true
         });
+        self.unread.extend(again);
     }
 
     fn report(&mut self, started: Instant, progress: &mut impl FnMut(&Progress<'_>)) {
@@ -737,7 +782,9 @@ impl Sampler {
     }
 
     /// Drains the rings until every ring reports POLLHUP (the whole process tree is gone),
-    /// `stop` becomes true, or the configured duration passes.
+    /// `stop` becomes true, or the configured duration passes. `stop` is looked at after each
+    /// round ([`Config::poll_interval`]): at most a second late, at once when a signal to the
+    /// thread that runs this (its handler sets the flag) interrupts the wait.
     ///
     /// When stopped early, the events are disabled, the rings drained once more, and a launched
     /// command that is still running is sent SIGTERM (SIGKILL if it has not exited a second
@@ -746,8 +793,9 @@ impl Sampler {
         self.run_with(stop, |_| {})
     }
 
-    /// Like [`Sampler::run`], calling `progress` after each drain of the rings (about every
-    /// poll interval) with counts so far and the processes that appeared.
+    /// Like [`Sampler::run`], calling `progress` after each round of draining the rings (see
+    /// [`Config::poll_interval`] for when they come) with counts so far and the processes that
+    /// appeared.
     pub fn run_with(
         self,
         stop: &AtomicBool,
@@ -807,24 +855,52 @@ impl Sampler {
         /// collector's own time at 10 kHz).
         const SETTLE_NS: u64 = 5_000_000;
         let started = Instant::now();
-        let timeout = self.config.poll_interval.as_millis().clamp(1, 10_000) as i32;
+        let quiet = self.quiet_round();
+        // The cpu-clock events first, then the task-wake events.
+        let sampling = self.events.len();
         let mut pfds: Vec<libc::pollfd> = self
             .events
             .iter()
+            .chain(&self.wakers)
             .map(|fd| libc::pollfd {
                 fd: fd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
             .collect();
+        let mut last_round = Instant::now();
+        // When a round a task record asked for begins; till then only the cpu-clock rings
+        // are watched (so that a burst of new tasks costs one round, not one each).
+        let mut due: Option<Instant> = None;
         loop {
-            // Safety: `pfds` is a valid array of pollfd of the given length.
-            let r = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout) };
+            let mut wait = due.map_or(quiet, |d| d.saturating_duration_since(Instant::now()));
+            if let Some(d) = self.config.duration {
+                wait = wait.min(d.saturating_sub(started.elapsed()));
+            }
+            let timeout = wait.as_micros().div_ceil(1000).min(10_000) as i32;
+            let watched = if due.is_some() { sampling } else { pfds.len() };
+            for p in &mut pfds {
+                p.revents = 0;
+            }
+            // Safety: `pfds` is a valid array of pollfd of at least `watched` entries.
+            let r = unsafe { libc::poll(pfds.as_mut_ptr(), watched as libc::nfds_t, timeout) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(Error::io("cannot poll the perf events", e));
                 }
+            }
+            let ring_ready = pfds[..sampling].iter().any(|p| p.revents != 0);
+            let task_woke = pfds[sampling..].iter().any(|p| p.revents != 0);
+            if task_woke && !ring_ready && r > 0 {
+                let settled = Instant::now() + TASK_SETTLE;
+                due = Some(settled.max(last_round + self.config.poll_interval));
+                continue;
+            }
+            due = None;
+            last_round = Instant::now();
+            for ring in &mut self.wake_rings {
+                ring.drain(|_| {});
             }
             let round = monotonic_ns();
             self.drain();
@@ -839,7 +915,10 @@ impl Sampler {
                     let _ = sys::set_enabled(fd, !pause);
                 }
             }
-            let all_hup = r > 0 && pfds.iter().all(|p| p.revents & libc::POLLHUP != 0);
+            let all_hup = r > 0
+                && pfds[..sampling]
+                    .iter()
+                    .all(|p| p.revents & libc::POLLHUP != 0);
             // CPU-wide events never hang up: a system-wide run of a command ends with it.
             let command_done = self.config.system_wide && self.recording.child.is_some();
             if all_hup || command_done {
@@ -891,6 +970,8 @@ impl Sampler {
         self.recording.end_time = monotonic_ns();
         self.rings.clear();
         self.events.clear();
+        self.wake_rings.clear();
+        self.wakers.clear();
         self.counters.clear();
         self.twins.clear();
         if let Some(note) = self
@@ -914,6 +995,26 @@ impl Drop for Sampler {
             }
         }
     }
+}
+
+/// Opens the task-wake events of `pids` ([`sys::task_wake_attr`]) on every CPU, with one
+/// one-page ring per CPU; None if one cannot be opened or mapped (a dummy event refused, the
+/// mlock limit reached): the run then wakes every poll interval instead.
+fn open_task_wake(pids: &[i32], spec: &sys::EventSpec) -> Option<(Vec<OwnedFd>, Vec<Ring>)> {
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    let mut rings = Vec::new();
+    for cpu in procfs::online_cpus() {
+        let owner = fds.len();
+        for &pid in pids {
+            let fd = sys::open(&mut sys::task_wake_attr(spec), pid, cpu).ok()?;
+            match fds.get(owner) {
+                None => rings.push(Ring::map(&fd, 1).ok()?),
+                Some(ring) => sys::set_output(&fd, ring).ok()?,
+            }
+            fds.push(fd);
+        }
+    }
+    Some((fds, rings))
 }
 
 /// Executable mappings of `/proc/PID/maps` as MMAP side-band records.

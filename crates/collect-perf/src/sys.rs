@@ -259,6 +259,30 @@ pub(crate) fn switch_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
     a
 }
 
+/// Builds a dummy event whose only output is the task records (fork, exit, the comm of an
+/// exec) of the tasks it follows, into a small ring of its own that wakes the collector at
+/// each record: a new process or program is read from /proc while it runs, however long the
+/// collector sleeps otherwise. Its records are not read (the cpu-clock ring has the same).
+pub(crate) fn task_wake_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
+    let mut a = pe::bindings::perf_event_attr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
+        config: PERF_COUNT_SW_DUMMY,
+        ..Default::default()
+    };
+    a.__bindgen_anon_2.wakeup_watermark = 1;
+    a.set_watermark(1);
+    a.set_disabled(1);
+    a.set_enable_on_exec(u64::from(spec.enable_on_exec));
+    a.set_inherit(u64::from(spec.inherit));
+    a.set_task(1);
+    a.set_comm(1);
+    a.set_comm_exec(1);
+    a.set_exclude_hv(1);
+    a.set_exclude_kernel(u64::from(spec.user_only));
+    a
+}
+
 /// Sets a tracepoint's kernel-side filter (`common_pid == 42 && id != 0`): records that do
 /// not match are never written.
 pub(crate) fn set_filter(fd: &OwnedFd, filter: &std::ffi::CStr) -> io::Result<()> {

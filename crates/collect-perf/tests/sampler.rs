@@ -439,6 +439,61 @@ fn stop_flag_ends_the_run_with_a_complete_recording() {
     assert!(p.mappings.iter().any(|m| m.build_id.is_some()));
 }
 
+/// A run as root (the kernel's exit records give the counters of every task that ends) wakes
+/// for a full ring or a new task only: a lone busy process costs the collector a round a
+/// second, not ten.
+#[test]
+fn a_lone_busy_process_costs_about_a_round_a_second() {
+    let _serial = serial();
+    let c = config();
+    let s = Sampler::launch(&args(&[&workload("cpu"), &"3000"]), &c).expect("launch");
+    let started = Instant::now();
+    let mut rounds = 0u32;
+    let r = s
+        .run_with(&AtomicBool::new(false), |_| rounds += 1)
+        .expect("run");
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{rounds} rounds in {secs:.2} s, {} samples, taskstats refused: {:?}",
+        r.samples.len(),
+        r.taskstats_refused
+    );
+    assert_eq!(r.taskstats_refused, None, "needs root");
+    // The poll interval's 100 ms rounds made 30 in these 3 s.
+    assert!(
+        f64::from(rounds) <= secs * 2.0 + 3.0,
+        "{rounds} rounds in {secs:.2} s"
+    );
+    assert_eq!(r.lost_samples(), 0);
+}
+
+/// However long the collector sleeps between rounds, each new process wakes it, so a short
+/// program run by a shell is read from /proc while it runs: its arguments are known.
+#[test]
+fn new_processes_are_read_while_they_run() {
+    let _serial = serial();
+    let c = config();
+    let cpu = workload("cpu");
+    let script = format!(
+        "for ms in 201 202 203 204 205; do {} $ms; done",
+        cpu.display()
+    );
+    let r = record(&args(&[&"/bin/sh", &"-c", &script]), &c);
+    let read: BTreeSet<String> = r
+        .proc_readings
+        .iter()
+        .filter(|p| {
+            p.argv.first().map(|a| a.as_slice()) == Some(cpu.as_os_str().as_encoded_bytes())
+        })
+        .filter_map(|p| Some(String::from_utf8_lossy(p.argv.get(1)?).into_owned()))
+        .collect();
+    let want: BTreeSet<String> = (201..=205).map(|ms| ms.to_string()).collect();
+    assert_eq!(
+        read, want,
+        "the arguments of the five programs the shell ran"
+    );
+}
+
 /// The exact CPU time a (single-threaded) process has run, from the scheduler.
 fn runtime_ns(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).expect("schedstat");
