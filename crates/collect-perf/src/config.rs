@@ -61,14 +61,17 @@ pub struct Config {
     pub user_only: bool,
     /// Stop after this long even if processes remain. Default is None (run to the end).
     pub duration: Option<Duration>,
-    /// How often the rings are drained and /proc read when nothing else asks for it. A run
-    /// as root that follows its tasks (not system-wide) has the kernel wake it at each new task
-    /// or program (read within this interval, and 10 ms after it appeared) and report the
-    /// counters of each task that ends, so it drains when a ring is a quarter full, a task
-    /// appears, or a second (at least this interval) has passed: rounds cost the collector its
-    /// own time. Otherwise it drains at least every interval. Either way the stop flag is
-    /// looked at after each round, and a signal begins one. Default is 100 ms.
+    /// How often the rings are drained and /proc read, at least, unless [`Config::quiet_rounds`]
+    /// lets the run sleep longer. The stop flag is looked at after each round, and a signal
+    /// begins one. Default is 100 ms.
     pub poll_interval: Duration,
+    /// Let a run as root that follows its tasks (not system-wide) sleep until a ring is a
+    /// quarter full, a task appears (the kernel wakes the run at each new task or program, read
+    /// from /proc 10 ms later, within a poll interval of the round before) or a second has
+    /// passed, since its rounds cost the collector its own time; taskstats then gives the
+    /// counters of each task that ends. Turn it off when something else must be read at each
+    /// round (a BPF program's ring, which would fill meanwhile). Default is true.
+    pub quiet_rounds: bool,
     /// Sample every task on every CPU (`pid = -1`), not only the command or the attached
     /// processes and their descendants; needs root or `perf_event_paranoid` ≤ 0. The run then
     /// ends when the launched command exits, at the duration, or at the stop flag. Default is
@@ -102,6 +105,7 @@ impl Default for Config {
             user_only: false,
             duration: None,
             poll_interval: Duration::from_millis(100),
+            quiet_rounds: true,
             system_wide: false,
             keep_running: false,
             tracepoints: Vec::new(),

@@ -445,26 +445,30 @@ fn stop_flag_ends_the_run_with_a_complete_recording() {
 #[test]
 fn a_lone_busy_process_costs_about_a_round_a_second() {
     let _serial = serial();
-    let c = config();
-    let s = Sampler::launch(&args(&[&workload("cpu"), &"3000"]), &c).expect("launch");
-    let started = Instant::now();
-    let mut rounds = 0u32;
-    let r = s
-        .run_with(&AtomicBool::new(false), |_| rounds += 1)
-        .expect("run");
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "{rounds} rounds in {secs:.2} s, {} samples, taskstats refused: {:?}",
-        r.samples.len(),
-        r.taskstats_refused
-    );
-    assert_eq!(r.taskstats_refused, None, "needs root");
-    // The poll interval's 100 ms rounds made 30 in these 3 s.
-    assert!(
-        f64::from(rounds) <= secs * 2.0 + 3.0,
-        "{rounds} rounds in {secs:.2} s"
-    );
-    assert_eq!(r.lost_samples(), 0);
+    let rounds = |c: &Config| {
+        let s = Sampler::launch(&args(&[&workload("cpu"), &"2000"]), c).expect("launch");
+        let started = Instant::now();
+        let mut rounds = 0u32;
+        let r = s
+            .run_with(&AtomicBool::new(false), |_| rounds += 1)
+            .expect("run");
+        let secs = started.elapsed().as_secs_f64();
+        eprintln!(
+            "quiet rounds {}: {rounds} rounds in {secs:.2} s, {} samples",
+            c.quiet_rounds,
+            r.samples.len()
+        );
+        assert_eq!(r.taskstats_refused, None, "needs root");
+        assert_eq!(r.lost_samples(), 0);
+        (f64::from(rounds), secs)
+    };
+    let (quiet, secs) = rounds(&config());
+    assert!(quiet <= secs * 2.0 + 3.0, "{quiet} rounds in {secs:.2} s");
+    // Turned off (a caller that reads a BPF ring at each round), a round every poll interval.
+    let mut c = config();
+    c.quiet_rounds = false;
+    let (busy, secs) = rounds(&c);
+    assert!(busy >= secs * 5.0, "{busy} rounds in {secs:.2} s");
 }
 
 /// However long the collector sleeps between rounds, each new process wakes it, so a short

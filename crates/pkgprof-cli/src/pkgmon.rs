@@ -568,6 +568,8 @@ fn run(args: Args) -> anyhow::Result<u8> {
     }
     let tracing = latency.is_some() || asynchronous.is_some();
     config.stack_copier = args.stack_copy.copier(tracing);
+    // The latency programs' rings (call sites, wakers) are read at each round.
+    config.quiet_rounds = !tracing;
     let perms = preflight(&config)?;
     for w in &perms.warnings {
         eprintln!("pkgmon: warning: {w}");
