@@ -348,7 +348,8 @@ pub struct Recording {
     /// Lost samples as counted by the events themselves (`PERF_FORMAT_LOST`, read at the end).
     /// This also covers drops the kernel never got to report in a LOST record.
     pub lost_reported_by_events: u64,
-    /// The same per CPU: (cpu, lost) for each cpu-clock event, in the order opened.
+    /// The same per CPU: (cpu, lost) for each cpu-clock event, in the order opened, then for
+    /// each CPU's output event of the BPF stack copier (whose lost copies lost their samples).
     pub lost_reported_by_events_per_cpu: Vec<(u32, u64)>,
     /// Number of THROTTLE records.
     pub throttled: u64,

@@ -951,6 +951,7 @@ impl Sampler {
             .iter()
             .zip(&self.event_cpus)
             .filter_map(|(fd, &cpu)| Some((cpu as u32, sys::read_lost(fd).ok()?)))
+            .chain(self.live_copy.iter().flat_map(LiveCopy::lost_per_cpu))
             .collect();
         self.recording.lost_reported_by_events = self
             .recording

@@ -193,6 +193,8 @@ pub(crate) fn bpf_output_attr() -> pe::bindings::perf_event_attr {
         size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
         config: PERF_COUNT_SW_BPF_OUTPUT,
         sample_type: OUTPUT_SAMPLE_TYPE,
+        // The copies it could not write, read at the end of the run.
+        read_format: FORMAT_LOST,
         // Never read (no time is asked for), but a ring is shared only by events of one clock.
         clockid: libc::CLOCK_MONOTONIC,
         ..Default::default()

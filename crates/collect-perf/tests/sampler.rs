@@ -715,6 +715,14 @@ fn the_copiers_lost_records_notices_are_read() {
         let user = r.samples.iter().filter(|s| s.user_mode);
         assert!(user.clone().count() > 2000);
         assert!(user.clone().all(|s| !r.user_stack(s).is_empty()));
+        // The output events' own counts hold every copy lost, told by a notice or not (the
+        // cpu-clock events lose none: the program drops a sample whose copy is lost).
+        assert!(
+            r.lost_reported_by_events >= r.lost,
+            "{} lost by the events' counts, {} in notices",
+            r.lost_reported_by_events,
+            r.lost
+        );
         if r.lost > 0 {
             return;
         }

@@ -58,7 +58,8 @@ const FRAME: i16 = -32;
 pub(crate) struct LiveCopy {
     program: Program,
     maps: Vec<Map>,
-    outputs: Vec<OwnedFd>,
+    /// Each CPU's output event, with the CPU.
+    outputs: Vec<(i32, OwnedFd)>,
     /// Notes a process's new main-thread end at its exec (its stack starts anew elsewhere).
     _exec: Attachment,
     /// Notes the top of each new thread's stack, where the kernel allows it.
@@ -146,8 +147,16 @@ impl LiveCopy {
                 &(fd.as_raw_fd() as u32).to_ne_bytes(),
             )
             .map_err(|e| what("enter in the BPF map", e))?;
-        self.outputs.push(fd);
+        self.outputs.push((cpu, fd));
         Ok(id)
+    }
+
+    /// Each CPU's copies the kernel could not write to its ring (`PERF_FORMAT_LOST`): the
+    /// program dropped their samples. A lost-records notice in the ring tells of them only
+    /// when a later copy finds room; those at the end of a run are counted here alone.
+    pub(crate) fn lost_per_cpu(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        (self.outputs.iter())
+            .filter_map(|(cpu, fd)| Some((*cpu as u32, crate::sys::read_lost(fd).ok()?)))
     }
 
     /// Sets (or with None, forgets) where thread `tid`'s frames end: its copies stop there
