@@ -40,6 +40,11 @@
 #    reaches the stack's end) and with no copy; and what such an exception costs here
 #    (benches/workloads/stack-end-fault.c: a copy that runs into an unmapped page against one
 #    that does not).
+# 6. (PARTS=own, not in the default set) The profiler's own process while it records: the
+#    runtime of its threads (/proc/PID/task/*/schedstat) from 1.5 to 7.5 s into a run of
+#    work.c at 1, 4 and 10 kHz, per sample, RUNS interleaved rounds, medians. Start-up and the
+#    work after the workload ends (pkgmon's listing files, perf's build-ids) are left out, and
+#    so is the marginal method's noise: what a collector costs to keep running.
 #
 # Needs root (or perf_event_paranoid <= 1), perf, hyperfine and cc. On a shared machine the
 # figures move with the load: the load average is printed with them.
@@ -257,6 +262,54 @@ for size in 65528 2048 0; do
 done
 echo
 ./stack-end-fault
+fi
+if [[ " $parts " == *" own "* ]]; then
+echo
+echo "## The profiler's own CPU while recording, load average before: $(load)"
+echo
+python3 - "$pkgmon" "$runs" <<'PY'
+import glob, statistics, subprocess, sys, time
+pkgmon, rounds = sys.argv[1], int(sys.argv[2])
+t0, t1 = 1.5, 7.5
+def runtime(pid):
+    """Nanoseconds the process's threads have run (threads that ended meanwhile drop out)."""
+    total = 0
+    for f in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            total += int(open(f).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+def command(tool, hz):
+    work = ["./work", "9100"]
+    return {
+        "pkgmon": [pkgmon, "-o", "pk.own", "-F", str(hz), "--"] + work,
+        "pkgmon --stack-copy kernel": [pkgmon, "-o", "pk.own", "-F", str(hz), "--stack-copy", "kernel", "--"] + work,
+        "perf -g": ["perf", "record", "-q", "-F", str(hz), "-g", "-o", "perf.own", "--"] + work,
+        "perf dwarf": ["perf", "record", "-q", "-F", str(hz), "--call-graph", "dwarf", "-o", "perf.own", "--"] + work,
+    }[tool]
+tools = ["pkgmon", "pkgmon --stack-copy kernel", "perf -g", "perf dwarf"]
+print("| Hz | tool | own CPU while recording (ns a sample): median | min - max | vs perf -g |")
+print("|---|---|---|---|---|")
+for hz in (1000, 4000, 10000):
+    per = {t: [] for t in tools}
+    for _ in range(rounds):
+        for t in tools:
+            p = subprocess.Popen(command(t, hz), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            start = time.monotonic()
+            time.sleep(t0)
+            a, ta = runtime(p.pid), time.monotonic()
+            time.sleep(start + t1 - time.monotonic())
+            b, tb = runtime(p.pid), time.monotonic()
+            if p.wait() != 0:
+                sys.exit(f"failed: {' '.join(command(t, hz))}")
+            subprocess.run(["rm", "-rf", "pk.own", "perf.own"])
+            per[t].append((b - a) / (tb - ta) / hz)
+    perf = statistics.median(per["perf -g"])
+    for t in tools:
+        m = statistics.median(per[t])
+        print(f"| {hz} | {t} | {m:.0f} | {min(per[t]):.0f} - {max(per[t]):.0f} | {m / perf:.1f}x |")
+PY
 fi
 echo
 echo "load average after: $(load)"
