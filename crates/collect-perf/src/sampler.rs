@@ -1001,11 +1001,25 @@ impl Drop for Sampler {
 
 /// Opens the task-wake events of `pids` ([`sys::task_wake_attr`]) on every CPU, with one
 /// one-page ring per CPU; None if one cannot be opened or mapped (a dummy event refused, the
-/// mlock limit reached): the run then wakes every poll interval instead.
+/// mlock limit reached), or if they would take more than a quarter of the descriptors the
+/// process may open (a run attached to many threads on many CPUs needs its descriptors for
+/// its samplers and its files; these only make rounds come sooner): the run then wakes every
+/// poll interval instead.
 fn open_task_wake(pids: &[i32], spec: &sys::EventSpec) -> Option<(Vec<OwnedFd>, Vec<Ring>)> {
+    let cpus = procfs::online_cpus();
+    let needed = (pids.len() * cpus.len()) as u64;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // Safety: `limit` is a valid out-pointer for getrlimit.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if got != 0 || needed.saturating_mul(4) > limit.rlim_cur {
+        return None;
+    }
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut rings = Vec::new();
-    for cpu in procfs::online_cpus() {
+    for cpu in cpus {
         let owner = fds.len();
         for &pid in pids {
             let fd = sys::open(&mut sys::task_wake_attr(spec), pid, cpu).ok()?;
