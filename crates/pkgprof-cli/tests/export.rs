@@ -771,7 +771,12 @@ fn perf_data_files_give_the_listing_pkgmon_gives_of_the_same_workload() {
             kernel_share(&shares),
             kernel_share(&reference)
         );
-        for (function, share) in &top {
+        // Function by function for the user code, whose work is fixed; the kernel's in total
+        // only: how its time splits between functions of one path moves from run to run by more
+        // than sampling (reads of /dev/urandom: `k:chacha_block_generic` 7.89% in one run
+        // against 5.58% in the other, `k:get_random_bytes_user` 3.44% against 4.55%, a fresh
+        // CI run), whichever recorder ran them.
+        for (function, share) in top.iter().filter(|(f, _)| !f.starts_with("k:")) {
             let theirs = shares.get(*function).copied().unwrap_or(0.0);
             let bound = sampling_bound(**share, n_reference, n);
             assert!(
