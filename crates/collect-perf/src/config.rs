@@ -67,7 +67,7 @@ pub struct Config {
     pub poll_interval: Duration,
     /// Let a run as root that follows its tasks (not system-wide) sleep until a ring is a
     /// quarter full, a task appears (the kernel wakes the run at each new task or program, read
-    /// from /proc 10 ms later, within a poll interval of the round before) or a second has
+    /// from /proc 10 ms later, at most one such round every 20 ms) or a second has
     /// passed, since its rounds cost the collector its own time; taskstats then gives the
     /// counters of each task that ends. Turn it off when something else must be read at each
     /// round (a BPF program's ring, which would fill meanwhile). Default is true.
