@@ -936,9 +936,14 @@ impl ProcessUnwinder {
             // A frame kept in another register (ld.so's lazy-binding trampolines): read by
             // its unwind entry, the register's value from where an inner frame saved it.
             if let Some(f) = live.register_frames.iter().find(|f| f.at.contains(&at)) {
-                let step = register_frame_step(u, p, time, set, f, at, &r, bx, out, &mut read);
+                // A read the copy cannot answer ends the stack there, as in framehop's steps
+                // below: the trampoline saving its registers is often what touches a new
+                // stack page, so a sample in its page fault has its copy stop at that page.
+                let mut failed = None;
+                let mut reading = |addr| read(addr).inspect_err(|_| failed = Some(addr));
+                let step = register_frame_step(u, p, time, set, f, at, &r, bx, out, &mut reading);
                 let Some((ra, cfa, bp)) = step else {
-                    return CfiEnd::Stuck;
+                    return failed.map_or(CfiEnd::Stuck, |a| copy.read_failed(a));
                 };
                 if set.index_at(p, ra, time).is_none() {
                     return CfiEnd::Stuck;

@@ -863,6 +863,30 @@ fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
     assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
 }
 
+/// A sample in the page fault the trampoline's register save area takes (the stack pages
+/// below given back before each call) has a copy that stops at that page: its stack is cut
+/// by the copy, at a page not yet touched, never counted for want of unwind information
+/// (the truth tests' untouched workload had one such stack in about one run of twenty).
+#[test]
+fn a_trampoline_faulting_in_its_stack_page_is_cut_by_the_copy() {
+    let _serial = serial();
+    let c = config();
+    let exe = workload_built("lazy", &["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy"]);
+    let r = record(
+        &args(&[&"env", &"LD_BIND_NOT=1", &exe, &"400000", &"drop"]),
+        &c,
+    );
+    let rep = replay(&r);
+    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+    eprintln!("{:?}", stacks.stats);
+    assert!(
+        stacks.stats.untouched_page >= 20,
+        "too few stacks cut at a page not yet touched: {:?}",
+        stacks.stats
+    );
+    assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
+}
+
 /// Frames of ld.so's lazy-binding trampoline, which keeps its frame in rbx: with
 /// LD_BIND_NOT=1 every call of strtol goes through it, and the samples in the resolver (most
 /// of them) must still reach the caller, resolve_loop, and main. Before, framehop's rbp
