@@ -266,22 +266,12 @@ pub(crate) fn switch_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
 /// each record: a new process or program is read from /proc while it runs, however long the
 /// collector sleeps otherwise. Its records are not read (the cpu-clock ring has the same).
 pub(crate) fn task_wake_attr(spec: &EventSpec) -> pe::bindings::perf_event_attr {
-    let mut a = pe::bindings::perf_event_attr {
-        type_: PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<pe::bindings::perf_event_attr>() as u32,
-        config: PERF_COUNT_SW_DUMMY,
-        ..Default::default()
-    };
+    let mut a = counter_attr(PERF_COUNT_SW_DUMMY, spec);
     a.__bindgen_anon_2.wakeup_watermark = 1;
     a.set_watermark(1);
-    a.set_disabled(1);
-    a.set_enable_on_exec(u64::from(spec.enable_on_exec));
-    a.set_inherit(u64::from(spec.inherit));
     a.set_task(1);
     a.set_comm(1);
     a.set_comm_exec(1);
-    a.set_exclude_hv(1);
-    a.set_exclude_kernel(u64::from(spec.user_only));
     a
 }
 

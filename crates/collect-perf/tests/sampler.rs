@@ -863,6 +863,24 @@ fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
     assert_eq!(stacks.stats.unwind_info, 0, "{:?}", stacks.stats);
 }
 
+/// The lazy workload (built without frame pointers, bound lazily) run with LD_BIND_NOT=1 and
+/// `args`: its recording, replay and user stacks.
+fn lazy_run(args_: &[&str]) -> (Recording, collect_perf::Replay, collect_perf::UserStacks) {
+    let exe = workload_built("lazy", &["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy"]);
+    let mut argv = args(&[&"env", &"LD_BIND_NOT=1", &exe]);
+    argv.extend(args_.iter().map(|a| a.into()));
+    let r = record(&argv, &config());
+    let rep = replay(&r);
+    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
+    (r, rep, stacks)
+}
+
+fn lazy_process(rep: &collect_perf::Replay) -> &collect_perf::Process {
+    (rep.processes.iter())
+        .find(|p| p.comm().starts_with("lazy"))
+        .expect("the workload")
+}
+
 /// A sample in the page fault the trampoline's register save area takes (the stack pages
 /// below given back before each call) has a copy that stops at that page: its stack is cut
 /// by the copy, at a page not yet touched, never counted for want of unwind information
@@ -870,19 +888,8 @@ fn a_copy_stopped_at_an_untouched_stack_page_is_named_so() {
 #[test]
 fn a_trampoline_faulting_in_its_stack_page_is_cut_by_the_copy() {
     let _serial = serial();
-    let c = config();
-    let exe = workload_built("lazy", &["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy"]);
-    let r = record(
-        &args(&[&"env", &"LD_BIND_NOT=1", &exe, &"400000", &"drop"]),
-        &c,
-    );
-    let rep = replay(&r);
-    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
-    let p = rep
-        .processes
-        .iter()
-        .find(|p| p.comm().starts_with("lazy"))
-        .expect("the workload");
+    let (r, rep, stacks) = lazy_run(&["400000", "drop"]);
+    let p = lazy_process(&rep);
     // The workload's samples in the kernel with an empty copy and the user ip in ld.so: the
     // trampoline's page faults (the user stack pointer in a page given back).
     let faulting: Vec<usize> = (p.samples.iter().copied())
@@ -921,16 +928,8 @@ fn a_trampoline_faulting_in_its_stack_page_is_cut_by_the_copy() {
 #[test]
 fn lazy_binding_trampolines_keep_their_callers() {
     let _serial = serial();
-    let c = config();
-    let exe = workload_built("lazy", &["-O2", "-fomit-frame-pointer", "-Wl,-z,lazy"]);
-    let r = record(&args(&[&"env", &"LD_BIND_NOT=1", &exe, &"4000000"]), &c);
-    let rep = replay(&r);
-    let stacks = collect_perf::unwind_user_stacks(&r, &rep, 127);
-    let p = rep
-        .processes
-        .iter()
-        .find(|p| p.comm().starts_with("lazy"))
-        .expect("the workload");
+    let (r, rep, stacks) = lazy_run(&["4000000"]);
+    let p = lazy_process(&rep);
     let mut name = namer(p);
     let (mut in_resolver, mut whole) = (0, 0);
     for &i in &p.samples {
