@@ -934,14 +934,18 @@ impl ProcessUnwinder {
                 continue;
             }
             // A frame kept in another register (ld.so's lazy-binding trampolines): read by
-            // its unwind entry, the register's value from where an inner frame saved it.
-            if let Some(f) = live.register_frames.iter().find(|f| f.at.contains(&at)) {
+            // its unwind entry, the register's value from where an inner frame saved it. At
+            // the trampoline's first instructions, before the register holds the frame, its
+            // entry says rsp, as framehop's rules do.
+            if let Some(f) = live.register_frames.iter().find(|f| f.at.contains(&at))
+                && let Some(here) = rbx_row(f, at)
+            {
                 // A read the copy cannot answer ends the stack there, as in framehop's steps
                 // below: the trampoline saving its registers is often what touches a new
                 // stack page, so a sample in its page fault has its copy stop at that page.
                 let mut failed = None;
                 let mut reading = |addr| read(addr).inspect_err(|_| failed = Some(addr));
-                let step = register_frame_step(u, p, time, set, f, at, &r, bx, out, &mut reading);
+                let step = register_frame_step(u, p, time, set, &here, &r, bx, out, &mut reading);
                 let Some((ra, cfa, bp)) = step else {
                     return failed.map_or(CfiEnd::Stuck, |a| copy.read_failed(a));
                 };
@@ -984,30 +988,30 @@ impl ProcessUnwinder {
     }
 }
 
-/// One step of unwinding through frame `f` (the function containing the lookup address
-/// `at`): its CFA is a register plus an offset by its unwind entry, and that register rbx,
-/// whose value here is where the nearest inner frame of `out` saved it (those frames' entries
-/// read with gimli too), else the sample's `bx`. Returns the caller's return address, this
-/// frame's CFA (the caller's stack pointer) and the caller's rbp; None when the register is
-/// another, rbx is not known, or a read fails.
+/// The unwind entry's rules of frame `f` at the lookup address `at` when they put its CFA in
+/// rbx; None elsewhere (an rsp-based CFA, which framehop follows).
+fn rbx_row(f: &RegisterFrames, at: u64) -> Option<crate::register_frame::Row> {
+    let row = crate::register_frame::row(&f.elf, at.checked_sub(f.bias)?)?;
+    (row.cfa.0 == gimli::X86_64::RBX).then_some(row)
+}
+
+/// One step of unwinding through a frame whose CFA is rbx plus an offset by its unwind entry
+/// (`here`, [`rbx_row`]), rbx's value being where the nearest inner frame of `out` saved it
+/// (those frames' entries read with gimli too), else the sample's `bx`. Returns the caller's
+/// return address, this frame's CFA (the caller's stack pointer) and the caller's rbp; None
+/// when rbx is not known or a read fails.
 #[allow(clippy::too_many_arguments)]
 fn register_frame_step(
     u: &mut Unwinding,
     p: &Process,
     time: u64,
     set: &LiveSet,
-    f: &RegisterFrames,
-    at: u64,
+    here: &crate::register_frame::Row,
     r: &UnwindRegsX86_64,
     bx: Option<u64>,
     out: &[Frame],
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
 ) -> Option<(u64, u64, u64)> {
-    use gimli::X86_64;
-    let here = crate::register_frame::row(&f.elf, at.checked_sub(f.bias)?)?;
-    if here.cfa.0 != X86_64::RBX {
-        return None;
-    }
     // The frames inside this one, outermost first: frame j's CFA is frame j+1's position.
     let mut rbx = None;
     for j in (0..out.len().saturating_sub(1)).rev() {
