@@ -587,9 +587,10 @@ impl Sampler {
     /// counters of those that end, and at the end of the run (`all`).
     fn poll_proc(&mut self, all: bool) {
         // Rounds woken by new tasks are spaced by TASK_GAP already.
-        let first = match self.wake_rings.is_empty() {
-            true => (self.config.proc_poll_interval).unwrap_or(self.config.poll_interval),
-            false => Duration::ZERO,
+        let first = if self.wake_rings.is_empty() {
+            (self.config.proc_poll_interval).unwrap_or(self.config.poll_interval)
+        } else {
+            Duration::ZERO
         };
         let every = self
             .config
@@ -904,7 +905,7 @@ impl Sampler {
             }
             let ring_ready = pfds[..sampling].iter().any(|p| p.revents != 0);
             let task_woke = pfds[sampling..].iter().any(|p| p.revents != 0);
-            if task_woke && !ring_ready && r > 0 {
+            if task_woke && !ring_ready {
                 let settled = Instant::now() + TASK_SETTLE;
                 due = Some(settled.max(last_round + TASK_GAP));
                 continue;
