@@ -945,7 +945,8 @@ impl ProcessUnwinder {
                 // stack page, so a sample in its page fault has its copy stop at that page.
                 let mut failed = None;
                 let mut reading = |addr| read(addr).inspect_err(|_| failed = Some(addr));
-                let step = register_frame_step(u, p, time, set, &here, &r, bx, out, &mut reading);
+                let regs = (&r, base, bx);
+                let step = register_frame_step(u, p, time, set, &here, regs, out, &mut reading);
                 let Some((ra, cfa, bp)) = step else {
                     return failed.map_or(CfiEnd::Stuck, |a| copy.read_failed(a));
                 };
@@ -997,7 +998,9 @@ fn rbx_row(f: &RegisterFrames, at: u64) -> Option<crate::register_frame::Row> {
 
 /// One step of unwinding through a frame whose CFA is rbx plus an offset by its unwind entry
 /// (`here`, [`rbx_row`]), rbx's value being where the nearest inner frame of `out` saved it
-/// (those frames' entries read with gimli too), else the sample's `bx`. Returns the caller's
+/// (those frames' entries read with gimli too), else (none saved it, or the sample is in the
+/// epilogue that restored it: the slot lies below `base`, the sample's stack pointer) the
+/// sample's `bx`. Returns the caller's
 /// return address, this frame's CFA (the caller's stack pointer) and the caller's rbp; None
 /// when rbx is not known or a read fails.
 #[allow(clippy::too_many_arguments)]
@@ -1007,8 +1010,7 @@ fn register_frame_step(
     time: u64,
     set: &LiveSet,
     here: &crate::register_frame::Row,
-    r: &UnwindRegsX86_64,
-    bx: Option<u64>,
+    (r, base, bx): (&UnwindRegsX86_64, u64, Option<u64>),
     out: &[Frame],
     read: &mut impl FnMut(u64) -> Result<u64, ()>,
 ) -> Option<(u64, u64, u64)> {
@@ -1026,7 +1028,12 @@ fn register_frame_step(
         let bias = elf.bias(m.start, m.end, m.pgoff)?;
         let row = crate::register_frame::row(&elf, lookup.checked_sub(bias)?)?;
         if let Some(n) = row.rbx {
-            rbx = Some(read(cfa.checked_add_signed(n)?).ok()?);
+            let slot = cfa.checked_add_signed(n)?;
+            // Below the sample's stack pointer: an epilogue past its `pop rbx` (its entry
+            // still names the slot), so the register holds the value again: the sample's.
+            if slot >= base {
+                rbx = Some(read(slot).ok()?);
+            }
             break;
         }
     }

@@ -943,7 +943,11 @@ fn lazy_binding_trampolines_keep_their_callers() {
             continue;
         }
         in_resolver += 1;
-        stuck += usize::from(stacks.end(i) == Some(StackEnd::UnwindInfo));
+        // A sample with no copy at all (ld.so's start-up faulting in its first stack page,
+        // before any copy showed where the stack ends) is the other test's: one in ~600.
+        if !r.user_stack(s).is_empty() {
+            stuck += usize::from(stacks.end(i) == Some(StackEnd::UnwindInfo));
+        }
         let names: Vec<String> = user[1..]
             .iter()
             .filter_map(|&a| name(a - 1, s.time))
@@ -966,6 +970,8 @@ fn lazy_binding_trampolines_keep_their_callers() {
     );
     // None stops for want of unwind information: 2 to 7 a run did, at the trampoline's
     // second instruction (its CFA still rsp-based, rbx not yet its frame), before such rows
-    // were left to framehop. (Those not whole now are ld.so's own start-up.)
+    // were left to framehop; 1 to 3 in about half the runs, in `_dl_fixup`'s epilogue after
+    // its `pop rbx` (its entry still names the popped slot, below the copy), before the
+    // register was taken from the sample there. (Those not whole now are ld.so's start-up.)
     assert_eq!(stuck, 0, "{:?}", stacks.stats);
 }
