@@ -38,6 +38,7 @@ struct Own {
     total: u64,
     faults: u64,
     peer: i64,
+    sleeps: Option<u64>,
     buckets: BTreeMap<u32, u64>,
 }
 
@@ -51,6 +52,7 @@ impl Own {
                 "total" => o.total = w[1].parse().unwrap(),
                 "faults" => o.faults = w[1].parse().unwrap(),
                 "peer" => o.peer = w[1].parse().unwrap(),
+                "sleeps" => o.sleeps = Some(w[1].parse().unwrap()),
                 "bucket" => {
                     o.buckets
                         .insert(w[1].parse().unwrap(), w[2].parse().unwrap());
@@ -721,7 +723,19 @@ fn direct_reads_from_a_disk_sleep_and_are_woken_by_its_interrupt() {
 /// The disk's interrupt wakes each read; with the wakers in BPF (the default) each has its
 /// frames, on the ring path those fired on an idle CPU are inferred, without frames.
 fn direct_reads_via(how: &str, file: &Path) {
+    // A virtual disk's host may complete a read before the task gets to sleep (here, from
+    // one run to the next, 11 to 200 of the 200 reads slept without a profiler): the run
+    // is repeated until most of its reads slept, as the workload counted them.
     let mut run = record_via("direct", how, &["direct", "200", &file.to_string_lossy()]);
+    for _ in 0..10 {
+        if run.own.sleeps.unwrap() >= 150 {
+            break;
+        }
+        eprintln!("{how}: {:?} of 200 reads slept; again", run.own.sleeps);
+        // Its directory goes with it: the same one the next run writes.
+        drop(run);
+        run = record_via("direct", how, &["direct", "200", &file.to_string_lossy()]);
+    }
     let own_mode = run.own.mode();
     let p = &mut run.procs[0];
     let ops = p.ops("pread64", "read_block");
@@ -736,7 +750,13 @@ fn direct_reads_via(how: &str, file: &Path) {
         "{main:?} vs {own_mode}"
     );
     let sleeps = sum(&ops, |o| o.blocking.as_ref().unwrap().sleeps);
-    assert!(sleeps >= 150, "{sleeps} sleeps in 200 reads from the disk");
+    let own_sleeps = run.own.sleeps.unwrap();
+    assert!(
+        own_sleeps >= 150,
+        "the disk's reads did not sleep: {own_sleeps} of 200"
+    );
+    // Every sleep the workload counted (its voluntary switches during the reads).
+    assert_eq!(sleeps, own_sleeps, "sleeps in 200 reads from the disk");
     // Every sleep has its waker: sampled when the disk's interrupt came while some task ran,
     // counted only when it came to an idle CPU (the kernel samples no tracepoint there).
     let woken: u64 = ops

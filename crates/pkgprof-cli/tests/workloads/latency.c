@@ -13,7 +13,8 @@
  * OUT gets what the program measured itself with CLOCK_MONOTONIC around each call (so
  * including the wrapper's few instructions): `calls`, `total`, one `bucket B COUNT` per
  * non-empty log2 bucket (floor(log2(ns))), `faults` (its own minor faults during the calls,
- * from getrusage), and `peer PID` for the pipe writer.
+ * from getrusage), `peer PID` for the pipe writer, and for direct `sleeps`, its voluntary
+ * context switches during the reads (getrusage).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -48,10 +49,20 @@ static long minflt(void) {
     return ru.ru_minflt;
 }
 
+/* Voluntary context switches during the calls, where measured (direct): -1 elsewhere. */
+static long sleeps = -1;
+
+static long nvcsw(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_nvcsw;
+}
+
 static void report(const char *out, long faults, int peer) {
     FILE *f = fopen(out, "w");
     if (!f) exit(3);
     fprintf(f, "calls %llu\ntotal %llu\nfaults %ld\npeer %d\n", calls, total, faults, peer);
+    if (sleeps >= 0) fprintf(f, "sleeps %ld\n", sleeps);
     for (int b = 0; b < 64; b++)
         if (buckets[b]) fprintf(f, "bucket %d %llu\n", b, buckets[b]);
     fclose(f);
@@ -174,7 +185,9 @@ int main(int argc, char **argv) {
         void *buf;
         if (size < 1 << 20 || posix_memalign(&buf, 4096, 4096)) return 11;
         srandom(42);
+        long s0 = nvcsw();
         for (long i = 0; i < n; i++) read_block(fd, buf, size / 4096);
+        sleeps = nvcsw() - s0;
         report(argv[4], 0, 0);
     } else {
         return 2;
