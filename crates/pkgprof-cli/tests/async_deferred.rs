@@ -367,15 +367,31 @@ fn pacing_shares(run: &Run) -> ((u64, u64), (u64, u64)) {
 fn receive_work_and_timers_attributed_together_go_where_each_goes_alone() {
     let _g = serial();
     let share = |(moved, all): (u64, u64)| moved as f64 / all.max(1) as f64;
+    // Two shares agree within sampling noise: 3 standard deviations of the difference of two
+    // binomial proportions (the pooled share), and never closer than 5 points are asked for.
+    let close = |a: (u64, u64), b: (u64, u64)| {
+        let p = (a.0 + b.0) as f64 / (a.1 + b.1).max(1) as f64;
+        let n = 1.0 / a.1.max(1) as f64 + 1.0 / b.1.max(1) as f64;
+        (share(a) - share(b)).abs() <= (3.0 * (p * (1.0 - p) * n).sqrt()).max(0.05)
+    };
+    // The paced stream's share of receive work varies from run to run (32 to 187 samples
+    // here): a trio whose combined run has too few to compare is run again.
     let mut runs = Vec::new();
-    for kinds in ["timer", "net", "net,timer"] {
-        let run = run("pacing", Some(kinds));
-        conserved_moves(&run.dir);
-        let (timer, net) = pacing_shares(&run);
-        eprintln!(
-            "pacing --async={kinds}: timer {timer:?} to the sender, net {net:?} to the reader"
-        );
-        runs.push((kinds, timer, net, run.stderr.clone()));
+    for _ in 0..3 {
+        runs.clear();
+        for kinds in ["timer", "net", "net,timer"] {
+            let run = run("pacing", Some(kinds));
+            conserved_moves(&run.dir);
+            let (timer, net) = pacing_shares(&run);
+            eprintln!(
+                "pacing --async={kinds}: timer {timer:?} to the sender, net {net:?} to the reader"
+            );
+            runs.push((kinds, timer, net, run.stderr.clone()));
+        }
+        let (_, timer, net, _) = &runs[2];
+        if timer.1 >= 40 && net.1 >= 40 {
+            break;
+        }
     }
     let report = format!("{runs:#?}");
     let (_, timer_alone, _, _) = &runs[0];
@@ -383,11 +399,11 @@ fn receive_work_and_timers_attributed_together_go_where_each_goes_alone() {
     let (_, timer, net, _) = &runs[2];
     assert!(timer.1 >= 40 && net.1 >= 40, "too few: {report}");
     assert!(
-        (share(*timer) - share(*timer_alone)).abs() <= 0.05,
+        close(*timer, *timer_alone),
         "the sender's share of its timer's work moved beside receive work: {report}"
     );
     assert!(
-        (share(*net) - share(*net_alone)).abs() <= 0.05,
+        close(*net, *net_alone),
         "the reader's share of its receive work moved beside timers: {report}"
     );
     assert!(share(*timer) >= 0.9 && share(*net) >= 0.9, "{report}");
