@@ -13,9 +13,10 @@
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
 //! the decoder pairs them by CPU and stack pointer (`recording/live_stack.rs` reads
 //! the record). A sample taken in user mode whose copy is not cut at its size is written
-//! whole instead, its fields after the copy, and the kernel writes none (`whole_sample`). Runs that copy at full size do not ask the kernel for the user frame-pointer
-//! chain (the decoder walks it over the copy); for a copy cut at its size the program walks
-//! it and writes it in a second record, since it goes on past the copy.
+//! whole instead, its fields after the copy, and the kernel writes none (`whole_sample`).
+//! Runs that copy at full size do not ask the kernel for the user frame-pointer chain (the
+//! decoder walks it over the copy); for a copy cut at its size the program walks it and
+//! writes it in a second record, since it goes on past the copy.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -342,7 +343,8 @@ fn copy_program(max: u32, whole: bool) -> Code {
 /// user mode whose copy is not cut at its size is written whole, the copy with a trailer of
 /// the sample's fields ([`SAMPLE_TRAILER`]), and the program returns 0 so that the kernel
 /// writes no sample of its own: one record instead of two, and the kernel's sample (its
-/// callchain, registers and output, ~1 us of the sampled task's time here) not made. Other
+/// callchain, registers and output: ~2 us of the sampled task's time a sample at 40 kHz
+/// here, against ~0.65 us for this program's output) not made. Other
 /// samples go on to the copy record and the kernel's sample. Jumps to `done` (return 0)
 /// whether the record found room or not: without room the output event counts it lost.
 fn whole_sample(a: &mut Asm, done: Label) {
