@@ -1000,9 +1000,8 @@ fn rbx_row(f: &RegisterFrames, at: u64) -> Option<crate::register_frame::Row> {
 /// (`here`, [`rbx_row`]), rbx's value being where the nearest inner frame of `out` saved it
 /// (those frames' entries read with gimli too), else (none saved it, or the sample is in the
 /// epilogue that restored it: the slot lies below `base`, the sample's stack pointer) the
-/// sample's `bx`. Returns the caller's
-/// return address, this frame's CFA (the caller's stack pointer) and the caller's rbp; None
-/// when rbx is not known or a read fails.
+/// sample's `bx`. Returns the caller's return address, this frame's CFA (the caller's stack
+/// pointer) and the caller's rbp; None when rbx is not known or a read fails.
 #[allow(clippy::too_many_arguments)]
 fn register_frame_step(
     u: &mut Unwinding,
