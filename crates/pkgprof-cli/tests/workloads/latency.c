@@ -43,20 +43,15 @@ static void count(unsigned long long ns) {
     total += ns;
 }
 
-static long minflt(void) {
+/* The program's own resource usage, read around the calls it measures. */
+static struct rusage usage(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_minflt;
+    return ru;
 }
 
 /* Voluntary context switches during the calls, where measured (direct): -1 elsewhere. */
 static long sleeps = -1;
-
-static long nvcsw(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_nvcsw;
-}
 
 static void report(const char *out, long faults, int peer) {
     FILE *f = fopen(out, "w");
@@ -111,11 +106,11 @@ __attribute__((noinline)) static long fill(int fd, size_t pages) {
     char *p = mmap(0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) exit(6);
     madvise(p, len, MADV_NOHUGEPAGE);
-    long f0 = minflt();
+    long f0 = usage().ru_minflt;
     unsigned long long t0 = now();
     if (read(fd, p, len) != (ssize_t)len) exit(7);
     unsigned long long t1 = now();
-    long faults = minflt() - f0;
+    long faults = usage().ru_minflt - f0;
     count(t1 - t0);
     munmap(p, len);
     return faults;
@@ -185,9 +180,9 @@ int main(int argc, char **argv) {
         void *buf;
         if (size < 1 << 20 || posix_memalign(&buf, 4096, 4096)) return 11;
         srandom(42);
-        long s0 = nvcsw();
+        long s0 = usage().ru_nvcsw;
         for (long i = 0; i < n; i++) read_block(fd, buf, size / 4096);
-        sleeps = nvcsw() - s0;
+        sleeps = usage().ru_nvcsw - s0;
         report(argv[4], 0, 0);
     } else {
         return 2;
