@@ -15,11 +15,16 @@ pub const PKGPROF: &str = env!("CARGO_BIN_EXE_pkgprof");
 /// which only the reader's socket receives (the sender's gets acknowledgements only), in the
 /// softirq (`net_rx_action`: not the owner's draining of its socket's backlog, which is its
 /// own work already). A sample is in it when its stack holds a function of each list.
+/// `tcp_data_queue` itself is not one: it also frees the pure acknowledgements the sender's
+/// socket receives on its slow path (2 to 9 samples a paced run, rightly the sender's).
 pub const TCP_DATA: &[&[&str]] = &[
     &[
         "tcp_queue_rcv",
-        "tcp_data_queue",
+        "tcp_data_queue_ofo",
+        "tcp_try_rmem_schedule",
+        "kfree_skb_partial",
         "tcp_event_data_recv",
+        "tcp_grow_window",
         "tcp_data_ready",
         "sock_def_readable",
         "__tcp_ack_snd_check",
