@@ -90,6 +90,9 @@ pub struct Sample {
     /// Whether the user stack copy used its whole size, so the stack may go on beyond it
     /// (otherwise the copy reached the top of the stack).
     pub stack_copy_full: bool,
+    /// Whether the copy stopped at a page it could not read below where the thread's frames
+    /// end (the BPF copier knew that end): a page not yet touched, the stack going on beyond.
+    pub copy_below_frames: bool,
     /// Whether the kernel's callchain reached its depth limit (`sample_max_stack`), so its
     /// outer user frames may be missing.
     pub chain_limited: bool,
@@ -649,6 +652,7 @@ impl Recording {
             user_mode,
             regs,
             stack_copy_full: false,
+            copy_below_frames: false,
             chain_limited: false,
             kernel: k0..u0,
             user: u0..u1,
@@ -908,6 +912,51 @@ mod tests {
             [vec![0x401000], vec![0x403000; 8]].concat()
         );
         assert!(s.chain_limited);
+    }
+
+    /// A copy the program stopped at a page it could not read below where the thread's frames
+    /// end keeps every byte it holds and says the stack goes on (a page not yet touched); one
+    /// stopped at an unreadable page with no end known says nothing of what lies beyond.
+    #[test]
+    fn a_copy_stopped_below_the_frames_end_says_the_stack_goes_on() {
+        let sp = 0x7ffe_0000u64;
+        let stack = [7u8; 0x30];
+        let sample = B::default()
+            .u64(99)
+            .u64(0x401000)
+            .u32(7)
+            .u32(8)
+            .u64(555)
+            .u32(1)
+            .u32(0)
+            .u64(1_000_000)
+            .u64(0) // no chain: a user-mode sample of such a run
+            .u64(2)
+            .u64(0)
+            .u64(sp + 0x10)
+            .u64(sp)
+            .u64(0x401000) // bx, bp, sp, ip
+            .finish(RECORD_SAMPLE, 2, false);
+        let decoded = |ended: CopyEnd| {
+            let mut r = Recording {
+                copy_ids: vec![3],
+                user_chains_from_copies: true,
+                max_stack: 127,
+                ..Recording::default()
+            };
+            r.push_raw(&copier_record(ended as u32, sp, &stack));
+            r.push_raw(&sample);
+            assert_eq!(r.unparsed_records, 0);
+            let s = &r.samples[0];
+            (
+                r.user_stack(s).len(),
+                s.stack_copy_full,
+                s.copy_below_frames,
+            )
+        };
+        assert_eq!(decoded(CopyEnd::BelowFrames), (0x30, false, true));
+        assert_eq!(decoded(CopyEnd::Unreadable), (0x30, false, false));
+        assert_eq!(decoded(CopyEnd::AtSize), (0x30, true, false));
     }
 
     /// A copy cut at its size is followed by the chain the program walked past it: that is the

@@ -355,10 +355,15 @@ impl ProcessUnwinder {
             let copy_end = regs.sp.saturating_add(stack.len() as u64);
             let thread = self.threads.entry(s.tid).or_default();
             thread.end = thread.end.max(copy_end);
+            // A copy the copier knew to stop below the frames' end leaves the stack going on.
             let copy = CopyBounds {
                 end: copy_end,
                 full: s.stack_copy_full,
-                stack_end: thread.end,
+                stack_end: if s.copy_below_frames {
+                    u64::MAX
+                } else {
+                    thread.end
+                },
             };
             cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, copy, &mut cfi);
             // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
@@ -464,7 +469,10 @@ impl ProcessUnwinder {
             let copy = CopyBounds {
                 end: regs.sp.saturating_add(stack.len() as u64),
                 full: s.stack_copy_full,
-                stack_end: self.threads.get(&s.tid).map_or(0, |t| t.end),
+                stack_end: match s.copy_below_frames {
+                    true => u64::MAX,
+                    false => self.threads.get(&s.tid).map_or(0, |t| t.end),
+                },
             };
             // A rare path: its own buffer (`u.cfi` holds this sample's CFI frames).
             let mut more = Vec::new();

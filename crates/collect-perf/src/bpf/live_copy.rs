@@ -52,6 +52,9 @@ const KEY: i16 = -8;
 const CHUNK: i16 = -16;
 /// Where a frame's saved rbp and return address are read to (16 bytes).
 const FRAME: i16 = -32;
+/// Where the thread's frames end, when known to lie above the stack pointer (else 0): a page
+/// the copy cannot read below it is one not yet touched, not the stack's end.
+const FRAMES_END: i16 = -40;
 
 /// The loaded program and its maps, and the per-CPU output events once opened.
 #[derive(Debug)]
@@ -200,6 +203,7 @@ fn copy_program(max: u32) -> Code {
     let by_tid = a.label();
     let have_end = a.label();
     a.mov(Reg::R6, Reg::R1)
+        .store_imm(Size::DW, Reg::R10, FRAMES_END, 0)
         .call(Helper::GetCurrentTaskBtf)
         .mov(Reg::R9, Reg::R0);
     user_sp(&mut a, Reg::R0, Reg::R7)
@@ -238,6 +242,7 @@ fn copy_program(max: u32) -> Code {
         .bind(have_end)
         // The end lies not too far above: one copy up to it.
         .jmp_reg(Cond::Le, Reg::R9, Reg::R7, walk)
+        .store(Size::DW, Reg::R10, FRAMES_END, Reg::R9)
         .alu_reg(Alu::Sub, Reg::R9, Reg::R7)
         .jmp_imm(Cond::Gt, Reg::R9, max, walk)
         .mov(Reg::R1, Reg::R8)
@@ -286,6 +291,9 @@ fn copy_program(max: u32) -> Code {
         .ja(write)
         .bind(unreadable)
         .store_imm(Size::W, Reg::R8, 12, Ended::Unreadable as i32)
+        .load(Size::DW, Reg::R1, Reg::R10, FRAMES_END)
+        .jmp_imm(Cond::Eq, Reg::R1, 0, write)
+        .store_imm(Size::W, Reg::R8, 12, Ended::BelowFrames as i32)
         .bind(write)
         .jmp_imm(Cond::Gt, Reg::R9, max, out)
         .store(Size::W, Reg::R8, 8, Reg::R9)
@@ -443,8 +451,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                "10650 insns f258b5afc83cde2f",
-                "151 insns d2e3df1cdaf2d65a",
+                "10655 insns f59d70a15762845e",
+                "156 insns 136672b00cacdda9",
                 "36 insns 54afad0c5839f688",
                 "20 insns 1e5bbdeda48d711f",
             ]

@@ -211,6 +211,7 @@ pub(super) mod parse {
             user_mode: false,
             regs,
             stack_copy_full,
+            copy_below_frames: false,
             chain_limited: placed.chain_limited,
             kernel: placed.kernel,
             user: placed.user,
@@ -309,7 +310,7 @@ pub(super) mod parse {
                 Some((ended, bytes, _)) => {
                     let sample = (pid, tid, time);
                     match ended {
-                        CopyEnd::AtFrames => (bytes, false),
+                        CopyEnd::AtFrames | CopyEnd::BelowFrames => (bytes, false),
                         CopyEnd::AtSize => live_stack(r, sample, regs, (bytes, true)),
                         CopyEnd::Unreadable => live_stack(r, sample, regs, (bytes, false)),
                     }
@@ -339,6 +340,7 @@ pub(super) mod parse {
             };
             chain.0 += 1 + walked;
         }
+        let copy_below_frames = paired.is_some_and(|p| p.0 == CopyEnd::BelowFrames);
         let placed = place(r, chain, stack);
         if let Some((.., (bytes, walked))) = bpf_copy.take() {
             // Back to its CPU's slot, whose capacity the next copy reuses.
@@ -359,6 +361,7 @@ pub(super) mod parse {
             user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
             regs,
             stack_copy_full,
+            copy_below_frames,
             chain_limited: placed.chain_limited,
             kernel: placed.kernel,
             user: placed.user,

@@ -47,6 +47,9 @@ pub(crate) enum CopyEnd {
     Unreadable = 1,
     /// At the end of the thread's frames, as user space said: nothing of the stack is left.
     AtFrames = 2,
+    /// At a page it could not read below where the thread's frames end (a page not yet
+    /// touched: a function that just grew its frame): the stack goes on beyond it.
+    BelowFrames = 4,
 }
 
 /// The code of that program's other record: for a copy cut at its size, written just after
@@ -83,6 +86,7 @@ pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
         0 => CopyEnd::AtSize,
         1 => CopyEnd::Unreadable,
         2 => CopyEnd::AtFrames,
+        4 => CopyEnd::BelowFrames,
         _ => return None,
     };
     Some(CopyRecord { sp, ended, bytes })
