@@ -557,12 +557,15 @@ fn recursion_deeper_than_the_stack_copy() {
 fn recursion_deeper_than_the_stack_copy_copied_by_the_kernel() {
     let _s = serial();
     // The same with the kernel's copies (`--stack-copy kernel`; root runs take the BPF
-    // copier's otherwise): to the end of the stack's mapping, each cut at 65,528 bytes.
+    // copier's otherwise): to the end of the stack's mapping, each cut at 65,528 bytes. At
+    // 2 kHz and twice the work, as many samples: at 4 kHz, 256 MB/s of copies, the debug
+    // pkgmon of the tests fell behind in a CI run (500 samples lost with frame pointers,
+    // bottom 27.5% against 30.4%).
     check_workload(
         "deeprec",
-        &["-F", "4000", "--stack-copy", "kernel"],
+        &["-F", "2000", "--stack-copy", "kernel"],
         &[],
-        |_| vec!["1000".into(), "4".into()],
+        |_| vec!["1000".into(), "8".into()],
     );
 }
 
