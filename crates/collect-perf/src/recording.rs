@@ -709,7 +709,7 @@ impl Recording {
 mod decode;
 mod live_stack;
 
-pub(crate) use live_stack::{CHAIN_RECORD, COPY_HEADER, CopyEnd};
+pub(crate) use live_stack::{CHAIN_RECORD, COPY_HEADER, CopyEnd, SAMPLE_TRAILER, WHOLE_SAMPLE};
 pub(crate) use live_stack::{FrameEnds, PendingCopy, StackStart, ThreadDescriptors, word_at};
 
 #[cfg(all(test, target_os = "linux"))]
@@ -816,6 +816,90 @@ mod tests {
             .bytes(body)
             .bytes(&[0; 4])
             .finish(RECORD_SAMPLE, 2, false)
+    }
+
+    /// A sample the program writes whole (a user-mode sample's copy with the sample's fields
+    /// after it, and no kernel sample) decodes to the sample its copy and the kernel's record
+    /// would have given; a whole record cut short of its fields is refused, not guessed.
+    #[test]
+    fn a_whole_sample_is_the_sample_its_copy_and_the_kernels_record_give() {
+        let sp = 0x7ffe_0000u64;
+        let mut stack = vec![0u8; 0x60];
+        // Two frames by frame pointers, the second's rbp pointing out of the copy.
+        for (at, v) in [
+            (0x10, sp + 0x40),
+            (0x18, 0x402000),
+            (0x40, sp + 0x1000),
+            (0x48, 0x403000),
+        ] {
+            stack[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        let (ip, bx, bp) = (0x401000u64, 0x5555u64, sp + 0x10);
+        let kernels = B::default()
+            .u64(99)
+            .u64(ip)
+            .u32(7)
+            .u32(8)
+            .u64(555)
+            .u32(1)
+            .u32(0)
+            .u64(250_000)
+            .u64(0)
+            .u64(2)
+            .u64(bx)
+            .u64(bp)
+            .u64(sp)
+            .u64(ip)
+            .finish(RECORD_SAMPLE, 2, false);
+        let trailer = B::default()
+            .u64(ip)
+            .u64(7 << 32 | 8)
+            .u64(555)
+            .u64(250_000)
+            .u64(bx)
+            .u64(bp)
+            .0;
+        let whole = |trailer: &[u8]| {
+            B::default()
+                .u64(3)
+                .u32(1)
+                .u32(0)
+                .u32((16 + stack.len() + trailer.len()) as u32)
+                .u64(sp)
+                .u32(stack.len() as u32)
+                .u32(CopyEnd::AtFrames as u32 | WHOLE_SAMPLE)
+                .bytes(&stack)
+                .bytes(trailer)
+                .bytes(&[0; 4])
+                .finish(RECORD_SAMPLE, 2, false)
+        };
+        let decode = |records: &[&[u8]]| {
+            let mut r = Recording {
+                copy_ids: vec![3],
+                user_chains_from_copies: true,
+                max_stack: 127,
+                ..Recording::default()
+            };
+            for rec in records {
+                r.push_raw(rec);
+            }
+            r
+        };
+        let pair = decode(&[
+            &copier_record(CopyEnd::AtFrames as u32, sp, &stack),
+            &kernels,
+        ]);
+        let one = decode(&[&whole(&trailer)]);
+        assert_eq!((pair.unparsed_records, one.unparsed_records), (0, 0));
+        assert_eq!((pair.sample_count, one.sample_count), (1, 1));
+        let (a, b) = (&pair.samples[0], &one.samples[0]);
+        assert_eq!(a, b);
+        assert_eq!(one.user_chain(b), &[ip, 0x402000, 0x403000]);
+        assert_eq!(pair.user_chain(a), one.user_chain(b));
+        assert_eq!(one.user_stack(b), &stack[..]);
+        assert_eq!(one.last_time, 555);
+        let cut = decode(&[&whole(&trailer[..40])]);
+        assert_eq!((cut.unparsed_records, cut.samples.len()), (1, 0));
     }
 
     /// With the BPF copier the kernel is not asked for the user part of the chain: it is

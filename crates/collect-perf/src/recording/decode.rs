@@ -6,7 +6,7 @@ use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, 
 
 pub(super) mod parse {
     use super::parse_fields::{callchain, place, regs_user, stack_user};
-    use super::{Recording, SideBand, SideRecord};
+    use super::{Recording, SideBand, SideRecord, UserRegs};
     use crate::recording::live_stack::{
         CopyEnd, frame_pointer_chain, live_stack, parse_chain, parse_copy,
     };
@@ -232,9 +232,9 @@ pub(super) mod parse {
         let _res = c.u32()?;
         let size = c.u32()? as usize;
         let raw = c.bytes(size)?;
-        let p = r.pending_copies.entry(cpu).or_default();
         // The chain walked past the copy just before it, for the same sample.
         if let Some((sp, addrs)) = parse_chain(raw) {
+            let p = r.pending_copies.entry(cpu).or_default();
             if p.waiting && p.sp == sp {
                 p.chain.clear();
                 (p.chain).extend(
@@ -246,6 +246,29 @@ pub(super) mod parse {
             return Some(());
         }
         let copy = parse_copy(raw)?;
+        if let Some(w) = copy.whole {
+            r.last_time = w.time;
+            let regs = Some(UserRegs {
+                ip: w.ip,
+                sp: copy.sp,
+                bp: w.bp,
+                bx: Some(w.bx),
+            });
+            let stack = copied(r, (w.pid, w.tid, w.time), regs, copy.ended, copy.bytes);
+            let k0 = r.frames.len();
+            let head = Head {
+                ip: w.ip,
+                pid: w.pid,
+                tid: w.tid,
+                time: w.time,
+                cpu,
+                period: w.period,
+                user_mode: true,
+            };
+            push(r, head, (0, k0, k0), regs, stack, &[]);
+            return Some(());
+        }
+        let p = r.pending_copies.entry(cpu).or_default();
         p.waiting = true;
         (p.sp, p.ended) = (copy.sp, copy.ended);
         p.bytes.clear();
@@ -283,7 +306,7 @@ pub(super) mod parse {
         let cpu = c.u32()?;
         let _res = c.u32()?;
         let period = c.u64()?;
-        let mut chain = callchain(r, c)?;
+        let chain = callchain(r, c)?;
         let regs = regs_user(c)?;
         let own_copy = c.pos < c.b.len();
         // The BPF copier's record for this sample, looked for only when the kernel copied none.
@@ -303,22 +326,101 @@ pub(super) mod parse {
             }
             _ => None,
         };
-        let (stack, stack_copy_full) = if own_copy {
-            live_stack(r, (pid, tid, time), regs, stack_user(c)?)
+        let sample = (pid, tid, time);
+        let stack = if own_copy {
+            Kept::of(live_stack(r, sample, regs, stack_user(c)?))
         } else {
             match paired {
-                Some((ended, bytes, _)) => {
-                    let sample = (pid, tid, time);
-                    match ended {
-                        CopyEnd::AtFrames | CopyEnd::BelowFrames => (bytes, false),
-                        CopyEnd::AtSize => live_stack(r, sample, regs, (bytes, true)),
-                        CopyEnd::Unreadable => live_stack(r, sample, regs, (bytes, false)),
-                    }
-                }
-                None => (&[][..], false),
+                Some((ended, bytes, _)) => copied(r, sample, regs, ended, bytes),
+                None => Kept::of((&[][..], false)),
             }
         };
-        // The user part of the chain, when the kernel was not asked for it, from the copy.
+        let walked = paired.map_or(&[][..], |(_, _, walked)| walked);
+        let head = Head {
+            ip,
+            pid,
+            tid,
+            time,
+            cpu,
+            period,
+            user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
+        };
+        push(r, head, chain, regs, stack, walked);
+        if let Some((.., (bytes, walked))) = bpf_copy.take() {
+            // Back to its CPU's slot, whose capacity the next copy reuses.
+            if let Some(p) = r.pending_copies.get_mut(&cpu) {
+                (p.bytes, p.chain) = (bytes, walked);
+                p.bytes.clear();
+                p.chain.clear();
+            }
+        }
+        Some(())
+    }
+
+    /// A sample's stack copy as kept: the bytes that can hold frames, whether the copy used
+    /// its whole size, and whether it stopped below where the thread's frames end.
+    #[derive(Clone, Copy)]
+    struct Kept<'a> {
+        bytes: &'a [u8],
+        full: bool,
+        below_frames: bool,
+    }
+
+    impl<'a> Kept<'a> {
+        /// A copy as [`live_stack`] keeps it, with nothing known of where the frames end.
+        fn of((bytes, full): (&'a [u8], bool)) -> Kept<'a> {
+            Kept {
+                bytes,
+                full,
+                below_frames: false,
+            }
+        }
+    }
+
+    /// The part of a BPF copy that holds frames, by why it ends where it does.
+    fn copied<'a>(
+        r: &mut Recording,
+        sample: (u32, u32, u64),
+        regs: Option<UserRegs>,
+        ended: CopyEnd,
+        bytes: &'a [u8],
+    ) -> Kept<'a> {
+        match ended {
+            CopyEnd::AtFrames => Kept::of((bytes, false)),
+            CopyEnd::BelowFrames => Kept {
+                bytes,
+                full: false,
+                below_frames: true,
+            },
+            CopyEnd::AtSize => Kept::of(live_stack(r, sample, regs, (bytes, true))),
+            CopyEnd::Unreadable => Kept::of(live_stack(r, sample, regs, (bytes, false))),
+        }
+    }
+
+    /// What a CPU sample says of itself besides its chain, registers and copy: from the
+    /// kernel's record or from the program's whole sample.
+    struct Head {
+        ip: u64,
+        pid: u32,
+        tid: u32,
+        time: u64,
+        cpu: u32,
+        period: u64,
+        user_mode: bool,
+    }
+
+    /// Completes a CPU sample and keeps it: the user part of its chain from the copy when the
+    /// kernel was not asked for it (`walked`: the program's walk past a copy cut at its
+    /// size), its frames and copy placed in the arenas.
+    fn push(
+        r: &mut Recording,
+        head: Head,
+        mut chain: (usize, usize, usize),
+        regs: Option<UserRegs>,
+        copy: Kept<'_>,
+        walked: &[u64],
+    ) {
+        let stack = copy.bytes;
         if r.user_chains_from_copies
             && chain.2 == r.frames.len()
             && let Some(u) = regs
@@ -329,45 +431,33 @@ pub(super) mod parse {
             };
             // The kernel counts its context markers against the limit, the user one too.
             let room = limit.saturating_sub(chain.0 + 1);
-            // The program's walk, past a copy cut at its size, else the same over the copy.
-            let walked = match paired {
-                Some((_, _, walked)) if !walked.is_empty() => {
-                    let n = walked.len().min(room);
-                    r.frames.extend_from_slice(&walked[..n]);
-                    n
-                }
-                _ => frame_pointer_chain(&mut r.frames, u, stack, room),
+            let walked = if walked.is_empty() {
+                frame_pointer_chain(&mut r.frames, u, stack, room)
+            } else {
+                let n = walked.len().min(room);
+                r.frames.extend_from_slice(&walked[..n]);
+                n
             };
             chain.0 += 1 + walked;
         }
-        let copy_below_frames = paired.is_some_and(|p| p.0 == CopyEnd::BelowFrames);
         let placed = place(r, chain, stack);
-        if let Some((.., (bytes, walked))) = bpf_copy.take() {
-            // Back to its CPU's slot, whose capacity the next copy reuses.
-            if let Some(p) = r.pending_copies.get_mut(&cpu) {
-                (p.bytes, p.chain) = (bytes, walked);
-                p.bytes.clear();
-                p.chain.clear();
-            }
-        }
         r.sample_count += 1;
         r.samples.push(super::Sample {
-            time,
-            pid,
-            tid,
-            cpu,
-            period,
-            ip,
-            user_mode: misc & MISC_CPUMODE_MASK == MISC_USER,
+            time: head.time,
+            pid: head.pid,
+            tid: head.tid,
+            cpu: head.cpu,
+            period: head.period,
+            ip: head.ip,
+            user_mode: head.user_mode,
             regs,
-            stack_copy_full,
-            copy_below_frames,
+            stack_copy_full: copy.full,
+            copy_below_frames: copy.below_frames,
             chain_limited: placed.chain_limited,
             kernel: placed.kernel,
             user: placed.user,
             stack: placed.stack,
         });
-        Some(())
     }
 }
 

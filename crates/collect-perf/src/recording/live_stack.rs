@@ -57,12 +57,55 @@ pub(crate) enum CopyEnd {
 /// return address a frame), which goes on past the copy.
 pub(crate) const CHAIN_RECORD: u32 = 3;
 
-/// One record of that program: the copy of the stack from `sp`, and why it ends there.
+/// A flag of a copy record's code: the record is its sample, whole. The program wrote the
+/// sample's fields after the copy ([`SAMPLE_TRAILER`]) and the kernel wrote no sample.
+pub(crate) const WHOLE_SAMPLE: u32 = 0x100;
+
+/// The length of a whole sample's trailer: its ip, pid and tid (the helper's word, pid
+/// above), time, period, bx and bp, a word each.
+pub(crate) const SAMPLE_TRAILER: usize = 48;
+
+/// The fields of a sample the program wrote whole, taken in user mode: its ip is the user
+/// ip, its user registers those it was taken with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WholeSample {
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub period: u64,
+    pub bx: u64,
+    pub bp: u64,
+}
+
+impl WholeSample {
+    fn parse(t: &[u8]) -> Option<WholeSample> {
+        let word = |i: usize| {
+            Some(u64::from_ne_bytes(
+                t.get(8 * i..8 * i + 8)?.try_into().ok()?,
+            ))
+        };
+        let pid_tid = word(1)?;
+        Some(WholeSample {
+            ip: word(0)?,
+            pid: (pid_tid >> 32) as u32,
+            tid: pid_tid as u32,
+            time: word(2)?,
+            period: word(3)?,
+            bx: word(4)?,
+            bp: word(5)?,
+        })
+    }
+}
+
+/// One record of that program: the copy of the stack from `sp`, why it ends there, and the
+/// sample itself if the record is one whole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CopyRecord<'a> {
     pub sp: u64,
     pub ended: CopyEnd,
     pub bytes: &'a [u8],
+    pub whole: Option<WholeSample>,
 }
 
 /// A record's raw data as its header lays it out: stack pointer, code, and the bytes its
@@ -82,14 +125,25 @@ fn copier_record(raw: &[u8]) -> Option<(u64, u32, &[u8])> {
 /// chain record among them).
 pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
     let (sp, code, bytes) = copier_record(raw)?;
-    let ended = match code {
+    let ended = match code & !WHOLE_SAMPLE {
         0 => CopyEnd::AtSize,
         1 => CopyEnd::Unreadable,
         2 => CopyEnd::AtFrames,
         4 => CopyEnd::BelowFrames,
         _ => return None,
     };
-    Some(CopyRecord { sp, ended, bytes })
+    let whole = if code & WHOLE_SAMPLE != 0 {
+        let trailer = raw.get(COPY_HEADER + bytes.len()..)?;
+        Some(WholeSample::parse(trailer)?)
+    } else {
+        None
+    };
+    Some(CopyRecord {
+        sp,
+        ended,
+        bytes,
+        whole,
+    })
 }
 
 /// Reads a chain record ([`CHAIN_RECORD`]): its stack pointer and the bytes of its
