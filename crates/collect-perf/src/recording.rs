@@ -998,14 +998,10 @@ mod tests {
         assert!(s.chain_limited);
     }
 
-    /// A copy the program stopped at a page it could not read below where the thread's frames
-    /// end keeps every byte it holds and says the stack goes on (a page not yet touched); one
-    /// stopped at an unreadable page with no end known says nothing of what lies beyond.
-    #[test]
-    fn a_copy_stopped_below_the_frames_end_says_the_stack_goes_on() {
-        let sp = 0x7ffe_0000u64;
-        let stack = [7u8; 0x30];
-        let sample = B::default()
+    /// A user-mode sample of a run whose copies the BPF program takes, at stack pointer `sp`
+    /// (rbp `sp + 0x10`, ip 0x401000): no chain, the kernel being asked for none.
+    fn user_mode_sample(sp: u64) -> Vec<u8> {
+        B::default()
             .u64(99)
             .u64(0x401000)
             .u32(7)
@@ -1014,13 +1010,23 @@ mod tests {
             .u32(1)
             .u32(0)
             .u64(1_000_000)
-            .u64(0) // no chain: a user-mode sample of such a run
+            .u64(0)
             .u64(2)
             .u64(0)
             .u64(sp + 0x10)
             .u64(sp)
             .u64(0x401000) // bx, bp, sp, ip
-            .finish(RECORD_SAMPLE, 2, false);
+            .finish(RECORD_SAMPLE, 2, false)
+    }
+
+    /// A copy the program stopped at a page it could not read below where the thread's frames
+    /// end keeps every byte it holds and says the stack goes on (a page not yet touched); one
+    /// stopped at an unreadable page with no end known says nothing of what lies beyond.
+    #[test]
+    fn a_copy_stopped_below_the_frames_end_says_the_stack_goes_on() {
+        let sp = 0x7ffe_0000u64;
+        let stack = [7u8; 0x30];
+        let sample = user_mode_sample(sp);
         let decoded = |ended: CopyEnd| {
             let mut r = Recording {
                 copy_ids: vec![3],
@@ -1054,22 +1060,7 @@ mod tests {
             .iter()
             .flat_map(|a| a.to_ne_bytes())
             .collect();
-        let sample = B::default()
-            .u64(99)
-            .u64(0x401000)
-            .u32(7)
-            .u32(8)
-            .u64(555)
-            .u32(1)
-            .u32(0)
-            .u64(1_000_000)
-            .u64(0) // no chain: a user-mode sample of such a run
-            .u64(2)
-            .u64(0)
-            .u64(sp + 0x10)
-            .u64(sp)
-            .u64(0x401000) // bx, bp, sp, ip
-            .finish(RECORD_SAMPLE, 2, false);
+        let sample = user_mode_sample(sp);
         let chain = |records: &[&[u8]], max_stack: u16| {
             let mut r = Recording {
                 copy_ids: vec![3],
