@@ -295,6 +295,15 @@ enum Source {
 }
 
 impl ProcessUnwinder {
+    /// Where sample `s`'s stack ends, as far as is known: beyond reach when the copier knew
+    /// its copy stopped below the frames' end, else the farthest end of the thread's copies.
+    fn stack_end(&self, s: &Sample) -> u64 {
+        match s.copy_below_frames {
+            true => u64::MAX,
+            false => self.threads.get(&s.tid).map_or(0, |t| t.end),
+        }
+    }
+
     /// Forgets what was kept of thread `tid`, which exited.
     pub(crate) fn thread_exited(&mut self, tid: u32) {
         self.threads.remove(&tid);
@@ -355,15 +364,10 @@ impl ProcessUnwinder {
             let copy_end = regs.sp.saturating_add(stack.len() as u64);
             let thread = self.threads.entry(s.tid).or_default();
             thread.end = thread.end.max(copy_end);
-            // A copy the copier knew to stop below the frames' end leaves the stack going on.
             let copy = CopyBounds {
                 end: copy_end,
                 full: s.stack_copy_full,
-                stack_end: if s.copy_below_frames {
-                    u64::MAX
-                } else {
-                    thread.end
-                },
+                stack_end: self.stack_end(s),
             };
             cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, copy, &mut cfi);
             // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
@@ -469,10 +473,7 @@ impl ProcessUnwinder {
             let copy = CopyBounds {
                 end: regs.sp.saturating_add(stack.len() as u64),
                 full: s.stack_copy_full,
-                stack_end: match s.copy_below_frames {
-                    true => u64::MAX,
-                    false => self.threads.get(&s.tid).map_or(0, |t| t.end),
-                },
+                stack_end: self.stack_end(s),
             };
             // A rare path: its own buffer (`u.cfi` holds this sample's CFI frames).
             let mut more = Vec::new();
