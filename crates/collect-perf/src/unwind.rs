@@ -295,15 +295,6 @@ enum Source {
 }
 
 impl ProcessUnwinder {
-    /// Where sample `s`'s stack ends, as far as is known: beyond reach when the copier knew
-    /// its copy stopped below the frames' end, else the farthest end of the thread's copies.
-    fn stack_end(&self, s: &Sample) -> u64 {
-        match s.copy_below_frames {
-            true => u64::MAX,
-            false => self.threads.get(&s.tid).map_or(0, |t| t.end),
-        }
-    }
-
     /// Forgets what was kept of thread `tid`, which exited.
     pub(crate) fn thread_exited(&mut self, tid: u32) {
         self.threads.remove(&tid);
@@ -364,11 +355,7 @@ impl ProcessUnwinder {
             let copy_end = regs.sp.saturating_add(stack.len() as u64);
             let thread = self.threads.entry(s.tid).or_default();
             thread.end = thread.end.max(copy_end);
-            let copy = CopyBounds {
-                end: copy_end,
-                full: s.stack_copy_full,
-                stack_end: self.stack_end(s),
-            };
+            let copy = CopyBounds::of(s, copy_end, thread.end);
             cfi_end = self.cfi_unwind(u, p, s.time, regs, stack, copy, &mut cfi);
             // Entry code without unwind information (ld.so's `_start`) ends a stack as well.
             let last = match cfi.len() {
@@ -470,11 +457,11 @@ impl ProcessUnwinder {
             && let Some(from) = FrameAddress::from_return_address(address)
             && let Some(bp) = at.checked_sub(16).and_then(|a| word_at(stack, regs.sp, a))
         {
-            let copy = CopyBounds {
-                end: regs.sp.saturating_add(stack.len() as u64),
-                full: s.stack_copy_full,
-                stack_end: self.stack_end(s),
-            };
+            let copy = CopyBounds::of(
+                s,
+                regs.sp.saturating_add(stack.len() as u64),
+                self.threads.get(&s.tid).map_or(0, |t| t.end),
+            );
             // A rare path: its own buffer (`u.cfi` holds this sample's CFI frames).
             let mut more = Vec::new();
             let start = UnwindRegsX86_64::new(address, at, bp);
@@ -1066,6 +1053,21 @@ struct CopyBounds {
 }
 
 impl CopyBounds {
+    /// The bounds of sample `s`'s copy, ending at `end`, of a thread whose copies reached
+    /// `thread_end` at the farthest: the stack's end as far as they show, or beyond reach when
+    /// the copier knew the copy stopped below where the frames end.
+    fn of(s: &Sample, end: u64, thread_end: u64) -> CopyBounds {
+        CopyBounds {
+            end,
+            full: s.stack_copy_full,
+            stack_end: if s.copy_below_frames {
+                u64::MAX
+            } else {
+                thread_end
+            },
+        }
+    }
+
     /// How unwinding ends when it cannot read the stack at `addr`: past a copy cut by its
     /// size; past a copy that stopped below the stack's end, so at a page not yet touched
     /// (the kernel copies only pages in memory); else stuck (a read outside the stack, or
