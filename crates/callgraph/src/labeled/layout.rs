@@ -89,8 +89,7 @@ impl Builder {
             self.arcs
                 .iter()
                 .flat_map(|(f, t, _)| [f, t])
-                .chain(self.stacks.iter().flat_map(|(locs, _)| locs))
-                .chain(self.off_cpu.iter().flat_map(|(locs, _)| locs)),
+                .chain(&self.locs),
         );
         let hist = std::mem::take(&mut self.hist);
         let mut b = ProfileBuilder::new();
@@ -180,28 +179,35 @@ impl Builder {
         };
         let width = 1 + usize::from(off_cpu) + usize::from(stacks);
         let mut values = vec![0i64; width];
-        let mut add = |b: &mut ProfileBuilder, locs: &[Loc], column: usize, n: u64| {
-            // Innermost first here; the model takes the outermost caller first.
-            let frames: Option<Vec<FrameId>> = locs.iter().rev().map(|l| frame(b, l)).collect();
-            let Some(stack) = frames.and_then(|frames| b.stack_of(&frames)) else {
+        // `frames` outermost caller first, as the model takes them; `space` the innermost's.
+        let mut add = |b: &mut ProfileBuilder, frames: &[FrameId], space: usize, column, n| {
+            let Some(stack) = b.stack_of(frames) else {
                 return;
             };
-            let Some(innermost) = locs.first() else {
-                return;
-            };
-            let labels = sample_labels[self.regions[innermost.region].space];
             values.fill(0);
             values[column] = i64::try_from(n).unwrap_or(i64::MAX);
             // One value per value type: cannot fail.
-            let _ = b.add_sample(stack, labels, &values);
+            let _ = b.add_sample(stack, sample_labels[space], &values);
         };
         if stacks {
-            for (locs, n) in &self.stacks {
-                add(&mut b, locs, 0, *n);
-            }
-            if off_cpu {
-                for (locs, ns) in &self.off_cpu {
-                    add(&mut b, locs, 1, *ns);
+            // Each distinct location's frame, made once, when first met (the model numbers
+            // frames in the order made).
+            let mut frames: Vec<Option<Option<FrameId>>> = vec![None; self.locs.len()];
+            let mut stack = Vec::new();
+            for (list, column) in [(&self.stacks, 0), (&self.off_cpu, 1)] {
+                for (locs, n) in list {
+                    // Innermost first here.
+                    stack.clear();
+                    stack.extend(locs.iter().rev().map_while(|&l| {
+                        *frames[l].get_or_insert_with(|| frame(&mut b, &self.locs[l]))
+                    }));
+                    let Some(&innermost) = locs.first() else {
+                        continue;
+                    };
+                    if stack.len() == locs.len() {
+                        let space = self.regions[self.locs[innermost].region].space;
+                        add(&mut b, &stack, space, column, *n);
+                    }
                 }
             }
         }
@@ -218,7 +224,15 @@ impl Builder {
             .collect();
         hits.sort_by_key(|&(at, _, _)| at);
         for (_, loc, count) in hits {
-            add(&mut b, &[loc], width - 1, count);
+            if let Some(f) = frame(&mut b, &loc) {
+                add(
+                    &mut b,
+                    &[f],
+                    self.regions[loc.region].space,
+                    width - 1,
+                    count,
+                );
+            }
         }
         // The arcs summed by their ends' places, in the order of those places.
         let mut arcs: BTreeMap<(u64, u64), (FunctionId, FunctionId, u64)> = BTreeMap::new();

@@ -422,7 +422,8 @@ impl Builder {
         samples: u64,
     ) {
         let locs = self.stack_locs(space, boundary, truncated, kernel, user);
-        if let (true, Some(leaf)) = (self.options.instructions, locs.first()) {
+        if let (true, Some(&leaf)) = (self.options.instructions, locs.first()) {
+            let leaf = self.locs[leaf];
             *(self.leaves)
                 .entry((leaf.region, leaf.symbol, leaf.offset))
                 .or_default() += samples;
@@ -450,8 +451,8 @@ impl Builder {
         Ok(())
     }
 
-    /// The places of a stack's frames, kernel then user, each innermost first, marked as
-    /// used (see `add_stack`).
+    /// The places of a stack's frames, kernel then user, each innermost first, as indexes of
+    /// [`Builder::locs`] (see `add_stack`).
     fn stack_locs(
         &mut self,
         space: usize,
@@ -459,30 +460,55 @@ impl Builder {
         truncated: bool,
         kernel: &[u64],
         user: &[u64],
-    ) -> Vec<Loc> {
-        let mut locs = Vec::with_capacity(kernel.len() + user.len());
+    ) -> Vec<usize> {
+        let mut locs = Vec::with_capacity(kernel.len() + user.len() + 2);
         if self.options.kernel {
             for &a in kernel {
-                locs.push(self.kernel_loc(space, a));
+                locs.push(self.frame_id(space, Side::Kernel, a));
             }
         }
         if let (Some(kind), false, true) = (boundary, kernel.is_empty(), self.options.kernel)
             && let Some(pseudo) = self.pseudo_parent(space, kind)
         {
-            locs.push(pseudo);
+            locs.push(self.loc_id(pseudo));
         }
         if self.options.user {
             for &a in user {
-                locs.push(self.user_loc(space, a, false));
+                locs.push(self.frame_id(space, Side::User, a));
             }
             if truncated && !user.is_empty() {
-                locs.push(self.pseudo_loc(space, Side::User, TRUNCATED, 0));
+                let end = self.pseudo_loc(space, Side::User, TRUNCATED, 0);
+                locs.push(self.loc_id(end));
             }
         }
-        for &l in &locs {
-            self.mark(l);
-        }
         locs
+    }
+
+    /// The location of a stack frame at `at` of `space`'s `side`: resolved the first time
+    /// (an address resolves alike wherever it is seen in a space).
+    fn frame_id(&mut self, space: usize, side: Side, at: u64) -> usize {
+        if let Some(&id) = self.frame_ids.get(&(space, side, at)) {
+            return id;
+        }
+        let loc = match side {
+            Side::Kernel => self.kernel_loc(space, at),
+            Side::User => self.user_loc(space, at, false),
+        };
+        let id = self.loc_id(loc);
+        self.frame_ids.insert((space, side, at), id);
+        id
+    }
+
+    /// The index of `loc` among the stacks' distinct locations, marked as used when first
+    /// seen.
+    fn loc_id(&mut self, loc: Loc) -> usize {
+        if let Some(&id) = self.loc_ids.get(&loc) {
+            return id;
+        }
+        self.mark(loc);
+        self.locs.push(loc);
+        self.loc_ids.insert(loc, self.locs.len() - 1);
+        self.locs.len() - 1
     }
 
     pub(super) fn hit(&mut self, loc: Loc, count: u64) {

@@ -34,12 +34,19 @@ pub(super) struct Builder {
     /// needs no finer place, and a million sampled bins in a few functions cost a few entries.
     pub(super) hist: BTreeMap<(usize, Option<usize>), u64>,
     pub(super) arcs: Vec<(Loc, Loc, u64)>,
-    pub(super) stacks: Vec<(Vec<Loc>, u64)>,
+    /// The stacks, each frame the index of its location in `locs`.
+    pub(super) stacks: Vec<(Vec<usize>, u64)>,
+    /// The distinct locations of the stacks' frames: a deep recursion repeats a few places
+    /// thousands of times in each of its stacks, each resolved and placed once.
+    pub(super) locs: Vec<Loc>,
+    pub(super) loc_ids: HashMap<Loc, usize>,
+    /// The stack frames resolved so far, by space, side and address.
+    pub(super) frame_ids: HashMap<(usize, Side, u64), usize>,
     /// Samples per place of the stacks' innermost frames (region, symbol, offset), with
     /// [`SeamlessOptions::instructions`].
     pub(super) leaves: BTreeMap<(usize, Option<usize>, u64), u64>,
     /// Sleep stacks and the nanoseconds blocked in them (the model's `off-cpu` value type).
-    pub(super) off_cpu: Vec<(Vec<Loc>, u64)>,
+    pub(super) off_cpu: Vec<(Vec<usize>, u64)>,
     pub(super) unit: Option<HistogramUnit>,
     pub(super) warnings: Vec<String>,
     /// The moved stacks to take out and put back, for the view as recorded
@@ -47,7 +54,7 @@ pub(super) struct Builder {
     pub(super) recorded: Option<Recorded>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(super) enum Side {
     User,
     Kernel,
@@ -75,7 +82,7 @@ pub(super) struct Region {
 }
 
 /// A resolved address: a region, a symbol of its table (or its pseudo-function) and an offset.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct Loc {
     pub(super) region: usize,
     pub(super) symbol: Option<usize>,
