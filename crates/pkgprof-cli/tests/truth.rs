@@ -350,8 +350,11 @@ fn listing(run: &Run, mode: &str) -> Listing {
 
 /// Compares every function the workload measured with both listings; returns the
 /// discrepancies, one line each.
-fn compare(run: &Run, what: &str) -> Vec<String> {
+/// What differs from the program's own measurement in both `--inclusive` modes, and the
+/// stacks-mode listing (a deep recursion's takes the tests' debug pkgprof seconds to make).
+fn compare(run: &Run, what: &str) -> (Vec<String>, Listing) {
     let mut bad = Vec::new();
+    let mut stacks = Listing::default();
     for mode in ["gprof", "stacks"] {
         let l = listing(run, mode);
         let mut table = String::new();
@@ -376,8 +379,9 @@ fn compare(run: &Run, what: &str) -> Vec<String> {
         if !bad.is_empty() && std::env::var_os("TRUTH_SHOW_LISTING").is_some() {
             eprintln!("{}", l.text);
         }
+        stacks = l;
     }
-    bad
+    (bad, stacks)
 }
 
 fn info(run: &Run) -> MeasurementInfo {
@@ -504,12 +508,13 @@ fn check_workload_built(
         let summary = run.stderr.lines().find(|l| l.contains(" samples, "));
         eprintln!("{what}: {}", summary.unwrap_or("no summary line"));
         let before = bad.len();
-        bad.extend(compare(&run, &what));
+        let (differs, stacks) = compare(&run, &what);
+        bad.extend(differs);
         let inf = info(&run);
         let truncated = sampling_field(&inf, "truncated-stacks");
         let unwind_info = sampling_field(&inf, "truncated-unwind-info");
         let untouched = untouched_pages(&run.stderr);
-        let ends = truncated_callees(&listing(&run, "stacks"), run.pid);
+        let ends = truncated_callees(&stacks, run.pid);
         let samples = stack_samples(&run);
         let outgrown = ends.iter().any(|n| outgrow_copy.contains(&n.as_str()));
         let stack_copy = match outgrown {
@@ -927,6 +932,6 @@ fn truncation_is_counted_exactly() {
         &["2"],
         &["--stack-size", "4096"],
     );
-    let bad = compare(&run, "bigstack -fno-omit-frame-pointer --stack-size 4096");
+    let (bad, _) = compare(&run, "bigstack -fno-omit-frame-pointer --stack-size 4096");
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
