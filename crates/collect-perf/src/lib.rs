@@ -122,8 +122,8 @@ mod unwind;
 
 pub use error::{Error, Result};
 pub use recording::{
-    ChildExit, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample, SideBand,
-    SideRecord, TaskExit, TraceSample, TracepointInfo, UserRegs,
+    ChildExit, CopyEnd, CounterEvent, CounterKind, ProcCounters, ProcReading, Recording, Sample,
+    SideBand, SideRecord, TaskExit, TraceSample, TracepointInfo, UserRegs,
 };
 pub use replay::{MAX_MAPPINGS, MAX_RENAMES, Mapping, Process, ProcessKey, Replay, Thread, replay};
 #[cfg(target_os = "linux")]

@@ -87,18 +87,40 @@ pub struct Sample {
     pub user_mode: bool,
     /// User registers, if the task had a user context.
     pub regs: Option<UserRegs>,
-    /// Whether the user stack copy used its whole size, so the stack may go on beyond it
-    /// (otherwise the copy reached the top of the stack).
-    pub stack_copy_full: bool,
-    /// Whether the copy stopped at a page it could not read below where the thread's frames
-    /// end (the BPF copier knew that end): a page not yet touched, the stack going on beyond.
-    pub copy_below_frames: bool,
+    /// Where the user stack copy ended, which says whether the stack goes on beyond it.
+    pub copy_end: CopyEnd,
     /// Whether the kernel's callchain reached its depth limit (`sample_max_stack`), so its
     /// outer user frames may be missing.
     pub chain_limited: bool,
     kernel: Range<u32>,
     user: Range<u32>,
     stack: Range<u32>,
+}
+
+/// Where a sample's user stack copy ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CopyEnd {
+    /// Short of its size: at the stack's end, or at a page it could not read (not yet
+    /// touched, or no stack), which only the thread's other copies tell apart. Also a sample
+    /// without a copy.
+    #[default]
+    Short,
+    /// At its size: the stack may go on beyond it.
+    AtSize,
+    /// At a page it could not read below where the thread's frames end (the BPF copier knew
+    /// that end): a page not yet touched, the stack going on beyond.
+    BelowFrames,
+}
+
+impl CopyEnd {
+    /// The end of a copy that was or was not cut at its size, nothing being known of where
+    /// the thread's frames end.
+    pub fn sized(cut_at_size: bool) -> CopyEnd {
+        match cut_at_size {
+            true => CopyEnd::AtSize,
+            false => CopyEnd::Short,
+        }
+    }
 }
 
 impl Sample {
@@ -651,8 +673,7 @@ impl Recording {
             ip,
             user_mode,
             regs,
-            stack_copy_full: false,
-            copy_below_frames: false,
+            copy_end: CopyEnd::Short,
             chain_limited: false,
             kernel: k0..u0,
             user: u0..u1,
@@ -709,7 +730,7 @@ impl Recording {
 mod decode;
 mod live_stack;
 
-pub(crate) use live_stack::{CHAIN_RECORD, COPY_HEADER, CopyEnd, SAMPLE_TRAILER, WHOLE_SAMPLE};
+pub(crate) use live_stack::{CHAIN_RECORD, COPY_HEADER, CopierEnd, SAMPLE_TRAILER, WHOLE_SAMPLE};
 pub(crate) use live_stack::{FrameEnds, PendingCopy, StackStart, ThreadDescriptors, word_at};
 
 #[cfg(all(test, target_os = "linux"))]
@@ -867,7 +888,7 @@ mod tests {
                 .u32((16 + stack.len() + trailer.len()) as u32)
                 .u64(sp)
                 .u32(stack.len() as u32)
-                .u32(CopyEnd::AtFrames as u32 | WHOLE_SAMPLE)
+                .u32(CopierEnd::AtFrames as u32 | WHOLE_SAMPLE)
                 .bytes(&stack)
                 .bytes(trailer)
                 .bytes(&[0; 4])
@@ -886,7 +907,7 @@ mod tests {
             r
         };
         let pair = decode(&[
-            &copier_record(CopyEnd::AtFrames as u32, sp, &stack),
+            &copier_record(CopierEnd::AtFrames as u32, sp, &stack),
             &kernels,
         ]);
         let one = decode(&[&whole(&trailer)]);
@@ -919,7 +940,7 @@ mod tests {
         put(sp + 0x18, 0x402000);
         put(sp + 0x40, sp + 0x1000);
         put(sp + 0x48, 0x403000);
-        let copy = copier_record(CopyEnd::AtFrames as u32, sp, &stack);
+        let copy = copier_record(CopierEnd::AtFrames as u32, sp, &stack);
         // In the kernel (`kernel`: its chain) or in user mode (no chain at all).
         let sample = |kernel: &[u64], bp: u64| {
             let mut b = B::default()
@@ -1027,7 +1048,7 @@ mod tests {
         let sp = 0x7ffe_0000u64;
         let stack = [7u8; 0x30];
         let sample = user_mode_sample(sp);
-        let decoded = |ended: CopyEnd| {
+        let decoded = |ended: CopierEnd| {
             let mut r = Recording {
                 copy_ids: vec![3],
                 user_chains_from_copies: true,
@@ -1038,15 +1059,14 @@ mod tests {
             r.push_raw(&sample);
             assert_eq!(r.unparsed_records, 0);
             let s = &r.samples[0];
-            (
-                r.user_stack(s).len(),
-                s.stack_copy_full,
-                s.copy_below_frames,
-            )
+            (r.user_stack(s).len(), s.copy_end)
         };
-        assert_eq!(decoded(CopyEnd::BelowFrames), (0x30, false, true));
-        assert_eq!(decoded(CopyEnd::Unreadable), (0x30, false, false));
-        assert_eq!(decoded(CopyEnd::AtSize), (0x30, true, false));
+        assert_eq!(
+            decoded(CopierEnd::BelowFrames),
+            (0x30, CopyEnd::BelowFrames)
+        );
+        assert_eq!(decoded(CopierEnd::Unreadable), (0x30, CopyEnd::Short));
+        assert_eq!(decoded(CopierEnd::AtSize), (0x30, CopyEnd::AtSize));
     }
 
     /// A copy cut at its size is followed by the chain the program walked past it: that is the
@@ -1055,7 +1075,7 @@ mod tests {
     #[test]
     fn a_chain_walked_past_a_copy_cut_at_its_size_is_the_samples() {
         let sp = 0x7ffe_0000u64;
-        let copy = copier_record(CopyEnd::AtSize as u32, sp, &[0; 0x40]);
+        let copy = copier_record(CopierEnd::AtSize as u32, sp, &[0; 0x40]);
         let walked: Vec<u8> = [0x401000u64, 0x402000, 0x403000, 0x404000]
             .iter()
             .flat_map(|a| a.to_ne_bytes())
@@ -1073,7 +1093,11 @@ mod tests {
             }
             assert_eq!(r.unparsed_records, 0);
             let s = &r.samples[0];
-            (r.user_chain(s).to_vec(), s.chain_limited, s.stack_copy_full)
+            (
+                r.user_chain(s).to_vec(),
+                s.chain_limited,
+                s.copy_end == CopyEnd::AtSize,
+            )
         };
         let past = copier_record(CHAIN_RECORD, sp, &walked);
         let all = vec![0x401000, 0x402000, 0x403000, 0x404000];
@@ -1168,7 +1192,7 @@ mod tests {
             r.push_raw(&sample_with_stack(tid, stack, stack.len() as u64 - 8));
             assert_eq!(r.unparsed_records, 0);
             let s = &r.samples[0];
-            (r.user_stack(s).len(), s.stack_copy_full)
+            (r.user_stack(s).len(), s.copy_end == CopyEnd::AtSize)
         };
         assert_eq!(start - sp, 0x40);
         assert_eq!(kept(7, 555, &stack), (0x60, false));
@@ -1178,7 +1202,7 @@ mod tests {
         // A copy cut by its size keeps saying so when nothing is dropped.
         let mut r = Recording::default();
         r.push_raw(&sample_with_stack(7, &stack, 0x200));
-        assert!(r.samples[0].stack_copy_full);
+        assert_eq!(r.samples[0].copy_end, CopyEnd::AtSize);
         // No argv's NULL where argc says, a first argument below the start, a copy short of
         // the start: another image's stack, kept whole.
         let mut other = stack.clone();

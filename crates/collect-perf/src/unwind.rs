@@ -37,7 +37,7 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{Error as FhError, FrameAddress, Module, Unwinder as _};
 
 use crate::elf::ElfInfo;
-use crate::recording::{Recording, Sample, word_at};
+use crate::recording::{CopyEnd, Recording, Sample, word_at};
 use crate::replay::{Mapping, Process, Replay};
 
 mod ends;
@@ -600,7 +600,9 @@ impl ProcessUnwinder {
             _ if s.chain_limited => StackEnd::CallchainLimit,
             // Beyond a copy the kernel cut by its size; a chain that leaves a copy which
             // holds the whole stack has left the stack, and says no more than a stuck unwind.
-            Some(last) if frames.len() > 1 && last.position.is_none() && s.stack_copy_full => {
+            Some(last)
+                if frames.len() > 1 && last.position.is_none() && s.copy_end == CopyEnd::AtSize =>
+            {
                 StackEnd::StackCopy
             }
             _ => StackEnd::UnwindInfo,
@@ -1059,11 +1061,10 @@ impl CopyBounds {
     fn of(s: &Sample, end: u64, thread_end: u64) -> CopyBounds {
         CopyBounds {
             end,
-            full: s.stack_copy_full,
-            stack_end: if s.copy_below_frames {
-                u64::MAX
-            } else {
-                thread_end
+            full: s.copy_end == CopyEnd::AtSize,
+            stack_end: match s.copy_end {
+                CopyEnd::BelowFrames => u64::MAX,
+                CopyEnd::Short | CopyEnd::AtSize => thread_end,
             },
         }
     }

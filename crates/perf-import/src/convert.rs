@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use collect_perf::{
-    AggregateOptions, Aggregator, MachineSnapshot, Output, Recording, SideBand, SideRecord,
-    UserRegs, WriteOptions, WriteSummary, write_measurement_to,
+    AggregateOptions, Aggregator, CopyEnd, MachineSnapshot, Output, Recording, SideBand,
+    SideRecord, UserRegs, WriteOptions, WriteSummary, write_measurement_to,
 };
 use linux_perf_data::linux_perf_event_reader::constants::PERF_RECORD_MISC_MMAP_BUILD_ID;
 use linux_perf_data::linux_perf_event_reader::{
@@ -483,7 +483,7 @@ fn read_records<R: Read>(
                     &stack,
                 );
                 if let Some(last) = one.samples.last_mut() {
-                    last.stack_copy_full = full;
+                    last.copy_end = CopyEnd::sized(full);
                     last.chain_limited = s
                         .callchain
                         .as_ref()

@@ -25,7 +25,7 @@ use super::insn::{Alu, Asm, Code, Cond, Helper, Label, MapSlot, Reg, Size};
 use super::map::{Map, MapKind};
 use super::prog::{Attachment, Program};
 use crate::recording::{
-    CHAIN_RECORD, COPY_HEADER as HEADER, CopyEnd as Ended, SAMPLE_TRAILER, WHOLE_SAMPLE,
+    CHAIN_RECORD, COPY_HEADER as HEADER, CopierEnd as Ended, SAMPLE_TRAILER, WHOLE_SAMPLE,
 };
 use crate::{Error, Result};
 

@@ -7,8 +7,9 @@ use super::{CounterEvent, Recording, Sample, SideBand, SideRecord, TraceSample, 
 pub(super) mod parse {
     use super::parse_fields::{callchain, place, regs_user, stack_user};
     use super::{Recording, SideBand, SideRecord, UserRegs};
+    use crate::recording::CopyEnd;
     use crate::recording::live_stack::{
-        CopyEnd, frame_pointer_chain, live_stack, parse_chain, parse_copy,
+        CopierEnd, frame_pointer_chain, live_stack, parse_chain, parse_copy,
     };
     use crate::sys::*;
 
@@ -189,12 +190,12 @@ pub(super) mod parse {
         let size = c.u32()? as usize;
         let raw = c.bytes(size)?;
         let mut regs = None;
-        let (mut stack, mut stack_copy_full) = (&[][..], false);
+        let (mut stack, mut full) = (&[][..], false);
         if st & SAMPLE_REGS_USER != 0 {
             regs = regs_user(c)?;
         }
         if st & SAMPLE_STACK_USER != 0 {
-            (stack, stack_copy_full) = live_stack(r, (pid, tid, time), regs, stack_user(c)?);
+            (stack, full) = live_stack(r, (pid, tid, time), regs, stack_user(c)?);
         }
         let placed = place(r, chain, stack);
         let r0 = r.raw.len() as u32;
@@ -210,8 +211,7 @@ pub(super) mod parse {
             ip: 0,
             user_mode: false,
             regs,
-            stack_copy_full,
-            copy_below_frames: false,
+            copy_end: CopyEnd::sized(full),
             chain_limited: placed.chain_limited,
             kernel: placed.kernel,
             user: placed.user,
@@ -357,22 +357,20 @@ pub(super) mod parse {
         Some(())
     }
 
-    /// A sample's stack copy as kept: the bytes that can hold frames, whether the copy used
-    /// its whole size, and whether it stopped below where the thread's frames end.
+    /// A sample's stack copy as kept: the bytes that can hold frames, and where it ended.
     #[derive(Clone, Copy)]
     struct Kept<'a> {
         bytes: &'a [u8],
-        full: bool,
-        below_frames: bool,
+        end: CopyEnd,
     }
 
     impl<'a> Kept<'a> {
-        /// A copy as [`live_stack`] keeps it, with nothing known of where the frames end.
+        /// A copy as [`live_stack`] keeps it (whether it is cut at its size), with nothing
+        /// known of where the frames end.
         fn of((bytes, full): (&'a [u8], bool)) -> Kept<'a> {
             Kept {
                 bytes,
-                full,
-                below_frames: false,
+                end: CopyEnd::sized(full),
             }
         }
     }
@@ -382,18 +380,17 @@ pub(super) mod parse {
         r: &mut Recording,
         sample: (u32, u32, u64),
         regs: Option<UserRegs>,
-        ended: CopyEnd,
+        ended: CopierEnd,
         bytes: &'a [u8],
     ) -> Kept<'a> {
         match ended {
-            CopyEnd::AtFrames => Kept::of((bytes, false)),
-            CopyEnd::BelowFrames => Kept {
+            CopierEnd::AtFrames => Kept::of((bytes, false)),
+            CopierEnd::BelowFrames => Kept {
                 bytes,
-                full: false,
-                below_frames: true,
+                end: CopyEnd::BelowFrames,
             },
-            CopyEnd::AtSize => Kept::of(live_stack(r, sample, regs, (bytes, true))),
-            CopyEnd::Unreadable => Kept::of(live_stack(r, sample, regs, (bytes, false))),
+            CopierEnd::AtSize => Kept::of(live_stack(r, sample, regs, (bytes, true))),
+            CopierEnd::Unreadable => Kept::of(live_stack(r, sample, regs, (bytes, false))),
         }
     }
 
@@ -451,8 +448,7 @@ pub(super) mod parse {
             ip: head.ip,
             user_mode: head.user_mode,
             regs,
-            stack_copy_full: copy.full,
-            copy_below_frames: copy.below_frames,
+            copy_end: copy.end,
             chain_limited: placed.chain_limited,
             kernel: placed.kernel,
             user: placed.user,

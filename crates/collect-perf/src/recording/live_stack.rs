@@ -39,7 +39,7 @@ pub(crate) const COPY_HEADER: usize = 16;
 /// Why a copy of the stack-copying BPF program ([`crate::bpf`]'s `LiveCopy`) ends where it
 /// does: its record's code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum CopyEnd {
+pub(crate) enum CopierEnd {
     /// At the copy size: the stack may go on beyond it.
     #[default]
     AtSize = 0,
@@ -103,7 +103,7 @@ impl WholeSample {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CopyRecord<'a> {
     pub sp: u64,
-    pub ended: CopyEnd,
+    pub ended: CopierEnd,
     pub bytes: &'a [u8],
     pub whole: Option<WholeSample>,
 }
@@ -126,10 +126,10 @@ fn copier_record(raw: &[u8]) -> Option<(u64, u32, &[u8])> {
 pub(crate) fn parse_copy(raw: &[u8]) -> Option<CopyRecord<'_>> {
     let (sp, code, bytes) = copier_record(raw)?;
     let ended = match code & !WHOLE_SAMPLE {
-        0 => CopyEnd::AtSize,
-        1 => CopyEnd::Unreadable,
-        2 => CopyEnd::AtFrames,
-        4 => CopyEnd::BelowFrames,
+        0 => CopierEnd::AtSize,
+        1 => CopierEnd::Unreadable,
+        2 => CopierEnd::AtFrames,
+        4 => CopierEnd::BelowFrames,
         _ => return None,
     };
     let whole = if code & WHOLE_SAMPLE != 0 {
@@ -163,7 +163,7 @@ pub(crate) fn parse_chain(raw: &[u8]) -> Option<(u64, &[u8])> {
 pub(crate) struct PendingCopy {
     pub waiting: bool,
     pub sp: u64,
-    pub ended: CopyEnd,
+    pub ended: CopierEnd,
     /// Kept between copies, so a copy costs no allocation.
     pub bytes: Vec<u8>,
     /// The chain walked past a copy cut at its size, if its record came (else empty).
@@ -376,7 +376,7 @@ mod tests {
         let r = parse_copy(&raw).map(|r| (r.sp, r.ended, r.bytes.to_vec()));
         assert_eq!(
             r,
-            Some((0x7ffe_1000, CopyEnd::AtFrames, vec![1, 2, 3, 4, 5]))
+            Some((0x7ffe_1000, CopierEnd::AtFrames, vec![1, 2, 3, 4, 5]))
         );
         // Longer than the record, an unknown end, a short header: refused.
         raw[8] = 9;
