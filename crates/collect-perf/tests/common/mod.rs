@@ -149,12 +149,13 @@ impl ElfSyms {
 
     /// The function holding runtime address `a` of a mapping at `start` of offset `pgoff`.
     pub fn name(&self, m: &collect_perf::Mapping, a: u64) -> Option<&str> {
-        let off = a - m.start + m.pgoff;
+        let off = a.checked_sub(m.start)? + m.pgoff;
         let &(o, v, _) = self
             .segments
             .iter()
             .find(|(o, _, sz)| *o & !4095 <= off && off < o + sz)?;
-        let svma = v + (off - o);
+        // Within the segment's first page but before its bytes: none of its functions.
+        let svma = v + off.checked_sub(o)?;
         let i = self.syms.partition_point(|s| s.0 <= svma);
         let (start, size, name) = self.syms.get(i.checked_sub(1)?)?;
         (svma < start + size.max(&1)).then_some(name.as_str())
