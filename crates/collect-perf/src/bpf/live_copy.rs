@@ -351,11 +351,11 @@ fn copy_program(max: u32, whole: bool) -> Code {
 
 /// At `write` (the copy in R8's buffer, its length in R9, R6 the context), in runs that copy
 /// at full size (whose user chains the decoder walks over the copies, the kernel being asked
-/// for none): a sample taken in user mode whose copy is not cut at its size is written whole, the copy with a trailer of
-/// the sample's fields ([`SAMPLE_TRAILER`]), and the program returns 0 so that the kernel
-/// writes no sample of its own: one record instead of two, and the kernel's sample (its
-/// callchain, registers and output: ~2 us of the sampled task's time a sample at 40 kHz
-/// here, against ~0.65 us for this program's output) not made. Other
+/// for none): a sample taken in user mode whose copy is not cut at its size is written whole,
+/// the copy with a trailer of the sample's fields ([`SAMPLE_TRAILER`]), and the program
+/// returns 0 so that the kernel writes no sample of its own: one record instead of two, and
+/// the kernel's sample (its callchain, registers and output: ~2 us of the sampled task's time
+/// a sample at 40 kHz here, against ~0.65 us for this program's output) not made. Other
 /// samples go on to the copy record and the kernel's sample. Jumps to `done` (return 0)
 /// whether the record found room or not: without room the output event counts it lost.
 fn whole_sample(a: &mut Asm, done: Label) {

@@ -80,11 +80,7 @@ pub(crate) struct WholeSample {
 
 impl WholeSample {
     fn parse(t: &[u8]) -> Option<WholeSample> {
-        let word = |i: usize| {
-            Some(u64::from_ne_bytes(
-                t.get(8 * i..8 * i + 8)?.try_into().ok()?,
-            ))
-        };
+        let word = |i: u64| word_at(t, 0, 8 * i);
         let pid_tid = word(1)?;
         Some(WholeSample {
             ip: word(0)?,
