@@ -14,8 +14,10 @@
 #      pkgmon's BPF copier) runs in the sampled task's context, so it is the task's own CPU time
 #      (work.c reports it) over the bare run's, per sample;
 #    - in the profiler while recording: the runtime of the profiler's own threads
-#      (/proc/PID/task/*/schedstat) from 1 to 3.5 s into the run, per sample of that stretch
-#      (reading the rings; pkgmon also unwinds and aggregates, perf record writes raw records).
+#      (/proc/PID/task/*/schedstat, polled every 10 ms) from the end of one of its bursts of
+#      work to the end of another, 1 s into the run and before 0.85 of the bare run's length,
+#      per sample of that stretch (reading the rings; pkgmon also unwinds and aggregates, perf
+#      record writes raw records).
 #    Their sum is the cost per sample; the whole run's extra CPU (the process tree's, over the
 #    bare run: start-up and exit included) and the CPU of making the call-graph listing from the
 #    recording (`pkgprof -b --pid` of pkgmon's directory, `perf report --stdio --no-children -g`
