@@ -167,7 +167,20 @@ struct RegisterFrames {
 struct LiveUnwinder {
     fh: FhUnwinder,
     signal_frames: Vec<Range<u64>>,
+    /// By start: looked up at every frame (a scan of the eleven of ld.so and glibc took a
+    /// tenth of the unwinder's time).
     register_frames: Vec<RegisterFrames>,
+}
+
+impl LiveUnwinder {
+    /// The register-kept frame whose code holds `at`. The ranges of one set of live mappings
+    /// do not overlap (unwind entries of one file, files at distinct addresses), so it is the
+    /// last to start at or before `at`.
+    fn register_frame(&self, at: u64) -> Option<&RegisterFrames> {
+        let i = self.register_frames.partition_point(|f| f.at.start <= at);
+        let f = self.register_frames.get(i.checked_sub(1)?)?;
+        f.at.contains(&at).then_some(f)
+    }
 }
 
 /// The unwinding state of one process: an unwinder per set of live mappings, and the last
@@ -210,6 +223,9 @@ struct LiveSet {
     /// Whether two of them overlap (never from a replay: an mmap ends those it overlaps);
     /// then an address is looked up as [`Process::mapping_index_at`] does.
     overlapping: bool,
+    /// The entry of `by_start` last found: a stack's frames mostly lie in the mapping of the
+    /// frame before (a third of the unwinder's lookups' cost was the search).
+    last: std::cell::Cell<(u64, u64, usize)>,
 }
 
 impl LiveSet {
@@ -237,6 +253,7 @@ impl LiveSet {
             }
         }
         self.by_start.sort_unstable();
+        self.last.set((0, 0, 0));
         self.overlapping = self.by_start.windows(2).any(|w| w[0].1 > w[1].0);
         (self.of, self.from, self.until) = (Some(of), from, until);
         true
@@ -247,10 +264,15 @@ impl LiveSet {
         if self.overlapping {
             return p.mapping_index_at(addr, time);
         }
+        let (start, end, k) = self.last.get();
+        if start <= addr && addr < end {
+            return Some(k);
+        }
         let i = self
             .by_start
             .partition_point(|&(start, _, _)| start <= addr);
-        let &(_, end, k) = self.by_start.get(i.checked_sub(1)?)?;
+        let &(start, end, k) = self.by_start.get(i.checked_sub(1)?)?;
+        self.last.set((start, end, k));
         (addr < end).then_some(k)
     }
 }
@@ -712,6 +734,7 @@ impl ProcessUnwinder {
                             signal_frames.extend(m.signal_frames);
                             register_frames.extend(m.register_frames);
                         }
+                        register_frames.sort_unstable_by_key(|f| f.at.start);
                         let live = LiveUnwinder {
                             fh,
                             signal_frames,
@@ -935,7 +958,7 @@ impl ProcessUnwinder {
             // its unwind entry, the register's value from where an inner frame saved it. At
             // the trampoline's first instructions, before the register holds the frame, its
             // entry says rsp, as framehop's rules do.
-            if let Some(f) = live.register_frames.iter().find(|f| f.at.contains(&at))
+            if let Some(f) = live.register_frame(at)
                 && let Some(here) = rbx_row(f, at)
             {
                 // A read the copy cannot answer ends the stack there, as in framehop's steps
