@@ -530,7 +530,12 @@ impl Recording {
         if order.is_empty() {
             return;
         }
-        for &(_, kind, i) in &order {
+        for (j, &(_, kind, i)) in order.iter().enumerate() {
+            match order.get(j + PREFETCH_AHEAD) {
+                Some(&(_, 2, next)) => prefetch(self.user_stack(&self.samples[next])),
+                Some(&(_, 3, next)) => prefetch(self.user_stack(&self.traces[next].sample)),
+                _ => {}
+            }
             f(self, Event::of(kind, i));
         }
         self.side_band.retain(|r| r.time > upto);
@@ -724,6 +729,27 @@ impl Recording {
         self.trace_ids.push((id, index));
         index
     }
+}
+
+/// How many records ahead of the one handed on a sample's stack copy is fetched into the
+/// cache: the copies were written a round earlier, and the unwinder's reads of return
+/// addresses, each waiting for the one before, missed the cache (four fifths of framehop's
+/// time at 10 kHz; pkgmon's own time a sample fell by a fifth).
+const PREFETCH_AHEAD: usize = 2;
+
+/// Asks the CPU to bring the first 16 KiB of `bytes` into its cache.
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64).take(256) {
+        // Safety: a prefetch only hints the cache, and the address lies in a live slice.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 #[cfg(target_os = "linux")]
