@@ -734,7 +734,7 @@ impl Recording {
 /// How many records ahead of the one handed on a sample's stack copy is fetched into the
 /// cache: the copies were written a round earlier, and the unwinder's reads of return
 /// addresses, each waiting for the one before, missed the cache (four fifths of framehop's
-/// time at 10 kHz; pkgmon's own time a sample fell by a fifth).
+/// time at 10 kHz; with the prefetch pkgmon took 73 ms of CPU over 8 s of it, 92 before).
 const PREFETCH_AHEAD: usize = 2;
 
 /// Asks the CPU to bring the first 16 KiB of `bytes` into its cache.
