@@ -175,7 +175,8 @@ struct LiveUnwinder {
 impl LiveUnwinder {
     /// The register-kept frame whose code holds `at`. The ranges of one set of live mappings
     /// do not overlap (unwind entries of one file, files at distinct addresses), so it is the
-    /// last to start at or before `at`.
+    /// last to start at or before `at`. (A file whose entries overlap may have a frame in one
+    /// of them unwound by framehop alone.)
     fn register_frame(&self, at: u64) -> Option<&RegisterFrames> {
         let i = self.register_frames.partition_point(|f| f.at.start <= at);
         let f = self.register_frames.get(i.checked_sub(1)?)?;
