@@ -170,6 +170,8 @@ struct LiveUnwinder {
     /// By start: looked up at every frame (a scan of the eleven of ld.so and glibc took a
     /// tenth of the unwinder's time).
     register_frames: Vec<RegisterFrames>,
+    /// From the first of them to the end of the last: most frames lie outside.
+    register_span: Range<u64>,
 }
 
 impl LiveUnwinder {
@@ -178,6 +180,9 @@ impl LiveUnwinder {
     /// last to start at or before `at`. (A file whose entries overlap may have a frame in one
     /// of them unwound by framehop alone.)
     fn register_frame(&self, at: u64) -> Option<&RegisterFrames> {
+        if !self.register_span.contains(&at) {
+            return None;
+        }
         let i = self.register_frames.partition_point(|f| f.at.start <= at);
         let f = self.register_frames.get(i.checked_sub(1)?)?;
         f.at.contains(&at).then_some(f)
@@ -736,10 +741,15 @@ impl ProcessUnwinder {
                             register_frames.extend(m.register_frames);
                         }
                         register_frames.sort_unstable_by_key(|f| f.at.start);
+                        let end = register_frames.iter().map(|f| f.at.end).max();
+                        let register_span = register_frames
+                            .first()
+                            .map_or(0..0, |f| f.at.start..end.unwrap_or(0));
                         let live = LiveUnwinder {
                             fh,
                             signal_frames,
                             register_frames,
+                            register_span,
                         };
                         self.unwinders.push((self.live.indices.clone(), live));
                         self.unwinders.len() - 1
