@@ -531,9 +531,12 @@ impl Recording {
             return;
         }
         for (j, &(_, kind, i)) in order.iter().enumerate() {
-            match order.get(j + PREFETCH_AHEAD) {
-                Some(&(_, 2, next)) => prefetch(self.user_stack(&self.samples[next])),
-                Some(&(_, 3, next)) => prefetch(self.user_stack(&self.traces[next].sample)),
+            match order
+                .get(j + PREFETCH_AHEAD)
+                .map(|&(_, k, i)| Event::of(k, i))
+            {
+                Some(Event::Sample(n)) => prefetch(self.user_stack(&self.samples[n])),
+                Some(Event::Trace(n)) => prefetch(self.user_stack(&self.traces[n].sample)),
                 _ => {}
             }
             f(self, Event::of(kind, i));
