@@ -348,10 +348,9 @@ fn listing(run: &Run, mode: &str) -> Listing {
     l
 }
 
-/// Compares every function the workload measured with both listings; returns the
-/// discrepancies, one line each.
-/// What differs from the program's own measurement in both `--inclusive` modes, and the
-/// stacks-mode listing (a deep recursion's takes the tests' debug pkgprof seconds to make).
+/// Compares every function the workload measured with both `--inclusive` listings; returns
+/// the discrepancies, one line each, and the stacks-mode listing (a deep recursion's takes
+/// the tests' debug pkgprof seconds to make).
 fn compare(run: &Run, what: &str) -> (Vec<String>, Listing) {
     let mut bad = Vec::new();
     let mut stacks = Listing::default();
