@@ -363,23 +363,31 @@ fn is_private(st: &libc::stat) -> bool {
         && st.st_mode & (libc::S_IWGRP | libc::S_IWOTH) == 0
 }
 
+/// The first read of a file whose size is unknown (a /proc or /sys file says 0): a page, so
+/// that `stat` or `status` comes in one read instead of five to eight growing ones (a pid's
+/// /proc files are read every few seconds while a run records).
+const FIRST_READ: usize = 4096;
+
 /// Copies at most `limit` bytes (and at most `size`, when known); a file with more than
 /// `limit` is refused.
 fn read_capped(file: File, path: &Path, limit: u64, size: Option<u64>) -> Result<Contents> {
     let mut buf = Vec::new();
-    if let Some(size) = size {
-        buf.try_reserve_exact(size as usize).map_err(|_| {
-            Error::io(
-                path,
-                "cannot allocate memory for",
-                std::io::Error::from(std::io::ErrorKind::OutOfMemory),
-            )
-        })?;
-    }
+    let reserve = size.unwrap_or_else(|| limit.saturating_add(1).min(FIRST_READ as u64));
+    buf.try_reserve_exact(reserve as usize).map_err(|_| {
+        Error::io(
+            path,
+            "cannot allocate memory for",
+            std::io::Error::from(std::io::ErrorKind::OutOfMemory),
+        )
+    })?;
     let cap = size.unwrap_or(limit.saturating_add(1));
     file.take(cap)
         .read_to_end(&mut buf)
         .map_err(|e| Error::io(path, "cannot read", e))?;
+    if size.is_none() && buf.len() < FIRST_READ / 2 {
+        // Kept texts (a process's `stat`, `io`) hold what they read, not the page.
+        buf.shrink_to_fit();
+    }
     if buf.len() as u64 > limit {
         return Err(Error::new(
             path,
