@@ -2,7 +2,7 @@
 # Side by side: pkgmon against `perf record -g` (frame-pointer callchains, perf's usual mode)
 # and `perf record --call-graph dwarf` (stack copies, like pkgmon) on the same workloads.
 #
-#   bash benches/compare-perf.sh            (everything, about 20 minutes)
+#   bash benches/compare-perf.sh            (everything, about 25 minutes)
 #   MEMORY_SECONDS=10 RUNS=3 bash benches/compare-perf.sh     (shorter)
 #   PKGMON=path/to/pkgmon bash benches/compare-perf.sh       (a pkgmon already built)
 #   PARTS="cost" bash benches/compare-perf.sh                 (some of the parts below only)
@@ -26,6 +26,16 @@
 #    copy) and `--stack-copy kernel` (the stacks copied by the kernel instead of pkgmon's BPF
 #    program); against `perf record -g` and `perf record --call-graph dwarf` (stack copies,
 #    like pkgmon). RUNS rounds, each running every tool at every rate once, in turn.
+# 1b. (handler) What a sample costs inside the sampling interrupt, timed there: the cpu-clock
+#    event's timer callback (perf_swevent_hrtimer, where the kernel writes perf's sample with
+#    its callchain, or pkgmon's BPF copier writes its record) from the kernel's
+#    hrtimer_expire_entry to its hrtimer_expire_exit tracepoint, every sample of a run, in TSC
+#    cycles (trace_clock x86-tsc, calibrated against CLOCK_MONOTONIC). No run-to-run noise of
+#    the workload here, which at 1 kHz is larger than what a sample costs; what it leaves out
+#    is the interrupt's entry and exit (the same for every tool) and the caches the sampling
+#    takes from the workload (in part 1's "in the workload"). work.c, 4 s of work at every
+#    rate; RUNS rounds, the median of each tool's per-run means. Needs tracefs (mounted at
+#    /sys/kernel/tracing) and x86-tsc; the tracepoints cost each sample ~0.5 us more, alike.
 # 2. (memory) Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run
 #    (default 60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that
 #    does not grow with time shows the same peak for both lengths.
@@ -48,7 +58,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 runs="${RUNS:-5}"
 memory_seconds="${MEMORY_SECONDS:-60}"
-parts="${PARTS:-cost memory stack}"
+parts="${PARTS:-cost handler memory stack}"
 . "$root/benches/lib.sh"
 needs hyperfine perf cc /usr/bin/time python3
 find_pkgmon
@@ -199,6 +209,112 @@ if retries:
 PY
 fi
 rm -rf out.run work.cpu stderr.txt
+
+if [[ " $parts " == *" handler "* ]]; then
+echo
+echo "## Time in the sampling interrupt, load average before: $(load)"
+echo
+python3 - "$pkgmon" "$runs" <<'PY'
+import re, statistics, subprocess, sys, time
+pkgmon, rounds = sys.argv[1], int(sys.argv[2])
+T = "/sys/kernel/tracing"
+if "x86-tsc" not in open(f"{T}/trace_clock").read():
+    sys.exit("needs tracefs at /sys/kernel/tracing with the x86-tsc trace clock")
+target = next(l.split()[0] for l in open("/proc/kallsyms")
+              if l.split()[2] == "perf_swevent_hrtimer")
+if int(target, 16) == 0:
+    sys.exit("needs kernel addresses in /proc/kallsyms (root)")
+def put(name, value):
+    with open(f"{T}/{name}", "w") as f:
+        f.write(value)
+def get(name):
+    text = open(f"{T}/{name}").read()
+    return re.search(r"\[(\S+)\]", text).group(1) if name == "trace_clock" else text.strip()
+saved = {n: get(n) for n in ("trace_clock", "buffer_size_kb", "tracing_on")}
+events = ("events/timer/hrtimer_expire_entry", "events/timer/hrtimer_expire_exit")
+line = re.compile(r"\[(\d+)\].*?\s(\d+): "
+                  r"(hrtimer_expire_entry|hrtimer_expire_exit|tracing_mark_write): (?:hrtimer=(\S+))?")
+def traced(cmd):
+    """The callback's cycles of every sample of one run of cmd, and the TSC's cycles a second
+    (from two trace marks written a known CLOCK_MONOTONIC time apart)."""
+    put("tracing_on", "0")
+    put("trace", "")
+    put("trace_clock", "x86-tsc")
+    put("buffer_size_kb", "65536")
+    put(f"{events[0]}/filter", f"function == 0x{target}")
+    for e in events:
+        put(f"{e}/enable", "1")
+    put("tracing_on", "1")
+    t0 = time.monotonic(); put("trace_marker", "calibrate 0")
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    t1 = time.monotonic(); put("trace_marker", "calibrate 1")
+    put("tracing_on", "0")
+    for e in events:
+        put(f"{e}/enable", "0")
+    put(f"{events[0]}/filter", "0")
+    open_at, cycles, marks = {}, [], []
+    with open(f"{T}/trace") as f:
+        for l in f:
+            m = line.search(l)
+            if not m:
+                continue
+            cpu, ts, kind, timer = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+            if kind == "tracing_mark_write":
+                marks.append(ts)
+            elif kind == "hrtimer_expire_entry":
+                open_at[cpu] = (timer, ts)
+            elif cpu in open_at and open_at[cpu][0] == timer:
+                cycles.append(ts - open_at.pop(cpu)[1])
+    put("trace", "")
+    if len(marks) != 2 or not cycles:
+        sys.exit(f"the trace lost events ({len(marks)} marks, {len(cycles)} samples): "
+                 "a larger buffer_size_kb?")
+    return cycles, (marks[1] - marks[0]) / (t1 - t0)
+def command(tool, hz):
+    f = ["-F", str(hz)]
+    return {
+        "pkgmon": [pkgmon, "-o", "out.run"] + f,
+        "pkgmon --stack-copy kernel": [pkgmon, "-o", "out.run", "--stack-copy", "kernel"] + f,
+        "pkgmon --stack-size 0": [pkgmon, "-o", "out.run", "--stack-size", "0"] + f,
+        "perf -g": ["perf", "record", "-q", "-g", "-o", "out.run"] + f,
+        "perf dwarf": ["perf", "record", "-q", "--call-graph", "dwarf", "-o", "out.run"] + f,
+    }[tool] + ["--", "./work", "2800"]
+tools = ["pkgmon", "pkgmon --stack-copy kernel", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
+rates = (1000, 4000, 10000)
+rows = {(hz, t): [] for hz in rates for t in tools}
+try:
+    for _ in range(rounds):
+        for hz in rates:
+            for t in tools:
+                subprocess.run(["rm", "-rf", "out.run"])
+                cycles, per_second = traced(command(t, hz))
+                us = sorted(c / per_second * 1e6 for c in cycles)
+                rows[hz, t].append(dict(n=len(us), mean=statistics.fmean(us), p50=us[len(us) // 2],
+                                        p99=us[int(0.99 * (len(us) - 1))]))
+finally:
+    put("tracing_on", "0")
+    for e in events:
+        put(f"{e}/enable", "0")
+    put(f"{events[0]}/filter", "0")
+    put("trace", "")
+    for n, v in saved.items():
+        put(n, v)
+def med(hz, t, key):
+    return statistics.median(r[key] for r in rows[hz, t])
+print("| Hz | tool | samples timed | mean (µs a sample) | range of the rounds' means | median "
+      "| 99th percentile | vs perf -g |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
+for hz in rates:
+    for t in tools:
+        means = [r["mean"] for r in rows[hz, t]]
+        ratio = statistics.median(a["mean"] / b["mean"]
+                                  for a, b in zip(rows[hz, t], rows[hz, "perf -g"]))
+        print(f"| {hz} | {t} | {int(med(hz, t, 'n'))} | {statistics.median(means):.2f} "
+              f"| {min(means):.2f}–{max(means):.2f} | {med(hz, t, 'p50'):.2f} "
+              f"| {med(hz, t, 'p99'):.2f} "
+              f"| {ratio:.2f}× |")
+PY
+fi
 
 if [[ " $parts " == *" memory "* ]]; then
 echo
