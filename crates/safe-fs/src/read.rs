@@ -364,8 +364,8 @@ fn is_private(st: &libc::stat) -> bool {
 }
 
 /// The first read of a file whose size is unknown (a /proc or /sys file says 0): a page, so
-/// that `stat` or `status` comes in one read instead of five to eight growing ones (a pid's
-/// /proc files are read every few seconds while a run records).
+/// that `stat` or `status` comes in one read instead of five to eight growing ones (a followed
+/// process's /proc files are read again and again while a run records).
 const FIRST_READ: usize = 4096;
 
 /// Copies at most `limit` bytes (and at most `size`, when known); a file with more than
@@ -541,6 +541,29 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn procfs_files_come_whole_past_the_first_read() {
+        // kallsyms (thousands of lines) says its size is 0, so it is read a page at first and
+        // then in growing reads. It changes only when a BPF program or module comes or goes:
+        // read again if it did between the two readings.
+        let whole = (0..5).any(|_| {
+            let ours = read("/proc/kallsyms", &ReadOptions::procfs(1 << 30)).unwrap();
+            let std = std::fs::read("/proc/kallsyms").unwrap();
+            assert!(std.len() > 4 * FIRST_READ, "{}", std.len());
+            *ours == std[..]
+        });
+        assert!(
+            whole,
+            "kallsyms read differently from std's read five times"
+        );
+        // A short text keeps what it holds, not the first read's page.
+        let kept = read("/proc/self/stat", &ReadOptions::procfs(1 << 20))
+            .unwrap()
+            .into_vec();
+        assert!(kept.capacity() < FIRST_READ / 2, "{}", kept.capacity());
+        assert!(kept.starts_with(format!("{} (", std::process::id()).as_bytes()));
     }
 
     #[test]
