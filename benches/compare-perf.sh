@@ -35,7 +35,8 @@
 #    is the interrupt's entry and exit (the same for every tool) and the caches the sampling
 #    takes from the workload (in part 1's "in the workload"). work.c, 4 s of work at every
 #    rate; RUNS rounds, the median of each tool's per-run means. Needs tracefs (mounted at
-#    /sys/kernel/tracing) and x86-tsc; the tracepoints cost each sample ~0.5 us more, alike.
+#    /sys/kernel/tracing) and x86-tsc; the two tracepoints add their own cost to every sample,
+#    alike for every tool.
 # 2. (memory) Peak memory (maximum RSS, /usr/bin/time -v) of a 10 s and a MEMORY_SECONDS run
 #    (default 60) at 4 kHz, of pkgmon and of `perf record -g`, on the same workload: memory that
 #    does not grow with time shows the same peak for both lengths.
@@ -314,6 +315,7 @@ for hz in rates:
               f"| {med(hz, t, 'p99'):.2f} "
               f"| {ratio:.2f}× |")
 PY
+rm -rf out.run
 fi
 
 if [[ " $parts " == *" memory "* ]]; then
