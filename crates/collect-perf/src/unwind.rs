@@ -175,6 +175,23 @@ struct LiveUnwinder {
 }
 
 impl LiveUnwinder {
+    /// Keeps `register_frames` by start, with their span, for [`LiveUnwinder::register_frame`].
+    fn new(
+        fh: FhUnwinder,
+        signal_frames: Vec<Range<u64>>,
+        mut register_frames: Vec<RegisterFrames>,
+    ) -> LiveUnwinder {
+        register_frames.sort_unstable_by_key(|f| f.at.start);
+        let register_span = register_frames.first().map_or(0, |f| f.at.start)
+            ..register_frames.iter().map(|f| f.at.end).max().unwrap_or(0);
+        LiveUnwinder {
+            fh,
+            signal_frames,
+            register_frames,
+            register_span,
+        }
+    }
+
     /// The register-kept frame whose code holds `at`. The ranges of one set of live mappings
     /// do not overlap (unwind entries of one file, files at distinct addresses), so it is the
     /// last to start at or before `at`. (A file whose entries overlap may have a frame in one
@@ -740,17 +757,7 @@ impl ProcessUnwinder {
                             signal_frames.extend(m.signal_frames);
                             register_frames.extend(m.register_frames);
                         }
-                        register_frames.sort_unstable_by_key(|f| f.at.start);
-                        let end = register_frames.iter().map(|f| f.at.end).max();
-                        let register_span = register_frames
-                            .first()
-                            .map_or(0..0, |f| f.at.start..end.unwrap_or(0));
-                        let live = LiveUnwinder {
-                            fh,
-                            signal_frames,
-                            register_frames,
-                            register_span,
-                        };
+                        let live = LiveUnwinder::new(fh, signal_frames, register_frames);
                         self.unwinders.push((self.live.indices.clone(), live));
                         self.unwinders.len() - 1
                     }
