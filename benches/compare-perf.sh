@@ -85,8 +85,9 @@ echo "## CPU per sample, load average before: $(load)"
 echo
 # One run per tool and rate a round, in turn (bare, then each tool at 1, 4 and 10 kHz), so a
 # change of load falls on all alike; medians over the rounds, ratios as medians of each round's.
-python3 - "$pkgmon" "$pkgprof" "$runs" <<'PY'
+PYTHONPATH="$root/benches" python3 - "$pkgmon" "$pkgprof" "$runs" <<'PY'
 import glob, os, re, resource, statistics, subprocess, sys, time
+import profilers
 pkgmon, pkgprof, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
 # Work units (~700 a second): at 1 kHz 13 s of work, for as many samples as 4 s at 4 kHz,
 # since what a sample costs the task must stand out of the run's own noise.
@@ -165,17 +166,8 @@ def listing_cpu(tool, stderr):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 def command(tool, hz):
-    work = ["./work", str(size_at[hz])]
-    f = ["-F", str(hz)]
-    return {
-        "pkgmon": [pkgmon, "-o", "out.run"] + f + ["--"] + work,
-        "pkgmon --stack-copy kernel": [pkgmon, "-o", "out.run"] + f + ["--stack-copy", "kernel", "--"] + work,
-        "pkgmon --stack-size 0": [pkgmon, "-o", "out.run"] + f + ["--stack-size", "0", "--"] + work,
-        "perf -g": ["perf", "record", "-q", "-g", "-o", "out.run"] + f + ["--"] + work,
-        "perf dwarf": ["perf", "record", "-q", "--call-graph", "dwarf", "-o", "out.run"] + f + ["--"] + work,
-    }[tool]
-tools = ["pkgmon", "pkgmon --stack-copy kernel", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
-rates = (1000, 4000, 10000)
+    return profilers.command(tool, pkgmon, hz, ["./work", str(size_at[hz])])
+tools, rates = profilers.TOOLS, profilers.RATES
 rows = {(hz, t): [] for hz in rates for t in tools}
 for _ in range(rounds):
     bare = {size: run(["./work", str(size)], size / 700) for size in sorted(set(size_at.values()))}
@@ -215,8 +207,9 @@ if [[ " $parts " == *" handler "* ]]; then
 echo
 echo "## Time in the sampling interrupt, load average before: $(load)"
 echo
-python3 - "$pkgmon" "$runs" <<'PY'
+PYTHONPATH="$root/benches" python3 - "$pkgmon" "$runs" <<'PY'
 import re, statistics, subprocess, sys, time
+import profilers
 pkgmon, rounds = sys.argv[1], int(sys.argv[2])
 T = "/sys/kernel/tracing"
 if "x86-tsc" not in open(f"{T}/trace_clock").read():
@@ -272,16 +265,8 @@ def traced(cmd):
                  "a larger buffer_size_kb?")
     return cycles, (marks[1] - marks[0]) / (t1 - t0)
 def command(tool, hz):
-    f = ["-F", str(hz)]
-    return {
-        "pkgmon": [pkgmon, "-o", "out.run"] + f,
-        "pkgmon --stack-copy kernel": [pkgmon, "-o", "out.run", "--stack-copy", "kernel"] + f,
-        "pkgmon --stack-size 0": [pkgmon, "-o", "out.run", "--stack-size", "0"] + f,
-        "perf -g": ["perf", "record", "-q", "-g", "-o", "out.run"] + f,
-        "perf dwarf": ["perf", "record", "-q", "--call-graph", "dwarf", "-o", "out.run"] + f,
-    }[tool] + ["--", "./work", "2800"]
-tools = ["pkgmon", "pkgmon --stack-copy kernel", "pkgmon --stack-size 0", "perf -g", "perf dwarf"]
-rates = (1000, 4000, 10000)
+    return profilers.command(tool, pkgmon, hz, ["./work", "2800"])
+tools, rates = profilers.TOOLS, profilers.RATES
 rows = {(hz, t): [] for hz in rates for t in tools}
 try:
     for _ in range(rounds):
