@@ -4,7 +4,8 @@
 //! fault on the page beyond; its copy was most of what a sample cost the sampled task beyond
 //! what `perf record -g` costs. The program copies up to where the thread's frames end: the
 //! top of the stack a thread was created with (noted at its creation by a second program), a
-//! main thread's `argv` end (noted at its exec by a third), or where the decoder found them to
+//! main thread's `argv` end (noted at its exec by a third; both in the task's storage, read
+//! without a hash lookup), or where the decoder found them to
 //! end in an earlier copy (a main thread's `argv`, a glibc thread's descriptor:
 //! `recording/live_stack.rs`) once user space has told it ([`LiveCopy::set_end`]); else page
 //! by page up to the copy size or the first page it cannot read, as the kernel.
@@ -76,7 +77,8 @@ pub(crate) struct LiveCopy {
     maps: Vec<Map>,
     /// Each CPU's output event, with the CPU.
     outputs: Vec<(i32, OwnedFd)>,
-    /// Notes a process's new main-thread end at its exec (its stack starts anew elsewhere).
+    /// Notes a process's new main-thread end at its exec (its stack starts anew elsewhere) in
+    /// its storage, and forgets the end the decoder found for its old image.
     _exec: Attachment,
     /// Notes the top of each new thread's stack, where the kernel allows it.
     _new_threads: Option<Attachment>,
@@ -85,7 +87,7 @@ pub(crate) struct LiveCopy {
 
 impl LiveCopy {
     /// Creates the maps and loads the program for copies of at most `max_bytes` (capped at
-    /// [`MAX_COPY`]), and the one that forgets a process's end at its exec.
+    /// [`MAX_COPY`]), and the ones that note where a thread's frames end.
     ///
     /// Returns an error if BPF is not permitted or the kernel refuses a program.
     pub(crate) fn load(max_bytes: u32) -> Result<LiveCopy> {
@@ -242,8 +244,8 @@ fn copy_program(max: u32, whole: bool) -> Code {
         .jmp_imm(Cond::Eq, Reg::R0, 0, out)
         .mov(Reg::R8, Reg::R0)
         .store(Size::DW, Reg::R8, 0, Reg::R7)
-        // Where the thread's frames end: the top of the stack it was created with, else
-        // what the decoder found in its copies.
+        // Where the thread's frames end: the top of the stack it was created with or its
+        // argv's end after an exec, else what the decoder found in its copies.
         .ld_map(Reg::R1, TOPS)
         .mov(Reg::R2, Reg::R9)
         .mov_imm(Reg::R3, 0)
@@ -251,8 +253,8 @@ fn copy_program(max: u32, whole: bool) -> Code {
         .call(Helper::TaskStorageGet)
         .jmp_imm(Cond::Eq, Reg::R0, 0, by_tid)
         .load(Size::DW, Reg::R9, Reg::R0, 0)
-        // Not the stack it runs on now (a posix_spawn child after its exec, a signal stack):
-        // the decoder's end, if any.
+        // Not the stack it runs on now (a signal stack; 0 after an exec whose argc could not
+        // be read): the decoder's end, if any.
         .jmp_reg(Cond::Le, Reg::R9, Reg::R7, by_tid)
         .mov(Reg::R1, Reg::R9)
         .alu_reg(Alu::Sub, Reg::R1, Reg::R7)
@@ -483,35 +485,45 @@ const MAX_ARGC: i32 = 1 << 22;
 /// pointer points at `argc`, then `argv` and its NULL: its main thread's frames end there, as
 /// the decoder finds it from /proc (`recording/live_stack.rs`), so the copies of the new
 /// image stop there from its first sample (they ran page by page to the mapping's end until
-/// the decoder's first reading, for up to a second). Where `argc` cannot be read, the old
-/// image's end goes.
+/// the decoder's first reading, for up to a second). The end goes in the task's storage, where
+/// the copier finds it without a hash lookup, replacing a top its stack had before the exec;
+/// the old image's end the decoder found goes. Where `argc` cannot be read, the task's copies
+/// run to the decoder's end again.
 fn exec_program() -> Code {
     let mut a = Asm::new();
-    let forget = a.label();
+    let unknown = a.label();
+    let out = a.label();
+    let done = a.label();
     a.call(Helper::GetCurrentPidTgid)
         .alu_imm(Alu::Rsh, Reg::R0, 32)
         .store(Size::W, Reg::R10, KEY, Reg::R0)
+        .ld_map(Reg::R1, ENDS);
+    a.frame_ptr(Reg::R2, KEY);
+    a.call(Helper::MapDeleteElem)
         .call(Helper::GetCurrentTaskBtf);
     user_sp(&mut a, Reg::R0, Reg::R6);
     a.frame_ptr(Reg::R1, CHUNK);
     a.mov_imm(Reg::R2, 8)
         .mov(Reg::R3, Reg::R6)
         .call(Helper::ProbeReadUser)
-        .jmp_imm(Cond::Ne, Reg::R0, 0, forget)
-        .load(Size::DW, Reg::R1, Reg::R10, CHUNK)
-        .jmp_imm(Cond::Gt, Reg::R1, MAX_ARGC, forget)
+        .jmp_imm(Cond::Ne, Reg::R0, 0, unknown)
+        .load(Size::DW, Reg::R7, Reg::R10, CHUNK)
+        .jmp_imm(Cond::Gt, Reg::R7, MAX_ARGC, unknown)
         // The end: argc, its argc pointers, their NULL.
-        .alu_imm(Alu::Add, Reg::R1, 2)
-        .alu_imm(Alu::Lsh, Reg::R1, 3)
-        .alu_reg(Alu::Add, Reg::R1, Reg::R6)
-        .store(Size::DW, Reg::R10, CHUNK, Reg::R1)
-        .update_elem(ENDS, KEY, CHUNK, 0)
+        .alu_imm(Alu::Add, Reg::R7, 2)
+        .alu_imm(Alu::Lsh, Reg::R7, 3)
+        .alu_reg(Alu::Add, Reg::R7, Reg::R6)
+        .current_task_value(TOPS, Asm::STORAGE_CREATE)
+        .ja(out)
+        .bind(unknown)
+        .mov_imm(Reg::R7, 0)
+        .current_task_value(TOPS, 0)
+        .bind(out)
+        .jmp_imm(Cond::Eq, Reg::R0, 0, done)
+        .store(Size::DW, Reg::R0, 0, Reg::R7)
+        .bind(done)
         .mov_imm(Reg::R0, 0)
-        .exit()
-        .bind(forget)
-        .ld_map(Reg::R1, ENDS);
-    a.frame_ptr(Reg::R2, KEY);
-    a.call(Helper::MapDeleteElem).mov_imm(Reg::R0, 0).exit();
+        .exit();
     a.finish()
 }
 
@@ -541,7 +553,7 @@ mod tests {
                 "10692 insns 4c7650abb6968d13",
                 "10655 insns f59d70a15762845e",
                 "156 insns 136672b00cacdda9",
-                "36 insns 54afad0c5839f688",
+                "43 insns 76a7d8822a675536",
                 "20 insns 1e5bbdeda48d711f",
             ]
         );
