@@ -5,10 +5,10 @@
 //! what `perf record -g` costs. The program copies up to where the thread's frames end: the
 //! top of the stack a thread was created with (noted at its creation by a second program), a
 //! main thread's `argv` end (noted at its exec by a third; both in the task's storage, read
-//! without a hash lookup), or where the decoder found them to
-//! end in an earlier copy (a main thread's `argv`, a glibc thread's descriptor:
-//! `recording/live_stack.rs`) once user space has told it ([`LiveCopy::set_end`]); else page
-//! by page up to the copy size or the first page it cannot read, as the kernel.
+//! without a hash lookup), or where the decoder found them to end in an earlier copy (a main
+//! thread's `argv`, a glibc thread's descriptor: `recording/live_stack.rs`) once user space
+//! has told it ([`LiveCopy::set_end`]); else page by page up to the copy size or the first
+//! page it cannot read, as the kernel.
 //!
 //! The program writes its record through a `PERF_COUNT_SW_BPF_OUTPUT` event of its CPU that
 //! shares that CPU's sampling ring, so the record lies just before the sample it belongs to;
