@@ -276,15 +276,22 @@ fn listing(run: &Run, mode: &str) -> Listing {
     let harness = [format!("{label}truth_enter"), format!("{label}truth_leave")];
     let mut l = Listing::default();
     let mut in_flat = false;
-    let mut total_seconds = 0.0;
-    // The user function whose call-graph entry is being read, and its kernel callees' seconds.
+    let mut total_samples = 0;
+    // The user function whose call-graph entry is being read, and its kernel callees' samples:
+    // each arc's count is the samples whose stacks hold it (its seconds, printed to 10 ms,
+    // would drop the few milliseconds a function spends in page faults).
     let mut entry: Option<String> = None;
-    let mut kernel_under: BTreeMap<String, f64> = BTreeMap::new();
+    let mut kernel_under: BTreeMap<String, u64> = BTreeMap::new();
     for line in text.lines() {
         if line.starts_with("Index by function name") {
             break;
         }
         let f: Vec<&str> = line.split_whitespace().collect();
+        // The header's `samples: N user, M kernel (...)`: the flat profile's seconds are
+        // rounded to 10 ms each, too coarse to sum.
+        if f.first() == Some(&"samples:") && f.get(2) == Some(&"user,") {
+            total_samples = f[1].parse::<u64>().unwrap() + f[3].parse::<u64>().unwrap();
+        }
         if line.starts_with(" time   seconds") {
             in_flat = true;
             continue;
@@ -295,7 +302,6 @@ fn listing(run: &Run, mode: &str) -> Listing {
         }
         let name_at = f.iter().position(|t| t.starts_with(&label));
         if in_flat {
-            total_seconds += f[2].parse::<f64>().unwrap();
             if let Some(i) = name_at {
                 let name = f[i][label.len()..].to_owned();
                 l.self_pct.insert(name, f[0].parse().unwrap());
@@ -311,9 +317,9 @@ fn listing(run: &Run, mode: &str) -> Listing {
             if let Some(e) = &entry
                 && f.len() >= 5
                 && (f[3].starts_with(&kernel_label) || harness.iter().any(|h| h == f[3]))
-                && let (Ok(a), Ok(b)) = (f[0].parse::<f64>(), f[1].parse::<f64>())
+                && let Some(Ok(n)) = f[2].split('/').next().map(str::parse::<u64>)
             {
-                *kernel_under.entry(e.clone()).or_default() += a + b;
+                *kernel_under.entry(e.clone()).or_default() += n;
             }
             continue;
         }
@@ -337,11 +343,13 @@ fn listing(run: &Run, mode: &str) -> Listing {
         }
         l.incl_pct.insert(name, pct);
     }
-    if total_seconds > 0.0 {
-        for (name, seconds) in kernel_under {
-            if let Some(p) = l.self_pct.get_mut(&name) {
-                *p += seconds * 100.0 / total_seconds;
-            }
+    assert!(
+        total_samples > 0,
+        "no sample count in the listing's header:\n{text}"
+    );
+    for (name, samples) in kernel_under {
+        if let Some(p) = l.self_pct.get_mut(&name) {
+            *p += samples as f64 * 100.0 / total_samples as f64;
         }
     }
     l.text = text;
