@@ -372,7 +372,8 @@ const FIRST_READ: usize = 4096;
 /// `limit` is refused.
 fn read_capped(file: File, path: &Path, limit: u64, size: Option<u64>) -> Result<Contents> {
     let mut buf = Vec::new();
-    let reserve = size.unwrap_or_else(|| limit.saturating_add(1).min(FIRST_READ as u64));
+    let cap = size.unwrap_or(limit.saturating_add(1));
+    let reserve = size.unwrap_or(cap.min(FIRST_READ as u64));
     buf.try_reserve_exact(reserve as usize).map_err(|_| {
         Error::io(
             path,
@@ -380,7 +381,6 @@ fn read_capped(file: File, path: &Path, limit: u64, size: Option<u64>) -> Result
             std::io::Error::from(std::io::ErrorKind::OutOfMemory),
         )
     })?;
-    let cap = size.unwrap_or(limit.saturating_add(1));
     file.take(cap)
         .read_to_end(&mut buf)
         .map_err(|e| Error::io(path, "cannot read", e))?;
