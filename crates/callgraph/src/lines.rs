@@ -18,6 +18,24 @@ use crate::symbols::SymbolTable;
 
 type Reader = gimli::EndianRcSlice<gimli::RunTimeEndian>;
 
+/// The most a compressed debugging section may claim to grow: deflate's own limit (about
+/// 1,032 times); DWARF compresses to a fraction of that.
+const MAX_EXPANSION: u64 = 1032;
+
+/// A debugging section's bytes, decompressed if it is compressed; `None` when it cannot be
+/// read. Decompression allocates the size the section's header claims before reading a byte
+/// of the data, so a claim the data could not fill (an 8 GiB `.debug_line` in an 18 KB file)
+/// is refused rather than reserved.
+fn decompressed<'d>(section: &object::Section<'d, '_>) -> Option<Cow<'d, [u8]>> {
+    let c = section.compressed_data().ok()?;
+    let compressed = c.format != object::CompressionFormat::None;
+    let room = (c.data.len() as u64).saturating_mul(MAX_EXPANSION);
+    if compressed && c.uncompressed_size > room {
+        return None;
+    }
+    c.decompress().ok()
+}
+
 /// Where an address comes from in the source, as BFD's nearest-line lookup reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NearestLine {
@@ -71,7 +89,7 @@ impl SourceLines {
         let load = |id: gimli::SectionId| -> std::result::Result<Reader, gimli::Error> {
             let bytes: Cow<'_, [u8]> = file
                 .section_by_name(id.name())
-                .and_then(|s| s.uncompressed_data().ok())
+                .and_then(|s| decompressed(&s))
                 .unwrap_or_default();
             Ok(gimli::EndianRcSlice::new(Rc::from(&*bytes), endian))
         };

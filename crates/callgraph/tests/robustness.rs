@@ -158,3 +158,92 @@ fn corrupted_inputs_do_not_panic() {
         pipeline(&image, &gm);
     }
 }
+
+/// The largest single allocation made by a thread while it watches (see [`largest_while`]).
+mod watched_allocations {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+
+    pub struct Watching;
+
+    thread_local! {
+        static LARGEST: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    // Safety: every call is passed on to the system allocator unchanged.
+    unsafe impl GlobalAlloc for Watching {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // Safety: the caller's contract is the system allocator's.
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+            note(layout.size());
+            // Safety: as above.
+            unsafe { System.alloc_zeroed(layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            note(new_size);
+            // Safety: as above.
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            // Safety: as above.
+            unsafe { System.dealloc(ptr, layout) }
+        }
+    }
+
+    fn note(size: usize) {
+        // `try_with`: a thread's own allocations while its locals are torn down are not watched.
+        let _ = LARGEST.try_with(|l| {
+            if let Some(n) = l.get() {
+                l.set(Some(n.max(size)));
+            }
+        });
+    }
+
+    /// Runs `f` and returns the largest allocation this thread asked for meanwhile.
+    pub fn largest_while(f: impl FnOnce()) -> usize {
+        LARGEST.with(|l| l.set(Some(0)));
+        f();
+        LARGEST.with(|l| l.take()).unwrap_or(0)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: watched_allocations::Watching = watched_allocations::Watching;
+
+/// A compressed debugging section's header says how large it is once decompressed, and
+/// decompression reserved that much before reading any data: an 18 KB image whose
+/// `.debug_line` claimed 8 GiB (found by the image fuzz target) had 8 GiB reserved. A claim
+/// beyond what the data could expand to is refused; the image's lines are then unknown.
+#[test]
+fn a_compressed_section_claiming_more_than_its_data_can_hold_is_not_reserved() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/programs/out/callsites-g-gz/callsites");
+    let image = std::fs::read(&path).unwrap();
+    let (line_header, data_at) = {
+        use object::{Object, ObjectSection};
+        let file = object::File::parse(&*image).unwrap();
+        let s = file.section_by_name(".debug_line").unwrap();
+        let shoff = u64::from_le_bytes(image[0x28..0x30].try_into().unwrap());
+        (shoff + 64 * s.index().0 as u64, s.file_range().unwrap().0)
+    };
+    // The section is zlib-compressed (SHF_COMPRESSED): its data starts with an Elf64_Chdr.
+    let flags = u64::from_le_bytes(image[line_header as usize + 8..][..8].try_into().unwrap());
+    assert_ne!(flags & 0x800, 0, "the fixture's .debug_line is compressed");
+    let whole = largest_of(&image);
+    assert!(whole < 1 << 20, "{whole} bytes for the fixture itself");
+    let mut hostile = image.clone();
+    let size_at = data_at as usize + 8;
+    hostile[size_at..size_at + 8].copy_from_slice(&(8u64 << 30).to_le_bytes());
+    let largest = largest_of(&hostile);
+    assert!(largest < 1 << 20, "{largest} bytes reserved");
+}
+
+/// Loads `image`'s source lines; the largest allocation that took.
+fn largest_of(image: &[u8]) -> usize {
+    watched_allocations::largest_while(|| {
+        let _ = callgraph::SourceLines::parse(Path::new("a.out"), image);
+    })
+}
