@@ -111,7 +111,9 @@ instance 7_1 a%20b#2 pid=7 samples=1 end=15\nend 2\n";
             .windows[0]
             .instances
     );
-    for text in [&v1[..], &v2[..], &instances[..]] {
+    // Without a host line (the fuzz target's find: written back with an empty host name).
+    let hostless = b"# pkgprof-continuous 2\nend 0\n";
+    for text in [&v1[..], &v2[..], &instances[..], &hostless[..]] {
         continuous_index::run(text);
         for cut in 0..text.len() {
             continuous_index::run(&text[..cut]);

@@ -39,8 +39,8 @@
 //!
 //! * `# pkgprof-continuous <major>`: the first line. A reader refuses a major version it does
 //!   not know, naming both; this one reads versions 1 and 2 and writes 2.
-//! * `host <name>`, `boot-id <id>` (absent when unknown), `frequency <hz>`: the machine and the
-//!   requested samples per second per CPU, once each, before the first window.
+//! * `host <name>`, `boot-id <id>` (each absent when unknown), `frequency <hz>`: the machine
+//!   and the requested samples per second per CPU, once each, before the first window.
 //! * `window <seq> <dir> <start> <end> samples=<n> lost=<n> rss-kib=<n> instances=<n>`: a
 //!   window, in order of `seq`; `start` and `end` are CLOCK_REALTIME nanoseconds (end
 //!   excluded), `samples` the samples it holds, `lost` the samples the kernel dropped during
@@ -480,8 +480,12 @@ impl ContinuousIndex {
         let io = |e| Error::new(ErrorKind::Io(e));
         let mut s = String::new();
         let _ = writeln!(s, "{INDEX_MAGIC} {INDEX_VERSION}");
-        let _ = writeln!(s, "host {}", escape(self.host.as_bytes()));
-        if let Some(b) = &self.boot_id {
+        // The reader refuses an empty name: an unknown host or boot id leaves its line out, as
+        // an index read without the line had it.
+        if !self.host.is_empty() {
+            let _ = writeln!(s, "host {}", escape(self.host.as_bytes()));
+        }
+        if let Some(b) = self.boot_id.as_ref().filter(|b| !b.is_empty()) {
             let _ = writeln!(s, "boot-id {}", escape(b.as_bytes()));
         }
         let _ = writeln!(s, "frequency {}", self.frequency);
@@ -722,6 +726,20 @@ mod tests {
                 "cut {cut}"
             );
         }
+    }
+
+    /// An index read without a `host` line wrote `host ` with no name, which it then refused
+    /// to read (the continuous_index fuzz target).
+    #[test]
+    fn an_index_without_host_or_boot_id_writes_text_that_reads_back() {
+        let mut index = ContinuousIndex::parse(b"# pkgprof-continuous 2\nend 0\n").unwrap();
+        assert_eq!(index.host, "");
+        index.boot_id = Some(String::new());
+        let mut text = Vec::new();
+        index.write(&mut text).unwrap();
+        let again = ContinuousIndex::parse(&text).unwrap();
+        assert_eq!((again.host.as_str(), again.boot_id), ("", None));
+        assert_eq!(text, b"# pkgprof-continuous 2\nfrequency 0\nend 0\n");
     }
 
     #[test]
