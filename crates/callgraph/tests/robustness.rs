@@ -214,9 +214,10 @@ mod watched_allocations {
 static ALLOCATOR: watched_allocations::Watching = watched_allocations::Watching;
 
 /// A compressed debugging section's header says how large it is once decompressed, and
-/// decompression reserved that much before reading any data: an 18 KB image whose
-/// `.debug_line` claimed 8 GiB (found by the image fuzz target) had 8 GiB reserved. A claim
-/// beyond what the data could expand to is refused; the image's lines are then unknown.
+/// decompression reserved that much before reading any data (the image fuzz target found it in
+/// a `.debug_loclists`): the 18 KB fixture with its `.debug_line` claiming 8 GiB had 8 GiB
+/// reserved. A claim beyond what the data could expand to is refused; the image's lines are
+/// then unknown.
 #[test]
 fn a_compressed_section_claiming_more_than_its_data_can_hold_is_not_reserved() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
