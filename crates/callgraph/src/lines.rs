@@ -27,10 +27,9 @@ const MAX_EXPANSION: u64 = 1032;
 /// of the data, so a claim the data could not fill (an 8 GiB `.debug_line` in an 18 KB file)
 /// is refused rather than reserved.
 fn decompressed<'d>(section: &object::Section<'d, '_>) -> Option<Cow<'d, [u8]>> {
+    // An uncompressed section's size is its data's, always within the bound.
     let c = section.compressed_data().ok()?;
-    let compressed = c.format != object::CompressionFormat::None;
-    let room = (c.data.len() as u64).saturating_mul(MAX_EXPANSION);
-    if compressed && c.uncompressed_size > room {
+    if c.uncompressed_size > (c.data.len() as u64).saturating_mul(MAX_EXPANSION) {
         return None;
     }
     c.decompress().ok()
