@@ -797,14 +797,14 @@ fn libraries_unloaded_and_loaded_in_each_others_place() {
     });
 }
 
-/// Threads, one on a 64 KiB stack, and 300 started one after the other: every thread's
+/// Threads, one on a 64 KiB stack, and 150 started one after the other: every thread's
 /// stacks start at glibc's clone3, which pthread_create calls too, and in gprof's arithmetic
 /// the few samples of the spawner in clone3 (its only arcs as a callee) took every thread's
 /// time: `main` 99.9% inclusive where it measured 20.3% (21.0% without frame pointers), the
 /// spawner 59.9% for 0.6% (78.0% for 1.1%). The collector now counts each stack's root (arcs
 /// from `ROOT_FROM_PC`), which the report draws as `[root]`. At 10 kHz, where the spawner is
-/// sampled in clone3 34 to 60 times a run (at 4 kHz a thread starting threads so often is
-/// hardly sampled: see threads.c).
+/// sampled in clone3 (34 to 60 times a run when it started 300; at 4 kHz a thread starting
+/// threads so often is hardly sampled: see threads.c).
 #[test]
 fn threads_whose_first_frame_is_also_called() {
     let _s = serial();
