@@ -1,17 +1,17 @@
-//! Ground truth by construction: workloads (`tests/truth/*.c`) that time each of their
-//! functions with `CLOCK_THREAD_CPUTIME_ID` (self time and inclusive time, recursion counted
-//! once) are profiled by `pkgmon`, built with and without frame pointers, and every function's
-//! self and inclusive percentages in `pkgprof --pid` must be within 2 points of what the
-//! program measured, in both inclusive modes (`--inclusive=gprof`, the default, and
+//! Ground truth by construction: workloads (`tests/truth/*.c`, and `rustwork.rs` in Rust) that
+//! time each of their functions with `CLOCK_THREAD_CPUTIME_ID` (self time and inclusive time,
+//! recursion counted once) are profiled by `pkgmon`, built with and without frame pointers, and
+//! every function's self and inclusive percentages in `pkgprof --pid` must be within 2 points
+//! of what the program measured, in both inclusive modes (`--inclusive=gprof`, the default, and
 //! `--inclusive=stacks`). Truncated stacks are counted exactly.
 //!
 //! In gprof mode a function of a cycle (mutual recursion) has no inclusive time of its own (gprof
 //! gives its members their self time plus what they call outside the cycle): its inclusive time
 //! is compared with the cycle's as a whole, which is the time of the outermost call.
 //!
-//! These need perf_event_open with kernel sampling (root here) and `cc`; they fail rather than
-//! skip without them. `TRUTH_CFLAGS` (say `-O0`, `-O3`, `-Os`) adds flags to every workload's
-//! build, its shared libraries' too (so not `-static` or `-no-pie`), to try the same truths on
+//! These need perf_event_open with kernel sampling (root here), `cc` and `rustc`; they fail
+//! rather than skip without them. `TRUTH_CFLAGS` (say `-O0`, `-O3`, `-Os`) adds flags to every C
+//! workload's build, its shared libraries' too (so not `-static` or `-no-pie`), to try the same truths on
 //! code built another way.
 //!
 //! Over 800 lines because the harness (build, record, parse the program's own timings, compare
@@ -160,8 +160,30 @@ fn built(build: Build) -> PathBuf {
         build,
         &[&"-O2", &"-rdynamic", &src.join("reload.c"), &"-ldl"],
     );
+    rustc(&d.join("rustwork"), build, &src.join("rustwork.rs"));
     dirs.insert(build.flag(), d.clone());
     d
+}
+
+/// Compiles the Rust workload `source` into `out` with `build`'s frame pointers (Rust omits
+/// them by default, and its standard library is built without them either way), as [`cc`]
+/// does (`TRUTH_CFLAGS` are C flags and are not passed).
+fn rustc(out: &Path, build: Build, source: &Path) {
+    let tmp = out.with_extension(format!("{}.tmp", std::process::id()));
+    let mut c = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+    c.args(["--edition", "2024", "--crate-name", "rustwork"])
+        .args(["-C", "opt-level=2", "-o"])
+        .arg(&tmp)
+        .arg(source);
+    match build {
+        Build::FramePointers => c.args(["-C", "force-frame-pointers=yes"]),
+        Build::NoFramePointers => c.args(["-C", "force-frame-pointers=no"]),
+        // Rust keeps unwind tables for panics: a build without them is not Rust's.
+        Build::FramePointersOnly => return,
+    };
+    let st = c.status().unwrap();
+    assert!(st.success(), "rustc failed: {c:?}");
+    std::fs::rename(&tmp, out).unwrap();
 }
 
 /// What a workload measured of itself: function → (self %, inclusive %) of its CPU time.
@@ -775,6 +797,15 @@ fn stacks_cut_at_a_page_not_yet_touched_are_counted_for_the_copy() {
 fn large_stack_frames() {
     let _s = serial();
     check_workload("bigstack", &[], &[], |_| vec!["2".into()]);
+}
+
+/// A Rust program: its own start-up frames between the C library's and `main`, a standard
+/// library built without frame pointers beneath a program built with them, a comparator under
+/// the standard library's generic sort, mangled names.
+#[test]
+fn rust_programs() {
+    let _s = serial();
+    check_workload("rustwork", &["-F", "4000"], &[], |_| vec!["3".into()]);
 }
 
 #[test]
