@@ -112,7 +112,14 @@ fn built(build: Build) -> PathBuf {
                 .replace([' ', '/'], "_"),
         );
     std::fs::create_dir_all(&d).unwrap();
-    for name in ["recursion", "deeprec", "bigstack", "callback", "signal"] {
+    for name in [
+        "recursion",
+        "deeprec",
+        "bigstack",
+        "callback",
+        "signal",
+        "forks",
+    ] {
         cc(
             &d.join(name),
             build,
@@ -237,6 +244,14 @@ impl Drop for Run {
 
 /// Runs `pkgmon [extra] -- program args` with the workload's report going to a file.
 fn profile(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Run {
+    let mut runs = profile_all(tag, program, args, extra);
+    assert_eq!(runs.len(), 1, "{}", runs[0].stderr);
+    runs.pop().unwrap()
+}
+
+/// [`profile`] of a workload of one process or of several: one [`Run`] for each process, which
+/// reports to `$TRUTH_OUT.<pid>` when there are several.
+fn profile_all(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Vec<Run> {
     let dir = scratch().join(tag);
     std::fs::create_dir_all(scratch()).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -254,16 +269,28 @@ fn profile(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Run {
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let m = scan(&dir).unwrap();
-    assert_eq!(m.processes.len(), 1, "{stderr}");
-    let truth = parse_truth(&std::fs::read_to_string(&truth_file).unwrap());
-    Run {
-        pid: m.processes[0].pid,
-        dir,
-        truth_file,
-        truth,
-        stderr,
-        keep: false,
+    if truth_file.exists() {
+        assert_eq!(m.processes.len(), 1, "{stderr}");
     }
+    m.processes
+        .iter()
+        .map(|p| {
+            let truth_file = match truth_file.exists() {
+                true => truth_file.clone(),
+                false => PathBuf::from(format!("{}.{}", truth_file.display(), p.pid)),
+            };
+            let text = std::fs::read_to_string(&truth_file);
+            let text = text.unwrap_or_else(|e| panic!("{}: {e}\n{stderr}", truth_file.display()));
+            Run {
+                pid: p.pid,
+                dir: dir.clone(),
+                truth: parse_truth(&text),
+                truth_file,
+                stderr: stderr.clone(),
+                keep: false,
+            }
+        })
+        .collect()
 }
 
 /// The figures of one listing: self % from the flat profile, inclusive % from the call graph's
@@ -415,7 +442,8 @@ fn compare(run: &Run, what: &str) -> (Vec<String>, Listing) {
 
 fn info(run: &Run) -> MeasurementInfo {
     let m = scan(&run.dir).unwrap();
-    let path = m.processes[0].info.clone().unwrap();
+    let p = m.processes.iter().find(|p| p.pid == run.pid).unwrap();
+    let path = p.info.clone().unwrap();
     MeasurementInfo::parse(&std::fs::read(path).unwrap()).unwrap()
 }
 
@@ -433,7 +461,8 @@ fn sampling_field(info: &MeasurementInfo, key: &str) -> u64 {
 /// The samples of a run's stacks file.
 fn stack_samples(run: &Run) -> u64 {
     let m = scan(&run.dir).unwrap();
-    let data = std::fs::read(m.processes[0].stacks.as_ref().unwrap()).unwrap();
+    let p = m.processes.iter().find(|p| p.pid == run.pid).unwrap();
+    let data = std::fs::read(p.stacks.as_ref().unwrap()).unwrap();
     Stacks::parse(&data)
         .unwrap()
         .records()
@@ -797,6 +826,54 @@ fn stacks_cut_at_a_page_not_yet_touched_are_counted_for_the_copy() {
 fn large_stack_frames() {
     let _s = serial();
     check_workload("bigstack", &[], &[], |_| vec!["2".into()]);
+}
+
+/// A parent and the two children it forks, each measuring itself from its start: each
+/// process's listing is its own (a child's samples neither in its parent's nor missing from its
+/// own), and a child's stacks reach its `main` through the frames it inherited.
+#[test]
+fn processes_forked_are_each_measured_apart() {
+    let _s = serial();
+    let mut bad = Vec::new();
+    for build in [Build::FramePointers, Build::NoFramePointers] {
+        let d = built(build);
+        let what = format!("forks {}", build.flag());
+        let tag = format!("forks{}", build.flag());
+        let mut runs = profile_all(&tag, &d.join("forks"), &["2"], &["-F", "4000"]);
+        assert_eq!(runs.len(), 3, "{}", runs[0].stderr);
+        let summary = runs[0].stderr.lines().find(|l| l.contains(" samples, "));
+        eprintln!("{what}: {}", summary.unwrap_or("no summary line"));
+        let before = bad.len();
+        // Stacks cut at an untouched page are said once for the run, not per process.
+        let untouched = untouched_pages(&runs[0].stderr);
+        let (mut truncated, mut explained) = (0, untouched);
+        for run in &runs {
+            let (differs, stacks) = compare(run, &format!("{what}, process {}", run.pid));
+            bad.extend(differs);
+            let inf = info(run);
+            truncated += sampling_field(&inf, "truncated-stacks");
+            explained += sampling_field(&inf, "truncated-unwind-info");
+            let ends = truncated_callees(&stacks, run.pid);
+            if !(untouched > 0 || ends.iter().all(|n| in_dynamic_linker(n))) {
+                bad.push(format!(
+                    "{what}, process {}: stacks cut at {ends:?}",
+                    run.pid
+                ));
+            }
+        }
+        if truncated != explained {
+            bad.push(format!(
+                "{what}: {truncated} truncated stacks, {explained} for unwind information or an \
+                 untouched page\n{}",
+                runs[0].stderr
+            ));
+        }
+        let keep = bad.len() > before;
+        for run in &mut runs {
+            run.keep = keep;
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
 /// A Rust program: its own start-up frames between the C library's and `main`, a standard
