@@ -1003,6 +1003,16 @@ impl ProcessUnwinder {
                 address = next;
                 continue;
             }
+            // framehop holds an entry's offsets in 16 bits: a frame of over 256 KiB that saves
+            // rbp outgrows them, and framehop refuses the entry or guesses with a frame-pointer
+            // rule (an unmapped return address from rbp's data). Such a frame's return address
+            // lies past any copy (64 KiB at most): read from the entry with gimli, it says the
+            // copy ended the stack, not the unwind information.
+            let here = r;
+            let refused = |u: &mut Unwinding| match return_address_at(u, p, set, time, at, &here) {
+                Some(a) => copy.read_failed(a),
+                None => CfiEnd::Stuck,
+            };
             match live
                 .fh
                 .unwind_frame(address, &mut r, &mut u.cache, &mut read)
@@ -1013,7 +1023,7 @@ impl ProcessUnwinder {
                         return CfiEnd::Root;
                     };
                     if set.index_at(p, ra, time).is_none() {
-                        return CfiEnd::Stuck;
+                        return refused(u);
                     }
                     out.push(Frame {
                         address: ra,
@@ -1022,10 +1032,33 @@ impl ProcessUnwinder {
                     address = next;
                 }
                 Err(FhError::CouldNotReadStack(a)) => return copy.read_failed(a),
-                Err(_) => return CfiEnd::Stuck,
+                Err(_) => return refused(u),
             }
         }
     }
+}
+
+/// Where the return address of the frame at lookup address `at` with registers `r` lies, by
+/// its unwind entry read with gimli (for a frame framehop could not unwind); None without one.
+fn return_address_at(
+    u: &mut Unwinding,
+    p: &Process,
+    set: &LiveSet,
+    time: u64,
+    at: u64,
+    r: &UnwindRegsX86_64,
+) -> Option<u64> {
+    let m = &p.mappings[set.index_at(p, at, time)?];
+    let elf = u.images.tables(m)?;
+    let bias = elf.bias(m.start, m.end, m.pgoff)?;
+    let row = crate::register_frame::row(&elf, at.checked_sub(bias)?)?;
+    let base = match row.cfa.0 {
+        gimli::X86_64::RSP => r.sp(),
+        gimli::X86_64::RBP => r.bp(),
+        _ => return None,
+    };
+    base.checked_add_signed(row.cfa.1)?
+        .checked_add_signed(row.ra?)
 }
 
 /// The unwind entry's rules of frame `f` at the lookup address `at` when they put its CFA in

@@ -116,6 +116,7 @@ fn built(build: Build) -> PathBuf {
         "recursion",
         "deeprec",
         "bigstack",
+        "hugeframe",
         "callback",
         "signal",
         "forks",
@@ -946,20 +947,12 @@ fn functions(path: &Path) -> BTreeMap<String, (u64, u64)> {
         .collect()
 }
 
-/// With a stack copy smaller than `main`'s frame (16 KiB) and no frame pointers, every stack
-/// through `main` must be reported truncated (for want of stack copy), and every other stack
-/// (the dynamic loader's start, the exit) complete but those in code without unwind entries:
-/// the counts are exact. The copy is 8 KiB, not
-/// less: the loader maps libc 5,608 bytes below its entry's stack pointer (gdb, a breakpoint on
-/// its mmap), so with a 4 KiB copy a sample there (one run in ten or so) was rightly truncated
-/// outside `main`. With frame pointers a 4 KiB copy still gives every function its time.
-#[test]
-fn truncation_is_counted_exactly() {
-    let _s = serial();
-    let d = built(Build::NoFramePointers);
-    let exe = d.join("bigstack");
-    let run = profile("truncated", &exe, &["1"], &["--stack-size", "8192"]);
-    let inf = info(&run);
+/// Asserts that every stack of `run` (of `exe`, built without frame pointers) through the
+/// functions `ours` is truncated for want of stack copy, and every other one complete but those
+/// in code without unwind entries, exactly, by reason: in the stacks file, the info file and
+/// pkgmon's summary; and that more than 500 samples went through `ours`.
+fn all_through_cut_for_the_copy(run: &Run, exe: &Path, ours: &[&str]) {
+    let inf = info(run);
     let exe_path = exe.to_string_lossy().into_owned();
     let mapping = inf
         .mappings
@@ -967,33 +960,22 @@ fn truncation_is_counted_exactly() {
         .find(|m| m.path.as_deref() == Some(exe_path.as_bytes()))
         .expect("the executable's mapping");
     let bias = mapping.load_bias.expect("its load bias");
-    let syms = functions(&exe);
-    // Everything main runs, the instrumentation included (a stack found only up to
-    // truth_enter still went through main).
-    let ours: Vec<(u64, u64)> = [
-        "main",
-        "mid",
-        "chunky",
-        "leaf",
-        "truth_enter",
-        "truth_leave",
-    ]
-    .iter()
-    .map(|n| syms[*n])
-    .collect();
+    let syms = functions(exe);
+    let ours: Vec<(u64, u64)> = ours.iter().map(|n| syms[*n]).collect();
     let in_workload = |a: u64| {
         let svma = a.wrapping_sub(bias);
         ours.iter().any(|&(lo, hi)| lo <= svma && svma < hi)
     };
     // The start-up and exit code of `.init` and `.fini` (crti's `_init`, `_fini`) has no
     // unwind entry: a sample there (one run in ~15) rightly ends for want of it.
-    let no_entry = sections(&exe, &[".init", ".fini"]);
+    let no_entry = sections(exe, &[".init", ".fini"]);
     let in_no_entry = |a: u64| {
         let svma = a.wrapping_sub(bias);
         no_entry.iter().any(|&(lo, hi)| lo <= svma && svma < hi)
     };
     let m = scan(&run.dir).unwrap();
-    let data = std::fs::read(m.processes[0].stacks.as_ref().unwrap()).unwrap();
+    let p = m.processes.iter().find(|p| p.pid == run.pid).unwrap();
+    let data = std::fs::read(p.stacks.as_ref().unwrap()).unwrap();
     let stacks = Stacks::parse(&data).unwrap();
     let (mut expected, mut flagged, mut unwind_info, mut wrong) = (0u64, 0u64, 0u64, Vec::new());
     for r in stacks.records() {
@@ -1039,6 +1021,45 @@ fn truncation_is_counted_exactly() {
         "{}",
         run.stderr
     );
+}
+
+/// A frame larger than any copy and than framehop's rules hold (`main`'s 1 MiB, with rbp saved
+/// at its top): every stack through `main` ends for want of stack copy, not of unwind
+/// information (which framehop's refusal of the entry was taken for, until its return
+/// address's place was read from the entry with gimli).
+#[test]
+fn frames_larger_than_the_unwinders_rules_are_cut_for_the_copy() {
+    let _s = serial();
+    let d = built(Build::NoFramePointers);
+    let exe = d.join("hugeframe");
+    let run = profile("hugeframe", &exe, &["1"], &["-F", "2000"]);
+    all_through_cut_for_the_copy(&run, &exe, &["main", "spin", "truth_enter", "truth_leave"]);
+}
+
+/// With a stack copy smaller than `main`'s frame (16 KiB) and no frame pointers, every stack
+/// through `main` must be reported truncated (for want of stack copy), and every other stack
+/// (the dynamic loader's start, the exit) complete but those in code without unwind entries:
+/// the counts are exact. The copy is 8 KiB, not
+/// less: the loader maps libc 5,608 bytes below its entry's stack pointer (gdb, a breakpoint on
+/// its mmap), so with a 4 KiB copy a sample there (one run in ten or so) was rightly truncated
+/// outside `main`. With frame pointers a 4 KiB copy still gives every function its time.
+#[test]
+fn truncation_is_counted_exactly() {
+    let _s = serial();
+    let d = built(Build::NoFramePointers);
+    let exe = d.join("bigstack");
+    let run = profile("truncated", &exe, &["1"], &["--stack-size", "8192"]);
+    // Everything main runs, the instrumentation included (a stack found only up to
+    // truth_enter still went through main).
+    let ours = [
+        "main",
+        "mid",
+        "chunky",
+        "leaf",
+        "truth_enter",
+        "truth_leave",
+    ];
+    all_through_cut_for_the_copy(&run, &exe, &ours);
 
     let d = built(Build::FramePointers);
     let run = profile(
