@@ -7,7 +7,9 @@
 //!
 //! [`ranges`] finds such entries in `.eh_frame` when a file is read; [`row`] reads an entry's
 //! rules for one address with gimli, for the unwinder to apply with the register's value,
-//! which it takes from where an inner frame saved it.
+//! which it takes from where an inner frame saved it. The unwinder also asks [`row`] where the
+//! return address of a frame framehop could not unwind lies (an entry whose offsets outgrow
+//! framehop's 16 bits), to tell a stack cut by the copy from one cut by its unwind information.
 
 use std::ops::Range;
 
