@@ -11,8 +11,8 @@
 //!
 //! These need perf_event_open with kernel sampling (root here), `cc` and `rustc`; they fail
 //! rather than skip without them. `TRUTH_CFLAGS` (say `-O0`, `-O3`, `-Os`) adds flags to every C
-//! workload's build, its shared libraries' too (so not `-static` or `-no-pie`), to try the same truths on
-//! code built another way.
+//! workload's build, its shared libraries' too (so not `-static` or `-no-pie`), to try the same
+//! truths on code built another way.
 //!
 //! Over 800 lines because the harness (build, record, parse the program's own timings, compare
 //! in both modes) and the workloads' expectations belong together; the workloads themselves are
