@@ -1048,10 +1048,7 @@ fn return_address_at(
     at: u64,
     r: &UnwindRegsX86_64,
 ) -> Option<u64> {
-    let m = &p.mappings[set.index_at(p, at, time)?];
-    let elf = u.images.tables(m)?;
-    let bias = elf.bias(m.start, m.end, m.pgoff)?;
-    let row = crate::register_frame::row(&elf, at.checked_sub(bias)?)?;
+    let row = entry_row(u, p, set, time, at)?;
     let base = match row.cfa.0 {
         gimli::X86_64::RSP => r.sp(),
         gimli::X86_64::RBP => r.bp(),
@@ -1059,6 +1056,21 @@ fn return_address_at(
     };
     base.checked_add_signed(row.cfa.1)?
         .checked_add_signed(row.ra?)
+}
+
+/// The rules of the unwind entry for lookup address `at` in the live mappings of `p` at `time`,
+/// read with gimli from its file; None outside the mappings or without an entry.
+fn entry_row(
+    u: &mut Unwinding,
+    p: &Process,
+    set: &LiveSet,
+    time: u64,
+    at: u64,
+) -> Option<crate::register_frame::Row> {
+    let m = &p.mappings[set.index_at(p, at, time)?];
+    let elf = u.images.tables(m)?;
+    let bias = elf.bias(m.start, m.end, m.pgoff)?;
+    crate::register_frame::row(&elf, at.checked_sub(bias)?)
 }
 
 /// The unwind entry's rules of frame `f` at the lookup address `at` when they put its CFA in
@@ -1093,11 +1105,7 @@ fn register_frame_step(
             _ => out[j].address.checked_sub(1)?,
         };
         let cfa = out[j + 1].position?;
-        let k = set.index_at(p, lookup, time)?;
-        let m = &p.mappings[k];
-        let elf = u.images.tables(m)?;
-        let bias = elf.bias(m.start, m.end, m.pgoff)?;
-        let row = crate::register_frame::row(&elf, lookup.checked_sub(bias)?)?;
+        let row = entry_row(u, p, set, time, lookup)?;
         if let Some(n) = row.rbx {
             let slot = cfa.checked_add_signed(n)?;
             // Below the sample's stack pointer: an epilogue past its `pop rbx` (its entry
