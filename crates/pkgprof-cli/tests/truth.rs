@@ -270,13 +270,14 @@ fn profile_all(tag: &str, program: &Path, args: &[&str], extra: &[&str]) -> Vec<
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let m = scan(&dir).unwrap();
-    if truth_file.exists() {
+    let one = truth_file.exists();
+    if one {
         assert_eq!(m.processes.len(), 1, "{stderr}");
     }
     m.processes
         .iter()
         .map(|p| {
-            let truth_file = match truth_file.exists() {
+            let truth_file = match one {
                 true => truth_file.clone(),
                 false => PathBuf::from(format!("{}.{}", truth_file.display(), p.pid)),
             };
@@ -542,44 +543,57 @@ fn check_workload(
     extra: &[&str],
     outgrow_copy: &[&str],
     args: impl Fn(&Path) -> Vec<String>,
-) {
+) -> Vec<usize> {
     let both = [Build::FramePointers, Build::NoFramePointers];
-    check_workload_built(&both, name, extra, outgrow_copy, args);
+    check_workload_built(&both, name, extra, outgrow_copy, args)
 }
 
-/// [`check_workload`] in `builds`.
+/// [`check_workload`] in `builds`. A workload of several processes has each checked against
+/// its own report, and the truncated stacks counted over them all (pkgmon says those cut at an
+/// untouched page once for the run). Returns how many processes each build's run had.
 fn check_workload_built(
     builds: &[Build],
     name: &str,
     extra: &[&str],
     outgrow_copy: &[&str],
     args: impl Fn(&Path) -> Vec<String>,
-) {
+) -> Vec<usize> {
     let mut bad = Vec::new();
+    let mut processes = Vec::new();
     for &build in builds {
         let d = built(build);
         let a = args(&d);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let mut run = profile(&format!("{name}{}", build.flag()), &d.join(name), &a, extra);
+        let tag = format!("{name}{}", build.flag());
+        let mut runs = profile_all(&tag, &d.join(name), &a, extra);
+        processes.push(runs.len());
         let what = format!("{name} {}", build.flag());
+        let stderr = runs[0].stderr.clone();
         // Samples lost while pkgmon (a debug build here) fell behind bias the shares: said
         // beside the tables.
-        let summary = run.stderr.lines().find(|l| l.contains(" samples, "));
+        let summary = stderr.lines().find(|l| l.contains(" samples, "));
         eprintln!("{what}: {}", summary.unwrap_or("no summary line"));
         let before = bad.len();
-        let (differs, stacks) = compare(&run, &what);
-        bad.extend(differs);
-        let inf = info(&run);
-        let truncated = sampling_field(&inf, "truncated-stacks");
-        let unwind_info = sampling_field(&inf, "truncated-unwind-info");
-        let untouched = untouched_pages(&run.stderr);
-        let ends = truncated_callees(&stacks, run.pid);
-        let samples = stack_samples(&run);
-        let outgrown = ends.iter().any(|n| outgrow_copy.contains(&n.as_str()));
-        let stack_copy = match outgrown {
-            true => sampling_field(&inf, "truncated-stack-copy"),
-            false => 0,
-        };
+        let untouched = untouched_pages(&stderr);
+        let (mut truncated, mut unwind_info, mut stack_copy, mut samples) = (0, 0, 0, 0);
+        let mut ends = BTreeSet::new();
+        for run in &runs {
+            let whose = match runs.len() {
+                1 => what.clone(),
+                _ => format!("{what}, process {}", run.pid),
+            };
+            let (differs, stacks) = compare(run, &whose);
+            bad.extend(differs);
+            let inf = info(run);
+            truncated += sampling_field(&inf, "truncated-stacks");
+            unwind_info += sampling_field(&inf, "truncated-unwind-info");
+            let run_ends = truncated_callees(&stacks, run.pid);
+            if run_ends.iter().any(|n| outgrow_copy.contains(&n.as_str())) {
+                stack_copy += sampling_field(&inf, "truncated-stack-copy");
+            }
+            samples += stack_samples(run);
+            ends.extend(run_ends);
+        }
         if truncated != unwind_info + untouched + stack_copy
             || !(untouched > 0
                 || ends
@@ -589,13 +603,16 @@ fn check_workload_built(
         {
             bad.push(format!(
                 "{what}: {truncated} truncated stacks ({unwind_info} for unwind information) \
-                 ending in {ends:?}; only a few in the dynamic linker expected\n{}",
-                run.stderr
+                 ending in {ends:?}; only a few in the dynamic linker expected\n{stderr}"
             ));
         }
-        run.keep = bad.len() > before;
+        let keep = bad.len() > before;
+        for run in &mut runs {
+            run.keep = keep;
+        }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
+    processes
 }
 
 #[test]
@@ -835,46 +852,8 @@ fn large_stack_frames() {
 #[test]
 fn processes_forked_are_each_measured_apart() {
     let _s = serial();
-    let mut bad = Vec::new();
-    for build in [Build::FramePointers, Build::NoFramePointers] {
-        let d = built(build);
-        let what = format!("forks {}", build.flag());
-        let tag = format!("forks{}", build.flag());
-        let mut runs = profile_all(&tag, &d.join("forks"), &["2"], &["-F", "4000"]);
-        assert_eq!(runs.len(), 3, "{}", runs[0].stderr);
-        let summary = runs[0].stderr.lines().find(|l| l.contains(" samples, "));
-        eprintln!("{what}: {}", summary.unwrap_or("no summary line"));
-        let before = bad.len();
-        // Stacks cut at an untouched page are said once for the run, not per process.
-        let untouched = untouched_pages(&runs[0].stderr);
-        let (mut truncated, mut explained) = (0, untouched);
-        for run in &runs {
-            let (differs, stacks) = compare(run, &format!("{what}, process {}", run.pid));
-            bad.extend(differs);
-            let inf = info(run);
-            truncated += sampling_field(&inf, "truncated-stacks");
-            explained += sampling_field(&inf, "truncated-unwind-info");
-            let ends = truncated_callees(&stacks, run.pid);
-            if !(untouched > 0 || ends.iter().all(|n| in_dynamic_linker(n))) {
-                bad.push(format!(
-                    "{what}, process {}: stacks cut at {ends:?}",
-                    run.pid
-                ));
-            }
-        }
-        if truncated != explained {
-            bad.push(format!(
-                "{what}: {truncated} truncated stacks, {explained} for unwind information or an \
-                 untouched page\n{}",
-                runs[0].stderr
-            ));
-        }
-        let keep = bad.len() > before;
-        for run in &mut runs {
-            run.keep = keep;
-        }
-    }
-    assert!(bad.is_empty(), "{}", bad.join("\n"));
+    let processes = check_workload("forks", &["-F", "4000"], &[], |_| vec!["2".into()]);
+    assert_eq!(processes, [3, 3], "a parent and two children in each build");
 }
 
 /// A Rust program: its own start-up frames between the C library's and `main`, a standard
