@@ -83,26 +83,25 @@ static void report(void) {
     truth_report();
 }
 
+/* Forks a child that runs body(n) under main, reports and exits; returns its pid. */
+static pid_t child(void (*body)(int), int n) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        forked();
+        body(n);
+        LEAVE(main);
+        report();
+        _exit(0);
+    }
+    return pid;
+}
+
 int main(int argc, char **argv) {
     ENTER(main);
     ms = truth_steps_per_ms();
     int n = 100 * (argc > 1 ? atoi(argv[1]) : 1);
-    pid_t a = fork();
-    if (a == 0) {
-        forked();
-        child_deep(n);
-        LEAVE(main);
-        report();
-        _exit(0);
-    }
-    pid_t b = fork();
-    if (b == 0) {
-        forked();
-        child_flat(n);
-        LEAVE(main);
-        report();
-        _exit(0);
-    }
+    pid_t a = child(child_deep, n);
+    pid_t b = child(child_flat, n);
     parent_work(n);
     if (a < 0 || b < 0 || waitpid(a, 0, 0) != a || waitpid(b, 0, 0) != b) return 1;
     LEAVE(main);

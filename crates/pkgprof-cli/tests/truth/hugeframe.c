@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
         kept += buf[(i * 4096) % (int)sizeof buf];
     }
     LEAVE(main);
+    truth_sink += kept;
     truth_report();
-    return (int)(kept & 1) * 0;
+    return 0;
 }
