@@ -20,10 +20,18 @@ pub(crate) struct StackStart {
     pub since: u64,
 }
 
-/// A thread's descriptor as found in one of its copies: its address and where in it the
-/// thread id is (the field's offset differs between glibc versions); `None` when a copy that
-/// reached the stack's end held none (not a glibc thread), so later copies are not searched.
-pub(crate) type ThreadDescriptors = FxHashMap<u32, Option<Descriptor>>;
+/// What each thread's copies said of its descriptor.
+pub(crate) type ThreadDescriptors = FxHashMap<u32, Searched>;
+
+/// What a thread's copies said of its descriptor: where it is, or that none lay in a copy
+/// reaching up to an address (not a glibc thread), so that later copies are searched again
+/// only if they reach higher. A copy can stop short of the stack's end, at a page not yet
+/// touched, or hold nothing, when its stack pointer's own page is one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Searched {
+    At(Descriptor),
+    NoneUpTo(u64),
+}
 
 /// A glibc thread descriptor: at `at`, pointing to itself at offsets 0 and 16 (its TCB
 /// header's `tcb` and `self`), with the thread's id at `at + tid_offset`.
@@ -293,7 +301,8 @@ fn argv_end(stack: &[u8], sp: u64, start: u64) -> Option<usize> {
 
 /// The length of `stack` (copied from `sp`) below thread `tid`'s descriptor: the one found
 /// before, if the copy still holds it, else one searched for from the copy's top down (its
-/// top being the stack's end or beyond, where only a copy not cut by its size reaches).
+/// top being the stack's end or beyond, where only a copy not cut by its size reaches) unless
+/// an earlier copy reaching as high held none.
 fn descriptor_start(
     known: &mut ThreadDescriptors,
     tid: u32,
@@ -301,16 +310,17 @@ fn descriptor_start(
     sp: u64,
     full: bool,
 ) -> Option<usize> {
+    let end = sp.saturating_add(stack.len() as u64);
     match known.get(&tid) {
-        Some(Some(d)) if is_descriptor(stack, sp, d.at, tid, d.tid_offset) => {
+        Some(Searched::At(d)) if is_descriptor(stack, sp, d.at, tid, d.tid_offset) => {
             return Some((d.at - sp) as usize);
         }
-        Some(None) => return None,
+        Some(&Searched::NoneUpTo(top)) if end <= top => return None,
         _ if full => return None,
         _ => {}
     }
     let found = find_descriptor(stack, sp, tid);
-    known.insert(tid, found);
+    known.insert(tid, found.map_or(Searched::NoneUpTo(end), Searched::At));
     found.map(|d| (d.at - sp) as usize)
 }
 
@@ -417,7 +427,7 @@ mod tests {
             at: sp + 0x800,
             tid_offset: 720,
         };
-        assert_eq!(known[&42], Some(found));
+        assert_eq!(known[&42], Searched::At(found));
         // Found once, then checked: a copy from deeper down, cut by its size, ends there too.
         let deeper = [vec![0u8; 0x100], stack.clone()].concat();
         let at = descriptor_start(&mut known, 42, &deeper, sp - 0x100, true);
@@ -429,11 +439,37 @@ mod tests {
             descriptor_start(&mut known, 42, &other, sp2, false),
             Some(0x800)
         );
-        assert_eq!(known[&42].map(|d| d.at), Some(sp2 + 0x800));
-        // Another thread's id there: not its descriptor, and none is searched for again.
+        assert_eq!(
+            known[&42],
+            Searched::At(Descriptor {
+                at: sp2 + 0x800,
+                tid_offset: 720
+            })
+        );
+        // Another thread's id there: not its descriptor, and none is searched for again in a
+        // copy reaching no higher.
         let mut known = ThreadDescriptors::default();
         assert_eq!(descriptor_start(&mut known, 43, &stack, sp, false), None);
-        assert_eq!(known[&43], None);
+        assert_eq!(known[&43], Searched::NoneUpTo(sp + 0x1000));
+        let ours = thread_copy(sp, 43);
+        assert_eq!(descriptor_start(&mut known, 43, &ours, sp, false), None);
+        // A copy that held nothing (its stack pointer's page not yet touched when the thread
+        // was first sampled), then one stopped short of the descriptor at such a page: the
+        // next reaching higher is searched.
+        let mut known = ThreadDescriptors::default();
+        assert_eq!(
+            descriptor_start(&mut known, 42, &[], sp + 0x40, false),
+            None
+        );
+        assert_eq!(
+            descriptor_start(&mut known, 42, &stack[..0x400], sp, false),
+            None
+        );
+        assert_eq!(known[&42], Searched::NoneUpTo(sp + 0x400));
+        assert_eq!(
+            descriptor_start(&mut known, 42, &stack, sp, false),
+            Some(0x800)
+        );
         // A copy cut by its size is not searched (the descriptor may lie beyond it).
         let mut known = ThreadDescriptors::default();
         assert_eq!(descriptor_start(&mut known, 42, &stack, sp, true), None);
