@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use collect_perf::{Config, Error, Recording, Sampler, StackCopier, StackEnd, replay};
+use collect_perf::{Config, CopyEnd, Error, Recording, Sampler, StackCopier, StackEnd, replay};
 
 mod common;
 
@@ -722,10 +722,19 @@ fn the_copiers_lost_records_notices_are_read() {
         assert_eq!(r.unparsed_records, 0);
         assert!((2500..=3300).contains(&(got + lost)), "{got} + {lost}");
         // Every sample kept came after its copy; one in the kernel during the exec (the user
-        // registers still the launcher's, its stack gone) has an empty one.
+        // registers still the launcher's, its stack gone) has an empty one, and so has one
+        // taken in wide() between its frame's growth and the write that touches its stack
+        // pointer's page (1 of ~3,000 in one of ~15 runs): the copier says so.
         let user = r.samples.iter().filter(|s| s.user_mode);
         assert!(user.clone().count() > 2000);
-        assert!(user.clone().all(|s| !r.user_stack(s).is_empty()));
+        let empty: Vec<_> = (user.clone())
+            .filter(|s| r.user_stack(s).is_empty())
+            .map(|s| s.copy_end)
+            .collect();
+        assert!(
+            empty.iter().all(|&e| e == CopyEnd::BelowFrames),
+            "samples without their copies: {empty:?}"
+        );
         // The output events' own counts hold every copy lost, told by a notice or not (the
         // cpu-clock events lose none: the program drops a sample whose copy is lost).
         assert!(
