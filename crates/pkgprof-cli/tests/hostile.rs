@@ -195,11 +195,47 @@ fn a_program_claiming_huge_unwind_tables_costs_root_pkgmon_little_memory() {
     let out = dir.join("out");
     let (rss_kib, err) = pkgmon_peak(&out, &[exe.as_os_str(), "300".as_ref()]);
     assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
-    // Unwound without those tables, by what else it has; the measurement is complete.
-    let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+    // Unwound without those tables, by what else it has; the measurement is complete. pkgprof
+    // in turn refuses the file for its holes and says so: its samples go to `[claims]`, whole
+    // stacks under libc's start-up code.
+    let (code, stdout, perr) = pkgprof(&["-b", "--pid", &only_pid(&out).to_string()], &out);
     assert_eq!(code, 0, "{perr}");
-    assert!(stdout.contains("spin"), "{stdout}");
+    assert_refused_for_holes(&stdout, &perr, &["claims"]);
+    assert!(stdout.contains("u:__libc_start_call_main"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The listing of a measurement of `files` (each under its name, files of another user with
+/// more holes than pkgprof reads): each file refused with a warning that names its holes, its
+/// samples under `[name]`. Their unwind tables not read, stacks are unwound by frame pointers:
+/// only a sample in a prologue or epilogue is cut short, and counted for unwind information.
+fn assert_refused_for_holes(stdout: &str, perr: &str, files: &[&str]) {
+    let header = (stdout.lines())
+        .find(|l| l.trim_start().starts_with("samples:"))
+        .unwrap_or_else(|| panic!("no samples line: {stdout}"));
+    let number_before = |what: &str| -> u64 {
+        let head = header.split(what).next().unwrap_or("");
+        let word = head
+            .rsplit([' ', '('])
+            .find(|w| !w.is_empty())
+            .unwrap_or("");
+        word.parse()
+            .unwrap_or_else(|_| panic!("no count before {what:?}: {header}"))
+    };
+    let samples = number_before(" user,") + number_before(" kernel ");
+    let truncated = number_before(" truncated stacks");
+    if truncated > 0 {
+        assert_eq!(truncated, number_before(" unwind info)"), "{header}");
+    }
+    assert!(truncated * 50 <= samples, "{header}");
+    for name in files {
+        assert!(
+            (perr.lines()).any(|l| l.contains(&format!("/{name} (build-id"))
+                && l.contains(": is a sparse file of ")),
+            "{name} not refused for its holes: {perr}"
+        );
+        assert!(stdout.contains(&format!("u:[{name}]")), "{name}: {stdout}");
+    }
 }
 
 /// Libraries of another user whose headers each claim unwind tables just under the size
@@ -253,9 +289,11 @@ fn libraries_claiming_tables_over_holes_cost_root_pkgmon_little_memory() {
         .collect();
     let (rss_kib, err) = pkgmon_peak(&out, &command);
     assert!(rss_kib < 128 * 1024, "{rss_kib} KiB\n{err}");
-    let (code, stdout, perr) = pkgprof(&["-b", "-p", "--pid", &only_pid(&out).to_string()], &out);
+    let (code, stdout, perr) = pkgprof(&["-b", "--pid", &only_pid(&out).to_string()], &out);
     assert_eq!(code, 0, "{perr}");
-    assert!(stdout.contains("spin"), "{stdout}");
+    let names: Vec<String> = (0..20).map(|i| format!("lib{i}.so")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_refused_for_holes(&stdout, &perr, &names);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
