@@ -716,8 +716,13 @@ impl Sampler {
                 _ => {}
             }
         }
+        // Samples come in runs of one process: a pid is looked up once a run, not once a sample.
+        let mut last = None;
         for s in &rec.samples[self.seen_samples..] {
-            add(s.pid, &self.follow);
+            if last != Some(s.pid) {
+                add(s.pid, &self.follow);
+                last = Some(s.pid);
+            }
         }
         // A new program: its arguments are read again.
         for pid in execs {
