@@ -222,8 +222,13 @@ def put(name, value):
     with open(f"{T}/{name}", "w") as f:
         f.write(value)
 def get(name):
+    """A setting as it can be written back: the clock in use; a buffer not yet grown reads
+    "7 (expanded: 1408)", of which the size it grows to."""
     text = open(f"{T}/{name}").read()
-    return re.search(r"\[(\S+)\]", text).group(1) if name == "trace_clock" else text.strip()
+    if name == "trace_clock":
+        return re.search(r"\[(\S+)\]", text).group(1)
+    grown = re.search(r"\(expanded: (\d+)\)", text)
+    return grown.group(1) if grown else text.strip()
 saved = {n: get(n) for n in ("trace_clock", "buffer_size_kb", "tracing_on")}
 events = ("events/timer/hrtimer_expire_entry", "events/timer/hrtimer_expire_exit")
 line = re.compile(r"\[(\d+)\].*?\s(\d+): "
