@@ -41,6 +41,31 @@ fn fresh(tag: &str) -> PathBuf {
     d
 }
 
+/// A tmpfs mounted for one test, unmounted when the test ends, failed or not (a failed test
+/// left it mounted over its scratch directory).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, options: &str) -> Tmpfs {
+        let st = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap();
+        assert!(
+            st.success(),
+            "mount a tmpfs with {options} (the test needs root)"
+        );
+        Tmpfs(at.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
 /// `pkgmon`, to be started by fork and exec for [`wait_rss`]: a child started by
 /// `posix_spawn` (which `Command` uses when it can) runs in this process's memory until its
 /// exec, and the kernel counts this process's peak resident set as the child's (`ru_maxrss`):
@@ -624,15 +649,7 @@ fn an_unwritable_output_is_refused_before_the_command_starts() {
     let base = fresh("unwritable");
     let ro = base.join("ro");
     std::fs::create_dir(&ro).unwrap();
-    let st = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
-        .arg(&ro)
-        .status()
-        .unwrap();
-    assert!(
-        st.success(),
-        "mount a read-only tmpfs (the test needs root)"
-    );
+    let _ro = Tmpfs::mount(&ro, "ro,size=1m");
     let marker = base.join("ran");
     for out in [ro.join("m"), ro.clone(), base.join("gone/m")] {
         let o = Command::new(PKGMON)
@@ -647,19 +664,13 @@ fn an_unwritable_output_is_refused_before_the_command_starts() {
         assert!(err.starts_with("pkgmon: cannot "), "{err}");
         assert!(!marker.exists(), "{}: the command ran", out.display());
     }
-    let _ = Command::new("umount").arg(&ro).status();
 }
 
 #[test]
 fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
     let _s = serial();
     let base = fresh("full");
-    let st = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(&base)
-        .status()
-        .unwrap();
-    assert!(st.success(), "mount a small tmpfs (the test needs root)");
+    let _small = Tmpfs::mount(&base, "size=64k");
     let out = base.join("m");
     let o = Command::new(PKGMON)
         .arg("-o")
@@ -698,7 +709,6 @@ fn a_full_disk_leaves_a_measurement_that_pkgprof_refuses() {
             && err.contains("No space left on device"),
         "{err}"
     );
-    let _ = Command::new("umount").arg(&base).status();
 }
 
 #[test]
