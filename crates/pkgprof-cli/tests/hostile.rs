@@ -238,19 +238,19 @@ fn assert_refused_for_holes(stdout: &str, perr: &str, files: &[&str]) {
     let header = (stdout.lines())
         .find(|l| l.trim_start().starts_with("samples:"))
         .unwrap_or_else(|| panic!("no samples line: {stdout}"));
-    let number_before = |what: &str| -> u64 {
-        let head = header.split(what).next().unwrap_or("");
-        let word = head
-            .rsplit([' ', '('])
-            .find(|w| !w.is_empty())
-            .unwrap_or("");
-        word.parse()
-            .unwrap_or_else(|_| panic!("no count before {what:?}: {header}"))
+    // `samples: N user, M kernel (...); L lost, T throttled, K truncated stacks (U unwind info)`,
+    // read by word as the other tests read it.
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let count_before = |word: &str| -> u64 {
+        let at = (words.iter().position(|w| *w == word))
+            .unwrap_or_else(|| panic!("no {word:?} in {header}"));
+        (words[at - 1].trim_start_matches('(').parse())
+            .unwrap_or_else(|_| panic!("no count before {word:?} in {header}"))
     };
-    let samples = number_before(" user,") + number_before(" kernel ");
-    let truncated = number_before(" truncated stacks");
+    let samples = count_before("user,") + count_before("kernel");
+    let truncated = count_before("truncated");
     if truncated > 0 {
-        assert_eq!(truncated, number_before(" unwind info)"), "{header}");
+        assert_eq!(truncated, count_before("unwind"), "{header}");
     }
     assert!(truncated * 50 <= samples, "{header}");
     for name in files {
