@@ -30,7 +30,7 @@ mod displaced;
 mod stack_table;
 
 pub(crate) use displaced::Displacements;
-pub(crate) use stack_table::{StackKey, StackTable};
+pub(crate) use stack_table::{Hit, StackKey, StackTable};
 
 use crate::unwind::{Images, ProcessUnwinder, StackEnd, UnwindStats, Unwinding};
 
@@ -77,7 +77,7 @@ impl Default for AggregateOptions {
     }
 }
 
-/// Histogram bins and arcs of one gmon file. Hash maps while counting (a sample touches a
+/// Histogram bins and arcs of one gmon file. Hash maps while counting (a stack touches a
 /// dozen entries; keys are addresses, so the fast non-keyed hash, not SipHash: a tenth of the
 /// collector's own time went to hashing); sorted when written, so the output does not depend
 /// on hash order.
@@ -90,8 +90,9 @@ pub(crate) struct Side {
 }
 
 impl Side {
-    /// Counts each caller→callee edge of `frames` (innermost first) once.
-    pub(crate) fn add_stack(&mut self, frames: &[u64], edges: &mut Vec<(u64, u64)>) {
+    /// Counts each caller→callee edge of `frames` (innermost first) once for each of `n`
+    /// samples.
+    pub(crate) fn add_stack(&mut self, frames: &[u64], n: u64, edges: &mut Vec<(u64, u64)>) {
         edges.clear();
         edges.extend(frames.windows(2).map(|w| (w[1], w[0])));
         // A recursion repeats one arc level after level: dropped before the sort, which took
@@ -100,7 +101,7 @@ impl Side {
         edges.sort_unstable();
         edges.dedup();
         for e in edges.iter() {
-            *self.arcs.entry(*e).or_default() += 1;
+            *self.arcs.entry(*e).or_default() += n;
         }
     }
 
@@ -111,26 +112,16 @@ impl Side {
             return;
         };
         *self.hist.entry(pc & !1).or_default() += 1;
-        self.add_stack(kernel, edges);
+        self.add_stack(kernel, 1, edges);
         *self.arcs.entry((0, entry)).or_default() += 1;
-    }
-
-    /// Adds `other`'s counts.
-    pub(crate) fn merge(&mut self, other: &Side) {
-        for (&a, &n) in &other.hist {
-            *self.hist.entry(a).or_default() += n;
-        }
-        for (&e, &n) in &other.arcs {
-            *self.arcs.entry(e).or_default() += n;
-        }
     }
 }
 
 /// What one image of one process (its life before the first exec, or after an exec) gathered.
+/// Its histograms and arcs are derived from its stacks when its files are written
+/// ([`StackTable::count`]): counting them per sample cost a tenth of pkgmon's own time.
 #[derive(Debug, Default)]
 pub(crate) struct ImageAcc {
-    pub user: Side,
-    pub kernel: Side,
     pub stacks: StackTable,
     pub user_only: u64,
     pub kernel_only: u64,
@@ -347,7 +338,7 @@ impl Aggregator {
                 &mut self.other
             };
             *side.hist.entry(kernel[0] & !1).or_default() += 1;
-            side.add_stack(kernel, &mut self.edges);
+            side.add_stack(kernel, 1, &mut self.edges);
             return;
         }
         if self.unwinders.len() <= pi {
@@ -371,36 +362,20 @@ impl Aggregator {
         if let Some(end) = end.filter(|e| e.is_truncated()) {
             *acc.truncated.entry(end).or_default() += 1;
         }
-        if s.user_mode {
+        let hit = if s.user_mode {
             // The ip, displaced as the stack's innermost frame is.
             let mut ip = [s.ip];
             self.displaced.apply(pi, p, s.time, &mut ip);
-            *acc.user.hist.entry(ip[0] & !1).or_default() += 1;
-        } else if let Some(&pc) = kernel.first() {
-            *acc.kernel.hist.entry(pc & !1).or_default() += 1;
+            Hit::User(ip[0] & !1)
+        } else {
+            Hit::Kernel
+        };
+        match (kernel.is_empty(), user.is_empty()) {
+            (true, _) => acc.user_only += 1,
+            (false, true) => acc.kernel_only += 1,
+            (false, false) => {}
         }
-        acc.user.add_stack(user, &mut self.edges);
-        // The outermost frame found of a stack cut short gets an arc from 0, which the report
-        // shows as `[truncated]` rather than taking that frame for a root.
-        // A complete one's root gets an arc from ROOT_FROM_PC: a function that is a root in
-        // some stacks and called in others (a new thread's clone3) keeps its roots' share.
-        if let Some(&outer) = user.last() {
-            let from = if truncated {
-                0
-            } else {
-                gmon_format::ROOT_FROM_PC
-            };
-            *acc.user.arcs.entry((from, outer)).or_default() += 1;
-        }
-        acc.kernel.add_stack(kernel, &mut self.edges);
-        match (kernel.last(), user.first()) {
-            (Some(&entry), Some(&upc)) => {
-                *acc.kernel.arcs.entry((upc, entry)).or_default() += 1;
-            }
-            (None, _) => acc.user_only += 1,
-            (Some(_), None) => acc.kernel_only += 1,
-        }
-        acc.stacks.add(kernel, user, truncated, s.period);
+        acc.stacks.add(kernel, user, truncated, hit, s.period);
     }
 
     /// Feeds a tracepoint record of `rec` to the latency collection, if there is one: a
@@ -648,17 +623,15 @@ impl Aggregator {
             }
             Target::Unattributed(_) => (None, Place::System),
         };
-        let side = match to {
+        match to {
             Place::Image(pi, image) => {
                 let acc = self.images.entry((pi, image)).or_default();
                 acc.samples += 1;
-                acc.stacks.add(&h.kernel, &[], false, h.period);
-                &mut acc.kernel
+                acc.stacks.add(&h.kernel, &[], false, Hit::Moved, h.period);
             }
-            Place::System => &mut self.system,
-            Place::Other => &mut self.other,
-        };
-        side.add_moved(&h.kernel, &mut self.edges);
+            Place::System => self.system.add_moved(&h.kernel, &mut self.edges),
+            Place::Other => self.other.add_moved(&h.kernel, &mut self.edges),
+        }
         let (pi, time, system) = h.taken;
         let from = self.place(pi, time, system);
         for c in [
@@ -813,14 +786,20 @@ mod tests {
         let ksyms = KernelSymbols::parse("ffff800000000000 T entry_SYSCALL_64\n".into());
         let mut t = StackTable::default();
         let k = [0xffff_8000_0000_2000, 0xffff_8000_0000_1000];
-        t.add(&k, &[0x30, 0x20, 0x10], false, 5);
-        t.add(&k, &[0x30, 0x20, 0x10], false, 7);
+        t.add(&k, &[0x30, 0x20, 0x10], false, Hit::Kernel, 5);
+        t.add(&k, &[0x30, 0x20, 0x10], false, Hit::Kernel, 7);
         // The same frames, truncated: another stack.
-        t.add(&[], &[0x30, 0x20], true, 1);
+        t.add(&[], &[0x30, 0x20], true, Hit::User(0x30), 1);
         // Recursion: the same address at several depths.
-        t.add(&[], &[0x40, 0x50, 0x50, 0x50, 0x10], false, 2);
+        t.add(
+            &[],
+            &[0x40, 0x50, 0x50, 0x50, 0x10],
+            false,
+            Hit::User(0x40),
+            2,
+        );
         // Kernel frames only (a kernel thread): no boundary.
-        t.add(&k, &[], false, 3);
+        t.add(&k, &[], false, Hit::Kernel, 3);
         let mut out = BTreeMap::new();
         t.collect(&ksyms, &mut out);
         let got: Vec<_> = out.into_iter().collect();

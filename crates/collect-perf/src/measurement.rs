@@ -140,8 +140,7 @@ impl FileSet {
     fn add(&mut self, seg: Segment, acc: Option<&ImageAcc>, ksyms: &KernelSymbols) {
         self.segments.push(seg);
         let Some(acc) = acc else { return };
-        self.user.merge(&acc.user);
-        self.kernel.merge(&acc.kernel);
+        acc.stacks.count(&mut self.user, &mut self.kernel);
         acc.stacks.collect(ksyms, &mut self.stacks);
         for (k, n) in &acc.truncated {
             *self.truncated.entry(*k).or_default() += n;
@@ -696,7 +695,7 @@ mod tests {
         let mut side = Side::default();
         let mut edges = Vec::new();
         // A recursive stack: f (0x10) called from f (0x20) twice.
-        side.add_stack(&[0x10, 0x20, 0x20, 0x30], &mut edges);
+        side.add_stack(&[0x10, 0x20, 0x20, 0x30], 1, &mut edges);
         assert_eq!(side.arcs.get(&(0x20, 0x20)), Some(&1));
         assert_eq!(side.arcs.get(&(0x20, 0x10)), Some(&1));
         assert_eq!(side.arcs.get(&(0x30, 0x20)), Some(&1));
