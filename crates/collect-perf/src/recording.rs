@@ -458,6 +458,8 @@ pub(crate) struct Arenas {
     frames: Vec<u64>,
     stacks: Vec<u8>,
     raw: Vec<u8>,
+    /// The order of a round's records ([`Recording::order`]).
+    order: Vec<(u64, u8, usize)>,
 }
 
 /// A record of a [`Recording`], by its index in its list.
@@ -487,9 +489,18 @@ impl Event {
 impl Recording {
     /// The records of time at most `upto`, in time order (the rings of different CPUs deliver
     /// them out of order); at equal times side-band records come first, so a sample finds the
-    /// mappings made at its moment.
-    fn order(&self, upto: u64) -> Vec<(u64, u8, usize)> {
-        let mut order: Vec<(u64, u8, usize)> = self
+    /// mappings made at its moment. Into `order`, whose capacity is kept from round to round
+    /// (collected anew through a filter, it grew by reallocation: 3% of pkgmon's own time at
+    /// 10 kHz).
+    fn order(&self, upto: u64, order: &mut Vec<(u64, u8, usize)>) {
+        order.clear();
+        order.reserve(
+            self.side_band.len()
+                + self.counter_events.len()
+                + self.samples.len()
+                + self.traces.len(),
+        );
+        let records = self
             .side_band
             .iter()
             .enumerate()
@@ -507,17 +518,18 @@ impl Recording {
                     .enumerate()
                     .map(|(i, t)| (t.sample.time, 3, i)),
             )
-            .filter(|&(t, _, _)| t <= upto)
-            .collect();
+            .filter(|&(t, _, _)| t <= upto);
+        order.extend(records);
         // Each CPU's records come in time order, one run per ring drained: the stable sort
         // merges such runs (the keys are distinct, so the order is the unstable sort's).
         order.sort();
-        order
     }
 
     /// Every record with its time, in time order.
     pub(crate) fn in_order(&self) -> impl Iterator<Item = (u64, Event)> + use<> {
-        self.order(u64::MAX)
+        let mut order = Vec::new();
+        self.order(u64::MAX, &mut order);
+        order
             .into_iter()
             .map(|(t, kind, i)| (t, Event::of(kind, i)))
     }
@@ -526,8 +538,10 @@ impl Recording {
     /// their frames and stack copies), keeping the later ones: how a streaming run passes
     /// records on once no earlier one can still arrive.
     pub(crate) fn release(&mut self, upto: u64, mut f: impl FnMut(&Recording, Event)) {
-        let order = self.order(upto);
+        let mut order = std::mem::take(&mut self.spare.order);
+        self.order(upto, &mut order);
         if order.is_empty() {
+            self.spare.order = order;
             return;
         }
         for (j, &(_, kind, i)) in order.iter().enumerate() {
@@ -571,12 +585,14 @@ impl Recording {
         frames.clear();
         stacks.clear();
         raw.clear();
+        order.clear();
         self.spare = Arenas {
             samples,
             traces,
             frames,
             stacks,
             raw,
+            order,
         };
     }
 

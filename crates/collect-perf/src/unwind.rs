@@ -57,6 +57,9 @@ pub(crate) struct Unwinding {
     fp: Vec<Option<u64>>,
     /// The frame-pointer chain's known positions with their entries, sorted by position.
     fp_sorted: Vec<(u64, usize)>,
+    /// The frames chosen for a sample: kept from sample to sample, as `cfi` and `fp` are, so
+    /// that a sample costs no allocation (one each was 3% of pkgmon's own time at 10 kHz).
+    frames: Vec<Frame>,
 }
 
 /// A frame found by unwinding: its address (the ip, then return addresses) and its position,
@@ -78,6 +81,7 @@ impl Unwinding {
             cfi: Vec::new(),
             fp: Vec::new(),
             fp_sorted: Vec::new(),
+            frames: Vec::new(),
         }
     }
 
@@ -453,7 +457,8 @@ impl ProcessUnwinder {
                 joint
             }
         };
-        let mut frames: Vec<Frame> = Vec::new();
+        let mut frames = std::mem::take(&mut u.frames);
+        frames.clear();
         let (source, mut end) = match joint {
             Some((k, j)) => {
                 frames.extend_from_slice(&cfi[..=k]);
@@ -566,6 +571,7 @@ impl ProcessUnwinder {
         out.extend(frames.iter().map(|f| f.address));
         u.cfi = cfi;
         u.fp = fp;
+        u.frames = frames;
         Some(end)
     }
 
