@@ -105,15 +105,16 @@ impl Side {
         }
     }
 
-    /// Counts a moved stack of asynchronous work (kernel frames only, innermost first): its
-    /// hit, its arcs, and the boundary arc from 0 (no user caller) to its outermost frame.
-    pub(crate) fn add_moved(&mut self, kernel: &[u64], edges: &mut Vec<(u64, u64)>) {
+    /// Counts `n` samples of a moved stack of asynchronous work (kernel frames only,
+    /// innermost first): its hit, its arcs, and the boundary arc from 0 (no user caller) to
+    /// its outermost frame.
+    pub(crate) fn add_moved(&mut self, kernel: &[u64], n: u64, edges: &mut Vec<(u64, u64)>) {
         let (Some(&pc), Some(&entry)) = (kernel.first(), kernel.last()) else {
             return;
         };
-        *self.hist.entry(pc & !1).or_default() += 1;
-        self.add_stack(kernel, 1, edges);
-        *self.arcs.entry((0, entry)).or_default() += 1;
+        *self.hist.entry(pc & !1).or_default() += n;
+        self.add_stack(kernel, n, edges);
+        *self.arcs.entry((0, entry)).or_default() += n;
     }
 }
 
@@ -123,8 +124,6 @@ impl Side {
 #[derive(Debug, Default)]
 pub(crate) struct ImageAcc {
     pub stacks: StackTable,
-    pub user_only: u64,
-    pub kernel_only: u64,
     pub samples: u64,
     /// Samples whose user stack may lack outer frames, by reason.
     pub truncated: BTreeMap<StackEnd, u64>,
@@ -370,11 +369,6 @@ impl Aggregator {
         } else {
             Hit::Kernel
         };
-        match (kernel.is_empty(), user.is_empty()) {
-            (true, _) => acc.user_only += 1,
-            (false, true) => acc.kernel_only += 1,
-            (false, false) => {}
-        }
         acc.stacks.add(kernel, user, truncated, hit, s.period);
     }
 
@@ -629,8 +623,8 @@ impl Aggregator {
                 acc.samples += 1;
                 acc.stacks.add(&h.kernel, &[], false, Hit::Moved, h.period);
             }
-            Place::System => self.system.add_moved(&h.kernel, &mut self.edges),
-            Place::Other => self.other.add_moved(&h.kernel, &mut self.edges),
+            Place::System => self.system.add_moved(&h.kernel, 1, &mut self.edges),
+            Place::Other => self.other.add_moved(&h.kernel, 1, &mut self.edges),
         }
         let (pi, time, system) = h.taken;
         let from = self.place(pi, time, system);

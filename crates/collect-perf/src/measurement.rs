@@ -140,13 +140,13 @@ impl FileSet {
     fn add(&mut self, seg: Segment, acc: Option<&ImageAcc>, ksyms: &KernelSymbols) {
         self.segments.push(seg);
         let Some(acc) = acc else { return };
-        acc.stacks.count(&mut self.user, &mut self.kernel);
+        let (user_only, kernel_only) = acc.stacks.count(&mut self.user, &mut self.kernel);
+        self.user_only += user_only;
+        self.kernel_only += kernel_only;
         acc.stacks.collect(ksyms, &mut self.stacks);
         for (k, n) in &acc.truncated {
             *self.truncated.entry(*k).or_default() += n;
         }
-        self.user_only += acc.user_only;
-        self.kernel_only += acc.kernel_only;
         self.samples += acc.samples;
     }
 }

@@ -134,17 +134,27 @@ impl StackTable {
     /// caller→callee edge of each part, the user root's arc (from 0 when the stack may lack
     /// outer frames, which the report shows as `[truncated]`, else from [`ROOT_FROM_PC`]: a
     /// function that is a root in some stacks and called in others keeps its roots' share),
-    /// and the boundary arc from the innermost user frame to the outermost kernel one.
-    pub(crate) fn count(&self, user_side: &mut Side, kernel_side: &mut Side) {
+    /// and the boundary arc from the innermost user frame to the outermost kernel one; a moved
+    /// stack as [`Side::add_moved`] counts it. Returns how many samples (not moved) had user
+    /// frames only, and kernel frames only.
+    pub(crate) fn count(&self, user_side: &mut Side, kernel_side: &mut Side) -> (u64, u64) {
         let (mut path, mut edges) = (Vec::new(), Vec::new());
+        let (mut user_only, mut kernel_only) = (0, 0);
         for (&(end, hit), &(n, _)) in &self.counts {
             let (kernel, user, truncated) = self.stack(end, &mut path);
             match (hit, kernel.first()) {
-                (Hit::User(pc), _) => *user_side.hist.entry(pc).or_default() += n,
-                (Hit::Kernel | Hit::Moved, Some(&pc)) => {
-                    *kernel_side.hist.entry(pc & !1).or_default() += n;
+                (Hit::Moved, _) => {
+                    kernel_side.add_moved(kernel, n, &mut edges);
+                    continue;
                 }
-                _ => {}
+                (Hit::User(pc), _) => *user_side.hist.entry(pc).or_default() += n,
+                (Hit::Kernel, Some(&pc)) => *kernel_side.hist.entry(pc & !1).or_default() += n,
+                (Hit::Kernel, None) => {}
+            }
+            match (kernel.is_empty(), user.is_empty()) {
+                (true, _) => user_only += n,
+                (false, true) => kernel_only += n,
+                (false, false) => {}
             }
             user_side.add_stack(user, n, &mut edges);
             if let Some(&outer) = user.last() {
@@ -155,10 +165,8 @@ impl StackTable {
             if let (Some(&entry), Some(&upc)) = (kernel.last(), user.first()) {
                 *kernel_side.arcs.entry((upc, entry)).or_default() += n;
             }
-            if let (Hit::Moved, Some(&entry)) = (hit, kernel.last()) {
-                *kernel_side.arcs.entry((0, entry)).or_default() += n;
-            }
         }
+        (user_only, kernel_only)
     }
 }
 
@@ -226,7 +234,7 @@ mod tests {
         // A user-mode sample whose unwind found no frame.
         t.add(&[], &[], false, Hit::User(0x40), 1);
         let (mut user, mut kernel) = (Side::default(), Side::default());
-        t.count(&mut user, &mut kernel);
+        assert_eq!(t.count(&mut user, &mut kernel), (4, 1));
         fn sorted<K: Copy + Ord>(m: &FxHashMap<K, u64>) -> Vec<(K, u64)> {
             let mut v: Vec<_> = m.iter().map(|(&k, &n)| (k, n)).collect();
             v.sort_unstable();
